@@ -1,0 +1,52 @@
+# Everything a fresh machine needs is installed from these targets: the virtualenv,
+# the pinned Python dependencies, and the Apache Hudi Spark bundle from Maven Central.
+PYTHON ?= python3
+VENV ?= .venv
+HUDI_VERSION ?= 1.1.1
+HUDI_BUNDLE ?= org.apache.hudi:hudi-spark3.5-bundle_2.12:$(HUDI_VERSION)
+JARS_DIR ?= .cache/jars
+HUDI_JAR := $(JARS_DIR)/hudi-spark3.5-bundle_2.12-$(HUDI_VERSION).jar
+export FRESHNESS_JARS_DIR := $(abspath $(JARS_DIR))
+export DAGSTER_HOME ?= $(abspath .dagster_home)
+
+.PHONY: setup demo test test-fast lint format bench-ingest clean-data
+
+$(VENV)/.installed: pyproject.toml
+	test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/pip install --quiet --upgrade pip
+	$(VENV)/bin/pip install --quiet -e '.[dev]'
+	touch $@
+
+$(HUDI_JAR):
+	mkdir -p $(JARS_DIR)
+	mvn --batch-mode --quiet dependency:copy -Dartifact=$(HUDI_BUNDLE) -DoutputDirectory=$(JARS_DIR)
+
+$(DAGSTER_HOME)/dagster.yaml: dagster.yaml
+	mkdir -p $(DAGSTER_HOME)
+	ln -sf $(abspath dagster.yaml) $@
+
+setup: $(VENV)/.installed $(HUDI_JAR) $(DAGSTER_HOME)/dagster.yaml
+
+demo: setup
+	$(VENV)/bin/freshness demo
+
+test: setup
+	$(VENV)/bin/ruff check freshness_pipeline assets_tests
+	$(VENV)/bin/pytest
+
+test-fast: setup
+	$(VENV)/bin/pytest -m 'not spark'
+
+lint: setup
+	$(VENV)/bin/ruff check freshness_pipeline assets_tests
+	$(VENV)/bin/ruff format --check freshness_pipeline assets_tests
+
+format: setup
+	$(VENV)/bin/ruff format freshness_pipeline assets_tests
+	$(VENV)/bin/ruff check --fix freshness_pipeline assets_tests
+
+bench-ingest: setup
+	$(VENV)/bin/python -m freshness_pipeline.bench.ingest_rate
+
+clean-data:
+	rm -rf .lakehouse $(DAGSTER_HOME)/storage $(DAGSTER_HOME)/history $(DAGSTER_HOME)/logs $(DAGSTER_HOME)/schedules

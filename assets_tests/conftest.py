@@ -1,0 +1,36 @@
+"""Shared fixtures: an isolated lakehouse per test and one Spark JVM per test session."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from freshness_pipeline.settings import Settings, load_settings
+
+
+@pytest.fixture
+def lakehouse(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Settings:
+    """Settings pointing at a fresh lakehouse and landing folder under tmp_path."""
+    monkeypatch.setenv("FRESHNESS_LAKEHOUSE", str(tmp_path / "tables"))
+    monkeypatch.setenv("FRESHNESS_LANDING", str(tmp_path / "landing"))
+    return load_settings()
+
+
+@pytest.fixture(scope="session")
+def spark() -> Iterator[object]:
+    from freshness_pipeline.spark import build_spark_session
+
+    session = build_spark_session(master="local[2]", app_name="assets_tests")
+    yield session
+    session.stop()
+
+
+def child_env(settings: Settings) -> dict[str, str]:
+    """Environment for a child process that must see the same lakehouse."""
+    env = dict(os.environ)
+    env["FRESHNESS_LAKEHOUSE"] = settings.lakehouse_root
+    env["FRESHNESS_LANDING"] = str(settings.landing_dir)
+    return env

@@ -1,0 +1,93 @@
+from __future__ import annotations
+
+import collections
+
+import numpy as np
+import pytest
+
+from freshness_pipeline.stream.generator import MarketEventGenerator, StreamConfig
+from freshness_pipeline.stream.universe import company_universe, universe_fingerprint
+
+
+def take(config: StreamConfig, seconds: int):
+    generator = MarketEventGenerator(config)
+    return [generator.next_batch() for _ in range(seconds)]
+
+
+def test_same_seed_same_stream():
+    a = take(StreamConfig(seed=3, rate=500), 5)
+    b = take(StreamConfig(seed=3, rate=500), 5)
+    assert [x.prices for x in a] == [x.prices for x in b]
+    assert [x.trades for x in a] == [x.trades for x in b]
+
+
+def test_other_seed_other_stream():
+    a = take(StreamConfig(seed=3, rate=500), 2)
+    b = take(StreamConfig(seed=4, rate=500), 2)
+    assert a[0].prices != b[0].prices
+
+
+def test_events_are_well_formed_and_ordered():
+    config = StreamConfig(seed=1, rate=2000)
+    symbols = {c.symbol for c in company_universe(config.universe_size)}
+    for batch in take(config, 3):
+        start = config.start_us + batch.second * 1_000_000
+        for events in (batch.prices, batch.trades):
+            stamps = [e["event_ts"] for e in events]
+            assert stamps == sorted(stamps)
+            assert all(start <= t < start + 1_000_000 for t in stamps)
+            for e in events:
+                assert e["symbol"] in symbols
+                assert e["size"] > 0 and e["price"] > 0
+                # prices sit on the 0.01 tick
+                assert abs(e["price"] * 100 - round(e["price"] * 100)) < 1e-6
+        assert {e["side"] for e in batch.prices} <= {"B", "S"}
+        trade_ids = [e["trade_id"] for e in batch.trades]
+        assert trade_ids == sorted(set(trade_ids))
+
+
+def test_rate_and_trade_share():
+    batches = take(StreamConfig(seed=2, rate=4000, trade_fraction=0.2), 5)
+    prices = sum(len(b.prices) for b in batches)
+    trades = sum(len(b.trades) for b in batches)
+    assert 4000 * 5 * 0.95 < prices + trades < 4000 * 5 * 1.05
+    assert 0.17 < trades / (prices + trades) < 0.23
+
+
+def test_activity_is_zipf_skewed():
+    batches = take(StreamConfig(seed=5, rate=5000), 4)
+    counts = collections.Counter(e["symbol"] for b in batches for e in b.prices + b.trades)
+    ranked = sorted(counts.values(), reverse=True)
+    total = sum(ranked)
+    # the 1% most active names carry far more than 1% of the events
+    top = ranked[: max(1, len(company_universe()) // 100)]
+    assert sum(top) / total > 0.25
+
+
+def test_prices_random_walk_stays_near_start():
+    generator = MarketEventGenerator(StreamConfig(seed=9, rate=3000))
+    first = {}
+    last = {}
+    for _ in range(10):
+        for e in generator.next_batch().trades:
+            first.setdefault(e["symbol"], e["price"])
+            last[e["symbol"]] = e["price"]
+    moves = np.array([abs(last[s] / first[s] - 1) for s in first])
+    assert np.median(moves) < 0.05
+
+
+def test_universe_is_deterministic_and_sized():
+    a = company_universe(300, seed=7)
+    b = company_universe(300, seed=7)
+    assert len(a) == 300 and len({c.symbol for c in a}) == 300
+    assert universe_fingerprint(a) == universe_fingerprint(b)
+    assert all(c.sector and c.industry for c in a)
+    full = company_universe()
+    assert len(full) == 5257
+    assert len({c.sector for c in full}) >= 8
+
+
+@pytest.mark.parametrize("bad", [{"rate": 0}, {"trade_fraction": 1.5}, {"zipf_exponent": -1}])
+def test_bad_config_refused(bad):
+    with pytest.raises(ValueError):
+        StreamConfig(**bad)

@@ -1,0 +1,17 @@
+"""Wires the project together for Dagster; the logic lives in the modules it imports."""
+
+from __future__ import annotations
+
+from dagster import Definitions
+
+from freshness_pipeline.raw_sources import RAW_SOURCES
+from freshness_pipeline.resources import HudiMetadataResource
+from freshness_pipeline.spark import HudiSparkResource
+
+defs = Definitions(
+    assets=RAW_SOURCES,
+    resources={
+        "hudi_meta": HudiMetadataResource(),
+        "spark": HudiSparkResource(),
+    },
+)

@@ -1,0 +1,361 @@
+"""The only code that reads Hudi metadata: timeline, commit metadata, file slices, footers.
+
+hudi-rs (the `hudi` package) gives the completed instants, their commit metadata and the
+latest file slices; pyarrow gives Parquet footers. Hudi 1.x names a completed instant
+`<requested>_<completed>.<action>`, and hudi-rs does not expose the completion time, so it
+is read from the timeline folder's file names (the same listing Hudi itself does).
+
+Our own writers put these keys into every commit's extra metadata (METHOD 5.2, 5.5):
+`freshness.watermark_us` (the table's t_latest after the commit), `freshness.arrival_min_us`
+and `freshness.arrival_max_us` (range of arrival_ts among the rows the commit wrote).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+from collections import OrderedDict
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import PurePosixPath
+
+import pyarrow.fs as pafs
+import pyarrow.parquet as pq
+
+META_PREFIX = "freshness."
+WATERMARK_KEY = "freshness.watermark_us"
+ARRIVAL_MIN_KEY = "freshness.arrival_min_us"
+ARRIVAL_MAX_KEY = "freshness.arrival_max_us"
+CHECKPOINT_KEY = "freshness.landing_checkpoint"
+ARRIVAL_COLUMN = "arrival_ts"
+
+_COMPLETED = re.compile(r"^(\d{17})(?:_(\d{17}))?\.(commit|replacecommit|deltacommit)$")
+
+
+class TableNotFound(FileNotFoundError):
+    """The table URI holds no Hudi table."""
+
+
+@dataclass(frozen=True)
+class WrittenFile:
+    """One file slice a commit wrote (a WriteStat in Hudi's commit metadata)."""
+
+    partition: str
+    file_id: str
+    path: str  # relative to the table root
+    size_bytes: int
+    num_writes: int
+    num_inserts: int
+    num_update_writes: int
+    prev_commit: str
+
+
+@dataclass(frozen=True)
+class Commit:
+    """A completed commit or replacecommit, with what it wrote and its extra metadata."""
+
+    instant: str
+    completion: str
+    action: str
+    operation: str
+    written: tuple[WrittenFile, ...]
+    replaced_file_ids: Mapping[str, tuple[str, ...]]
+    extra: Mapping[str, str]
+
+    def extra_int(self, key: str) -> int | None:
+        value = self.extra.get(key)
+        return int(value) if value not in (None, "") else None
+
+    @property
+    def watermark_us(self) -> int | None:
+        return self.extra_int(WATERMARK_KEY)
+
+    @property
+    def arrival_range_us(self) -> tuple[int, int] | None:
+        low, high = self.extra_int(ARRIVAL_MIN_KEY), self.extra_int(ARRIVAL_MAX_KEY)
+        return (low, high) if low is not None and high is not None else None
+
+
+@dataclass(frozen=True)
+class FileSlice:
+    """The latest base file of a file group."""
+
+    partition: str
+    file_id: str
+    path: str  # relative to the table root
+    size_bytes: int
+    base_instant: str
+
+
+@dataclass(frozen=True)
+class PendingFile:
+    """A file slice holding rows a consumer at `t_done` has not yet reflected."""
+
+    slice: FileSlice
+    uri: str
+    pending_min_us: int  # METHOD 5.5: span of the unconsumed commits that wrote the group
+    pending_max_us: int
+    pending_commits: tuple[str, ...]
+    footer_min_us: int | None = None  # whole-file footer statistics (published mode)
+    footer_max_us: int | None = None
+
+
+@dataclass
+class _FooterCache:
+    """Footer arrival ranges keyed by file path; base files are immutable, so never stale."""
+
+    capacity: int = 100_000
+    _items: OrderedDict[str, tuple[int | None, int | None]] = field(default_factory=OrderedDict)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def get(self, key: str) -> tuple[int | None, int | None] | None:
+        with self._lock:
+            value = self._items.get(key)
+            if value is not None:
+                self._items.move_to_end(key)
+            return value
+
+    def put(self, key: str, value: tuple[int | None, int | None]) -> None:
+        with self._lock:
+            self._items[key] = value
+            self._items.move_to_end(key)
+            while len(self._items) > self.capacity:
+                self._items.popitem(last=False)
+
+
+FOOTER_CACHE = _FooterCache()
+
+
+def _filesystem(uri: str) -> tuple[pafs.FileSystem, str]:
+    if "://" not in uri:
+        return pafs.LocalFileSystem(), uri
+    return pafs.FileSystem.from_uri(uri)
+
+
+def footer_arrival_range(uri: str, column: str = ARRIVAL_COLUMN) -> tuple[int | None, int | None]:
+    """Min and max of `column` (as epoch microseconds) from a Parquet file's footer only."""
+    cached = FOOTER_CACHE.get(uri)
+    if cached is not None:
+        return cached
+    fs, path = _filesystem(uri)
+    with fs.open_input_file(path) as handle:
+        meta = pq.ParquetFile(handle).metadata
+    index = meta.schema.names.index(column)
+    low: int | None = None
+    high: int | None = None
+    for group in range(meta.num_row_groups):
+        stats = meta.row_group(group).column(index).statistics
+        if stats is None or not stats.has_min_max:
+            continue
+        gmin, gmax = _as_micros(stats.min), _as_micros(stats.max)
+        low = gmin if low is None else min(low, gmin)
+        high = gmax if high is None else max(high, gmax)
+    FOOTER_CACHE.put(uri, (low, high))
+    return low, high
+
+
+def _as_micros(value: object) -> int:
+    if isinstance(value, int):
+        return value
+    # pyarrow returns datetimes for timestamp columns
+    import datetime as dt
+
+    assert isinstance(value, dt.datetime)
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=dt.timezone.utc)
+    delta = value - dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
+    return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
+
+
+class HudiTableMetadata:
+    """Read-only view of one Hudi table's metadata."""
+
+    def __init__(self, table_uri: str) -> None:
+        self.table_uri = table_uri.rstrip("/")
+        fs, root = _filesystem(self.table_uri)
+        self._fs, self._root = fs, root.rstrip("/")
+        props = self._read_properties()
+        self.table_name = props.get("hoodie.table.name", PurePosixPath(root).name)
+        layout = props.get("hoodie.timeline.layout.version", "1")
+        timeline_dir = props.get("hoodie.timeline.path", "timeline") if layout == "2" else ""
+        self._timeline_path = f"{self._root}/.hoodie" + (f"/{timeline_dir}" if timeline_dir else "")
+
+    def _read_properties(self) -> dict[str, str]:
+        path = f"{self._root}/.hoodie/hoodie.properties"
+        try:
+            with self._fs.open_input_stream(path) as handle:
+                text = handle.read().decode("utf-8")
+        except (FileNotFoundError, OSError) as exc:
+            raise TableNotFound(f"No Hudi table at {self.table_uri} ({path} is missing)") from exc
+        props = {}
+        for line in text.splitlines():
+            if line and not line.startswith("#") and "=" in line:
+                key, value = line.split("=", 1)
+                props[key.strip()] = value.strip()
+        return props
+
+    def _hudi(self):
+        """A fresh hudi-rs handle: a built table holds the timeline as of its build."""
+        from hudi import HudiTableBuilder
+
+        return HudiTableBuilder.from_base_uri(self.table_uri).build()
+
+    # --- timeline -----------------------------------------------------------------------
+
+    def _completion_times(self) -> dict[str, tuple[str, str]]:
+        """instant -> (completion time, action) for completed write instants."""
+        infos = self._fs.get_file_info(pafs.FileSelector(self._timeline_path))
+        found: dict[str, tuple[str, str]] = {}
+        for info in infos:
+            match = _COMPLETED.match(PurePosixPath(info.path).name)
+            if match:
+                instant, completion, action = match.groups()
+                found[instant] = (completion or instant, action)
+        return found
+
+    def commits(self) -> list[Commit]:
+        """Completed commits and replacecommits still on the active timeline, in
+        completion-time order."""
+        timeline = self._hudi().get_timeline()
+        completion = self._completion_times()
+        instants = list(timeline.get_completed_commits()) + list(
+            timeline.get_completed_replacecommits()
+        )
+        commits = []
+        seen = set()
+        for instant in instants:
+            if instant.timestamp in seen:
+                continue
+            seen.add(instant.timestamp)
+            meta = json.loads(timeline.get_instant_metadata_in_json(instant))
+            completed, action = completion.get(
+                instant.timestamp, (instant.timestamp, instant.action)
+            )
+            commits.append(_commit_from_json(instant.timestamp, completed, action, meta))
+        commits.sort(key=lambda c: (c.completion, c.instant))
+        return commits
+
+    def latest_commit(self) -> Commit | None:
+        commits = self.commits()
+        return commits[-1] if commits else None
+
+    def watermark_us(self) -> int | None:
+        """The table's t_latest: the watermark of its newest commit that carries one."""
+        for commit in reversed(self.commits()):
+            if commit.watermark_us is not None:
+                return commit.watermark_us
+        return None
+
+    def latest_extra(self, key: str) -> str | None:
+        for commit in reversed(self.commits()):
+            if key in commit.extra:
+                return commit.extra[key]
+        return None
+
+    # --- file slices ----------------------------------------------------------------------
+
+    def latest_file_slices(self) -> list[FileSlice]:
+        slices = []
+        for fs in self._hudi().get_file_slices():
+            slices.append(
+                FileSlice(
+                    partition=fs.partition_path,
+                    file_id=fs.file_id,
+                    path=fs.base_file_relative_path(),
+                    size_bytes=int(fs.base_file_size),
+                    base_instant=fs.creation_instant_time,
+                )
+            )
+        slices.sort(key=lambda s: (s.partition, s.file_id))
+        return slices
+
+    def file_uri(self, relative_path: str) -> str:
+        return f"{self.table_uri}/{relative_path}"
+
+    def row_count(self) -> int:
+        """Rows in the latest snapshot, from Parquet footers (no data scan)."""
+        total = 0
+        for fs in self.latest_file_slices():
+            handle_fs, path = _filesystem(self.file_uri(fs.path))
+            with handle_fs.open_input_file(path) as handle:
+                total += pq.ParquetFile(handle).metadata.num_rows
+        return total
+
+    def pending_files(self, t_done_us: int | None, with_footer: bool = False) -> list[PendingFile]:
+        """File slices holding rows with arrival_ts > t_done, each with its pending range.
+
+        A file group is pending when an unconsumed commit (arrival_max > t_done) wrote it;
+        its pending range spans those commits' arrival ranges, clipped above t_done. A
+        replacecommit without our arrival metadata (clustering) hands the pending ranges of
+        the file groups it replaced on to the file groups it wrote.
+        """
+        floor = -1 if t_done_us is None else t_done_us
+        ranges: dict[tuple[str, str], tuple[int, int, tuple[str, ...]]] = {}
+        for commit in self.commits():
+            span = commit.arrival_range_us
+            if span is None and commit.action == "replacecommit":
+                inherited = [
+                    ranges.pop((part, fid))
+                    for part, fids in commit.replaced_file_ids.items()
+                    for fid in fids
+                    if (part, fid) in ranges
+                ]
+                if inherited:
+                    low = min(r[0] for r in inherited)
+                    high = max(r[1] for r in inherited)
+                    names = tuple(sorted({n for r in inherited for n in r[2]} | {commit.instant}))
+                    for written in commit.written:
+                        ranges[(written.partition, written.file_id)] = (low, high, names)
+                continue
+            if span is None or span[1] <= floor:
+                continue
+            low, high = max(span[0], floor + 1), span[1]
+            for written in commit.written:
+                key = (written.partition, written.file_id)
+                if key in ranges:
+                    old = ranges[key]
+                    ranges[key] = (min(old[0], low), max(old[1], high), old[2] + (commit.instant,))
+                else:
+                    ranges[key] = (low, high, (commit.instant,))
+        pending = []
+        for fs in self.latest_file_slices():
+            found = ranges.get((fs.partition, fs.file_id))
+            if found is None:
+                continue
+            uri = self.file_uri(fs.path)
+            footer = footer_arrival_range(uri) if with_footer else (None, None)
+            pending.append(PendingFile(fs, uri, found[0], found[1], found[2], *footer))
+        return pending
+
+
+def _commit_from_json(instant: str, completion: str, action: str, meta: dict) -> Commit:
+    written = []
+    for partition, stats in (meta.get("partitionToWriteStats") or {}).items():
+        for stat in stats or []:
+            written.append(
+                WrittenFile(
+                    partition=stat.get("partitionPath") or partition,
+                    file_id=stat["fileId"],
+                    path=stat["path"],
+                    size_bytes=int(stat.get("fileSizeInBytes") or 0),
+                    num_writes=int(stat.get("numWrites") or 0),
+                    num_inserts=int(stat.get("numInserts") or 0),
+                    num_update_writes=int(stat.get("numUpdateWrites") or 0),
+                    prev_commit=str(stat.get("prevCommit") or ""),
+                )
+            )
+    replaced = {
+        part: tuple(fids or [])
+        for part, fids in (meta.get("partitionToReplaceFileIds") or {}).items()
+    }
+    extra = {k: str(v) for k, v in (meta.get("extraMetadata") or {}).items() if k != "schema"}
+    return Commit(
+        instant=instant,
+        completion=completion,
+        action=action,
+        operation=str(meta.get("operationType") or ""),
+        written=tuple(written),
+        replaced_file_ids=replaced,
+        extra=extra,
+    )

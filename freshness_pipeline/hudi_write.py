@@ -1,0 +1,80 @@
+"""How our writers talk to Hudi: one place for table layout and write options.
+
+Every write carries the `freshness.*` keys into the commit's extra metadata through
+Hudi's commit-metadata key prefix, so the data and its watermark land in one commit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from freshness_pipeline.hudi_metadata import META_PREFIX
+
+
+@dataclass(frozen=True)
+class TableLayout:
+    name: str
+    record_key: str
+    precombine: str | None
+    partition_by: str | None  # None = unpartitioned
+    # Raw tables take only new rows per commit: with small-file packing off, an insert
+    # writes fresh files instead of rewriting old ones (measured: 6.5 s instead of 9.8 s
+    # per 75k-event cycle on 2 cores), and each raw file then holds one commit's arrivals.
+    pack_small_files: bool = True
+
+
+RAW_LAYOUTS = {
+    "price_raw": TableLayout("price_raw", "event_id", "arrival_ts", "symbol_prefix", False),
+    "trade_raw": TableLayout("trade_raw", "event_id", "arrival_ts", "symbol_prefix", False),
+    "company_master": TableLayout("company_master", "symbol", None, None),
+    "raw_rejects": TableLayout("raw_rejects", "reject_id", "landed_ts", None),
+}
+
+
+def write_options(
+    layout: TableLayout,
+    operation: str,
+    commit_metadata: Mapping[str, object] | None = None,
+    parallelism: int = 2,
+) -> dict[str, str]:
+    options = {
+        "hoodie.table.name": layout.name,
+        "hoodie.datasource.write.table.type": "COPY_ON_WRITE",
+        "hoodie.datasource.write.operation": operation,
+        "hoodie.datasource.write.recordkey.field": layout.record_key,
+        "hoodie.datasource.write.hive_style_partitioning": "false",
+        "hoodie.table.timeline.timezone": "UTC",
+        "hoodie.datasource.write.commitmeta.key.prefix": META_PREFIX,
+        # The metadata table roughly doubles commit time on a 2-core machine and a local
+        # or HDFS listing is cheap; enable it per deployment for object stores.
+        "hoodie.metadata.enable": "false",
+        "hoodie.insert.shuffle.parallelism": str(parallelism),
+        "hoodie.upsert.shuffle.parallelism": str(parallelism),
+        "hoodie.bulkinsert.shuffle.parallelism": str(parallelism),
+        # Keep the file versions of the last 30 commits, so a planned file list stays
+        # readable while its run waits in the queue; older versions are cleaned.
+        "hoodie.clean.automatic": "true",
+        "hoodie.cleaner.commits.retained": "30",
+        "hoodie.keep.min.commits": "40",
+        "hoodie.keep.max.commits": "60",
+    }
+    if not layout.pack_small_files:
+        options["hoodie.parquet.small.file.limit"] = "0"
+    if layout.precombine:
+        options["hoodie.datasource.write.precombine.field"] = layout.precombine
+    if layout.partition_by:
+        options["hoodie.datasource.write.partitionpath.field"] = layout.partition_by
+        options["hoodie.datasource.write.keygenerator.class"] = (
+            "org.apache.hudi.keygen.SimpleKeyGenerator"
+        )
+    else:
+        options["hoodie.datasource.write.partitionpath.field"] = ""
+        options["hoodie.datasource.write.keygenerator.class"] = (
+            "org.apache.hudi.keygen.NonpartitionedKeyGenerator"
+        )
+    for key, value in (commit_metadata or {}).items():
+        if not key.startswith(META_PREFIX):
+            raise ValueError(f"commit metadata key {key!r} must start with {META_PREFIX!r}")
+        options[key] = str(value)
+    return options

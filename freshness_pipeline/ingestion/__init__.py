@@ -1,0 +1,1 @@
+"""Ingestion: landed stream files into the raw Hudi tables, exactly once."""

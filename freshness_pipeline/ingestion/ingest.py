@@ -1,0 +1,233 @@
+"""Long-running ingestion: landed files -> Hudi copy-on-write raw tables, exactly once.
+
+Each cycle, per stream: read the landed files after the table's checkpoint, validate,
+upsert the rejects (keyed by landing position, so a retry rewrites the same rows), then
+insert the good rows in one Hudi commit whose extra metadata holds the new checkpoint,
+the arrival range written and the watermark. The checkpoint lives in the same atomic
+commit as the data: a crash before it leaves the files to be read again, a crash after it
+leaves nothing to redo. Landed files at or below the checkpoint are deleted afterwards.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from freshness_pipeline.hudi_metadata import (
+    ARRIVAL_MAX_KEY,
+    ARRIVAL_MIN_KEY,
+    CHECKPOINT_KEY,
+    WATERMARK_KEY,
+    HudiTableMetadata,
+    TableNotFound,
+)
+from freshness_pipeline.hudi_write import RAW_LAYOUTS, write_options
+from freshness_pipeline.ingestion.validate import Reject, ValidatedBatch, validate_lines
+from freshness_pipeline.landing import LandedFile, list_landed, remove_ingested
+from freshness_pipeline.settings import MASTER_TABLE, REJECTS_TABLE, STREAM_TABLE, STREAMS, Settings
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class IngestConfig:
+    commit_interval_s: float = 10.0
+    max_files_per_commit: int = 120
+    keep_landed: bool = False  # keep ingested landing files (for debugging and replays)
+
+    def __post_init__(self) -> None:
+        if self.commit_interval_s <= 0:
+            raise ValueError(f"commit_interval_s must be positive, got {self.commit_interval_s}")
+        if self.max_files_per_commit < 1:
+            raise ValueError("max_files_per_commit must be at least 1")
+
+
+@dataclass(frozen=True)
+class CommitResult:
+    stream: str
+    files: int
+    rows: int
+    rejects: int
+    checkpoint: int
+    seconds: float
+
+
+def raw_schema(stream: str):
+    from pyspark.sql.types import (
+        DoubleType,
+        LongType,
+        StringType,
+        StructField,
+        StructType,
+        TimestampType,
+    )
+
+    fields = [StructField("event_id", StringType(), False), StructField("symbol", StringType())]
+    if stream == "price":
+        fields.append(StructField("side", StringType()))
+    fields += [StructField("price", DoubleType()), StructField("size", LongType())]
+    if stream == "trade":
+        fields.append(StructField("trade_id", LongType()))
+    fields += [
+        StructField("event_ts", TimestampType()),
+        StructField("arrival_ts", TimestampType()),
+        StructField("symbol_prefix", StringType()),
+    ]
+    return StructType(fields)
+
+
+def load_symbols(spark, settings: Settings) -> frozenset[str]:
+    uri = settings.table_uri(MASTER_TABLE)
+    try:
+        HudiTableMetadata(uri)
+    except TableNotFound as exc:
+        raise TableNotFound(
+            f"{exc}. Load the company master first: `freshness load-master`."
+        ) from exc
+    rows = spark.read.format("hudi").load(uri).select("symbol").collect()
+    return frozenset(r.symbol for r in rows)
+
+
+class Ingestor:
+    def __init__(self, spark, settings: Settings, config: IngestConfig | None = None) -> None:
+        self.spark = spark
+        self.settings = settings
+        self.config = config or IngestConfig()
+        self.symbols = load_symbols(spark, settings)
+
+    def checkpoint(self, stream: str) -> tuple[int, int | None]:
+        """(last committed landing sequence, current watermark) of a stream's raw table."""
+        try:
+            meta = HudiTableMetadata(self.settings.table_uri(STREAM_TABLE[stream]))
+        except TableNotFound:
+            return -1, None
+        commits = meta.commits()
+        seq = next(
+            (c.extra[CHECKPOINT_KEY] for c in reversed(commits) if CHECKPOINT_KEY in c.extra), "-1"
+        )
+        watermark = next(
+            (c.watermark_us for c in reversed(commits) if c.watermark_us is not None), None
+        )
+        return int(seq), watermark
+
+    def ingest_once(self) -> list[CommitResult]:
+        results = []
+        for stream in STREAMS:
+            result = self.ingest_stream(stream)
+            if result is not None:
+                results.append(result)
+        return results
+
+    def ingest_stream(self, stream: str) -> CommitResult | None:
+        started = time.monotonic()
+        checkpoint, watermark = self.checkpoint(stream)
+        landed = list_landed(self.settings.landing_dir, stream, after_seq=checkpoint)
+        landed = landed[: self.config.max_files_per_commit]
+        if not landed:
+            if not self.config.keep_landed:
+                remove_ingested(self.settings.landing_dir, stream, checkpoint)
+            return None
+        batch = self._read(stream, landed)
+        new_checkpoint = landed[-1].seq
+        if batch.rejects:
+            self._write_rejects(batch.rejects)
+        self._write_raw(stream, batch, new_checkpoint, watermark)
+        if not self.config.keep_landed:
+            remove_ingested(self.settings.landing_dir, stream, new_checkpoint)
+        result = CommitResult(
+            stream,
+            len(landed),
+            batch.row_count,
+            len(batch.rejects),
+            new_checkpoint,
+            time.monotonic() - started,
+        )
+        log.info("ingested %s", result)
+        return result
+
+    def _read(self, stream: str, landed: list[LandedFile]) -> ValidatedBatch:
+        merged: ValidatedBatch | None = None
+        for item in landed:
+            with open(item.path, encoding="utf-8") as handle:
+                part = validate_lines(
+                    stream, f"{item.seq:012d}", item.landed_us, handle, self.symbols
+                )
+            if merged is None:
+                merged = part
+            else:
+                for name, values in part.rows.items():
+                    merged.rows[name].extend(values)
+                merged.rejects.extend(part.rejects)
+        assert merged is not None
+        return merged
+
+    def _write_raw(
+        self, stream: str, batch: ValidatedBatch, checkpoint: int, watermark: int | None
+    ) -> None:
+        import pandas as pd
+
+        table = STREAM_TABLE[stream]
+        frame = pd.DataFrame(batch.rows, columns=list(batch.rows))
+        arrivals = frame["arrival_ts"]
+        metadata: dict[str, object] = {CHECKPOINT_KEY: checkpoint}
+        if len(frame):
+            low, high = int(arrivals.min()), int(arrivals.max())
+            metadata[ARRIVAL_MIN_KEY] = low
+            metadata[ARRIVAL_MAX_KEY] = high
+            metadata[WATERMARK_KEY] = max(high, watermark or high)
+        elif watermark is not None:
+            metadata[WATERMARK_KEY] = watermark
+        for column in ("event_ts", "arrival_ts"):
+            frame[column] = pd.to_datetime(frame[column], unit="us", utc=True)
+        frame["size"] = frame["size"].astype("int64")
+        if "trade_id" in frame:
+            frame["trade_id"] = frame["trade_id"].astype("int64")
+        df = self.spark.createDataFrame(frame, schema=raw_schema(stream))
+        options = write_options(RAW_LAYOUTS[table], "insert", metadata)
+        # An all-rejects batch still commits (empty) so the checkpoint moves on.
+        options["hoodie.allow.empty.commit"] = "true"
+        df.write.format("hudi").options(**options).mode("append").save(
+            self.settings.table_uri(table)
+        )
+
+    def _write_rejects(self, rejects: list[Reject]) -> None:
+        import pandas as pd
+
+        frame = pd.DataFrame(
+            {
+                "reject_id": [r.reject_id for r in rejects],
+                "stream": [r.stream for r in rejects],
+                "landing_file": [r.landing_file for r in rejects],
+                "line_no": [r.line_no for r in rejects],
+                "reason": [r.reason for r in rejects],
+                "detail": [r.detail for r in rejects],
+                "raw_line": [r.raw_line for r in rejects],
+                "landed_ts": pd.to_datetime([r.landed_us for r in rejects], unit="us", utc=True),
+            }
+        )
+        schema = (
+            "reject_id string, stream string, landing_file string, line_no int, "
+            "reason string, detail string, raw_line string, landed_ts timestamp"
+        )
+        df = self.spark.createDataFrame(frame, schema=schema)
+        options = write_options(RAW_LAYOUTS[REJECTS_TABLE], "upsert")
+        df.write.format("hudi").options(**options).mode("append").save(
+            self.settings.table_uri(REJECTS_TABLE)
+        )
+
+    def run(self, should_stop: Callable[[], bool] = lambda: False) -> None:
+        """Commits every `commit_interval_s` until `should_stop()`; a stop request lets the
+        current commit finish, so the tables stay consistent."""
+        while not should_stop():
+            started = time.monotonic()
+            try:
+                self.ingest_once()
+            except Exception:
+                # A failed commit is rolled back by Hudi on the next write; retry next cycle.
+                log.exception("ingestion cycle failed; retrying after the interval")
+            remaining = self.config.commit_interval_s - (time.monotonic() - started)
+            deadline = time.monotonic() + max(0.0, remaining)
+            while not should_stop() and time.monotonic() < deadline:
+                time.sleep(min(0.2, deadline - time.monotonic()))

@@ -1,0 +1,25 @@
+"""Dagster resource over the Hudi metadata module (the sensor and observations use it)."""
+
+from __future__ import annotations
+
+from dagster import ConfigurableResource
+from pydantic import Field
+
+from freshness_pipeline.hudi_metadata import HudiTableMetadata
+from freshness_pipeline.settings import load_settings
+
+
+class HudiMetadataResource(ConfigurableResource):
+    """Reads timelines, commit metadata and file slices of the lakehouse's Hudi tables."""
+
+    lakehouse_root: str | None = Field(
+        default=None, description="Root URI of the Hudi tables (default FRESHNESS_LAKEHOUSE)."
+    )
+
+    def table_uri(self, table: str) -> str:
+        root = self.lakehouse_root or load_settings().lakehouse_root
+        return f"{root.rstrip('/')}/{table}"
+
+    def table(self, table: str) -> HudiTableMetadata:
+        """Raises TableNotFound (naming the path) when the table does not exist yet."""
+        return HudiTableMetadata(self.table_uri(table))

@@ -1,0 +1,63 @@
+"""Where things live, with embedded defaults a fresh clone can run on.
+
+Every path is overridable by an environment variable so the same code runs on a
+laptop (local folder lakehouse) and against a cluster and object store.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+
+RAW_TABLES = ("price_raw", "trade_raw")
+MASTER_TABLE = "company_master"
+REJECTS_TABLE = "raw_rejects"
+STREAMS = ("price", "trade")  # landing sub-folder per stream
+STREAM_TABLE = {"price": "price_raw", "trade": "trade_raw"}
+
+
+def _path_from_env(name: str, default: Path) -> Path:
+    value = os.environ.get(name)
+    return Path(value).expanduser().resolve() if value else default
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Resolved locations of the lakehouse, the landing area and the JVM jars."""
+
+    lakehouse_root: str
+    landing_dir: Path
+    jars_dir: Path
+    spark_master: str
+    spark_remote: str | None
+
+    def table_uri(self, table: str) -> str:
+        return f"{self.lakehouse_root.rstrip('/')}/{table}"
+
+    def table_path(self, table: str) -> Path:
+        """Local path of a table (only meaningful for a local lakehouse)."""
+        uri = self.table_uri(table)
+        return Path(uri.removeprefix("file://"))
+
+    @property
+    def is_local(self) -> bool:
+        return "://" not in self.lakehouse_root or self.lakehouse_root.startswith("file://")
+
+
+def load_settings() -> Settings:
+    """Settings from the environment, falling back to folders inside the checkout."""
+    lakehouse = os.environ.get("FRESHNESS_LAKEHOUSE")
+    if lakehouse is None:
+        lakehouse = str(PROJECT_ROOT / ".lakehouse" / "tables")
+    elif "://" not in lakehouse:
+        lakehouse = str(Path(lakehouse).expanduser().resolve())
+    return Settings(
+        lakehouse_root=lakehouse,
+        landing_dir=_path_from_env("FRESHNESS_LANDING", PROJECT_ROOT / ".lakehouse" / "landing"),
+        jars_dir=_path_from_env("FRESHNESS_JARS_DIR", PROJECT_ROOT / ".cache" / "jars"),
+        spark_master=os.environ.get("FRESHNESS_SPARK_MASTER", "local[*]"),
+        spark_remote=os.environ.get("FRESHNESS_SPARK_REMOTE") or None,
+    )
