@@ -85,7 +85,9 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     from freshness_pipeline.ingestion.ingest import IngestConfig, Ingestor
     from freshness_pipeline.spark import build_spark_session
 
-    config = IngestConfig(commit_interval_s=args.commit_interval)
+    config = IngestConfig(
+        commit_interval_s=args.commit_interval, max_files_per_commit=args.max_files
+    )
     stop = StopFlag()
     spark = build_spark_session(app_name="ingestion")
     ingestor = Ingestor(spark, load_settings(), config)
@@ -246,6 +248,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     ingest = sub.add_parser("ingest", help="commit landed events into the raw Hudi tables")
     ingest.add_argument("--commit-interval", type=float, default=10.0)
+    ingest.add_argument("--max-files", type=int, default=120, help="landed files per commit")
     ingest.add_argument("--once", action="store_true", help="one cycle, then exit")
     ingest.set_defaults(func=cmd_ingest)
 

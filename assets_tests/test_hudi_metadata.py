@@ -1,0 +1,184 @@
+"""The metadata module against real Hudi tables written by Spark, with Hudi's own Spark
+procedures (show_commits, show_commit_files, show_fsview_latest) as the oracle."""
+
+from __future__ import annotations
+
+import datetime as dt
+import uuid
+
+import pytest
+
+from freshness_pipeline.hudi_metadata import (
+    ARRIVAL_MAX_KEY,
+    ARRIVAL_MIN_KEY,
+    WATERMARK_KEY,
+    HudiTableMetadata,
+    TableNotFound,
+    footer_arrival_range,
+)
+from freshness_pipeline.hudi_write import TableLayout, write_options
+
+pytestmark = pytest.mark.spark
+
+BASE_US = 1_800_000_000_000_000
+LAYOUT = TableLayout("meta_probe", "key", "arrival_ts", "part")
+
+
+def us_to_dt(us: int) -> dt.datetime:
+    return dt.datetime.fromtimestamp(us / 1e6, tz=dt.timezone.utc)
+
+
+def write(spark, path, rows, operation="upsert", arrival=None, extra=None):
+    """rows: (key, part, value, arrival_us). Records the arrival range like our writers do."""
+    df = spark.createDataFrame(
+        [(k, p, v, us_to_dt(a)) for k, p, v, a in rows],
+        "key string, part string, value long, arrival_ts timestamp",
+    )
+    arrivals = [a for *_, a in rows]
+    meta = {
+        ARRIVAL_MIN_KEY: min(arrivals),
+        ARRIVAL_MAX_KEY: max(arrivals),
+        WATERMARK_KEY: max(arrivals),
+    }
+    options = write_options(LAYOUT, operation, meta)
+    options.update(extra or {})
+    df.write.format("hudi").options(**options).mode("append").save(path)
+
+
+@pytest.fixture(scope="module")
+def probe_table(spark, tmp_path_factory):
+    """Five commits: inserts over three partitions, upserts, an insert_overwrite
+    (replacecommit) of one partition, with the cleaner keeping one version."""
+    path = str(tmp_path_factory.mktemp("meta") / "meta_probe")
+    keep_one = {"hoodie.cleaner.commits.retained": "1", "hoodie.keep.min.commits": "10",
+                "hoodie.keep.max.commits": "12"}  # fmt: skip
+    t = BASE_US
+    write(
+        spark,
+        path,
+        [(f"k{i}", "abc"[i % 3], i, t + i) for i in range(30)],
+        "insert",
+        extra=keep_one,
+    )
+    write(spark, path, [(f"k{i}", "abc"[i % 3], 100 + i, t + 1000 + i) for i in range(0, 30, 3)],
+          extra=keep_one)  # fmt: skip  # only partition a
+    write(spark, path, [(f"k{i}", "abc"[i % 3], 200 + i, t + 2000 + i) for i in range(1, 30, 3)],
+          extra=keep_one)  # fmt: skip  # only partition b
+    write(spark, path, [(f"n{i}", "c", i, t + 3000 + i) for i in range(5)], "insert_overwrite",
+          extra=keep_one)  # fmt: skip  # replaces partition c
+    write(spark, path, [(f"k{i}", "abc"[i % 3], 300 + i, t + 4000 + i) for i in range(0, 30, 3)],
+          extra=keep_one)  # fmt: skip  # a again: the first versions of a get cleaned
+    name = f"meta_probe_{uuid.uuid4().hex[:8]}"
+    spark.sql(f"CREATE TABLE {name} USING hudi LOCATION '{path}'")
+    return path, name
+
+
+def test_commits_match_show_commits(spark, probe_table):
+    path, name = probe_table
+    ours = HudiTableMetadata(path).commits()
+    assert [c.operation for c in ours] == [
+        "INSERT", "UPSERT", "UPSERT", "INSERT_OVERWRITE", "UPSERT"
+    ]  # fmt: skip
+    assert [c.action for c in ours] == ["commit"] * 3 + ["replacecommit", "commit"]
+    shown = {
+        r["commit_time"]: r
+        for r in spark.sql(f"call show_commits(table => '{name}', limit => 100)").collect()
+    }
+    assert set(shown) == {c.instant for c in ours}
+    for commit in ours:
+        row = shown[commit.instant]
+        assert row["total_records_written"] == sum(w.num_writes for w in commit.written)
+        assert row["total_bytes_written"] == sum(w.size_bytes for w in commit.written)
+        assert row["total_files_added"] + row["total_files_updated"] == len(commit.written)
+    # completion-time order, and every completion at or after its instant
+    assert [c.completion for c in ours] == sorted(c.completion for c in ours)
+    assert all(c.completion >= c.instant for c in ours)
+
+
+def test_written_files_match_show_commit_files(spark, probe_table):
+    path, name = probe_table
+    for commit in HudiTableMetadata(path).commits():
+        rows = spark.sql(
+            f"call show_commit_files(table => '{name}', instant_time => '{commit.instant}')"
+        ).collect()
+        theirs = {(r["partition_path"], r["file_id"]): r for r in rows}
+        ours = {(w.partition, w.file_id): w for w in commit.written}
+        assert set(theirs) == set(ours)
+        for key, w in ours.items():
+            assert theirs[key]["total_records_written"] == w.num_writes
+            assert theirs[key]["total_records_updated"] == w.num_update_writes
+
+
+def test_latest_slices_match_show_fsview_latest(spark, probe_table):
+    path, name = probe_table
+    ours = HudiTableMetadata(path).latest_file_slices()
+    theirs = set()
+    for part in "abc":
+        for r in spark.sql(
+            f"call show_fsview_latest(table => '{name}', partition_path => '{part}')"
+        ).collect():
+            theirs.add((r["partition"], r["file_id"], r["base_instant"], r["data_file_size"]))
+    assert {(s.partition, s.file_id, s.base_instant, s.size_bytes) for s in ours} == theirs
+    # the replaced file group of partition c is gone; the cleaned versions are not listed
+    for s in ours:
+        assert s.path.split("/")[-1].endswith(f"_{s.base_instant}.parquet")
+
+
+def test_cleaner_removed_old_versions_that_the_timeline_still_names(probe_table):
+    path, _ = probe_table
+    commits = HudiTableMetadata(path).commits()
+    first_paths = [w.path for w in commits[0].written if w.partition == "a"]
+    import os
+
+    assert first_paths and not any(os.path.exists(f"{path}/{p}") for p in first_paths)
+
+
+def test_watermark_is_the_newest_commit_watermark(probe_table):
+    path, _ = probe_table
+    assert HudiTableMetadata(path).watermark_us() == BASE_US + 4000 + 27
+
+
+def test_pending_files_follow_the_commits_after_t_done(spark, probe_table):
+    path, name = probe_table
+    meta = HudiTableMetadata(path)
+    commits = meta.commits()
+    latest = {s.file_id: s for s in meta.latest_file_slices()}
+    # independently: the latest file groups written by commits whose arrivals exceed t_done
+    for t_done in (None, BASE_US + 29, BASE_US + 1500, BASE_US + 2500, BASE_US + 3500,
+                   BASE_US + 4027):  # fmt: skip
+        expected = set()
+        for commit in commits:
+            hi = commit.arrival_range_us[1]
+            if t_done is not None and hi <= t_done:
+                continue
+            rows = spark.sql(
+                f"call show_commit_files(table => '{name}', instant_time => '{commit.instant}')"
+            ).collect()
+            expected |= {r["file_id"] for r in rows if r["file_id"] in latest}
+        pending = meta.pending_files(t_done, with_footer=True)
+        assert {p.slice.file_id for p in pending} == expected
+        for p in pending:
+            assert t_done is None or p.pending_min_us > t_done
+            assert p.pending_min_us <= p.pending_max_us
+    # partition a after t_done = 2500: only the last upsert is pending for it
+    a_files = [p for p in meta.pending_files(BASE_US + 2500) if p.slice.partition == "a"]
+    assert a_files and all(p.pending_min_us == BASE_US + 4000 for p in a_files)
+
+
+def test_footer_range_matches_a_data_scan(spark, probe_table):
+    path, _ = probe_table
+    meta = HudiTableMetadata(path)
+    for s in meta.latest_file_slices():
+        uri = meta.file_uri(s.path)
+        low, high = footer_arrival_range(uri)
+        row = (
+            spark.read.parquet(uri)
+            .selectExpr("min(unix_micros(arrival_ts)) lo", "max(unix_micros(arrival_ts)) hi")
+            .first()
+        )
+        assert (low, high) == (row["lo"], row["hi"])
+
+
+def test_missing_table_says_which(tmp_path):
+    with pytest.raises(TableNotFound, match="nowhere"):
+        HudiTableMetadata(str(tmp_path / "nowhere"))
