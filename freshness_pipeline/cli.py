@@ -88,8 +88,10 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     config = IngestConfig(
         commit_interval_s=args.commit_interval, max_files_per_commit=args.max_files
     )
-    stop = StopFlag()
     spark = build_spark_session(app_name="ingestion")
+    # After Spark: PySpark's own SIGINT handler cancels running jobs; ours lets the
+    # current commit finish instead.
+    stop = StopFlag()
     ingestor = Ingestor(spark, load_settings(), config)
     if args.once:
         for result in ingestor.ingest_once():
@@ -106,14 +108,16 @@ def _default_signals() -> None:
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
-def _spawn(name: str, argv: list[str], env: dict[str, str], logs: Path) -> subprocess.Popen:
+def _spawn(
+    name: str, argv: list[str], env: dict[str, str], logs: Path, cwd: Path = PROJECT_ROOT
+) -> subprocess.Popen:
     logs.mkdir(parents=True, exist_ok=True)
     out = open(logs / f"{name}.log", "ab")  # noqa: SIM115 - lives as long as the child
     log.info("starting %s: %s (log: %s)", name, " ".join(argv), logs / f"{name}.log")
     return subprocess.Popen(
         argv,
         env=env,
-        cwd=PROJECT_ROOT,
+        cwd=cwd,
         stdout=out,
         stderr=subprocess.STDOUT,
         preexec_fn=_default_signals,
@@ -189,7 +193,10 @@ def cmd_demo(args: argparse.Namespace) -> int:
         str(Path(python).parent / "dagster"), "dev", "-w", str(PROJECT_ROOT / "workspace.yaml"),
         "--host", args.host, "--port", str(args.port),
     ]  # fmt: skip
-    children.append(("dagster", _spawn("dagster", dagster_argv, env, logs), 30))
+    # Run from DAGSTER_HOME so dagster does not mistake the checkout's dagster.yaml for
+    # a second instance config (the one in DAGSTER_HOME is a link to it).
+    dagster_home = Path(env["DAGSTER_HOME"])
+    children.append(("dagster", _spawn("dagster", dagster_argv, env, logs, dagster_home), 30))
     print(
         f"\nLakehouse: {settings.lakehouse_root}\nLanding:   {settings.landing_dir}\n"
         f"Logs:      {logs}\nDagster UI: http://{args.host}:{args.port}\n"

@@ -30,7 +30,7 @@ UNIVERSE = 400
 
 class FakeClock:
     def __init__(self) -> None:
-        self.now = 1_800_000_000.0
+        self.now = 1_700_000_000.0
 
     def __call__(self) -> float:
         return self.now

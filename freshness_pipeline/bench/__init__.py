@@ -1,0 +1,1 @@
+"""Benchmarks that print figures for docs/BENCHMARKS.md."""
