@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from dagster import Definitions
 
+from freshness_pipeline.assets import JOB_ASSETS
 from freshness_pipeline.raw_sources import RAW_SOURCES
 from freshness_pipeline.resources import HudiMetadataResource
 from freshness_pipeline.spark import HudiSparkResource
 
 defs = Definitions(
-    assets=RAW_SOURCES,
+    assets=[*RAW_SOURCES, *JOB_ASSETS],
     resources={
         "hudi_meta": HudiMetadataResource(),
         "spark": HudiSparkResource(),

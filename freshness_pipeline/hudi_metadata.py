@@ -134,8 +134,9 @@ def _filesystem(uri: str) -> tuple[pafs.FileSystem, str]:
 
 
 def footer_arrival_range(uri: str, column: str = ARRIVAL_COLUMN) -> tuple[int | None, int | None]:
-    """Min and max of `column` (as epoch microseconds) from a Parquet file's footer only."""
-    cached = FOOTER_CACHE.get(uri)
+    """Min and max of a timestamp `column` (epoch microseconds) from a Parquet footer only."""
+    cache_key = f"{column}@{uri}"
+    cached = FOOTER_CACHE.get(cache_key)
     if cached is not None:
         return cached
     fs, path = _filesystem(uri)
@@ -151,7 +152,7 @@ def footer_arrival_range(uri: str, column: str = ARRIVAL_COLUMN) -> tuple[int | 
         gmin, gmax = _as_micros(stats.min), _as_micros(stats.max)
         low = gmin if low is None else min(low, gmin)
         high = gmax if high is None else max(high, gmax)
-    FOOTER_CACHE.put(uri, (low, high))
+    FOOTER_CACHE.put(cache_key, (low, high))
     return low, high
 
 
@@ -180,6 +181,10 @@ class HudiTableMetadata:
         layout = props.get("hoodie.timeline.layout.version", "1")
         timeline_dir = props.get("hoodie.timeline.path", "timeline") if layout == "2" else ""
         self._timeline_path = f"{self._root}/.hoodie" + (f"/{timeline_dir}" if timeline_dir else "")
+        history = props.get("hoodie.timeline.history.path", "history") if layout == "2" else ""
+        self._history_path = (
+            f"{self._timeline_path}/{history}" if history else f"{self._root}/.hoodie/archived"
+        )
 
     def _read_properties(self) -> dict[str, str]:
         path = f"{self._root}/.hoodie/hoodie.properties"
@@ -253,6 +258,15 @@ class HudiTableMetadata:
                 return commit.extra[key]
         return None
 
+    def has_archived_commits(self) -> bool:
+        """Whether instants were archived off the active timeline (their metadata is gone
+        from it, so pending ranges must fall back to footers for groups they wrote)."""
+        try:
+            infos = self._fs.get_file_info(pafs.FileSelector(self._history_path))
+        except (FileNotFoundError, OSError):
+            return False
+        return any(info.type == pafs.FileType.File for info in infos)
+
     # --- file slices ----------------------------------------------------------------------
 
     def latest_file_slices(self) -> list[FileSlice]:
@@ -292,7 +306,8 @@ class HudiTableMetadata:
         """
         floor = -1 if t_done_us is None else t_done_us
         ranges: dict[tuple[str, str], tuple[int, int, tuple[str, ...]]] = {}
-        for commit in self.commits():
+        commits = self.commits()
+        for commit in commits:
             span = commit.arrival_range_us
             if span is None and commit.action == "replacecommit":
                 inherited = [
@@ -318,12 +333,23 @@ class HudiTableMetadata:
                     ranges[key] = (min(old[0], low), max(old[1], high), old[2] + (commit.instant,))
                 else:
                     ranges[key] = (low, high, (commit.instant,))
+        # Commits archived off the active timeline are older than every active one; if
+        # t_done predates the oldest active commit they may still be pending, so groups no
+        # active commit names fall back to their footer range (conservative, never misses).
+        arrival_floors = [c.arrival_range_us[0] for c in commits if c.arrival_range_us]
+        archive_may_be_pending = self.has_archived_commits() and (
+            not arrival_floors or floor < min(arrival_floors)
+        )
         pending = []
         for fs in self.latest_file_slices():
             found = ranges.get((fs.partition, fs.file_id))
+            uri = self.file_uri(fs.path)
+            if found is None and archive_may_be_pending:
+                low, high = footer_arrival_range(uri)
+                if high is not None and high > floor:
+                    found = (max(low if low is not None else floor + 1, floor + 1), high, ())
             if found is None:
                 continue
-            uri = self.file_uri(fs.path)
             footer = footer_arrival_range(uri) if with_footer else (None, None)
             pending.append(PendingFile(fs, uri, found[0], found[1], found[2], *footer))
         return pending

@@ -56,8 +56,8 @@ def write_options(
         # readable while its run waits in the queue; older versions are cleaned.
         "hoodie.clean.automatic": "true",
         "hoodie.cleaner.commits.retained": "30",
-        "hoodie.keep.min.commits": "40",
-        "hoodie.keep.max.commits": "60",
+        "hoodie.keep.min.commits": "100",
+        "hoodie.keep.max.commits": "120",
     }
     if not layout.pack_small_files:
         options["hoodie.parquet.small.file.limit"] = "0"

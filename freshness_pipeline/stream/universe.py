@@ -87,8 +87,13 @@ def company_universe(size: int = DEFAULT_UNIVERSE_SIZE, seed: int = 7) -> tuple[
     """`size` companies: the real ones first, then synthetic tickers (seeded)."""
     if size < 1:
         raise ValueError(f"universe size must be positive, got {size}")
-    companies = real_companies()[:size]
     rng = np.random.default_rng(seed)
+    real = real_companies()
+    if size < len(real):
+        # A seeded sample across the alphabet, so a small universe still spans partitions.
+        picked = sorted(rng.choice(len(real), size=size, replace=False))
+        real = [real[i] for i in picked]
+    companies = list(real)
     taken = {c.symbol for c in companies}
     pairs = sorted({(c.sector, c.industry) for c in companies}) or [("Other", "Other")]
     letters = np.array(list(string.ascii_uppercase))

@@ -1,0 +1,201 @@
+"""The run contract (METHOD 5.4): resolve and check `(files, cutoff_u)` before Spark starts.
+
+A run of job j gets a list of input files and a cutoff u. It may read only files of j's own
+input tables (a security boundary), its cutoff must lie in (t_done, cap] where cap is the
+smallest watermark of its inputs, and its files must include every pending file that may
+hold an arrival at or before u (otherwise the committed watermark would claim data the run
+never read). An empty file list means every pending file; an empty cutoff means the cap.
+A selected file that Hudi has since rewritten, cleaned or replaced is resolved to its file
+group's current slice, or the table's selection is re-planned if the group is gone.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+
+from freshness_pipeline.hudi_metadata import HudiTableMetadata, PendingFile, TableNotFound
+from freshness_pipeline.jobs.catalog import JobSpec
+
+# Hudi base file name: <fileId>_<writeToken>_<instant>.parquet
+_BASE_FILE = re.compile(r"^(?P<file_id>.+?)_(?P<token>\d+-\d+-\d+)_(?P<instant>\d+)\.parquet$")
+
+
+class RunConfigError(ValueError):
+    """The run config is refused; the message says why and what would be accepted."""
+
+
+@dataclass(frozen=True)
+class ResolvedRun:
+    job: str
+    t_done_us: int | None
+    cutoff_us: int
+    cap_us: int
+    files: dict[str, tuple[PendingFile, ...]]  # input table -> file slices to read
+    pending_files: int  # pending input files at planning time, all inputs
+    pending_bytes: int
+    resolved_moves: tuple[tuple[str, str], ...] = ()  # (given path, current slice path)
+    replanned_tables: tuple[str, ...] = ()
+    nothing_to_do: str = ""  # non-empty: why the run has nothing to do
+
+    @property
+    def file_count(self) -> int:
+        return sum(len(v) for v in self.files.values())
+
+    @property
+    def scan_bytes(self) -> int:
+        return sum(p.slice.size_bytes for v in self.files.values() for p in v)
+
+
+@dataclass
+class _Inputs:
+    meta: dict[str, HudiTableMetadata] = field(default_factory=dict)
+    watermark: dict[str, int] = field(default_factory=dict)
+
+
+def parse_cutoff(value: str | int | None) -> int | None:
+    """Epoch microseconds, or an ISO-8601 time (UTC unless it names a zone)."""
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return None
+    if isinstance(value, int):
+        return value
+    text = value.strip()
+    if re.fullmatch(r"\d+", text):
+        return int(text)
+    try:
+        moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError as exc:
+        raise RunConfigError(
+            f"cutoff_u {value!r} is neither epoch microseconds nor an ISO-8601 time"
+        ) from exc
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=timezone.utc)
+    delta = moment - datetime(1970, 1, 1, tzinfo=timezone.utc)
+    return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
+
+
+def iso(us: int | None) -> str:
+    if us is None:
+        return "none"
+    return datetime.fromtimestamp(us / 1e6, tz=timezone.utc).isoformat(timespec="microseconds")
+
+
+def _norm(path: str) -> str:
+    path = path.removeprefix("file://")
+    return posixpath.normpath(path) if "://" not in path else path
+
+
+def resolve_run(
+    spec: JobSpec,
+    files: Sequence[str],
+    cutoff_u: str | int | None,
+    table_meta: Callable[[str], HudiTableMetadata],
+) -> ResolvedRun:
+    """Checks a run config against the tables' metadata; raises RunConfigError if refused."""
+    cutoff = parse_cutoff(cutoff_u)
+    try:
+        t_done = table_meta(spec.name).watermark_us()
+    except TableNotFound:
+        t_done = None
+    inputs = _Inputs()
+    for table in spec.inputs:
+        try:
+            meta = table_meta(table)
+        except TableNotFound as exc:
+            raise RunConfigError(
+                f"{spec.name} cannot run: input table {table} does not exist ({exc})"
+            ) from exc
+        watermark = meta.watermark_us()
+        if watermark is None:
+            raise RunConfigError(
+                f"{spec.name} cannot run: input table {table} has no watermark yet"
+            )
+        inputs.meta[table], inputs.watermark[table] = meta, watermark
+    for table in spec.dimensions:
+        try:
+            table_meta(table)
+        except TableNotFound as exc:
+            raise RunConfigError(
+                f"{spec.name} cannot run: table {table} does not exist ({exc})"
+            ) from exc
+    cap = min(inputs.watermark.values())
+    floor = -1 if t_done is None else t_done
+    if cutoff is not None and cutoff <= floor:
+        raise RunConfigError(
+            f"cutoff_u {iso(cutoff)} is at or below {spec.name}'s t_done {iso(t_done)}; "
+            "a run must move the watermark forward"
+        )
+    if cutoff is not None and cutoff > cap:
+        raise RunConfigError(
+            f"cutoff_u {iso(cutoff)} is above what the inputs hold: the smallest input "
+            f"watermark is {iso(cap)} ("
+            + ", ".join(f"{t} {iso(w)}" for t, w in inputs.watermark.items())
+            + ")"
+        )
+    u = cutoff if cutoff is not None else cap
+    pending = {t: inputs.meta[t].pending_files(t_done) for t in spec.inputs}
+    pending_count = sum(len(v) for v in pending.values())
+    pending_bytes = sum(p.slice.size_bytes for v in pending.values() for p in v)
+    needed = {
+        t: {p.slice.file_id: p for p in v if p.pending_min_us <= u} for t, v in pending.items()
+    }
+    if u <= floor:
+        return ResolvedRun(
+            spec.name, t_done, u, cap, {t: () for t in spec.inputs}, pending_count, pending_bytes,
+            nothing_to_do=f"t_done {iso(t_done)} already at the inputs' watermark {iso(cap)}",
+        )  # fmt: skip
+
+    if not files:
+        chosen = {t: tuple(sorted(v.values(), key=lambda p: p.uri)) for t, v in needed.items()}
+        return ResolvedRun(spec.name, t_done, u, cap, chosen, pending_count, pending_bytes)
+
+    selected: dict[str, dict[str, PendingFile]] = {t: {} for t in spec.inputs}
+    moves: list[tuple[str, str]] = []
+    replanned: set[str] = set()
+    roots = {t: _norm(inputs.meta[t].table_uri) for t in spec.inputs}
+    for given in files:
+        path = _norm(given)
+        table = next((t for t, root in roots.items() if path.startswith(root + "/")), None)
+        if table is None:
+            raise RunConfigError(
+                f"{given} is not a file of {spec.name}'s input tables "
+                f"({', '.join(spec.inputs)}); a run may read nothing else"
+            )
+        match = _BASE_FILE.match(posixpath.basename(path))
+        if match is None or ".hoodie" in path[len(roots[table]) :].split("/"):
+            raise RunConfigError(f"{given} is not a Hudi base file of {table}")
+        file_id = match.group("file_id")
+        meta = inputs.meta[table]
+        latest = {s.file_id: s for s in meta.latest_file_slices()}
+        known = file_id in latest or any(
+            w.file_id == file_id for c in meta.commits() for w in c.written
+        )
+        if not known:
+            raise RunConfigError(f"{given} is not a current or retained file of {table}")
+        if file_id not in latest:
+            # The group was replaced (clustering, overwrite): plan this table afresh.
+            replanned.add(table)
+            continue
+        current = meta.file_uri(latest[file_id].path)
+        if _norm(current) != path:
+            moves.append((given, current))
+        pend = next((p for p in pending[table] if p.slice.file_id == file_id), None)
+        if pend is not None:
+            selected[table][file_id] = pend
+        # A file with nothing pending adds nothing; reading it would only cost time.
+    for table in replanned:
+        selected[table].update(needed[table])
+    missing = [p.uri for t in spec.inputs for fid, p in needed[t].items() if fid not in selected[t]]
+    if missing:
+        raise RunConfigError(
+            f"the file list leaves out {len(missing)} pending file(s) that may hold arrivals at "
+            f"or before cutoff_u {iso(u)}, e.g. {missing[0]}; add them or lower cutoff_u"
+        )
+    chosen = {t: tuple(sorted(v.values(), key=lambda p: p.uri)) for t, v in selected.items()}
+    return ResolvedRun(
+        spec.name, t_done, u, cap, chosen, pending_count, pending_bytes,
+        tuple(moves), tuple(sorted(replanned)),
+    )  # fmt: skip

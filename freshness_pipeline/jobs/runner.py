@@ -1,0 +1,237 @@
+"""One run of a job on Spark: read exactly the resolved files, keep t_done < arrival <= u,
+transform with the job's SQL, merge into the target and commit with watermark u.
+
+The watermark, the arrival range written and the run's bookkeeping go into the same Hudi
+commit as the rows (METHOD 5.2): a run that fails before its commit changes nothing, and
+its retry starts from the same t_done. Reads of target and input snapshots are pruned by
+partition and by the footer range of `second`, so a run's cost follows the keys it
+touches, not the size of the tables.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from freshness_pipeline.hudi_metadata import (
+    ARRIVAL_MAX_KEY,
+    ARRIVAL_MIN_KEY,
+    WATERMARK_KEY,
+    HudiTableMetadata,
+    TableNotFound,
+    footer_arrival_range,
+)
+from freshness_pipeline.hudi_write import write_options
+from freshness_pipeline.jobs.catalog import WINDOW_SECONDS, JobSpec
+from freshness_pipeline.jobs.run_config import ResolvedRun
+from freshness_pipeline.jobs.sql import sql_sections
+
+T_DONE_BEFORE_KEY = "freshness.t_done_before_us"
+FILES_READ_KEY = "freshness.files_read"
+HOODIE_COLUMNS = (
+    "_hoodie_commit_time",
+    "_hoodie_commit_seqno",
+    "_hoodie_record_key",
+    "_hoodie_partition_path",
+    "_hoodie_file_name",
+)
+
+
+class InjectedFailure(RuntimeError):
+    """Raised by a run asked to fail after writing its files, before its commit (tests)."""
+
+
+@dataclass(frozen=True)
+class RunReport:
+    job: str
+    t_done_before_us: int | None
+    t_done_after_us: int
+    files_read: int
+    bytes_read: int
+    rows_scanned: int
+    rows_written: int
+    seconds: float
+
+
+def _drop_hoodie(df):
+    return df.drop(*[c for c in HOODIE_COLUMNS if c in df.columns])
+
+
+def _us_literal(us: int) -> str:
+    return f"timestamp_micros({int(us)})"
+
+
+class JobRunner:
+    def __init__(self, spark, table_uri) -> None:
+        self.spark = spark
+        self.table_uri = table_uri  # callable: table name -> URI
+
+    def meta(self, table: str) -> HudiTableMetadata:
+        return HudiTableMetadata(self.table_uri(table))
+
+    # --- reads --------------------------------------------------------------------------
+
+    def _snapshot_files(self, table: str, partitions: set[str] | None, lo_us: int, hi_us: int):
+        """Latest slices of `table` that may hold rows with `second` in [lo, hi]."""
+        meta = self.meta(table)
+        uris = []
+        for fs in meta.latest_file_slices():
+            if partitions is not None and fs.partition not in partitions:
+                continue
+            uri = meta.file_uri(fs.path)
+            low, high = footer_arrival_range(uri, "second")
+            if low is None or (low <= hi_us and high >= lo_us):
+                uris.append(uri)
+        return uris
+
+    def _read_files(self, uris: list[str], like_table: str):
+        if uris:
+            return _drop_hoodie(self.spark.read.parquet(*uris))
+        # No file to read: an empty frame with the table's schema.
+        meta = self.meta(like_table)
+        any_slice = meta.latest_file_slices()[0]
+        return _drop_hoodie(self.spark.read.parquet(meta.file_uri(any_slice.path)).limit(0))
+
+    def _delta(self, table: str, resolved: ResolvedRun):
+        df = self._read_files([p.uri for p in resolved.files[table]], table)
+        low = -1 if resolved.t_done_us is None else resolved.t_done_us
+        return df.where(
+            f"arrival_ts > {_us_literal(low)} AND arrival_ts <= {_us_literal(resolved.cutoff_us)}"
+        )
+
+    @staticmethod
+    def _second_bounds(df) -> tuple[int, int] | None:
+        row = df.selectExpr(
+            "min(unix_micros(second)) AS lo", "max(unix_micros(second)) AS hi"
+        ).first()
+        return None if row["lo"] is None else (row["lo"], row["hi"])
+
+    def _existing(self, spec: JobSpec, keys_df, window_s: int = 0):
+        """Current target rows sharing keys (or, for windows, groups) with `keys_df`."""
+        bounds = self._second_bounds(keys_df)
+        try:
+            self.meta(spec.name)
+        except TableNotFound:
+            bounds = None
+        if bounds is None:
+            return None
+        partitions = None
+        if spec.partition_by:
+            partitions = {
+                r[0] for r in keys_df.selectExpr("substr(symbol, 1, 1)").distinct().collect()
+            }
+        pad = window_s * 1_000_000
+        uris = self._snapshot_files(spec.name, partitions, bounds[0] - pad, bounds[1] + pad)
+        if not uris:
+            return None
+        target = _drop_hoodie(self.spark.read.parquet(*uris))
+        if window_s:
+            lo, hi = bounds[0] - pad, bounds[1] + pad
+            groups = keys_df.select(spec.group_column).distinct()
+            return target.where(
+                f"second >= {_us_literal(lo)} AND second <= {_us_literal(hi)}"
+            ).join(groups, spec.group_column, "left_semi")
+        return target.join(keys_df.select(*spec.key).distinct(), list(spec.key), "left_semi")
+
+    # --- the run ------------------------------------------------------------------------
+
+    def run(
+        self, spec: JobSpec, resolved: ResolvedRun, fail_before_commit: bool = False
+    ) -> RunReport:
+        started = time.monotonic()
+        spark = self.spark
+        sections = sql_sections(spec.name)
+        rows_scanned = 0
+        cached = []
+        for table in spec.inputs:
+            delta = self._delta(table, resolved).cache()
+            cached.append(delta)
+            rows_scanned += delta.count()
+            delta.createOrReplaceTempView(f"delta_{table}")
+        for table in spec.dimensions:
+            _drop_hoodie(
+                spark.read.format("hudi").load(self.table_uri(table))
+            ).createOrReplaceTempView(table)
+        if spec.kind == "merge":
+            partial = spark.sql(sections["partial"]).cache()
+            partial.createOrReplaceTempView("partial")
+            existing = self._existing(spec, partial)
+            (existing if existing is not None else partial.limit(0)).createOrReplaceTempView(
+                "existing"
+            )
+        else:
+            touched = spark.sql(sections["touched"]).cache()
+            bounds = self._second_bounds(touched)
+            source = spec.inputs[0]
+            if bounds is None:
+                group_rows = self._read_files([], source)
+            else:
+                uris = self._snapshot_files(source, None, bounds[0], bounds[1])
+                group_rows = self._read_files(uris, source).join(
+                    touched, [spec.group_column, "second"], "left_semi"
+                )
+            group_rows.createOrReplaceTempView("group_rows")
+            partial = spark.sql(sections["partial"]).cache()
+            partial.createOrReplaceTempView("partial")
+            if spec.kind == "window":
+                existing = self._existing(spec, partial, WINDOW_SECONDS)
+                (existing if existing is not None else partial.limit(0)).createOrReplaceTempView(
+                    "existing"
+                )
+        result = spark.sql(sections["merge"]).cache()
+        stats = result.selectExpr(
+            "count(*) AS n",
+            "min(unix_micros(arrival_ts)) AS lo",
+            "max(unix_micros(arrival_ts)) AS hi",
+        ).first()
+        metadata: dict[str, object] = {
+            WATERMARK_KEY: resolved.cutoff_us,
+            T_DONE_BEFORE_KEY: "" if resolved.t_done_us is None else resolved.t_done_us,
+            FILES_READ_KEY: resolved.file_count,
+        }
+        if stats["n"]:
+            metadata[ARRIVAL_MIN_KEY] = stats["lo"]
+            metadata[ARRIVAL_MAX_KEY] = stats["hi"]
+        options = write_options(spec.layout, "upsert", metadata)
+        keygen = "ComplexKeyGenerator" if spec.partition_by else "NonpartitionedKeyGenerator"
+        options.update(
+            {
+                "hoodie.datasource.write.keygenerator.class": f"org.apache.hudi.keygen.{keygen}",
+                # Every row is computed whole by the job, so the last write wins.
+                "hoodie.record.merge.mode": "COMMIT_TIME_ORDERING",
+                # A run with no new rows still commits, so the watermark moves on.
+                "hoodie.allow.empty.commit": "true",
+                # Derived tables are rewritten in place (CoW); small files keep rewrites cheap.
+                "hoodie.parquet.max.file.size": str(32 * 1024 * 1024),
+                "hoodie.parquet.small.file.limit": str(16 * 1024 * 1024),
+            }
+        )
+        if fail_before_commit:
+            # Fails after the data files are written, before the commit completes.
+            options["hoodie.precommit.validators"] = (
+                "org.apache.hudi.client.validator.SqlQuerySingleResultPreCommitValidator"
+            )
+            options["hoodie.precommit.validators.single.value.sql.queries"] = (
+                "select count(*) from <TABLE_NAME> where 1 = 0#1"
+            )
+        try:
+            result.write.format("hudi").options(**options).mode("append").save(
+                self.table_uri(spec.name)
+            )
+        except Exception as exc:
+            if fail_before_commit:
+                raise InjectedFailure(f"{spec.name}: injected failure before commit") from exc
+            raise
+        finally:
+            for df in [result, partial, *cached]:
+                df.unpersist()
+        return RunReport(
+            job=spec.name,
+            t_done_before_us=resolved.t_done_us,
+            t_done_after_us=resolved.cutoff_us,
+            files_read=resolved.file_count,
+            bytes_read=resolved.scan_bytes,
+            rows_scanned=rows_scanned,
+            rows_written=int(stats["n"]),
+            seconds=time.monotonic() - started,
+        )

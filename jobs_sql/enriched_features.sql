@@ -1,0 +1,20 @@
+-- enriched_features: market_features joined with company_master on symbol: adds sector and
+-- industry. Key (second, symbol); partitioned by the symbol's first letter. A row is a
+-- function of its market_features row alone, so a changed input row replaces its output row.
+
+-- section: partial
+-- View delta_market_features: input row versions of this run; company_master: the master.
+SELECT
+  m.symbol, m.second,
+  coalesce(c.sector, 'Unknown') AS sector,
+  coalesce(c.industry, 'Unknown') AS industry,
+  m.best_bid, m.best_bid_size, m.best_ask, m.best_ask_size, m.update_count,
+  m.open, m.high, m.low, m.close, m.volume, m.trade_count, m.notional, m.vwap,
+  m.mid, m.spread, m.spread_bps, m.order_imbalance, m.vwap_vs_mid_bps,
+  m.arrival_ts,
+  m.symbol_prefix
+FROM delta_market_features m
+LEFT JOIN company_master c ON c.symbol = m.symbol
+
+-- section: merge
+SELECT * FROM partial
