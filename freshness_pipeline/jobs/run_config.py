@@ -121,6 +121,7 @@ def resolve_run(
             raise RunConfigError(
                 f"{spec.name} cannot run: table {table} does not exist ({exc})"
             ) from exc
+    checked, latest_slices = _check_files(spec, files, inputs)
     cap = min(inputs.watermark.values())
     floor = -1 if t_done is None else t_done
     if cutoff is not None and cutoff <= floor:
@@ -155,32 +156,15 @@ def resolve_run(
     selected: dict[str, dict[str, PendingFile]] = {t: {} for t in spec.inputs}
     moves: list[tuple[str, str]] = []
     replanned: set[str] = set()
-    roots = {t: _norm(inputs.meta[t].table_uri) for t in spec.inputs}
-    for given in files:
-        path = _norm(given)
-        table = next((t for t, root in roots.items() if path.startswith(root + "/")), None)
-        if table is None:
-            raise RunConfigError(
-                f"{given} is not a file of {spec.name}'s input tables "
-                f"({', '.join(spec.inputs)}); a run may read nothing else"
-            )
-        match = _BASE_FILE.match(posixpath.basename(path))
-        if match is None or ".hoodie" in path[len(roots[table]) :].split("/"):
-            raise RunConfigError(f"{given} is not a Hudi base file of {table}")
-        file_id = match.group("file_id")
+    for given, table, file_id in checked:
         meta = inputs.meta[table]
-        latest = {s.file_id: s for s in meta.latest_file_slices()}
-        known = file_id in latest or any(
-            w.file_id == file_id for c in meta.commits() for w in c.written
-        )
-        if not known:
-            raise RunConfigError(f"{given} is not a current or retained file of {table}")
+        latest = latest_slices[table]
         if file_id not in latest:
             # The group was replaced (clustering, overwrite): plan this table afresh.
             replanned.add(table)
             continue
         current = meta.file_uri(latest[file_id].path)
-        if _norm(current) != path:
+        if _norm(current) != _norm(given):
             moves.append((given, current))
         pend = next((p for p in pending[table] if p.slice.file_id == file_id), None)
         if pend is not None:
@@ -199,3 +183,34 @@ def resolve_run(
         spec.name, t_done, u, cap, chosen, pending_count, pending_bytes,
         tuple(moves), tuple(sorted(replanned)),
     )  # fmt: skip
+
+
+def _check_files(spec: JobSpec, files: Sequence[str], inputs: _Inputs):
+    """Every given path must be a Hudi base file of one of the job's input tables whose file
+    group the table knows (current, or named by a retained commit). Checked first, so a
+    bad path is refused even when the run would have nothing to do."""
+    roots = {t: _norm(inputs.meta[t].table_uri) for t in spec.inputs}
+    latest_slices = {}
+    checked = []
+    for given in files:
+        path = _norm(given)
+        table = next((t for t, root in roots.items() if path.startswith(root + "/")), None)
+        if table is None:
+            raise RunConfigError(
+                f"{given} is not a file of {spec.name}'s input tables "
+                f"({', '.join(spec.inputs)}); a run may read nothing else"
+            )
+        match = _BASE_FILE.match(posixpath.basename(path))
+        if match is None or ".hoodie" in path[len(roots[table]) :].split("/"):
+            raise RunConfigError(f"{given} is not a Hudi base file of {table}")
+        file_id = match.group("file_id")
+        meta = inputs.meta[table]
+        if table not in latest_slices:
+            latest_slices[table] = {s.file_id: s for s in meta.latest_file_slices()}
+        known = file_id in latest_slices[table] or any(
+            w.file_id == file_id for c in meta.commits() for w in c.written
+        )
+        if not known:
+            raise RunConfigError(f"{given} is not a current or retained file of {table}")
+        checked.append((given, table, file_id))
+    return checked, latest_slices

@@ -219,7 +219,7 @@ class JobRunner:
                 self.table_uri(spec.name)
             )
         except Exception as exc:
-            if fail_before_commit:
+            if fail_before_commit and "ValidationException" in str(exc):
                 raise InjectedFailure(f"{spec.name}: injected failure before commit") from exc
             raise
         finally:

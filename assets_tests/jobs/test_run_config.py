@@ -1,0 +1,106 @@
+"""Run configs are checked against real Hudi metadata before Spark starts."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from assets_tests.jobs.conftest import StreamFeeder
+from freshness_pipeline.jobs.catalog import JOBS
+from freshness_pipeline.jobs.run_config import RunConfigError, parse_cutoff, resolve_run
+from freshness_pipeline.jobs.runner import JobRunner
+from freshness_pipeline.settings import Settings
+
+TRADE_AGGR = JOBS["trade_aggr"]
+
+
+def test_parse_cutoff_accepts_micros_and_iso():
+    assert parse_cutoff("1700000000000000") == 1_700_000_000_000_000
+    assert parse_cutoff("2023-11-14T22:13:20Z") == 1_700_000_000_000_000
+    assert parse_cutoff("2023-11-14T22:13:20.5") == 1_700_000_000_500_000
+    assert parse_cutoff(None) is None and parse_cutoff(" ") is None
+    with pytest.raises(RunConfigError, match="neither epoch microseconds nor"):
+        parse_cutoff("yesterday")
+
+
+@pytest.fixture(scope="module")
+def fed(spark, tmp_path_factory):
+    root = tmp_path_factory.mktemp("runcfg")
+    settings = Settings(
+        str(root / "tables"), root / "landing", Path(".cache/jars"), "local[2]", None
+    )
+    feeder = StreamFeeder(spark, settings, seed=5)
+    feeder.land(3)
+    feeder.ingest()
+    return feeder
+
+
+@pytest.mark.spark
+def test_missing_input_table_is_named(fed):
+    with pytest.raises(RunConfigError, match="input table price_aggr does not exist"):
+        resolve_run(JOBS["market_features"], [], None, fed.meta)
+
+
+@pytest.mark.spark
+def test_refuses_files_that_are_not_its_inputs(fed, tmp_path):
+    price_file = fed.meta("price_raw").latest_file_slices()[0]
+    price_uri = fed.meta("price_raw").file_uri(price_file.path)
+    trade_root = fed.settings.table_uri("trade_raw")
+    outside = tmp_path / "x_0-1-2_20240101000000000.parquet"
+    cases = {
+        price_uri: "not a file of trade_aggr's input tables",
+        "/etc/passwd": "not a file of trade_aggr's input tables",
+        f"{trade_root}/A/../../price_raw/{price_file.path}": "not a file of trade_aggr's input",
+        f"{trade_root}/.hoodie/hoodie.properties": "not a Hudi base file",
+        f"{trade_root}/A/nosuchgroup-0_0-1-2_20240101000000000.parquet": "not a current or",
+        str(outside): "not a file of trade_aggr's input tables",
+    }
+    for path, message in cases.items():
+        with pytest.raises(RunConfigError, match=message):
+            resolve_run(TRADE_AGGR, [path], None, fed.meta)
+
+
+@pytest.mark.spark
+def test_refuses_cutoffs_outside_t_done_and_cap(fed):
+    cap = fed.meta("trade_raw").watermark_us()
+    with pytest.raises(RunConfigError, match="above what the inputs hold"):
+        resolve_run(TRADE_AGGR, [], cap + 1, fed.meta)
+    resolved = resolve_run(TRADE_AGGR, [], cap, fed.meta)
+    assert resolved.cutoff_us == cap and resolved.t_done_us is None
+    with pytest.raises(RunConfigError, match="neither epoch"):
+        resolve_run(TRADE_AGGR, [], "soon", fed.meta)
+
+
+@pytest.mark.spark
+def test_refuses_a_subset_that_leaves_out_pending_arrivals(fed):
+    pending = fed.meta("trade_raw").pending_files(None)
+    cap = fed.meta("trade_raw").watermark_us()
+    needed = [p.uri for p in pending if p.pending_min_us <= cap]
+    assert len(needed) > 1
+    with pytest.raises(RunConfigError, match=r"leaves out 1 pending file"):
+        resolve_run(TRADE_AGGR, needed[1:], cap, fed.meta)
+    earliest = min(p.pending_max_us for p in pending)
+    early = [p.uri for p in pending if p.pending_min_us <= earliest]
+    resolved = resolve_run(TRADE_AGGR, early, earliest, fed.meta)
+    assert resolved.file_count == len(early) < len(pending)
+
+
+@pytest.mark.spark
+def test_rewritten_file_resolves_to_current_slice(spark, fed):
+    runner = JobRunner(spark, fed.settings.table_uri)
+    runner.run(TRADE_AGGR, resolve_run(TRADE_AGGR, [], None, fed.meta))
+    runner.run(JOBS["price_aggr"], resolve_run(JOBS["price_aggr"], [], None, fed.meta))
+    planned = [p.uri for p in fed.meta("trade_aggr").pending_files(None)]
+    # more data: trade_aggr rewrites its (small) file groups in place
+    fed.land(2)
+    fed.ingest()
+    runner.run(TRADE_AGGR, resolve_run(TRADE_AGGR, [], None, fed.meta))
+    cap = fed.meta("price_aggr").watermark_us()
+    price_files = [p.uri for p in fed.meta("price_aggr").pending_files(None)]
+    resolved = resolve_run(JOBS["market_features"], planned + price_files, cap, fed.meta)
+    assert resolved.resolved_moves, "expected the planned trade_aggr files to have moved"
+    for given, current in resolved.resolved_moves:
+        assert given != current and Path(current).exists()
+    report = runner.run(JOBS["market_features"], resolved)
+    assert report.rows_written > 0
