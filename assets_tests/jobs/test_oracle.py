@@ -54,7 +54,8 @@ def test_oracle_holds_under_random_schedules(spark, lakehouse, seed):
     feeder.ingest()
     for _ in range(16):
         action = rng.choices(
-            ["ingest", "full", "subset", "fail", "partial_ingest"], weights=[2, 3, 4, 2, 1]
+            ["ingest", "full", "subset", "fail", "partial_ingest", "empty"],
+            weights=[2, 3, 4, 2, 1, 1],
         )[0]
         if action in ("ingest", "partial_ingest"):
             feeder.land(rng.randint(1, 3))
@@ -68,6 +69,16 @@ def test_oracle_holds_under_random_schedules(spark, lakehouse, seed):
         try:
             if action == "full":
                 resolved = resolve_run(spec, [], None, feeder.meta)
+            elif action == "empty":
+                # one microsecond past t_done: no input rows, yet the watermark moves
+                t_done = watermark(feeder, job)
+                if t_done is None or resolve_run(spec, [], None, feeder.meta).nothing_to_do:
+                    log.append(f"{job}: no room for an empty run")
+                    continue
+                resolved = resolve_run(spec, [], t_done + 1, feeder.meta)
+                assert resolved.file_count == 0 or all(
+                    p.pending_min_us <= t_done + 1 for v in resolved.files.values() for p in v
+                )
             else:
                 picked = random_config(rng, feeder, job)
                 if picked is None:
@@ -94,7 +105,7 @@ def test_oracle_holds_under_random_schedules(spark, lakehouse, seed):
         log.append(f"{action} {job}: {report.files_read} files, u={resolved.cutoff_us}")
 
     kinds = {entry.split()[0] for entry in log}
-    assert {"ingest", "full", "subset", "fail"} <= kinds, log
+    assert {"ingest", "full", "subset", "fail", "empty"} <= kinds, log
 
     # Drain: the last landed second reaches both raw tables with the same arrival stamp.
     feeder.land(2)

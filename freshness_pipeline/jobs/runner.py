@@ -28,6 +28,8 @@ from freshness_pipeline.jobs.sql import sql_sections
 
 T_DONE_BEFORE_KEY = "freshness.t_done_before_us"
 FILES_READ_KEY = "freshness.files_read"
+DERIVED_MAX_FILE_BYTES = 4 * 1024 * 1024
+DERIVED_SMALL_FILE_BYTES = 2 * 1024 * 1024
 HOODIE_COLUMNS = (
     "_hoodie_commit_time",
     "_hoodie_commit_seqno",
@@ -201,9 +203,11 @@ class JobRunner:
                 "hoodie.record.merge.mode": "COMMIT_TIME_ORDERING",
                 # A run with no new rows still commits, so the watermark moves on.
                 "hoodie.allow.empty.commit": "true",
-                # Derived tables are rewritten in place (CoW); small files keep rewrites cheap.
-                "hoodie.parquet.max.file.size": str(32 * 1024 * 1024),
-                "hoodie.parquet.small.file.limit": str(16 * 1024 * 1024),
+                # CoW rewrites every file group a run touches. New keys are recent seconds,
+                # so with small size limits they land in a few young files while older files
+                # close and stay untouched: a run's rewrite cost stays bounded as tables grow.
+                "hoodie.parquet.max.file.size": str(DERIVED_MAX_FILE_BYTES),
+                "hoodie.parquet.small.file.limit": str(DERIVED_SMALL_FILE_BYTES),
             }
         )
         if fail_before_commit:
