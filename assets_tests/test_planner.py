@@ -93,7 +93,10 @@ def test_published_tick_launches_trade_aggr_first():
     assert {s.job: s.reason for s in result.skipped} == {"market_features": "no pending data"}
 
 
-def state(job="j", t_done=0, cap=10_000_000, files=(), cost=CostModel(1.0, 0.0), running=False):
+UNIT_COST = CostModel(1.0, 0.0)
+
+
+def state(job="j", t_done=0, cap=10_000_000, files=(), cost=UNIT_COST, running=False):
     return JobState(job, t_done, cap, tuple(files), cost, running)
 
 
