@@ -170,12 +170,18 @@ def _as_micros(value: object) -> int:
 
 
 class HudiTableMetadata:
-    """Read-only view of one Hudi table's metadata."""
+    """Read-only snapshot view of one Hudi table's metadata.
+
+    The timeline and file slices are read once per object and then reused, so one planning
+    pass sees one consistent state; create a new object to see newer commits.
+    """
 
     def __init__(self, table_uri: str) -> None:
         self.table_uri = table_uri.rstrip("/")
         fs, root = _filesystem(self.table_uri)
         self._fs, self._root = fs, root.rstrip("/")
+        self._commits: list[Commit] | None = None
+        self._slices: list[FileSlice] | None = None
         props = self._read_properties()
         self.table_name = props.get("hoodie.table.name", PurePosixPath(root).name)
         layout = props.get("hoodie.timeline.layout.version", "1")
@@ -222,6 +228,11 @@ class HudiTableMetadata:
     def commits(self) -> list[Commit]:
         """Completed commits and replacecommits still on the active timeline, in
         completion-time order."""
+        if self._commits is None:
+            self._commits = self._read_commits()
+        return self._commits
+
+    def _read_commits(self) -> list[Commit]:
         timeline = self._hudi().get_timeline()
         completion = self._completion_times()
         instants = list(timeline.get_completed_commits()) + list(
@@ -270,6 +281,11 @@ class HudiTableMetadata:
     # --- file slices ----------------------------------------------------------------------
 
     def latest_file_slices(self) -> list[FileSlice]:
+        if self._slices is None:
+            self._slices = self._read_file_slices()
+        return self._slices
+
+    def _read_file_slices(self) -> list[FileSlice]:
         slices = []
         for fs in self._hudi().get_file_slices():
             slices.append(

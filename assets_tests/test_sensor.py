@@ -1,0 +1,189 @@
+"""The sensor over a fake metadata resource: several ticks, slots, skips, run keys, tags."""
+
+from __future__ import annotations
+
+import dagster as dg
+import pytest
+from dagster._core.test_utils import create_run_for_test
+
+from freshness_pipeline.hudi_metadata import FileSlice, PendingFile, TableNotFound
+from freshness_pipeline.resources import HudiMetadataResource
+from freshness_pipeline.scheduler_settings import DEFAULT_K, SchedulerSettings
+from freshness_pipeline.sensor import ASSET_TAG, build_sensor, evaluate_tick
+from freshness_pipeline.settings import PROJECT_ROOT
+
+S = 1_000_000
+T0 = 1_700_000_000 * S
+
+
+class FakeTable:
+    def __init__(self, name, watermark, files=()):
+        self.name, self.watermark, self.files = name, watermark, list(files)
+
+    def watermark_us(self):
+        return self.watermark
+
+    def pending_files(self, t_done, with_footer=False):
+        floor = -1 if t_done is None else t_done
+        out = []
+        for i, (size, lo, hi, footer_lo) in enumerate(self.files):
+            if hi <= floor:
+                continue
+            fs = FileSlice("A", f"{self.name}-{i}", f"A/{self.name}-{i}.parquet", size, "1")
+            footer = (footer_lo, hi) if with_footer else (None, None)
+            out.append(PendingFile(fs, f"/lake/{self.name}/A/{self.name}-{i}.parquet",
+                                   max(lo, floor + 1), hi, ("1",), *footer))  # fmt: skip
+        return out
+
+
+_LAKES: dict[str, dict[str, FakeTable]] = {}
+
+
+class FakeHudiMetadata(HudiMetadataResource):
+    """Tables live in a registry keyed by lake_id: Dagster rebuilds resources from their
+    config, so state must not sit on the instance."""
+
+    lake_id: str = ""
+
+    def __init__(self, **kwargs):
+        kwargs.setdefault("lake_id", f"lake{len(_LAKES)}")
+        super().__init__(**kwargs)
+        _LAKES.setdefault(self.lake_id, {})
+
+    def add(self, table: FakeTable) -> FakeHudiMetadata:
+        _LAKES[self.lake_id][table.name] = table
+        return self
+
+    def table(self, table: str):
+        tables = _LAKES[self.lake_id]
+        if table not in tables:
+            raise TableNotFound(f"No Hudi table at /lake/{table}")
+        return tables[table]
+
+
+def raw_lake() -> FakeHudiMetadata:
+    files = [(2 * 1024**2, T0 + i * 10 * S + 1, T0 + (i + 1) * 10 * S, T0) for i in range(6)]
+    lake = FakeHudiMetadata()
+    lake.add(FakeTable("trade_raw", T0 + 60 * S, files))
+    lake.add(FakeTable("price_raw", T0 + 60 * S, files))
+    lake.add(FakeTable("company_master", None))
+    return lake
+
+
+def tick(lake, instance, **settings):
+    return evaluate_tick(lake, instance, SchedulerSettings(**settings), now_us=T0 + 61 * S)
+
+
+def test_first_tick_launches_the_aggregates_and_explains_the_rest():
+    with dg.instance_for_test() as instance:
+        result, requests = tick(raw_lake(), instance)
+    assert sorted(r.tags[ASSET_TAG] for r in requests) == ["price_aggr", "trade_aggr"]
+    reasons = {s.job: s.reason for s in result.skipped}
+    assert reasons["market_features"].startswith("waiting for upstream")
+    assert reasons["sector_vwap"].startswith("waiting for upstream")
+    request = next(r for r in requests if r.tags[ASSET_TAG] == "trade_aggr")
+    config = request.run_config["ops"]["trade_aggr"]["config"]
+    assert config["cutoff_u"] == request.tags["freshness/u_us"]
+    assert len(config["files"]) == int(request.tags["freshness/files_chosen"])
+    assert request.asset_selection == [dg.AssetKey("trade_aggr")]
+    for key in ("freshness/policy", "freshness/G_s", "freshness/E_s", "freshness/eta",
+                "freshness/files_pending", "freshness/scan_mib", "freshness/cost_model"):  # fmt: skip
+        assert key in request.tags
+    assert request.tags["freshness/cost_model"].startswith("prior:three_term")
+
+
+def test_run_keys_are_idempotent_and_follow_the_state():
+    with dg.instance_for_test() as instance:
+        _, first = tick(raw_lake(), instance)
+        _, again = tick(raw_lake(), instance)
+        assert [r.run_key for r in first] == [r.run_key for r in again]
+        lake = raw_lake()
+        lake.add(FakeTable("trade_aggr", T0 + 30 * S))
+        _, moved = tick(lake, instance)
+        keys = {r.tags[ASSET_TAG]: r.run_key for r in moved}
+        assert keys["trade_aggr"] != {r.tags[ASSET_TAG]: r.run_key for r in first}["trade_aggr"]
+
+
+def test_slots_running_runs_and_k():
+    with dg.instance_for_test() as instance:
+        create_run_for_test(instance, job_name="x", status=dg.DagsterRunStatus.STARTED,
+                            tags={ASSET_TAG: "trade_aggr"})  # fmt: skip
+        result, requests = tick(raw_lake(), instance, k=2)
+        assert [r.tags[ASSET_TAG] for r in requests] == ["price_aggr"]
+        assert {s.job: s.reason for s in result.skipped}["trade_aggr"] == "already running"
+        create_run_for_test(instance, job_name="y", status=dg.DagsterRunStatus.STARTING,
+                            tags={ASSET_TAG: "price_aggr"})  # fmt: skip
+        result, requests = tick(raw_lake(), instance, k=2)
+        assert requests == [] and result.free_slots == 0
+
+
+def test_nothing_pending_is_an_explicit_skip_through_the_sensor():
+    lake = FakeHudiMetadata()
+    lake.add(FakeTable("trade_raw", T0)).add(FakeTable("price_raw", T0))
+    lake.add(FakeTable("trade_aggr", T0)).add(FakeTable("price_aggr", T0))
+    sensor_def = build_sensor(SchedulerSettings())
+    with dg.instance_for_test() as instance:
+        context = dg.build_sensor_context(instance=instance, resources={"hudi_meta": lake})
+        result = sensor_def(context)
+    assert isinstance(result, dg.SkipReason)
+    assert "trade_aggr: no pending data" in result.skip_message
+    assert "market_features: no pending data" in result.skip_message
+    assert "enriched_features: waiting for upstream" in result.skip_message
+
+
+def test_sensor_emits_run_requests_over_several_ticks():
+    sensor_def = build_sensor(SchedulerSettings(k=1))
+    lake = raw_lake()
+    with dg.instance_for_test() as instance:
+        context = dg.build_sensor_context(instance=instance, resources={"hudi_meta": lake})
+        first = sensor_def(context)
+        assert len(first.run_requests) == 1
+        chosen = first.run_requests[0].tags[ASSET_TAG]
+        # the chosen job committed its cutoff; next tick picks the other one
+        lake.add(FakeTable(chosen, int(first.run_requests[0].tags["freshness/u_us"])))
+        second = sensor_def(
+            dg.build_sensor_context(instance=instance, resources={"hudi_meta": lake})
+        )
+        assert len(second.run_requests) == 1
+        assert second.run_requests[0].tags[ASSET_TAG] != chosen
+
+
+def test_footer_mode_widens_candidate_sets():
+    with dg.instance_for_test() as instance:
+        _, pending_mode = tick(raw_lake(), instance, policy="pmb")
+        _, footer_mode = tick(raw_lake(), instance, policy="pmb", tmin_mode="footer")
+    # footer minimum is old (T0) for every file, so every candidate holds every file
+    for request in footer_mode:
+        assert request.tags["freshness/files_chosen"] == request.tags["freshness/files_pending"]
+    assert any(r.tags["freshness/subset"] == "true" for r in pending_mode) or all(
+        r.tags["freshness/files_chosen"] == r.tags["freshness/files_pending"] for r in pending_mode
+    )
+
+
+def test_cost_model_is_fitted_from_materialization_metadata():
+    with dg.instance_for_test() as instance:
+        for i in range(8):
+            instance.report_runless_asset_event(
+                dg.AssetMaterialization(
+                    "trade_aggr",
+                    metadata={
+                        "bytes_read": (i + 1) * 1024**2,
+                        "files_read": i + 1,
+                        "duration_s": 5.0 + 0.5 * (i + 1),
+                    },
+                )  # fmt: skip
+            )
+        _, requests = tick(raw_lake(), instance)
+    tags = {r.tags[ASSET_TAG]: r.tags for r in requests}
+    assert tags["trade_aggr"]["freshness/cost_model"].startswith("fit:three_term")
+    assert tags["price_aggr"]["freshness/cost_model"].startswith("prior:")
+
+
+def test_k_agrees_with_the_run_queue():
+    assert f"max_concurrent_runs: {DEFAULT_K}" in (PROJECT_ROOT / "dagster.yaml").read_text()
+
+
+@pytest.mark.parametrize("bad", [{"policy": "fifo"}, {"k": 0}, {"tmin_mode": "x"}])
+def test_bad_settings_refused(bad):
+    with pytest.raises(ValueError):
+        SchedulerSettings(**bad)

@@ -1,0 +1,46 @@
+"""Scheduler knobs, read from the environment so they change without code changes."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from freshness_pipeline.cost_model import COST_MODES, CostMode
+from freshness_pipeline.planner import POLICIES, Policy
+
+DEFAULT_K = 3  # the run queue in dagster.yaml says the same; a test keeps them equal
+TMIN_MODES = ("pending", "footer")
+
+
+@dataclass(frozen=True)
+class SchedulerSettings:
+    policy: Policy = "pmb"
+    k: int = DEFAULT_K
+    tick_s: int = 10
+    tmin_mode: str = "pending"  # "footer": the published whole-file footer approximation
+    cost_mode: CostMode = "three_term"
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if self.policy not in POLICIES:
+            raise ValueError(f"FRESHNESS_POLICY must be one of {POLICIES}, got {self.policy!r}")
+        if self.k < 1:
+            raise ValueError(f"FRESHNESS_K must be at least 1, got {self.k}")
+        if self.tick_s < 1:
+            raise ValueError(f"FRESHNESS_TICK_S must be at least 1, got {self.tick_s}")
+        if self.tmin_mode not in TMIN_MODES:
+            raise ValueError(f"FRESHNESS_TMIN_MODE must be one of {TMIN_MODES}")
+        if self.cost_mode not in COST_MODES:
+            raise ValueError(f"FRESHNESS_COST_MODE must be one of {COST_MODES}")
+
+
+def load_scheduler_settings() -> SchedulerSettings:
+    env = os.environ
+    return SchedulerSettings(
+        policy=env.get("FRESHNESS_POLICY", "pmb"),  # type: ignore[arg-type]
+        k=int(env.get("FRESHNESS_K", DEFAULT_K)),
+        tick_s=int(env.get("FRESHNESS_TICK_S", 10)),
+        tmin_mode=env.get("FRESHNESS_TMIN_MODE", "pending"),
+        cost_mode=env.get("FRESHNESS_COST_MODE", "three_term"),  # type: ignore[arg-type]
+        seed=int(env.get("FRESHNESS_SEED", 0)),
+    )

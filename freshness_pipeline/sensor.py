@@ -1,0 +1,183 @@
+"""The freshness sensor: a thin adapter between Hudi metadata, the planner and Dagster.
+
+Each tick: read every job's t_done, upstream cap and pending files through the metadata
+resource, the running runs from the instance, and each job's run history (for its cost
+model); call the pure planner; emit one RunRequest per chosen asset with the typed run
+config (`files`, `cutoff_u`), an idempotent run key and tags that explain the decision.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable
+
+from dagster import (
+    AssetKey,
+    DagsterRunStatus,
+    DefaultSensorStatus,
+    RunRequest,
+    RunsFilter,
+    SensorEvaluationContext,
+    SensorResult,
+    SkipReason,
+    sensor,
+)
+
+from freshness_pipeline.cost_model import FittedCost, RunSample, fit_cost_model
+from freshness_pipeline.hudi_metadata import TableNotFound
+from freshness_pipeline.jobs.catalog import JOBS, JobSpec
+from freshness_pipeline.planner import MIB, JobChoice, JobState, PendingInput, Plan, plan
+from freshness_pipeline.resources import HudiMetadataResource
+from freshness_pipeline.scheduler_settings import SchedulerSettings, load_scheduler_settings
+
+ACTIVE_STATUSES = [
+    DagsterRunStatus.QUEUED,
+    DagsterRunStatus.NOT_STARTED,
+    DagsterRunStatus.STARTING,
+    DagsterRunStatus.STARTED,
+    DagsterRunStatus.CANCELING,
+]
+ASSET_TAG = "freshness/asset"
+
+
+def running_jobs(instance) -> set[str]:
+    """Jobs with a queued or running run, whoever launched it."""
+    busy = set()
+    for run in instance.get_runs(filters=RunsFilter(statuses=ACTIVE_STATUSES)):
+        if run.tags.get(ASSET_TAG):
+            busy.add(run.tags[ASSET_TAG])
+        for key in run.asset_selection or ():
+            busy.add(key.to_user_string())
+    return busy & set(JOBS)
+
+
+def run_history(instance, job: str, limit: int = 40) -> list[RunSample]:
+    """(bytes read, files read, seconds) of the job's recent materializations, oldest first."""
+    records = instance.fetch_materializations(AssetKey(job), limit=limit).records
+    samples = []
+    for record in reversed(records):
+        materialization = record.asset_materialization
+        meta = materialization.metadata if materialization else {}
+        if "duration_s" in meta and "bytes_read" in meta and "files_read" in meta:
+            samples.append(
+                RunSample(
+                    int(meta["bytes_read"].value),
+                    int(meta["files_read"].value),
+                    float(meta["duration_s"].value),
+                )
+            )
+    return samples
+
+
+def job_state(
+    spec: JobSpec,
+    hudi_meta: HudiMetadataResource,
+    cost: FittedCost,
+    running: bool,
+    tmin_mode: str,
+) -> JobState:
+    try:
+        t_done = hudi_meta.table(spec.name).watermark_us()
+    except TableNotFound:
+        t_done = None
+    watermarks = []
+    pending: list[PendingInput] = []
+    for table in spec.inputs:
+        try:
+            meta = hudi_meta.table(table)
+        except TableNotFound:
+            return JobState(spec.name, t_done, None, (), cost.model, running)
+        watermark = meta.watermark_us()
+        if watermark is None:
+            return JobState(spec.name, t_done, None, (), cost.model, running)
+        watermarks.append(watermark)
+        if running:
+            continue  # not planned this tick; skip the file listing
+        for p in meta.pending_files(t_done, with_footer=tmin_mode == "footer"):
+            if tmin_mode == "footer" and p.footer_min_us is not None:
+                tmin, tmax = p.footer_min_us, max(p.footer_max_us or 0, p.pending_max_us)
+            else:
+                tmin, tmax = p.pending_min_us, p.pending_max_us
+            pending.append(PendingInput(p.uri, p.slice.size_bytes, tmin, tmax))
+    return JobState(spec.name, t_done, min(watermarks), tuple(pending), cost.model, running)
+
+
+def run_request(choice: JobChoice, t_done: int | None, cost: FittedCost) -> RunRequest:
+    config = {"files": list(choice.files), "cutoff_u": str(choice.u_us)}
+    tags = {
+        ASSET_TAG: choice.job,
+        "freshness/policy": choice.policy,
+        "freshness/t_done_us": str(t_done if t_done is not None else ""),
+        "freshness/u_us": str(choice.u_us),
+        "freshness/G_s": f"{choice.gain_s:.3f}",
+        "freshness/E_s": f"{choice.cost_s:.3f}",
+        "freshness/eta": f"{choice.eta:.4f}",
+        "freshness/files_chosen": str(len(choice.files)),
+        "freshness/files_pending": str(choice.pending_files),
+        "freshness/scan_mib": f"{choice.scan_bytes / MIB:.3f}",
+        "freshness/subset": str(choice.is_subset).lower(),
+        "freshness/candidates": str(len(choice.candidates)),
+        "freshness/cost_model": (
+            f"{cost.source}:{cost.mode} a={cost.model.a_s:.3f}s "
+            f"b={cost.model.b_s_per_byte * MIB:.5f}s/MiB c={cost.model.c_s_per_file:.4f}s/file"
+        ),
+    }
+    return RunRequest(
+        run_key=f"{choice.job}:{t_done}:{choice.u_us}:{len(choice.files)}",
+        asset_selection=[AssetKey(choice.job)],
+        run_config={"ops": {choice.job: {"config": config}}},
+        tags=tags,
+    )
+
+
+def evaluate_tick(
+    hudi_meta: HudiMetadataResource,
+    instance,
+    settings: SchedulerSettings,
+    now_us: int,
+    jobs: Iterable[JobSpec] = JOBS.values(),
+) -> tuple[Plan, list[RunRequest]]:
+    busy = running_jobs(instance)
+    states, fitted, t_dones = [], {}, {}
+    for spec in jobs:
+        fitted[spec.name] = fit_cost_model(run_history(instance, spec.name), settings.cost_mode)
+        state = job_state(spec, hudi_meta, fitted[spec.name], spec.name in busy, settings.tmin_mode)
+        t_dones[spec.name] = state.t_done_us
+        states.append(state)
+    result = plan(states, settings.k, now_us, settings.policy, settings.seed)
+    requests = [run_request(c, t_dones[c.job], fitted[c.job]) for c in result.launches]
+    return result, requests
+
+
+def skip_message(result: Plan) -> str:
+    reasons = "; ".join(f"{s.job}: {s.reason}" for s in result.skipped)
+    return f"nothing launched ({result.free_slots} free slots). {reasons}"
+
+
+def build_sensor(settings: SchedulerSettings | None = None):
+    settings = settings or load_scheduler_settings()
+
+    @sensor(
+        name="freshness_sensor",
+        minimum_interval_seconds=settings.tick_s,
+        asset_selection=[AssetKey(name) for name in JOBS],
+        default_status=DefaultSensorStatus.RUNNING,
+        description=(
+            f"Launches the six jobs by {settings.policy} with K={settings.k}, "
+            f"tmin from {settings.tmin_mode} ranges, {settings.cost_mode} cost model."
+        ),
+    )
+    def freshness_sensor(context: SensorEvaluationContext, hudi_meta: HudiMetadataResource):
+        result, requests = evaluate_tick(
+            hudi_meta, context.instance, settings, int(time.time() * 1_000_000)
+        )
+        if not requests:
+            return SkipReason(skip_message(result))
+        for choice in result.launches:
+            context.log.info(
+                f"{choice.job}: u={choice.u_us} G={choice.gain_s:.1f}s E={choice.cost_s:.1f}s "
+                f"eta={choice.eta:.4f} files {len(choice.files)}/{choice.pending_files}"
+            )
+        return SensorResult(run_requests=requests)
+
+    return freshness_sensor
