@@ -86,9 +86,9 @@ def test_first_tick_launches_the_aggregates_and_explains_the_rest():
     assert config["cutoff_u"] == request.tags["freshness/u_us"]
     assert len(config["files"]) == int(request.tags["freshness/files_chosen"])
     assert request.asset_selection == [dg.AssetKey("trade_aggr")]
-    for key in ("freshness/policy", "freshness/G_s", "freshness/E_s", "freshness/eta",
-                "freshness/files_pending", "freshness/scan_mib", "freshness/cost_model"):  # fmt: skip
-        assert key in request.tags
+    explained = ("policy", "G_s", "E_s", "eta", "files_pending", "scan_mib", "cost_model")
+    for key in explained:
+        assert f"freshness/{key}" in request.tags
     assert request.tags["freshness/cost_model"].startswith("prior:three_term")
 
 
