@@ -9,7 +9,7 @@ HUDI_JAR := $(JARS_DIR)/hudi-spark3.5-bundle_2.12-$(HUDI_VERSION).jar
 export FRESHNESS_JARS_DIR := $(abspath $(JARS_DIR))
 export DAGSTER_HOME ?= $(abspath .dagster_home)
 
-.PHONY: setup demo test test-fast lint format bench-ingest bench-growth clean-data
+.PHONY: setup demo test test-fast lint format bench-ingest bench-growth bench-tick clean-data
 
 $(VENV)/.installed: pyproject.toml
 	test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
@@ -50,6 +50,9 @@ bench-ingest: setup
 
 bench-growth: setup
 	$(VENV)/bin/python -m freshness_pipeline.bench.incremental_growth
+
+bench-tick: setup
+	$(VENV)/bin/python -m freshness_pipeline.bench.sensor_tick
 
 clean-data:
 	rm -rf .lakehouse $(DAGSTER_HOME)/storage $(DAGSTER_HOME)/history $(DAGSTER_HOME)/logs $(DAGSTER_HOME)/schedules

@@ -63,7 +63,7 @@ def test_published_trade_aggr_decision():
     assert round(choice.scan_bytes / MIB, 2) == 7.28
     full = choice.candidates[-1]
     assert round(full.eta, 3) == 0.552 and full.u_us == at("22:39:05")
-    assert len(full.files) == 14
+    assert full.file_count == 14
     # "cut the scan by 97 % and raised eta by 10 %"
     assert round(1 - choice.scan_bytes / full.scan_bytes, 2) == 0.97
     assert round(choice.eta / full.eta - 1, 2) == 0.10

@@ -12,6 +12,8 @@ keep the u with the largest eta; launch the K - |running| jobs with the largest 
 
 from __future__ import annotations
 
+import bisect
+import itertools
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -57,7 +59,7 @@ class JobState:
 @dataclass(frozen=True)
 class Candidate:
     u_us: int
-    files: tuple[str, ...]
+    file_count: int  # |C(u)|: the files with tmin <= u
     scan_bytes: int
     gain_s: float  # G
     cost_s: float  # E
@@ -102,27 +104,34 @@ class Plan:
         return not self.launches
 
 
+def _by_tmin(state: JobState) -> list[PendingInput]:
+    return sorted(state.pending, key=lambda f: (f.tmin_us, f.path))
+
+
 def candidates(state: JobState) -> tuple[Candidate, ...]:
-    """The candidate table behind a PMB choice, one row per distinct capped cutoff."""
+    """The candidate table behind a PMB choice, one row per distinct capped cutoff.
+
+    C(u) is a prefix of the files ordered by tmin, so each row costs a binary search and a
+    prefix sum: O(n log n) per job instead of O(n^2) (a tick stays fast at 5,000 files).
+    """
     if state.cap_us is None or not state.pending:
         return ()
     floor = state.t_done_us
     cutoffs = sorted({min(f.tmax_us, state.cap_us) for f in state.pending})
     if floor is not None:
         cutoffs = [u for u in cutoffs if u > floor]
+    ordered = _by_tmin(state)
+    tmins = [f.tmin_us for f in ordered]
+    scan_prefix = [0, *itertools.accumulate(f.size_bytes for f in ordered)]
     # A never-run job's staleness counts from its oldest pending arrival.
-    base = floor if floor is not None else min(f.tmin_us for f in state.pending)
+    base = floor if floor is not None else tmins[0]
     rows = []
     for u in cutoffs:
-        chosen = [f for f in state.pending if f.tmin_us <= u]
-        scan = sum(f.size_bytes for f in chosen)
+        count = bisect.bisect_right(tmins, u)
+        scan = scan_prefix[count]
         gain = max(0.0, (u - base) / 1e6)
-        cost = state.cost.estimate(scan, len(chosen))
-        rows.append(
-            Candidate(
-                u, tuple(f.path for f in chosen), scan, gain, cost, gain / cost if cost > 0 else 0.0
-            )
-        )
+        cost = state.cost.estimate(scan, count)
+        rows.append(Candidate(u, count, scan, gain, cost, gain / cost if cost > 0 else 0.0))
     return tuple(rows)
 
 
@@ -149,7 +158,7 @@ def choose(state: JobState, policy: Policy) -> JobChoice | Skip:
         job=state.job,
         policy=policy,
         u_us=picked.u_us,
-        files=picked.files,
+        files=tuple(f.path for f in _by_tmin(state)[: picked.file_count]),
         scan_bytes=picked.scan_bytes,
         gain_s=picked.gain_s,
         cost_s=picked.cost_s,

@@ -1,0 +1,122 @@
+"""End to end: replayer, ingestion and the real Dagster daemon with the sensor on, on a
+short stream. All six tables advance, at most K runs ever overlap, and each run's tags
+match what it processed."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import dagster as dg
+import pytest
+
+from assets_tests.conftest import child_env
+from freshness_pipeline.hudi_metadata import HudiTableMetadata, TableNotFound
+from freshness_pipeline.jobs.catalog import JOBS
+from freshness_pipeline.jobs.run_config import iso
+from freshness_pipeline.settings import PROJECT_ROOT, Settings
+
+pytestmark = pytest.mark.spark
+K = 3
+
+
+def watermark(settings: Settings, table: str) -> int | None:
+    try:
+        return HudiTableMetadata(settings.table_uri(table)).watermark_us()
+    except TableNotFound:
+        return None
+
+
+def start(argv, env, log: Path) -> subprocess.Popen:
+    return subprocess.Popen(argv, env=env, cwd=PROJECT_ROOT, stdout=log.open("wb"),
+                            stderr=subprocess.STDOUT, start_new_session=True)  # fmt: skip
+
+
+def stop(proc: subprocess.Popen) -> None:
+    if proc.poll() is None:
+        os.killpg(proc.pid, signal.SIGINT)
+        try:
+            proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+
+
+def test_daemon_keeps_all_six_tables_fresh(lakehouse: Settings, tmp_path: Path):
+    env = child_env(lakehouse)
+    home = tmp_path / "dagster_home"
+    home.mkdir()
+    shutil.copy(PROJECT_ROOT / "dagster.yaml", home / "dagster.yaml")
+    env.update({"DAGSTER_HOME": str(home), "FRESHNESS_TICK_S": "2", "FRESHNESS_K": str(K)})
+    python = sys.executable
+    cli = [python, "-m", "freshness_pipeline.cli"]
+    subprocess.run([*cli, "load-master", "--universe-size", "80"], env=env, check=True,
+                   cwd=PROJECT_ROOT, capture_output=True)  # fmt: skip
+    procs = [
+        start(
+            [*cli, "replay", "--rate", "200", "--universe-size", "80", "--duration", "600"],
+            env,
+            tmp_path / "replay.log",
+        ),  # fmt: skip
+        start([*cli, "ingest", "--commit-interval", "3"], env, tmp_path / "ingest.log"),
+        start(
+            [
+                str(Path(python).parent / "dagster-daemon"),
+                "run",
+                "-w",
+                str(PROJECT_ROOT / "workspace.yaml"),
+            ],
+            env,
+            tmp_path / "daemon.log",
+        ),  # fmt: skip
+    ]
+    seen: dict[str, list[int]] = {job: [] for job in JOBS}
+    try:
+        deadline = time.monotonic() + 600
+        while time.monotonic() < deadline:
+            for job in JOBS:
+                mark = watermark(lakehouse, job)
+                if mark is not None and (not seen[job] or seen[job][-1] != mark):
+                    seen[job].append(mark)
+            if all(len(marks) >= 2 for marks in seen.values()):
+                break
+            assert all(p.poll() is None for p in procs), (tmp_path / "daemon.log").read_text()[
+                -3000:
+            ]
+            time.sleep(2)
+    finally:
+        for proc in procs:
+            stop(proc)
+    assert all(len(marks) >= 2 for marks in seen.values()), (
+        f"not every table advanced twice: {seen}\n" + (tmp_path / "daemon.log").read_text()[-3000:]
+    )
+
+    with dg.DagsterInstance.from_ref(dg.InstanceRef.from_dir(str(home))) as instance:
+        runs = [r for r in instance.get_runs() if r.tags.get("freshness/asset")]
+        records = instance.get_run_records(filters=dg.RunsFilter(run_ids=[r.run_id for r in runs]))
+        intervals = [
+            (r.start_time, r.end_time or time.time()) for r in records if r.start_time is not None
+        ]
+        events = sorted([(s, 1) for s, _ in intervals] + [(e, -1) for _, e in intervals])
+        overlap = peak = 0
+        for _, step in events:
+            overlap += step
+            peak = max(peak, overlap)
+        assert 1 <= peak <= K
+        successes = [r for r in records if r.dagster_run.status == dg.DagsterRunStatus.SUCCESS]
+        assert successes
+        for record in successes:
+            run = record.dagster_run
+            job = run.tags["freshness/asset"]
+            materialization = instance.fetch_materializations(dg.AssetKey(job), limit=100)
+            by_run = {m.run_id: m.asset_materialization.metadata for m in materialization.records}
+            meta = by_run[run.run_id]
+            if "nothing_to_do" in meta:
+                continue
+            assert meta["files_read"].value == int(run.tags["freshness/files_chosen"])
+            assert meta["t_done_after"].value == iso(int(run.tags["freshness/u_us"]))
