@@ -60,8 +60,12 @@ def main() -> int:
         tables[name] = _Table(name, t0 + per_table * S // 4 + 5 * S + n, files)
     tables["company_master"] = _Table("company_master", 0, [])
 
+    from freshness_pipeline.hudi_metadata import TableNotFound
+
     class Lake(HudiMetadataResource):
         def table(self, table: str):
+            if table not in tables:  # sector_vwap and industry_spike: not written yet
+                raise TableNotFound(table)
             return tables[table]
 
     lake = Lake()
