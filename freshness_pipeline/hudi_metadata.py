@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import re
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -29,6 +30,8 @@ ARRIVAL_MIN_KEY = "freshness.arrival_min_us"
 ARRIVAL_MAX_KEY = "freshness.arrival_max_us"
 CHECKPOINT_KEY = "freshness.landing_checkpoint"
 ARRIVAL_COLUMN = "arrival_ts"
+_RETRIES = 20
+_RETRY_SLEEP_S = 0.1
 
 _COMPLETED = re.compile(r"^(\d{17})(?:_(\d{17}))?\.(commit|replacecommit|deltacommit)$")
 
@@ -183,6 +186,15 @@ class HudiTableMetadata:
         self._commits: list[Commit] | None = None
         self._slices: list[FileSlice] | None = None
         props = self._read_properties()
+        for _ in range(_RETRIES):
+            if "hoodie.table.name" in props:
+                break
+            # Hudi rewrites hoodie.properties in place while it creates or updates a
+            # table; a reader can catch it half written.
+            time.sleep(_RETRY_SLEEP_S)
+            props = self._read_properties()
+        else:
+            raise TableNotFound(f"Hudi table at {self.table_uri} is still being created")
         self.table_name = props.get("hoodie.table.name", PurePosixPath(root).name)
         layout = props.get("hoodie.timeline.layout.version", "1")
         timeline_dir = props.get("hoodie.timeline.path", "timeline") if layout == "2" else ""
@@ -210,7 +222,14 @@ class HudiTableMetadata:
         """A fresh hudi-rs handle: a built table holds the timeline as of its build."""
         from hudi import HudiTableBuilder
 
-        return HudiTableBuilder.from_base_uri(self.table_uri).build()
+        for attempt in range(_RETRIES):
+            try:
+                return HudiTableBuilder.from_base_uri(self.table_uri).build()
+            except Exception:
+                # The same half-written hoodie.properties race as above, seen by hudi-rs.
+                if attempt == _RETRIES - 1:
+                    raise
+                time.sleep(_RETRY_SLEEP_S)
 
     # --- timeline -----------------------------------------------------------------------
 

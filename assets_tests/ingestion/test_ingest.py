@@ -20,7 +20,7 @@ from freshness_pipeline.ingestion.validate import REJECT_REASONS, validate_recor
 from freshness_pipeline.landing import list_landed
 from freshness_pipeline.settings import Settings
 from freshness_pipeline.stream.generator import StreamConfig
-from freshness_pipeline.stream.replayer import ReplayConfig, generated_batches, replay
+from freshness_pipeline.stream.replayer import VirtualClock, generated_batches, land_instantly
 from freshness_pipeline.stream.universe import company_universe
 
 pytestmark = pytest.mark.spark
@@ -28,27 +28,15 @@ pytestmark = pytest.mark.spark
 UNIVERSE = 400
 
 
-class FakeClock:
-    def __init__(self) -> None:
-        self.now = 1_700_000_000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-    def sleep(self, seconds: float) -> None:
-        self.now += seconds
-
-
 def land(settings: Settings, seconds: int, rate: float, malformed: float, seed: int = 1):
     """Lands `seconds` of stream (one file per stream per event second); returns the
     expected good and rejected line counts per stream, computed by the validator."""
-    clock = FakeClock()
-    replay(
+    land_instantly(
         generated_batches(StreamConfig(seed=seed, rate=rate, universe_size=UNIVERSE)),
         settings.landing_dir,
-        ReplayConfig(speedup=1.0, duration_s=seconds, malformed_rate=malformed),
-        clock=clock,
-        sleep=clock.sleep,
+        seconds,
+        VirtualClock(1_700_000_000.0),
+        malformed_rate=malformed,
     )
     symbols = {c.symbol for c in company_universe(UNIVERSE)}
     expected = {}

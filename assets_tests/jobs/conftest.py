@@ -5,7 +5,7 @@ from freshness_pipeline.ingestion.ingest import IngestConfig, Ingestor
 from freshness_pipeline.ingestion.master import load_company_master
 from freshness_pipeline.settings import Settings
 from freshness_pipeline.stream.generator import StreamConfig
-from freshness_pipeline.stream.replayer import ReplayConfig, generated_batches, replay
+from freshness_pipeline.stream.replayer import VirtualClock, generated_batches, land_instantly
 
 UNIVERSE = 60
 
@@ -17,18 +17,11 @@ class StreamFeeder:
         self.settings = settings
         load_company_master(spark, settings, UNIVERSE)
         self.batches = generated_batches(StreamConfig(seed=seed, rate=rate, universe_size=UNIVERSE))
-        self.now = 1_700_000_000.0
+        self.clock = VirtualClock(1_700_000_000.0)
         self.ingestor = Ingestor(spark, settings, IngestConfig(max_files_per_commit=2))
 
-    def clock(self) -> float:
-        return self.now
-
-    def sleep(self, seconds: float) -> None:
-        self.now += seconds
-
     def land(self, seconds: int) -> None:
-        replay(self.batches, self.settings.landing_dir, ReplayConfig(duration_s=seconds),
-               clock=self.clock, sleep=self.sleep)  # fmt: skip
+        land_instantly(self.batches, self.settings.landing_dir, seconds, self.clock)
 
     def ingest(self, streams=("price", "trade")) -> None:
         for stream in streams:

@@ -10,6 +10,7 @@ from freshness_pipeline.landing import list_landed, remove_ingested
 from freshness_pipeline.stream.generator import StreamConfig
 from freshness_pipeline.stream.replayer import (
     ReplayConfig,
+    VirtualClock,
     generated_batches,
     record_stream,
     recorded_batches,
@@ -18,19 +19,8 @@ from freshness_pipeline.stream.replayer import (
 from freshness_pipeline.stream.universe import company_universe
 
 
-class FakeClock:
-    """Virtual wall clock: sleeping advances it, so pacing is tested without waiting."""
-
-    def __init__(self, start: float = 1_800_000_000.0) -> None:
-        self.now = start
-        self.slept = 0.0
-
-    def __call__(self) -> float:
-        return self.now
-
-    def sleep(self, seconds: float) -> None:
-        self.now += seconds
-        self.slept += seconds
+def FakeClock() -> VirtualClock:  # noqa: N802 - reads as the clock it makes
+    return VirtualClock(1_800_000_000.0)
 
 
 def read_landed(landing: Path, stream: str) -> list[str]:

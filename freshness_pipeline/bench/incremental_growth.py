@@ -14,23 +14,10 @@ import argparse
 import os
 import statistics
 import sys
-import tempfile
 import time
-from pathlib import Path
 
 ORDER = ("trade_aggr", "price_aggr", "market_features", "enriched_features", "sector_vwap",
          "industry_spike")  # fmt: skip
-
-
-class VirtualClock:
-    def __init__(self) -> None:
-        self.now = time.time() - 86_400
-
-    def __call__(self) -> float:
-        return self.now
-
-    def sleep(self, seconds: float) -> None:
-        self.now += seconds
 
 
 def main() -> int:
@@ -41,25 +28,17 @@ def main() -> int:
     parser.add_argument("--sizes", default="1,3,10")
     parser.add_argument("--repeats", type=int, default=2)
     args = parser.parse_args()
-    root = Path(tempfile.mkdtemp(prefix="bench_growth_"))
-    os.environ["FRESHNESS_LAKEHOUSE"] = str(root / "tables")
-    os.environ["FRESHNESS_LANDING"] = str(root / "landing")
-
+    from freshness_pipeline.bench.common import temp_lakehouse
     from freshness_pipeline.hudi_metadata import HudiTableMetadata
     from freshness_pipeline.ingestion.ingest import IngestConfig, Ingestor
-    from freshness_pipeline.ingestion.master import load_company_master
     from freshness_pipeline.jobs.catalog import JOBS
     from freshness_pipeline.jobs.run_config import resolve_run
     from freshness_pipeline.jobs.runner import JobRunner
-    from freshness_pipeline.settings import load_settings
-    from freshness_pipeline.spark import build_spark_session
     from freshness_pipeline.stream.generator import StreamConfig
-    from freshness_pipeline.stream.replayer import ReplayConfig, generated_batches, replay
+    from freshness_pipeline.stream.replayer import VirtualClock, generated_batches, land_instantly
 
-    settings = load_settings()
-    spark = build_spark_session(app_name="bench_growth")
-    load_company_master(spark, settings, 5257)
-    clock = VirtualClock()
+    settings, spark = temp_lakehouse("bench_growth_")
+    clock = VirtualClock(time.time() - 86_400)
     batches = generated_batches(StreamConfig(seed=5, rate=args.rate))
     ingestor = Ingestor(spark, settings, IngestConfig(max_files_per_commit=30))
     runner = JobRunner(spark, settings.table_uri)
@@ -68,8 +47,7 @@ def main() -> int:
         return HudiTableMetadata(settings.table_uri(table))
 
     def land_and_ingest(seconds: int) -> None:
-        replay(batches, settings.landing_dir, ReplayConfig(duration_s=seconds), clock=clock,
-               sleep=clock.sleep)  # fmt: skip
+        land_instantly(batches, settings.landing_dir, seconds, clock)
         while ingestor.ingest_once():
             pass
 

@@ -17,21 +17,8 @@ import os
 import statistics
 import subprocess
 import sys
-import tempfile
 import threading
 import time
-from pathlib import Path
-
-
-class FakeClock:
-    def __init__(self) -> None:
-        self.now = time.time()
-
-    def __call__(self) -> float:
-        return self.now
-
-    def sleep(self, seconds: float) -> None:
-        self.now += seconds
 
 
 def main() -> int:
@@ -43,32 +30,22 @@ def main() -> int:
     parser.add_argument("--commit-interval", type=float, default=10.0)
     args = parser.parse_args()
 
-    root = Path(tempfile.mkdtemp(prefix="bench_ingest_"))
-    os.environ["FRESHNESS_LAKEHOUSE"] = str(root / "tables")
-    os.environ["FRESHNESS_LANDING"] = str(root / "landing")
-
+    from freshness_pipeline.bench.common import temp_lakehouse
     from freshness_pipeline.hudi_metadata import CHECKPOINT_KEY, HudiTableMetadata
     from freshness_pipeline.ingestion.ingest import IngestConfig, Ingestor
-    from freshness_pipeline.ingestion.master import load_company_master
     from freshness_pipeline.landing import list_landed
-    from freshness_pipeline.settings import load_settings
-    from freshness_pipeline.spark import build_spark_session
     from freshness_pipeline.stream.generator import StreamConfig
-    from freshness_pipeline.stream.replayer import ReplayConfig, generated_batches, replay
+    from freshness_pipeline.stream.replayer import VirtualClock, generated_batches, land_instantly
 
-    settings = load_settings()
-    spark = build_spark_session(app_name="bench_ingest")
-    load_company_master(spark, settings, 5257)
+    settings, spark = temp_lakehouse("bench_ingest_")
     print(f"machine: {os.cpu_count()} cores; spark master {spark.sparkContext.master}")
 
     # 1. capacity on a backlog
-    clock = FakeClock()
-    replay(
+    land_instantly(
         generated_batches(StreamConfig(seed=1, rate=args.rate)),
         settings.landing_dir,
-        ReplayConfig(speedup=1.0, duration_s=args.backlog_s),
-        clock=clock,
-        sleep=clock.sleep,
+        args.backlog_s,
+        VirtualClock(time.time()),
     )
     ingestor = Ingestor(spark, settings, IngestConfig(max_files_per_commit=args.batch_s))
     ingestor.ingest_once()  # first commits create the tables; not steady state

@@ -42,6 +42,34 @@ class ReplayConfig:
             raise ValueError(f"malformed_rate must be in [0, 1), got {self.malformed_rate}")
 
 
+class VirtualClock:
+    """A wall clock that sleeping advances: lands stream time instantly (tests, benchmarks,
+    backfills) while arrival stamps still follow event-time pacing."""
+
+    def __init__(self, start: float) -> None:
+        self.now = start
+        self.slept = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.now += seconds
+        self.slept += seconds
+
+
+def land_instantly(
+    batches: Iterator[EventBatch],
+    landing_dir: Path,
+    seconds: float,
+    clock: VirtualClock,
+    malformed_rate: float = 0.0,
+) -> dict[str, int]:
+    """Lands `seconds` of event time at once, stamping arrivals from the virtual clock."""
+    config = ReplayConfig(duration_s=seconds, malformed_rate=malformed_rate)
+    return replay(batches, landing_dir, config, clock=clock, sleep=clock.sleep)
+
+
 def generated_batches(config: StreamConfig) -> Iterator[EventBatch]:
     return iter(MarketEventGenerator(config))
 
