@@ -62,11 +62,11 @@ def test_daemon_keeps_all_six_tables_fresh(lakehouse: Settings, tmp_path: Path):
                    cwd=PROJECT_ROOT, capture_output=True)  # fmt: skip
     procs = [
         start(
-            [*cli, "replay", "--rate", "200", "--universe-size", "80", "--duration", "600"],
+            [*cli, "replay", "--rate", "200", "--universe-size", "80", "--duration", "20"],
             env,
             tmp_path / "replay.log",
         ),  # fmt: skip
-        start([*cli, "ingest", "--commit-interval", "3"], env, tmp_path / "ingest.log"),
+        start([*cli, "ingest", "--commit-interval", "5"], env, tmp_path / "ingest.log"),
         start(
             [
                 str(Path(python).parent / "dagster-daemon"),
@@ -103,7 +103,12 @@ def test_daemon_keeps_all_six_tables_fresh(lakehouse: Settings, tmp_path: Path):
         + (tmp_path / "daemon.log").read_text()[-3000:]
     )
 
-    with dg.DagsterInstance.from_ref(dg.InstanceRef.from_dir(str(home))) as instance:
+    check_runs(home)
+
+
+def check_runs(home: Path) -> None:
+    """At most K runs overlapped, and each successful run processed what its tags say."""
+    with dg.DagsterInstance.from_config(str(home)) as instance:
         runs = [r for r in instance.get_runs() if r.tags.get("freshness/asset")]
         records = instance.get_run_records(filters=dg.RunsFilter(run_ids=[r.run_id for r in runs]))
         intervals = [

@@ -105,9 +105,16 @@ def f(path, size, tmin, tmax):
 
 
 def test_empty_inputs_and_running_are_explicit_skips():
-    result = plan([state(), state("r", running=True, files=[f("x", 1, 1, 2)])], 3, 0)
+    caught_up = state(t_done=10_000_000, cap=10_000_000)
+    result = plan([caught_up, state("r", running=True, files=[f("x", 1, 1, 2)])], 3, 0)
     assert result.nothing_to_do
     assert {s.reason for s in result.skipped} == {"no pending data", "already running"}
+
+
+def test_inputs_moved_without_rows_gives_a_watermark_only_run():
+    choice = choose(state(t_done=4_000_000, cap=10_000_000), "pmb")
+    assert choice.files == () and choice.u_us == 10_000_000
+    assert choice.gain_s == pytest.approx(6.0) and choice.scan_bytes == 0
 
 
 def test_zero_benefit_and_waiting_for_upstream():

@@ -176,6 +176,7 @@ def test_cost_model_is_fitted_from_materialization_metadata():
         _, requests = tick(raw_lake(), instance)
     tags = {r.tags[ASSET_TAG]: r.tags for r in requests}
     assert tags["trade_aggr"]["freshness/cost_model"].startswith("fit:three_term")
+    assert tags["trade_aggr"]["freshness/cost_fit"].startswith("8 runs, rmse")
     assert tags["price_aggr"]["freshness/cost_model"].startswith("prior:")
 
 

@@ -114,9 +114,17 @@ def candidates(state: JobState) -> tuple[Candidate, ...]:
     C(u) is a prefix of the files ordered by tmin, so each row costs a binary search and a
     prefix sum: O(n log n) per job instead of O(n^2) (a tick stays fast at 5,000 files).
     """
-    if state.cap_us is None or not state.pending:
+    if state.cap_us is None:
         return ()
     floor = state.t_done_us
+    if not state.pending:
+        # Inputs moved on without rows for this job (e.g. an upstream run that wrote
+        # nothing): a run over no files still advances the watermark to the cap.
+        if floor is None or state.cap_us <= floor:
+            return ()
+        gain = (state.cap_us - floor) / 1e6
+        cost = state.cost.estimate(0, 0)
+        return (Candidate(state.cap_us, 0, 0, gain, cost, gain / cost if cost > 0 else 0.0),)
     cutoffs = sorted({min(f.tmax_us, state.cap_us) for f in state.pending})
     if floor is not None:
         cutoffs = [u for u in cutoffs if u > floor]
@@ -146,9 +154,9 @@ def choose(state: JobState, policy: Policy) -> JobChoice | Skip:
         return Skip(state.job, "already running")
     if state.cap_us is None:
         return Skip(state.job, "waiting for upstream: an input table has no data yet")
-    if not state.pending:
-        return Skip(state.job, "no pending data")
     rows = candidates(state)
+    if not state.pending and not rows:
+        return Skip(state.job, "no pending data")
     if not rows:
         return Skip(state.job, "waiting for upstream: inputs hold nothing past t_done")
     picked = rows[-1] if policy in ("max_benefit", "random") else _best(rows)

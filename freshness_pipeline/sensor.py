@@ -121,6 +121,11 @@ def run_request(choice: JobChoice, t_done: int | None, cost: FittedCost) -> RunR
             f"{cost.source}:{cost.mode} a={cost.model.a_s:.3f}s "
             f"b={cost.model.b_s_per_byte * MIB:.5f}s/MiB c={cost.model.c_s_per_file:.4f}s/file"
         ),
+        "freshness/cost_fit": (
+            f"{cost.samples_used} runs, rmse {cost.rmse_s:.2f}s"
+            if cost.rmse_s is not None
+            else f"prior ({cost.samples_used} runs so far)"
+        ),
     }
     return RunRequest(
         run_key=f"{choice.job}:{t_done}:{choice.u_us}:{len(choice.files)}",
