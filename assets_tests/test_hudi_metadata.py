@@ -182,3 +182,32 @@ def test_footer_range_matches_a_data_scan(spark, probe_table):
 def test_missing_table_says_which(tmp_path):
     with pytest.raises(TableNotFound, match="nowhere"):
         HudiTableMetadata(str(tmp_path / "nowhere"))
+
+
+def test_clustering_hands_pending_ranges_to_the_new_file_groups(spark, tmp_path):
+    path = str(tmp_path / "clustered")
+    bulk = {"hoodie.bulkinsert.sort.mode": "NONE"}
+    t = BASE_US
+    write(spark, path, [(f"a{i}", "a", i, t + i) for i in range(20)], "bulk_insert", extra=bulk)
+    write(spark, path, [(f"b{i}", "a", i, t + 100 + i) for i in range(20)], "bulk_insert",
+          extra=bulk)  # fmt: skip
+    before = HudiTableMetadata(path)
+    t_done = BASE_US + 19  # the first commit is consumed, the second is pending
+    pending_before = before.pending_files(t_done)
+    second_groups = {w.file_id for w in before.commits()[1].written}
+    assert {p.slice.file_id for p in pending_before} == second_groups
+    spark.sql(f"call run_clustering(path => '{path}', order => 'arrival_ts')").collect()
+
+    after = HudiTableMetadata(path)
+    assert after.commits()[-1].action == "replacecommit"
+    assert after.commits()[-1].arrival_range_us is None  # clustering writes no arrival keys
+    pending = after.pending_files(t_done, with_footer=True)
+    assert pending, "the clustered file holds the pending rows and must stay pending"
+    assert not ({p.slice.file_id for p in pending} & second_groups)
+    for p in pending:
+        assert (p.pending_min_us, p.pending_max_us) == (BASE_US + 100, BASE_US + 119)
+        assert after.commits()[-1].instant in p.pending_commits
+        # the whole-file footer (published mode) also sees the consumed rows
+        assert p.footer_min_us <= BASE_US + 19
+    # nothing is pending for a consumer that has seen everything
+    assert after.pending_files(BASE_US + 119) == []

@@ -104,3 +104,24 @@ def test_rewritten_file_resolves_to_current_slice(spark, fed):
         assert given != current and Path(current).exists()
     report = runner.run(JOBS["market_features"], resolved)
     assert report.rows_written > 0
+
+
+@pytest.mark.spark
+def test_replaced_file_group_is_replanned(spark, fed):
+    """Clustering replaces the raw file groups a plan named: the run re-plans that table
+    instead of crashing or silently skipping data."""
+    fed.land(2)
+    fed.ingest()
+    t_done = fed.meta("trade_aggr").watermark_us()
+    planned = [p.uri for p in fed.meta("trade_raw").pending_files(t_done)]
+    assert planned
+    raw = fed.settings.table_uri("trade_raw")
+    spark.sql(f"call run_clustering(path => '{raw}', order => 'arrival_ts')").collect()
+    assert fed.meta("trade_raw").commits()[-1].action == "replacecommit"
+    resolved = resolve_run(TRADE_AGGR, planned, None, fed.meta)
+    assert resolved.replanned_tables == ("trade_raw",)
+    assert resolved.file_count >= 1
+    assert all(p.uri not in planned for p in resolved.files["trade_raw"])
+    report = JobRunner(spark, fed.settings.table_uri).run(TRADE_AGGR, resolved)
+    assert report.rows_scanned > 0
+    assert fed.meta("trade_aggr").watermark_us() == fed.meta("trade_raw").watermark_us()
