@@ -125,6 +125,9 @@ def test_zero_benefit_and_waiting_for_upstream():
     )
     no_cap = state(cap=None, files=[f("x", 1, 1, 2)])
     assert "waiting for upstream" in choose(no_cap, "pmb").reason
+    # a never-run job whose only pending arrival is a single instant gains nothing yet
+    instant = state(t_done=None, files=[f("x", 1, 3_000_000, 3_000_000)])
+    assert choose(instant, "pmb") == Skip("j", "zero benefit")
 
 
 def test_upstream_cap_limits_the_cutoff():
