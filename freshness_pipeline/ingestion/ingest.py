@@ -11,10 +11,8 @@ leaves nothing to redo. Landed files at or below the checkpoint are deleted afte
 from __future__ import annotations
 
 import logging
-import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from freshness_pipeline.hudi_metadata import (
@@ -38,7 +36,6 @@ class IngestConfig:
     commit_interval_s: float = 10.0
     max_files_per_commit: int = 120
     keep_landed: bool = False  # keep ingested landing files (for debugging and replays)
-    parallel_streams: bool = True
 
     def __post_init__(self) -> None:
         if self.commit_interval_s <= 0:
@@ -99,9 +96,6 @@ class Ingestor:
         self.settings = settings
         self.config = config or IngestConfig()
         self.symbols = load_symbols(spark, settings)
-        # Both streams quarantine into raw_rejects; Hudi allows one writer per table (a
-        # second writer would roll back the first one's inflight commit).
-        self._rejects_lock = threading.Lock()
 
     def checkpoint(self, stream: str) -> tuple[int, int | None]:
         """(last committed landing sequence, current watermark) of a stream's raw table."""
@@ -119,15 +113,12 @@ class Ingestor:
         return int(seq), watermark
 
     def ingest_once(self) -> list[CommitResult]:
-        """One commit per stream with pending landed files. The streams go to different
-        tables, so their commits run side by side: one stream's Python-side validation and
-        Hudi's per-commit bookkeeping overlap the other's Spark write."""
-        if not self.config.parallel_streams:
-            results = [self.ingest_stream(stream) for stream in STREAMS]
-        else:
-            with ThreadPoolExecutor(max_workers=len(STREAMS)) as pool:
-                results = list(pool.map(self.ingest_stream, STREAMS))
-        return [r for r in results if r is not None]
+        results = []
+        for stream in STREAMS:
+            result = self.ingest_stream(stream)
+            if result is not None:
+                results.append(result)
+        return results
 
     def ingest_stream(self, stream: str) -> CommitResult | None:
         started = time.monotonic()
@@ -141,8 +132,7 @@ class Ingestor:
         batch = self._read(stream, landed)
         new_checkpoint = landed[-1].seq
         if batch.rejects:
-            with self._rejects_lock:
-                self._write_rejects(batch.rejects)
+            self._write_rejects(batch.rejects)
         self._write_raw(stream, batch, new_checkpoint, watermark)
         if not self.config.keep_landed:
             remove_ingested(self.settings.landing_dir, stream, new_checkpoint)
