@@ -103,14 +103,8 @@ class Ingestor:
             meta = HudiTableMetadata(self.settings.table_uri(STREAM_TABLE[stream]))
         except TableNotFound:
             return -1, None
-        commits = meta.commits()
-        seq = next(
-            (c.extra[CHECKPOINT_KEY] for c in reversed(commits) if CHECKPOINT_KEY in c.extra), "-1"
-        )
-        watermark = next(
-            (c.watermark_us for c in reversed(commits) if c.watermark_us is not None), None
-        )
-        return int(seq), watermark
+        checkpoint = meta.latest_extra(CHECKPOINT_KEY)
+        return (int(checkpoint) if checkpoint is not None else -1), meta.watermark_us()
 
     def ingest_once(self) -> list[CommitResult]:
         results = []
