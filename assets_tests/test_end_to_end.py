@@ -7,9 +7,7 @@ cores the stream is kept short: it lasts 20 s and the test waits for the drain."
 
 from __future__ import annotations
 
-import os
 import shutil
-import signal
 import subprocess
 import sys
 import time
@@ -19,6 +17,7 @@ import dagster as dg
 import pytest
 
 from assets_tests.conftest import child_env
+from freshness_pipeline.cli import stop_child
 from freshness_pipeline.hudi_metadata import HudiTableMetadata, TableNotFound
 from freshness_pipeline.jobs.catalog import JOBS
 from freshness_pipeline.jobs.run_config import iso
@@ -38,16 +37,6 @@ def watermark(settings: Settings, table: str) -> int | None:
 def start(argv, env, log: Path) -> subprocess.Popen:
     return subprocess.Popen(argv, env=env, cwd=PROJECT_ROOT, stdout=log.open("wb"),
                             stderr=subprocess.STDOUT, start_new_session=True)  # fmt: skip
-
-
-def stop(proc: subprocess.Popen) -> None:
-    if proc.poll() is None:
-        os.killpg(proc.pid, signal.SIGINT)
-        try:
-            proc.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
 
 
 def test_daemon_keeps_all_six_tables_fresh(lakehouse: Settings, tmp_path: Path):
@@ -97,7 +86,7 @@ def test_daemon_keeps_all_six_tables_fresh(lakehouse: Settings, tmp_path: Path):
             time.sleep(2)
     finally:
         for proc in procs:
-            stop(proc)
+            stop_child("child", proc, timeout=60)
     assert final is not None and all(marks and marks[-1] == final for marks in seen.values()), (
         f"not every table reached the stream's end {final}: {seen}\n"
         + (tmp_path / "daemon.log").read_text()[-3000:]

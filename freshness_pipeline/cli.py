@@ -125,7 +125,8 @@ def _spawn(
     )
 
 
-def _stop(name: str, proc: subprocess.Popen, timeout: float) -> None:
+def stop_child(name: str, proc: subprocess.Popen, timeout: float) -> None:
+    """SIGINT (a clean stop), then SIGTERM and SIGKILL to its process group if it hangs."""
     if proc.poll() is not None:
         return
     log.info("stopping %s", name)
@@ -214,7 +215,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
             break
         time.sleep(0.5)
     for name, proc, timeout in children:
-        _stop(name, proc, timeout)
+        stop_child(name, proc, timeout)
     print("stopped; all child processes have exited")
     return failed
 

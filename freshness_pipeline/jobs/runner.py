@@ -74,8 +74,12 @@ class JobRunner:
     # --- reads --------------------------------------------------------------------------
 
     def _snapshot_files(self, table: str, partitions: set[str] | None, lo_us: int, hi_us: int):
-        """Latest slices of `table` that may hold rows with `second` in [lo, hi]."""
-        meta = self.meta(table)
+        """Latest slices of `table` that may hold rows with `second` in [lo, hi] (none while
+        the table does not exist yet)."""
+        try:
+            meta = self.meta(table)
+        except TableNotFound:
+            return []
         uris = []
         for fs in meta.latest_file_slices():
             if partitions is not None and fs.partition not in partitions:
@@ -111,10 +115,6 @@ class JobRunner:
     def _existing(self, spec: JobSpec, keys_df, window_s: int = 0):
         """Current target rows sharing keys (or, for windows, groups) with `keys_df`."""
         bounds = self._second_bounds(keys_df)
-        try:
-            self.meta(spec.name)
-        except TableNotFound:
-            bounds = None
         if bounds is None:
             return None
         partitions = None
