@@ -6,6 +6,10 @@ HUDI_VERSION ?= 1.1.1
 HUDI_BUNDLE ?= org.apache.hudi:hudi-spark3.5-bundle_2.12:$(HUDI_VERSION)
 JARS_DIR ?= .cache/jars
 HUDI_JAR := $(JARS_DIR)/hudi-spark3.5-bundle_2.12-$(HUDI_VERSION).jar
+# The Spark Connect server for the shared Spark service; same Spark version as the wheel.
+SPARK_VERSION ?= 3.5.7
+CONNECT_ARTIFACT ?= org.apache.spark:spark-connect_2.12:$(SPARK_VERSION)
+CONNECT_JAR := $(JARS_DIR)/spark-connect_2.12-$(SPARK_VERSION).jar
 export FRESHNESS_JARS_DIR := $(abspath $(JARS_DIR))
 export DAGSTER_HOME ?= $(abspath .dagster_home)
 
@@ -21,11 +25,15 @@ $(HUDI_JAR):
 	mkdir -p $(JARS_DIR)
 	mvn --batch-mode --quiet dependency:copy -Dartifact=$(HUDI_BUNDLE) -DoutputDirectory=$(JARS_DIR)
 
+$(CONNECT_JAR):
+	mkdir -p $(JARS_DIR)
+	mvn --batch-mode --quiet dependency:copy -Dartifact=$(CONNECT_ARTIFACT) -DoutputDirectory=$(JARS_DIR)
+
 $(DAGSTER_HOME)/dagster.yaml: dagster.yaml
 	mkdir -p $(DAGSTER_HOME)
 	ln -sf $(abspath dagster.yaml) $@
 
-setup: $(VENV)/.installed $(HUDI_JAR) $(DAGSTER_HOME)/dagster.yaml
+setup: $(VENV)/.installed $(HUDI_JAR) $(CONNECT_JAR) $(DAGSTER_HOME)/dagster.yaml
 
 demo: setup
 	$(VENV)/bin/freshness demo

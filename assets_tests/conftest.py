@@ -1,8 +1,10 @@
-"""Shared fixtures: an isolated lakehouse per test and one Spark JVM per test session."""
+"""Shared fixtures: an isolated lakehouse per test, one local Spark JVM and one shared Spark
+service (Spark Connect server) per test session."""
 
 from __future__ import annotations
 
 import os
+import socket
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -24,6 +26,38 @@ def spark() -> Iterator[object]:
     from freshness_pipeline.spark import build_spark_session
 
     session = build_spark_session(master="local[2]", app_name="assets_tests")
+    yield session
+    session.stop()
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture(scope="session")
+def spark_service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
+    """One real Spark Connect server (the shared Spark service) for the test session."""
+    from freshness_pipeline.spark_service import SparkService, SparkServiceConfig
+
+    config = SparkServiceConfig(
+        jars_dir=load_settings().jars_dir,
+        state_dir=tmp_path_factory.mktemp("spark_service"),
+        port=free_port(),
+        driver_memory="3g",
+    )
+    with SparkService(config) as service:
+        yield service
+
+
+@pytest.fixture
+def connect_spark(spark_service) -> Iterator[object]:
+    """A Spark Connect session on the shared service, stopped after the test (which also
+    takes pyspark out of Connect mode for the local-session tests that follow)."""
+    from freshness_pipeline.spark import build_spark_session
+
+    session = build_spark_session(remote=spark_service.url, app_name="assets_tests")
     yield session
     session.stop()
 

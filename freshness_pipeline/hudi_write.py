@@ -55,7 +55,7 @@ def write_options(
         # Keep the file versions of the last 30 commits, so a planned file list stays
         # readable while its run waits in the queue; older versions are cleaned.
         "hoodie.clean.automatic": "true",
-        "hoodie.cleaner.commits.retained": "30",
+        "hoodie.clean.commits.retained": "30",
         "hoodie.keep.min.commits": "100",
         "hoodie.keep.max.commits": "120",
     }

@@ -33,6 +33,10 @@ class Settings:
     jars_dir: Path
     spark_master: str
     spark_remote: str | None
+    # The shared Spark service (spark_service.py) started by `freshness demo`/experiment.
+    spark_mode: str = "service"  # "service" or "local" (a JVM per process)
+    spark_service_port: int = 15002
+    spark_service_memory: str = "4g"
 
     def table_uri(self, table: str) -> str:
         return f"{self.lakehouse_root.rstrip('/')}/{table}"
@@ -60,4 +64,13 @@ def load_settings() -> Settings:
         jars_dir=_path_from_env("FRESHNESS_JARS_DIR", PROJECT_ROOT / ".cache" / "jars"),
         spark_master=os.environ.get("FRESHNESS_SPARK_MASTER", "local[*]"),
         spark_remote=os.environ.get("FRESHNESS_SPARK_REMOTE") or None,
+        spark_mode=_spark_mode(os.environ.get("FRESHNESS_SPARK_MODE", "service")),
+        spark_service_port=int(os.environ.get("FRESHNESS_SPARK_SERVICE_PORT", "15002")),
+        spark_service_memory=os.environ.get("FRESHNESS_SPARK_SERVICE_MEMORY", "4g"),
     )
+
+
+def _spark_mode(value: str) -> str:
+    if value not in ("service", "local"):
+        raise ValueError(f"FRESHNESS_SPARK_MODE must be 'service' or 'local', not {value!r}")
+    return value

@@ -75,10 +75,12 @@ def build_spark_session(
     settings = load_settings()
     remote = remote if remote is not None else settings.spark_remote
     if remote:
-        from pyspark.sql import SparkSession
+        # The Connect client's own builder, not pyspark.sql.SparkSession's: the latter
+        # refuses a remote session in a process that already runs a local one (tests).
+        from pyspark.sql.connect.session import SparkSession as RemoteSparkSession
 
         # The Connect server owns its jars and extensions; only session settings apply.
-        builder = SparkSession.builder.remote(remote).appName(app_name)
+        builder = RemoteSparkSession.builder.remote(remote).appName(app_name)
         builder = builder.config("spark.sql.session.timeZone", "UTC")
         for key, value in (extra or {}).items():
             builder = builder.config(key, value)

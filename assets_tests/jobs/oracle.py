@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from freshness_pipeline.jobs.catalog import JOBS
 from freshness_pipeline.jobs.runner import HOODIE_COLUMNS
 from freshness_pipeline.jobs.sql import sql_sections
@@ -15,8 +17,13 @@ def read_table(spark, uri: str):
     return df.drop(*[c for c in HOODIE_COLUMNS if c in df.columns])
 
 
-def batch_recompute(spark, table_uri) -> dict[str, object]:
-    """Every job's SQL over the full raw tables, chained; returns job -> DataFrame."""
+def batch_recompute(spark, table_uri, scratch: Path) -> dict[str, object]:
+    """Every job's SQL over the full raw tables, chained; returns job -> DataFrame.
+
+    Each result is written to Parquet under `scratch` and read back before the next job
+    replaces the temp views: through Spark Connect a SQL DataFrame is re-analysed when it
+    runs, so it must not depend on views that change later (and localCheckpoint is not
+    available there)."""
     frames: dict[str, object] = {}
     for name in ("price_raw", "trade_raw", "company_master"):
         frames[name] = read_table(spark, table_uri(name))
@@ -32,7 +39,8 @@ def batch_recompute(spark, table_uri) -> dict[str, object]:
         partial = spark.sql(sections["partial"])
         partial.createOrReplaceTempView("partial")
         partial.limit(0).createOrReplaceTempView("existing")
-        frames[name] = spark.sql(sections["merge"]).localCheckpoint()
+        spark.sql(sections["merge"]).write.mode("overwrite").parquet(str(scratch / name))
+        frames[name] = spark.read.parquet(str(scratch / name))
     return {name: frames[name] for name in ORDER}
 
 

@@ -51,8 +51,15 @@ def random_config(rng: random.Random, feeder: StreamFeeder, job: str):
     return files, u
 
 
-@pytest.mark.parametrize("seed", [11])
-def test_oracle_holds_under_random_schedules(spark, lakehouse, seed):
+@pytest.mark.parametrize(
+    ("seed", "backend"),
+    [(11, "local"), (12, "service")],
+    ids=["local-spark", "shared-spark-service"],
+)
+def test_oracle_holds_under_random_schedules(request, lakehouse, tmp_path, seed, backend):
+    """Once on a local Spark session, once through the shared Spark service (Spark
+    Connect): every read, cache, temp view and Hudi write of the jobs works on both."""
+    spark = request.getfixturevalue("spark" if backend == "local" else "connect_spark")
     rng = random.Random(seed)
     feeder = StreamFeeder(spark, lakehouse, seed=seed)
     runner = JobRunner(spark, lakehouse.table_uri)
@@ -131,7 +138,7 @@ def test_oracle_holds_under_random_schedules(spark, lakehouse, seed):
         runner.run(JOBS[job], resolved)
         assert watermark(feeder, job) == final, job
 
-    expected = batch_recompute(spark, lakehouse.table_uri)
+    expected = batch_recompute(spark, lakehouse.table_uri, tmp_path / "oracle")
     for job in ORDER:
         missing, extra, examples = differences(spark, expected[job], lakehouse.table_uri(job))
         assert (missing, extra) == (0, 0), f"{job} differs: {examples}\nschedule: {log}"

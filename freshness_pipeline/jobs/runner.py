@@ -140,6 +140,24 @@ class JobRunner:
     def run(
         self, spec: JobSpec, resolved: ResolvedRun, fail_before_commit: bool = False
     ) -> RunReport:
+        try:
+            return self._run(spec, resolved, fail_before_commit)
+        except BaseException as exc:
+            if not isinstance(exc, Exception):
+                # Interrupted (Ctrl-C, or Dagster terminating the run). A local JVM dies
+                # with us; a shared Spark service would finish the write and commit behind
+                # a run Dagster reports as failed, racing its retry. Cancel it there.
+                self._interrupt_service_work()
+            raise
+
+    def _interrupt_service_work(self) -> None:
+        if type(self.spark).__module__.startswith("pyspark.sql.connect"):
+            try:
+                self.spark.interruptAll()
+            except Exception:  # the service may be gone too; nothing left to cancel then
+                pass
+
+    def _run(self, spec: JobSpec, resolved: ResolvedRun, fail_before_commit: bool) -> RunReport:
         started = time.monotonic()
         spark = self.spark
         sections = sql_sections(spec.name)
@@ -163,6 +181,7 @@ class JobRunner:
             )
         else:
             touched = spark.sql(sections["touched"]).cache()
+            cached.append(touched)
             bounds = self._second_bounds(touched)
             source = spec.inputs[0]
             if bounds is None:
@@ -223,7 +242,11 @@ class JobRunner:
                 self.table_uri(spec.name)
             )
         except Exception as exc:
-            if fail_before_commit and "ValidationException" in str(exc):
+            # Locally the validator's exception is in the message; through Spark Connect
+            # only the outer HoodieUpsertException's is.
+            if fail_before_commit and any(
+                name in str(exc) for name in ("ValidationException", "HoodieUpsertException")
+            ):
                 raise InjectedFailure(f"{spec.name}: injected failure before commit") from exc
             raise
         finally:

@@ -1,0 +1,196 @@
+"""The shared Spark service: one long-lived Spark Connect server that every run uses.
+
+A run that starts its own JVM and loads the Hudi bundle pays about 20 s before it reads
+a byte; through an already running Connect server it pays a gRPC session (about 1 s).
+That fixed cost is the `a` of every job's cost model and a floor under every table's
+staleness, so the demo and the experiment start this service first and point ingestion,
+the company-master loader and every Dagster run at it (`FRESHNESS_SPARK_REMOTE`).
+
+The server runs with FAIR scheduling in its default pool, so K concurrent runs and the
+ingestion share the cores instead of queueing behind each other's jobs.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from freshness_pipeline.spark import find_hudi_bundle, hudi_spark_conf
+
+CONNECT_SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
+DEFAULT_PORT = 15002
+
+# The default pool is FAIR: jobs of different sessions (runs, ingestion) interleave their
+# tasks instead of the first submitted job holding every core until it ends.
+FAIR_SCHEDULER_XML = """<?xml version="1.0"?>
+<allocations>
+  <pool name="default">
+    <schedulingMode>FAIR</schedulingMode>
+    <weight>1</weight>
+    <minShare>0</minShare>
+  </pool>
+</allocations>
+"""
+
+# Spark logs every task at INFO; the service's log keeps warnings and the server's start.
+LOG4J2_PROPERTIES = """rootLogger.level = warn
+rootLogger.appenderRef.stdout.ref = console
+appender.console.type = Console
+appender.console.name = console
+appender.console.target = SYSTEM_ERR
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = %d{yy/MM/dd HH:mm:ss} %p %c{1}: %m%n%ex
+logger.connect.name = org.apache.spark.sql.connect.service.SparkConnectServer
+logger.connect.level = info
+"""
+
+
+class SparkServiceError(RuntimeError):
+    """The Spark Connect server could not be started or did not come up."""
+
+
+def find_connect_jar(jars_dir: Path) -> Path:
+    jars = sorted(jars_dir.glob("spark-connect_*.jar"))
+    if not jars:
+        raise SparkServiceError(
+            f"No Spark Connect server jar in {jars_dir}. Run `make setup` (it fetches "
+            "org.apache.spark:spark-connect_2.12 from Maven Central with mvn), or set "
+            "FRESHNESS_JARS_DIR to a folder that holds it."
+        )
+    return jars[-1]
+
+
+def spark_submit_path() -> Path:
+    import pyspark
+
+    return Path(pyspark.__file__).parent / "bin" / "spark-submit"
+
+
+@dataclass(frozen=True)
+class SparkServiceConfig:
+    jars_dir: Path
+    state_dir: Path  # scheduler file and server log go here
+    port: int = DEFAULT_PORT
+    master: str = "local[*]"
+    driver_memory: str = "4g"
+    host: str = "localhost"
+
+    @property
+    def url(self) -> str:
+        return f"sc://{self.host}:{self.port}"
+
+    @property
+    def log_path(self) -> Path:
+        return self.state_dir / "spark-service.log"
+
+
+def server_command(config: SparkServiceConfig) -> list[str]:
+    """`spark-submit` of the Connect server with the Hudi bundle and our session defaults."""
+    conf = hudi_spark_conf(config.master, config.jars_dir, app_name="freshness_spark_service")
+    conf.pop("spark.master")
+    conf.pop("spark.jars")
+    conf.pop("spark.driver.memory")
+    conf.update(
+        {
+            "spark.scheduler.mode": "FAIR",
+            "spark.scheduler.allocation.file": str(config.state_dir / "fairscheduler.xml"),
+            "spark.connect.grpc.binding.port": str(config.port),
+            "spark.driver.extraJavaOptions": (
+                f"{conf['spark.driver.extraJavaOptions']} "
+                f"-Dlog4j2.configurationFile={config.state_dir / 'log4j2.properties'}"
+            ),
+        }
+    )
+    jars = f"{find_hudi_bundle(config.jars_dir)},{find_connect_jar(config.jars_dir)}"
+    argv = [
+        str(spark_submit_path()),
+        "--class", CONNECT_SERVER_CLASS,
+        "--master", config.master,
+        "--driver-memory", config.driver_memory,
+        "--jars", jars,
+    ]  # fmt: skip
+    for key, value in sorted(conf.items()):
+        argv += ["--conf", f"{key}={value}"]
+    argv.append(str(find_connect_jar(config.jars_dir)))  # spark-submit wants a primary jar
+    return argv
+
+
+def port_is_open(host: str, port: int, timeout: float = 0.2) -> bool:
+    try:
+        with socket.create_connection((host, port), timeout=timeout):
+            return True
+    except OSError:
+        return False
+
+
+class SparkService:
+    """Starts, waits for and stops one local Spark Connect server (a child process)."""
+
+    def __init__(self, config: SparkServiceConfig) -> None:
+        self.config = config
+        self.process: subprocess.Popen | None = None
+
+    @property
+    def url(self) -> str:
+        return self.config.url
+
+    def start(self, timeout_s: float = 180.0) -> SparkService:
+        config = self.config
+        if port_is_open(config.host, config.port):
+            raise SparkServiceError(
+                f"port {config.port} is already in use; stop the other Spark service or set "
+                "FRESHNESS_SPARK_SERVICE_PORT to a free port"
+            )
+        argv = server_command(config)  # checks both jars before anything starts
+        config.state_dir.mkdir(parents=True, exist_ok=True)
+        (config.state_dir / "fairscheduler.xml").write_text(FAIR_SCHEDULER_XML)
+        (config.state_dir / "log4j2.properties").write_text(LOG4J2_PROPERTIES)
+        env = dict(os.environ)
+        env.pop("SPARK_HOME", None)  # the server comes from the pyspark wheel we pinned
+        log = config.log_path.open("ab")
+        self.process = subprocess.Popen(
+            argv, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True
+        )
+        log.close()
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise SparkServiceError(
+                    f"the Spark Connect server exited with code {self.process.returncode} "
+                    f"while starting; see {config.log_path}"
+                )
+            if port_is_open(config.host, config.port):
+                return self
+            time.sleep(0.25)
+        self.stop()
+        raise SparkServiceError(
+            f"the Spark Connect server did not listen on port {config.port} within "
+            f"{timeout_s:.0f} s; see {config.log_path}"
+        )
+
+    @property
+    def pid(self) -> int | None:
+        return self.process.pid if self.process else None
+
+    def stop(self, timeout_s: float = 30.0) -> None:
+        """SIGTERM (Spark's shutdown hooks stop the context), SIGKILL if it hangs."""
+        proc = self.process
+        if proc is None or proc.poll() is not None:
+            return
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+
+    def __enter__(self) -> SparkService:
+        return self.start() if self.process is None else self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
