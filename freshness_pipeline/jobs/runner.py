@@ -10,6 +10,7 @@ touches, not the size of the tables.
 
 from __future__ import annotations
 
+import contextlib
 import time
 from dataclasses import dataclass
 
@@ -152,10 +153,9 @@ class JobRunner:
 
     def _interrupt_service_work(self) -> None:
         if type(self.spark).__module__.startswith("pyspark.sql.connect"):
-            try:
+            # The service may be gone too; then there is nothing left to cancel.
+            with contextlib.suppress(Exception):
                 self.spark.interruptAll()
-            except Exception:  # the service may be gone too; nothing left to cancel then
-                pass
 
     def _run(self, spec: JobSpec, resolved: ResolvedRun, fail_before_commit: bool) -> RunReport:
         started = time.monotonic()
