@@ -108,7 +108,11 @@ def test_materialize_with_and_without_config(spark, lakehouse: Settings):
 
 
 @pytest.mark.spark
-def test_dagster_cli_materializes_with_and_without_config(spark, lakehouse: Settings, tmp_path):
+def test_dagster_cli_materializes_with_and_without_config(
+    spark, spark_service, lakehouse: Settings, tmp_path
+):
+    """The first run starts its own Spark (FRESHNESS_SPARK_MODE=local's path); the second
+    goes through the shared Spark service, as the demo's runs do."""
     feeder = StreamFeeder(spark, lakehouse, seed=9)
     feeder.land(2)
     feeder.ingest()
@@ -127,7 +131,19 @@ def test_dagster_cli_materializes_with_and_without_config(spark, lakehouse: Sett
     )  # fmt: skip
     assert run.returncode == 0, run.stderr[-3000:]
     assert feeder.meta("price_aggr").watermark_us() == first_u
+    feeder.land(2)
+    feeder.ingest()  # new arrivals, so the second run has work to do
+    env["FRESHNESS_SPARK_REMOTE"] = spark_service.url
     run = subprocess.run([*base, "--select", "price_aggr"], env=env, cwd=PROJECT_ROOT,
                          capture_output=True, text=True, timeout=300)  # fmt: skip
     assert run.returncode == 0, run.stderr[-3000:]
+    with dg.DagsterInstance.from_config(env["DAGSTER_HOME"]) as instance:
+        records = instance.fetch_materializations(dg.AssetKey("price_aggr"), limit=2).records
+    metadata = [r.asset_materialization.metadata for r in records]
+    assert all(m["files_read"].value > 0 for m in metadata)
+    spark_used = [m["spark"].value for m in metadata]
+    assert spark_used == [
+        f"shared Spark service {spark_service.url}",
+        "own Spark driver, master local[*]",
+    ]
     assert feeder.meta("price_aggr").watermark_us() == feeder.meta("price_raw").watermark_us()

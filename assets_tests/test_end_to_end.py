@@ -17,11 +17,11 @@ import dagster as dg
 import pytest
 
 from assets_tests.conftest import child_env
-from freshness_pipeline.cli import stop_child
 from freshness_pipeline.hudi_metadata import HudiTableMetadata, TableNotFound
 from freshness_pipeline.jobs.catalog import JOBS
 from freshness_pipeline.jobs.run_config import iso
 from freshness_pipeline.settings import PROJECT_ROOT, Settings
+from freshness_pipeline.stack import stop_child
 
 pytestmark = pytest.mark.spark
 K = 3

@@ -93,6 +93,7 @@ def build_asset(spec: JobSpec) -> AssetsDefinition:
                 "duration_s": round(report.seconds, 3),
                 "watermark_lag_s": round(time.time() - report.t_done_after_us / 1e6, 3),
                 "files_moved_and_resolved": len(resolved.resolved_moves),
+                "spark": spark.description,
             }
         )
 

@@ -1,38 +1,25 @@
-"""`freshness` command line: demo, replay, ingest, load-master, record.
+"""`freshness` command line: demo, experiment, spark-service, replay, ingest, record,
+load-master.
 
-`freshness demo` is the README's main command: it loads the company master, then starts
-the replayer, ingestion and Dagster (webserver + daemon) as child processes, prints the UI
-address, and on Ctrl-C stops them in order (stream first, ingestion after its current
-commit, Dagster last) so the lakehouse is left consistent.
+`freshness demo` is the README's main command: it starts the shared Spark service, loads
+the company master, then starts the replayer, ingestion and Dagster (webserver + daemon)
+as child processes (stack.py), prints the UI address, and on Ctrl-C stops them in order
+(stream first, ingestion after its current commit, Dagster, the Spark service last) so
+the lakehouse is left consistent.
 """
 
 from __future__ import annotations
 
 import argparse
 import logging
-import os
-import signal
-import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
 from freshness_pipeline.settings import PROJECT_ROOT, load_settings
+from freshness_pipeline.stack import StopFlag
 
 log = logging.getLogger("freshness")
-
-
-class StopFlag:
-    """Set by SIGINT/SIGTERM; long-running loops poll it and finish their current step."""
-
-    def __init__(self) -> None:
-        self._event = threading.Event()
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            signal.signal(sig, lambda *_: self._event.set())
-
-    def __call__(self) -> bool:
-        return self._event.is_set()
 
 
 def _stream_config(args: argparse.Namespace):
@@ -88,7 +75,8 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     config = IngestConfig(
         commit_interval_s=args.commit_interval, max_files_per_commit=args.max_files
     )
-    spark = build_spark_session(app_name="ingestion")
+    # Always its own Spark driver, never the shared service (see stack.py for why).
+    spark = build_spark_session(app_name="ingestion", remote="")
     # After Spark: PySpark's own SIGINT handler cancels running jobs; ours lets the
     # current commit finish instead.
     stop = StopFlag()
@@ -101,121 +89,70 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     return 0
 
 
-def _default_signals() -> None:
-    # A script started in the background inherits SIGINT as ignored, and dagster's own
-    # processes then never see Ctrl-C; restore the defaults in every child.
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+def cmd_spark_service(args: argparse.Namespace) -> int:
+    from freshness_pipeline.spark_service import SparkService, SparkServiceConfig
 
-
-def _spawn(
-    name: str, argv: list[str], env: dict[str, str], logs: Path, cwd: Path = PROJECT_ROOT
-) -> subprocess.Popen:
-    logs.mkdir(parents=True, exist_ok=True)
-    out = open(logs / f"{name}.log", "ab")  # noqa: SIM115 - lives as long as the child
-    log.info("starting %s: %s (log: %s)", name, " ".join(argv), logs / f"{name}.log")
-    return subprocess.Popen(
-        argv,
-        env=env,
-        cwd=cwd,
-        stdout=out,
-        stderr=subprocess.STDOUT,
-        preexec_fn=_default_signals,
-        start_new_session=True,  # Ctrl-C reaches only us; we stop children in order
+    settings = load_settings()
+    config = SparkServiceConfig(
+        jars_dir=settings.jars_dir,
+        state_dir=PROJECT_ROOT / ".lakehouse" / "logs",
+        port=args.port or settings.spark_service_port,
+        master=settings.spark_master,
+        driver_memory=settings.spark_service_memory,
     )
-
-
-def stop_child(name: str, proc: subprocess.Popen, timeout: float) -> None:
-    """SIGINT (a clean stop), then SIGTERM and SIGKILL to its process group if it hangs."""
-    if proc.poll() is not None:
-        return
-    log.info("stopping %s", name)
-    proc.send_signal(signal.SIGINT)
-    try:
-        proc.wait(timeout=timeout)
-        return
-    except subprocess.TimeoutExpired:
-        pass
-    os.killpg(proc.pid, signal.SIGTERM)
-    try:
-        proc.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
+    stop = StopFlag()
+    with SparkService(config) as service:
+        print(
+            f"Spark service listening at {service.url} (log: {config.log_path}).\n"
+            f"Point runs at it with: export FRESHNESS_SPARK_REMOTE={service.url}\n"
+            "Press Ctrl-C to stop.",
+            flush=True,
+        )
+        while not stop() and service.process.poll() is None:
+            stop.wait(1.0)
+    return 0 if stop() else 1
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    settings = load_settings()
-    env = dict(os.environ)
-    env.setdefault("DAGSTER_HOME", str(PROJECT_ROOT / ".dagster_home"))
-    Path(env["DAGSTER_HOME"]).mkdir(parents=True, exist_ok=True)
-    dagster_yaml = Path(env["DAGSTER_HOME"]) / "dagster.yaml"
-    if not dagster_yaml.exists():
-        dagster_yaml.symlink_to(PROJECT_ROOT / "dagster.yaml")
-    logs = PROJECT_ROOT / ".lakehouse" / "logs"
-    python = sys.executable
-    stop = StopFlag()
+    from freshness_pipeline.stack import Stack, StackConfig
 
-    print("Loading the company master into Hudi (first run starts Spark, ~20 s)...", flush=True)
-    loader = subprocess.run(
-        [
-            python,
-            "-m",
-            "freshness_pipeline.cli",
-            "load-master",
-            "--universe-size",
-            str(args.universe_size),
-        ],
-        env=env,
-        cwd=PROJECT_ROOT,
-        preexec_fn=_default_signals,
+    settings = load_settings()
+    config = StackConfig(
+        seed=args.seed,
+        rate=args.rate,
+        universe_size=args.universe_size,
+        speedup=args.speedup,
+        malformed_rate=args.malformed_rate,
+        commit_interval_s=args.commit_interval,
+        spark_mode=args.spark,
+        host=args.host,
+        port=args.port,
     )
-    if loader.returncode != 0:
-        print("loading the company master failed; see the output above", file=sys.stderr)
-        return loader.returncode
-    children: list[tuple[str, subprocess.Popen, float]] = []
-    replay_argv = [
-        python, "-m", "freshness_pipeline.cli", "replay",
-        "--rate", str(args.rate), "--speedup", str(args.speedup),
-        "--malformed-rate", str(args.malformed_rate), "--seed", str(args.seed),
-        "--universe-size", str(args.universe_size),
-    ]  # fmt: skip
-    children.append(("replay", _spawn("replay", replay_argv, env, logs), 15))
-    ingest_argv = [
-        python,
-        "-m",
-        "freshness_pipeline.cli",
-        "ingest",
-        "--commit-interval",
-        str(args.commit_interval),
-    ]
-    children.append(("ingest", _spawn("ingest", ingest_argv, env, logs), 120))
-    dagster_argv = [
-        str(Path(python).parent / "dagster"), "dev", "-w", str(PROJECT_ROOT / "workspace.yaml"),
-        "--host", args.host, "--port", str(args.port),
-    ]  # fmt: skip
-    # Run from DAGSTER_HOME so dagster does not mistake the checkout's dagster.yaml for
-    # a second instance config (the one in DAGSTER_HOME is a link to it).
-    dagster_home = Path(env["DAGSTER_HOME"])
-    children.append(("dagster", _spawn("dagster", dagster_argv, env, logs, dagster_home), 30))
+    stop = StopFlag()
+    stack = Stack(config)
+    print("Starting the Spark service and loading the company master (about 30 s)...", flush=True)
+    stack.start()
+    spark = stack.spark_url or "a local Spark per run (--spark local)"
     print(
-        f"\nLakehouse: {settings.lakehouse_root}\nLanding:   {settings.landing_dir}\n"
-        f"Logs:      {logs}\nDagster UI: http://{args.host}:{args.port}\n"
+        f"\nLakehouse:  {settings.lakehouse_root}\nLanding:    {settings.landing_dir}\n"
+        f"Logs:       {config.logs_dir}\nSpark:      {spark}\n"
+        f"Dagster UI: http://{args.host}:{args.port}\n"
         "Press Ctrl-C to stop (the stream stops first, ingestion finishes its commit).\n",
         flush=True,
     )
     deadline = time.monotonic() + args.run_for if args.run_for else None
     failed = 0
-    while not stop():
-        for name, proc, _ in children:
-            if proc.poll() is not None:
-                print(f"{name} exited with code {proc.returncode}; see {logs / (name + '.log')}")
-                failed = proc.returncode or 1
-        if failed or (deadline and time.monotonic() >= deadline):
-            break
-        time.sleep(0.5)
-    for name, proc, timeout in children:
-        stop_child(name, proc, timeout)
+    try:
+        while not stop():
+            gone = [(name, code) for name, code in stack.exited() if name != "replay" or code]
+            for name, code in gone:
+                print(f"{name} exited with code {code}; see {config.logs_dir / (name + '.log')}")
+                failed = code or 1
+            if failed or (deadline and time.monotonic() >= deadline):
+                break
+            stop.wait(0.5)
+    finally:
+        stack.stop()
     print("stopped; all child processes have exited")
     return failed
 
@@ -237,6 +174,13 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--host", default="127.0.0.1")
     demo.add_argument("--port", type=int, default=3000)
     demo.add_argument("--run-for", type=float, default=None, help="stop after N seconds")
+    demo.add_argument(
+        "--spark",
+        choices=["service", "local"],
+        default=load_settings().spark_mode,
+        help="service: one shared Spark Connect server for all runs (default, "
+        "FRESHNESS_SPARK_MODE); local: every run starts its own Spark",
+    )
     demo.set_defaults(func=cmd_demo)
 
     replay = sub.add_parser("replay", help="replay the stream into the landing area")
@@ -259,6 +203,10 @@ def build_parser() -> argparse.ArgumentParser:
     ingest.add_argument("--max-files", type=int, default=120, help="landed files per commit")
     ingest.add_argument("--once", action="store_true", help="one cycle, then exit")
     ingest.set_defaults(func=cmd_ingest)
+
+    service = sub.add_parser("spark-service", help="run the shared Spark service alone")
+    service.add_argument("--port", type=int, default=None, help="default 15002")
+    service.set_defaults(func=cmd_spark_service)
 
     master = sub.add_parser("load-master", help="load the company master table")
     master.add_argument("--universe-size", type=int, default=5257)

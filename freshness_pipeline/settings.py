@@ -7,6 +7,7 @@ laptop (local folder lakehouse) and against a cluster and object store.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,8 +20,8 @@ STREAMS = ("price", "trade")  # landing sub-folder per stream
 STREAM_TABLE = {"price": "price_raw", "trade": "trade_raw"}
 
 
-def _path_from_env(name: str, default: Path) -> Path:
-    value = os.environ.get(name)
+def _path_from_env(env: Mapping[str, str], name: str, default: Path) -> Path:
+    value = env.get(name)
     return Path(value).expanduser().resolve() if value else default
 
 
@@ -51,22 +52,25 @@ class Settings:
         return "://" not in self.lakehouse_root or self.lakehouse_root.startswith("file://")
 
 
-def load_settings() -> Settings:
-    """Settings from the environment, falling back to folders inside the checkout."""
-    lakehouse = os.environ.get("FRESHNESS_LAKEHOUSE")
+def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
+    """Settings from the environment (or `environ`), falling back to the checkout's folders."""
+    env = os.environ if environ is None else environ
+    lakehouse = env.get("FRESHNESS_LAKEHOUSE")
     if lakehouse is None:
         lakehouse = str(PROJECT_ROOT / ".lakehouse" / "tables")
     elif "://" not in lakehouse:
         lakehouse = str(Path(lakehouse).expanduser().resolve())
     return Settings(
         lakehouse_root=lakehouse,
-        landing_dir=_path_from_env("FRESHNESS_LANDING", PROJECT_ROOT / ".lakehouse" / "landing"),
-        jars_dir=_path_from_env("FRESHNESS_JARS_DIR", PROJECT_ROOT / ".cache" / "jars"),
-        spark_master=os.environ.get("FRESHNESS_SPARK_MASTER", "local[*]"),
-        spark_remote=os.environ.get("FRESHNESS_SPARK_REMOTE") or None,
-        spark_mode=_spark_mode(os.environ.get("FRESHNESS_SPARK_MODE", "service")),
-        spark_service_port=int(os.environ.get("FRESHNESS_SPARK_SERVICE_PORT", "15002")),
-        spark_service_memory=os.environ.get("FRESHNESS_SPARK_SERVICE_MEMORY", "4g"),
+        landing_dir=_path_from_env(
+            env, "FRESHNESS_LANDING", PROJECT_ROOT / ".lakehouse" / "landing"
+        ),
+        jars_dir=_path_from_env(env, "FRESHNESS_JARS_DIR", PROJECT_ROOT / ".cache" / "jars"),
+        spark_master=env.get("FRESHNESS_SPARK_MASTER", "local[*]"),
+        spark_remote=env.get("FRESHNESS_SPARK_REMOTE") or None,
+        spark_mode=_spark_mode(env.get("FRESHNESS_SPARK_MODE", "service")),
+        spark_service_port=int(env.get("FRESHNESS_SPARK_SERVICE_PORT", "15002")),
+        spark_service_memory=env.get("FRESHNESS_SPARK_SERVICE_MEMORY", "4g"),
     )
 
 

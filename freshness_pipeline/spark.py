@@ -122,6 +122,15 @@ class HudiSparkResource(ConfigurableResource):
             )
         return self._session
 
+    @property
+    def description(self) -> str:
+        """Where runs execute, for run metadata: the service URL or the Spark master."""
+        settings = load_settings()
+        remote = self.remote if self.remote is not None else settings.spark_remote
+        if remote:
+            return f"shared Spark service {remote}"
+        return f"own Spark driver, master {self.master or settings.spark_master}"
+
     def table_uri(self, table: str) -> str:
         root = self.lakehouse_root or load_settings().lakehouse_root
         return f"{root.rstrip('/')}/{table}"

@@ -166,7 +166,7 @@ class JobRunner:
         for table in spec.inputs:
             delta = self._delta(table, resolved).cache()
             cached.append(delta)
-            rows_scanned += delta.count()
+            rows_scanned += int(delta.count())  # numpy.int64 through Spark Connect
             delta.createOrReplaceTempView(f"delta_{table}")
         for table in spec.dimensions:
             _drop_hoodie(

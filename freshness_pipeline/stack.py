@@ -1,0 +1,251 @@
+"""The running system as child processes: the shared Spark service, the stream replayer,
+ingestion and Dagster, started in that order and stopped in reverse.
+
+`freshness demo` runs one stack until Ctrl-C; `freshness experiment` runs one per policy
+on a fresh lakehouse. Stopping is ordered so the lakehouse is left consistent: the stream
+stops first, ingestion after its current commit, Dagster next, the Spark service last.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import subprocess
+import sys
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from freshness_pipeline.settings import PROJECT_ROOT, load_settings
+from freshness_pipeline.spark_service import SparkService, SparkServiceConfig
+
+log = logging.getLogger("freshness")
+
+
+class StopFlag:
+    """Set by SIGINT/SIGTERM; long-running loops poll it and finish their current step."""
+
+    def __init__(self) -> None:
+        self._event = threading.Event()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, lambda *_: self._event.set())
+
+    def __call__(self) -> bool:
+        return self._event.is_set()
+
+    def wait(self, seconds: float) -> bool:
+        return self._event.wait(seconds)
+
+
+def default_signals() -> None:
+    # A script started in the background inherits SIGINT as ignored, and dagster's own
+    # processes then never see Ctrl-C; restore the defaults in every child.
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+def spawn(
+    name: str, argv: list[str], env: dict[str, str], logs: Path, cwd: Path = PROJECT_ROOT
+) -> subprocess.Popen:
+    logs.mkdir(parents=True, exist_ok=True)
+    out = open(logs / f"{name}.log", "ab")  # noqa: SIM115 - lives as long as the child
+    log.info("starting %s (log: %s)", name, logs / f"{name}.log")
+    return subprocess.Popen(
+        argv,
+        env=env,
+        cwd=cwd,
+        stdout=out,
+        stderr=subprocess.STDOUT,
+        preexec_fn=default_signals,
+        start_new_session=True,  # Ctrl-C reaches only us; we stop children in order
+    )
+
+
+def stop_child(name: str, proc: subprocess.Popen, timeout: float) -> None:
+    """SIGINT (a clean stop), then SIGTERM and SIGKILL to its process group if it hangs."""
+    if proc.poll() is not None:
+        return
+    log.info("stopping %s", name)
+    proc.send_signal(signal.SIGINT)
+    try:
+        proc.wait(timeout=timeout)
+        return
+    except subprocess.TimeoutExpired:
+        pass
+    os.killpg(proc.pid, signal.SIGTERM)
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+
+
+@dataclass(frozen=True)
+class StackConfig:
+    """What to run. Paths default to the checkout's `.lakehouse` and `.dagster_home`."""
+
+    seed: int = 42
+    rate: float = 2000.0
+    universe_size: int = 5257
+    speedup: float = 1.0
+    malformed_rate: float = 0.0005
+    commit_interval_s: float = 10.0
+    replay_file: Path | None = None  # a recorded stream instead of the generator
+    duration_s: float | None = None  # event-time seconds to replay (None: forever)
+    spark_mode: str = "service"  # "service": one shared Spark Connect server; "local"
+    webserver: bool = True  # `dagster dev` (UI + daemon) or just `dagster-daemon run`
+    host: str = "127.0.0.1"
+    port: int = 3000
+    dagster_home: Path | None = None
+    logs_dir: Path = PROJECT_ROOT / ".lakehouse" / "logs"
+    env: dict[str, str] = field(default_factory=dict)  # e.g. FRESHNESS_POLICY, lakehouse
+
+
+class Stack:
+    """One running system; `start()` returns once every child is up (or raises)."""
+
+    def __init__(self, config: StackConfig) -> None:
+        self.config = config
+        self.env = {**os.environ, **config.env}
+        home = config.dagster_home or Path(
+            self.env.get("DAGSTER_HOME", PROJECT_ROOT / ".dagster_home")
+        )
+        self.dagster_home = home.resolve()
+        self.env["DAGSTER_HOME"] = str(self.dagster_home)
+        self.service: SparkService | None = None
+        self.children: list[tuple[str, subprocess.Popen, float]] = []
+
+    # -- start ---------------------------------------------------------------------------
+
+    def start(self) -> Stack:
+        try:
+            self._prepare_dagster_home()
+            self._start_spark_service()
+            self._load_master()
+            self._start_children()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    @property
+    def spark_url(self) -> str | None:
+        return self.env.get("FRESHNESS_SPARK_REMOTE")
+
+    def _prepare_dagster_home(self) -> None:
+        self.dagster_home.mkdir(parents=True, exist_ok=True)
+        dagster_yaml = self.dagster_home / "dagster.yaml"
+        if not dagster_yaml.exists():
+            dagster_yaml.symlink_to(PROJECT_ROOT / "dagster.yaml")
+
+    def _start_spark_service(self) -> None:
+        if self.env.get("FRESHNESS_SPARK_REMOTE"):
+            log.info("using the Spark service at %s", self.env["FRESHNESS_SPARK_REMOTE"])
+            return
+        if self.config.spark_mode != "service":
+            log.info("Spark service off: every run starts its own Spark")
+            return
+        settings = load_settings(self.env)
+        config = SparkServiceConfig(
+            jars_dir=settings.jars_dir,
+            state_dir=self.config.logs_dir,
+            port=settings.spark_service_port,
+            master=settings.spark_master,
+            driver_memory=settings.spark_service_memory,
+        )
+        log.info("starting the shared Spark service on %s", config.url)
+        self.service = SparkService(config).start()
+        self.env["FRESHNESS_SPARK_REMOTE"] = config.url
+
+    def _cli(self, *args: str) -> list[str]:
+        return [sys.executable, "-m", "freshness_pipeline.cli", *args]
+
+    def _load_master(self) -> None:
+        cfg = self.config
+        loader = subprocess.run(
+            self._cli("load-master", "--universe-size", str(cfg.universe_size)),
+            env=self.env,
+            cwd=PROJECT_ROOT,
+            preexec_fn=default_signals,
+            capture_output=True,
+            text=True,
+        )
+        if loader.returncode != 0:
+            raise RuntimeError(f"loading the company master failed:\n{loader.stderr[-3000:]}")
+
+    def _start_children(self) -> None:
+        cfg = self.config
+        replay = [
+            "replay", "--speedup", str(cfg.speedup), "--malformed-rate", str(cfg.malformed_rate),
+        ]  # fmt: skip
+        if cfg.replay_file:
+            replay += ["--file", str(cfg.replay_file)]
+        else:
+            replay += ["--rate", str(cfg.rate), "--seed", str(cfg.seed),
+                       "--universe-size", str(cfg.universe_size)]  # fmt: skip
+        if cfg.duration_s is not None:
+            replay += ["--duration", str(cfg.duration_s)]
+        self._spawn("replay", self._cli(*replay), 15)
+        # Ingestion keeps its own Spark driver even when a service runs: its exactly-once
+        # guarantee rests on a killed ingestor's half-done commit dying with it, which a
+        # shared server (that finishes work for a vanished client) would not give.
+        ingest_env = {k: v for k, v in self.env.items() if k != "FRESHNESS_SPARK_REMOTE"}
+        self._spawn(
+            "ingest", self._cli("ingest", "--commit-interval", str(cfg.commit_interval_s)), 120,
+            env=ingest_env,
+        )  # fmt: skip
+        bin_dir = Path(sys.executable).parent
+        workspace = str(PROJECT_ROOT / "workspace.yaml")
+        if cfg.webserver:
+            dagster = [str(bin_dir / "dagster"), "dev", "-w", workspace,
+                       "--host", cfg.host, "--port", str(cfg.port)]  # fmt: skip
+        else:
+            dagster = [str(bin_dir / "dagster-daemon"), "run", "-w", workspace]
+        # Run from DAGSTER_HOME so dagster does not mistake the checkout's dagster.yaml for
+        # a second instance config (the one in DAGSTER_HOME is a link to it).
+        self._spawn("dagster", dagster, 60, cwd=self.dagster_home)
+
+    def _spawn(
+        self,
+        name: str,
+        argv: list[str],
+        stop_timeout: float,
+        env: dict[str, str] | None = None,
+        cwd: Path = PROJECT_ROOT,
+    ) -> None:
+        proc = spawn(name, argv, env or self.env, self.config.logs_dir, cwd)
+        self.children.append((name, proc, stop_timeout))
+
+    # -- watch and stop --------------------------------------------------------------------
+
+    def process(self, name: str) -> subprocess.Popen:
+        return next(proc for n, proc, _ in self.children if n == name)
+
+    def exited(self) -> list[tuple[str, int]]:
+        """Children that have exited, with their exit codes (the replayer may, on purpose)."""
+        gone = [
+            (name, proc.returncode) for name, proc, _ in self.children if proc.poll() is not None
+        ]
+        if self.service and self.service.process and self.service.process.poll() is not None:
+            gone.append(("spark-service", self.service.process.returncode))
+        return gone
+
+    def pids(self) -> dict[str, int]:
+        pids = {name: proc.pid for name, proc, _ in self.children}
+        if self.service and self.service.pid:
+            pids["spark-service"] = self.service.pid
+        return pids
+
+    def stop(self) -> None:
+        for name, proc, timeout in self.children:
+            stop_child(name, proc, timeout)
+        if self.service:
+            log.info("stopping the Spark service")
+            self.service.stop()
+
+    def __enter__(self) -> Stack:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
