@@ -49,6 +49,12 @@ def write_options(
         # The metadata table roughly doubles commit time on a 2-core machine and a local
         # or HDFS listing is cheap; enable it per deployment for object stores.
         "hoodie.metadata.enable": "false",
+        # Hudi sizes each file's footer bloom filter for 60,000 keys by default: 431 KB in
+        # every file, even a one-row file of a raw commit, and every reader (Spark, our
+        # footer cache, the index lookup) pays for it per file. A dynamic filter that
+        # starts at 1,000 keys is 5 KB and still grows with the file.
+        "hoodie.index.bloom.num_entries": "1000",
+        "hoodie.bloom.index.filter.type": "DYNAMIC_V0",
         "hoodie.insert.shuffle.parallelism": str(parallelism),
         "hoodie.upsert.shuffle.parallelism": str(parallelism),
         "hoodie.bulkinsert.shuffle.parallelism": str(parallelism),

@@ -56,6 +56,10 @@ def hudi_spark_conf(
         "spark.ui.enabled": "false",
         "spark.ui.showConsoleProgress": "false",
         "spark.driver.memory": "2g",
+        # A run reads an explicit list of files; listing them is cheap locally, and Spark's
+        # default (a distributed listing job once a read names more than 32 paths) cost
+        # 4.5 s for 144 files on 2 cores.
+        "spark.sql.sources.parallelPartitionDiscovery.threshold": "100000",
         # Timestamps are stored as UTC micros; never let the JVM's zone leak in.
         "spark.driver.extraJavaOptions": "-Duser.timezone=UTC",
         "spark.executor.extraJavaOptions": "-Duser.timezone=UTC",
