@@ -50,7 +50,7 @@ def probe_table(spark, tmp_path_factory):
     """Five commits: inserts over three partitions, upserts, an insert_overwrite
     (replacecommit) of one partition, with the cleaner keeping one version."""
     path = str(tmp_path_factory.mktemp("meta") / "meta_probe")
-    keep_one = {"hoodie.cleaner.commits.retained": "1", "hoodie.keep.min.commits": "10",
+    keep_one = {"hoodie.clean.commits.retained": "1", "hoodie.keep.min.commits": "10",
                 "hoodie.keep.max.commits": "12"}  # fmt: skip
     t = BASE_US
     write(
@@ -211,3 +211,36 @@ def test_clustering_hands_pending_ranges_to_the_new_file_groups(spark, tmp_path)
         assert p.footer_min_us <= BASE_US + 19
     # nothing is pending for a consumer that has seen everything
     assert after.pending_files(BASE_US + 119) == []
+
+
+def test_warm_snapshots_come_from_the_caches_and_see_new_commits(spark, tmp_path, monkeypatch):
+    """A second snapshot of an unchanged table reads no commit metadata and no slices
+    through hudi-rs (one directory listing), and is equal to the cold one; after a new
+    commit only that commit's metadata is parsed."""
+    from freshness_pipeline import hudi_metadata as hm
+
+    path = str(tmp_path / "meta_probe")
+    t = BASE_US
+    write(spark, path, [(f"k{i}", "ab"[i % 2], i, t + i) for i in range(10)], "insert")
+    write(spark, path, [(f"k{i}", "a", 50 + i, t + 100 + i) for i in range(0, 10, 2)])
+    cold = HudiTableMetadata(path)
+    cold_view = (cold.commits(), cold.latest_file_slices(), cold.pending_files(None))
+
+    def no_hudi_rs(self):
+        raise AssertionError("a warm snapshot went to hudi-rs")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(HudiTableMetadata, "_hudi", no_hudi_rs)
+        warm = HudiTableMetadata(path)
+        assert (warm.commits(), warm.latest_file_slices(), warm.pending_files(None)) == cold_view
+
+    parsed = []
+    real_from_json = hm._commit_from_json
+    monkeypatch.setattr(
+        hm, "_commit_from_json", lambda *a: parsed.append(a[0]) or real_from_json(*a)
+    )
+    write(spark, path, [(f"k{i}", "b", 70 + i, t + 200 + i) for i in range(1, 10, 2)])
+    after = HudiTableMetadata(path)
+    assert len(after.commits()) == 3 and after.watermark_us() == t + 209
+    assert parsed == [after.commits()[-1].instant]
+    assert after.latest_file_slices() != cold_view[1]  # partition b got a new version

@@ -12,14 +12,16 @@ and `freshness.arrival_max_us` (range of arrival_ts among the rows the commit wr
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import threading
 import time
 from collections import OrderedDict
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import PurePosixPath
+from typing import Generic, TypeVar
 
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
@@ -32,6 +34,9 @@ CHECKPOINT_KEY = "freshness.landing_checkpoint"
 ARRIVAL_COLUMN = "arrival_ts"
 _RETRIES = 20
 _RETRY_SLEEP_S = 0.1
+
+K = TypeVar("K")
+V = TypeVar("V")
 
 _COMPLETED = re.compile(r"^(\d{17})(?:_(\d{17}))?\.(commit|replacecommit|deltacommit)$")
 
@@ -104,30 +109,53 @@ class PendingFile:
     footer_max_us: int | None = None
 
 
-@dataclass
-class _FooterCache:
-    """Footer arrival ranges keyed by file path; base files are immutable, so never stale."""
+class BoundedCache(Generic[K, V]):
+    """A thread-safe LRU map with a size bound, shared by every reader in the process.
 
-    capacity: int = 100_000
-    _items: OrderedDict[str, tuple[int | None, int | None]] = field(default_factory=OrderedDict)
-    _lock: threading.Lock = field(default_factory=threading.Lock)
+    Only immutable things go in, keyed by what makes them immutable: a base file's path (a
+    new version of a file group is a new file), a completed instant (Hudi never rewrites a
+    completed commit), a timeline listing (same completed files, same latest slices). So an
+    entry is never stale, across ticks and whatever other processes write meanwhile.
+    """
 
-    def get(self, key: str) -> tuple[int | None, int | None] | None:
+    def __init__(self, capacity: int) -> None:
+        self.capacity = capacity
+        self._items: OrderedDict[K, V] = OrderedDict()
+        self._lock = threading.Lock()
+        self.hits = 0
+        self.misses = 0
+
+    def get(self, key: K) -> V | None:
         with self._lock:
             value = self._items.get(key)
-            if value is not None:
+            if value is None:
+                self.misses += 1
+            else:
+                self.hits += 1
                 self._items.move_to_end(key)
             return value
 
-    def put(self, key: str, value: tuple[int | None, int | None]) -> None:
+    def put(self, key: K, value: V) -> None:
         with self._lock:
             self._items[key] = value
             self._items.move_to_end(key)
             while len(self._items) > self.capacity:
                 self._items.popitem(last=False)
 
+    def __len__(self) -> int:
+        return len(self._items)
 
-FOOTER_CACHE = _FooterCache()
+    def clear(self) -> None:
+        with self._lock:
+            self._items.clear()
+            self.hits = self.misses = 0
+
+
+# Bounds: 100k footers (~100 B each) and 50k commits (a commit with 30 written files is a
+# few KB) keep the sensor's process well under 200 MB on any lakehouse we have measured.
+FOOTER_CACHE: BoundedCache[str, tuple[int | None, int | None]] = BoundedCache(100_000)
+COMMIT_CACHE: BoundedCache[tuple[str, str, str], Commit] = BoundedCache(50_000)
+SLICE_CACHE: BoundedCache[tuple[str, str], list[FileSlice]] = BoundedCache(512)
 
 
 def _filesystem(uri: str) -> tuple[pafs.FileSystem, str]:
@@ -185,6 +213,7 @@ class HudiTableMetadata:
         self._fs, self._root = fs, root.rstrip("/")
         self._commits: list[Commit] | None = None
         self._slices: list[FileSlice] | None = None
+        self._names: list[str] | None = None
         props = self._read_properties()
         for _ in range(_RETRIES):
             if "hoodie.table.name" in props:
@@ -233,13 +262,21 @@ class HudiTableMetadata:
 
     # --- timeline -----------------------------------------------------------------------
 
+    def _timeline_names(self) -> list[str]:
+        """File names in the active timeline folder, listed once per snapshot."""
+        if self._names is None:
+            infos = self._fs.get_file_info(pafs.FileSelector(self._timeline_path))
+            self._names = sorted(
+                PurePosixPath(i.path).name for i in infos if i.type == pafs.FileType.File
+            )
+        return self._names
+
     def _completion_times(self) -> dict[str, tuple[str, str]]:
-        """instant -> (completion time, action) for completed write instants."""
-        infos = self._fs.get_file_info(pafs.FileSelector(self._timeline_path))
+        """instant -> (completion time, action) for completed commits and replacecommits."""
         found: dict[str, tuple[str, str]] = {}
-        for info in infos:
-            match = _COMPLETED.match(PurePosixPath(info.path).name)
-            if match:
+        for name in self._timeline_names():
+            match = _COMPLETED.match(name)
+            if match and match.group(3) in ("commit", "replacecommit"):
                 instant, completion, action = match.groups()
                 found[instant] = (completion or instant, action)
         return found
@@ -252,22 +289,25 @@ class HudiTableMetadata:
         return self._commits
 
     def _read_commits(self) -> list[Commit]:
-        timeline = self._hudi().get_timeline()
+        """Commit metadata comes from COMMIT_CACHE; hudi-rs parses only instants not seen
+        before, so a tick with no new commit reads one directory listing per table."""
         completion = self._completion_times()
-        instants = list(timeline.get_completed_commits()) + list(
-            timeline.get_completed_replacecommits()
-        )
-        commits = []
-        seen = set()
-        for instant in instants:
-            if instant.timestamp in seen:
-                continue
-            seen.add(instant.timestamp)
-            meta = json.loads(timeline.get_instant_metadata_in_json(instant))
-            completed, action = completion.get(
-                instant.timestamp, (instant.timestamp, instant.action)
+        key = {i: (self.table_uri, i, done) for i, (done, _) in completion.items()}
+        found = {i: COMMIT_CACHE.get(k) for i, k in key.items()}
+        if any(c is None for c in found.values()):
+            timeline = self._hudi().get_timeline()
+            instants = list(timeline.get_completed_commits()) + list(
+                timeline.get_completed_replacecommits()
             )
-            commits.append(_commit_from_json(instant.timestamp, completed, action, meta))
+            for instant in instants:
+                name = instant.timestamp
+                if name not in completion or found.get(name) is not None:
+                    continue  # completed after our listing (next snapshot), or cached
+                meta = json.loads(timeline.get_instant_metadata_in_json(instant))
+                done, action = completion[name]
+                found[name] = _commit_from_json(name, done, action, meta)
+                COMMIT_CACHE.put(key[name], found[name])
+        commits = [c for c in found.values() if c is not None]
         commits.sort(key=lambda c: (c.completion, c.instant))
         return commits
 
@@ -305,6 +345,12 @@ class HudiTableMetadata:
         return self._slices
 
     def _read_file_slices(self) -> list[FileSlice]:
+        """Latest slices from SLICE_CACHE while the timeline listing is unchanged (the same
+        completed instants give the same latest slices); from hudi-rs otherwise."""
+        state = hashlib.sha1("\n".join(self._timeline_names()).encode()).hexdigest()
+        cached = SLICE_CACHE.get((self.table_uri, state))
+        if cached is not None:
+            return cached
         slices = []
         for fs in self._hudi().get_file_slices():
             slices.append(
@@ -317,6 +363,7 @@ class HudiTableMetadata:
                 )
             )
         slices.sort(key=lambda s: (s.partition, s.file_id))
+        SLICE_CACHE.put((self.table_uri, state), slices)
         return slices
 
     def file_uri(self, relative_path: str) -> str:

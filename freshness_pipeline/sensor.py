@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable
+from dataclasses import replace
 
 from dagster import (
     AssetKey,
@@ -26,7 +27,15 @@ from dagster import (
 from freshness_pipeline.cost_model import FittedCost, RunSample, fit_cost_model
 from freshness_pipeline.hudi_metadata import TableNotFound
 from freshness_pipeline.jobs.catalog import JOBS, JobSpec
-from freshness_pipeline.planner import MIB, JobChoice, JobState, PendingInput, Plan, plan
+from freshness_pipeline.planner import (
+    MIB,
+    Downstream,
+    JobChoice,
+    JobState,
+    PendingInput,
+    Plan,
+    plan,
+)
 from freshness_pipeline.resources import HudiMetadataResource
 from freshness_pipeline.scheduler_settings import SchedulerSettings, load_scheduler_settings
 
@@ -102,6 +111,20 @@ def job_state(
     return JobState(spec.name, t_done, min(watermarks), tuple(pending), cost.model, running)
 
 
+def downstream_of(job: str, t_dones: dict[str, int | None]) -> tuple[Downstream, ...]:
+    """The children of `job` that could advance if it did (pmb_pipeline's bonus)."""
+    children = []
+    for child in JOBS.values():
+        if job not in child.inputs:
+            continue
+        others = [t_dones.get(o) for o in child.inputs if o != job]
+        if any(o is None for o in others):
+            continue  # another input has never run: the child cannot advance anyway
+        cap = min(others) if others else None  # type: ignore[type-var]
+        children.append(Downstream(child.name, t_dones.get(child.name), cap))
+    return tuple(children)
+
+
 def run_request(choice: JobChoice, t_done: int | None, cost: FittedCost) -> RunRequest:
     config = {"files": list(choice.files), "cutoff_u": str(choice.u_us)}
     tags = {
@@ -148,7 +171,9 @@ def evaluate_tick(
         fitted[spec.name] = fit_cost_model(run_history(instance, spec.name), settings.cost_mode)
         state = job_state(spec, hudi_meta, fitted[spec.name], spec.name in busy, settings.tmin_mode)
         t_dones[spec.name] = state.t_done_us
-        states.append(state)
+        states.append(replace(state, order=list(JOBS).index(spec.name)))
+    if settings.policy == "pmb_pipeline":
+        states = [replace(s, downstream=downstream_of(s.job, t_dones)) for s in states]
     result = plan(states, settings.k, now_us, settings.policy, settings.seed)
     requests = [run_request(c, t_dones[c.job], fitted[c.job]) for c in result.launches]
     return result, requests

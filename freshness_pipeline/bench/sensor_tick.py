@@ -1,12 +1,16 @@
 """Sensor tick time with 6 jobs and 5,000 pending files (planner + sensor adapter).
 
     python -m freshness_pipeline.bench.sensor_tick [--files 5000] [--repeats 20]
+    python -m freshness_pipeline.bench.sensor_tick --real-files 5000
 
-Builds in-memory metadata for the six jobs (pending files spread over the jobs, each with a
-pending arrival range) and times `evaluate_tick` (cost-model fits from an empty history,
-job states, PMB plan, RunRequests) against an ephemeral Dagster instance. The Hudi
-metadata reads themselves (hudi-rs timeline, listing) are not in this figure; they are
-measured per table on a real lakehouse by `--real PATH` (cold: first read; warm: again).
+The first form builds in-memory metadata for the six jobs (pending files spread over the
+jobs, each with a pending arrival range) and times `evaluate_tick` (cost-model fits from an
+empty history, job states, PMB plan, RunRequests) against an ephemeral Dagster instance.
+
+`--real-files N` builds a real lakehouse with Spark (all six tables written once, then raw
+commits until at least N files are pending) and times whole ticks on it with the real
+metadata resource, each in a new process: the first tick there is cold (empty caches,
+hudi-rs parses every commit, pyarrow reads every footer), the following ones warm.
 """
 
 from __future__ import annotations
@@ -33,12 +37,98 @@ class _Table:
         return [f for f in self.files if f.pending_max_us > floor]
 
 
+def _tick_times(lakehouse: str, ticks: int) -> list[float]:
+    """Times `ticks` ticks in a new process on the real lakehouse (first one cold)."""
+    import json
+    import os
+    import subprocess
+
+    env = {**os.environ, "FRESHNESS_LAKEHOUSE": lakehouse}
+    code = (
+        "import json, time, dagster as dg\n"
+        "from freshness_pipeline.resources import HudiMetadataResource\n"
+        "from freshness_pipeline.scheduler_settings import SchedulerSettings\n"
+        "from freshness_pipeline.sensor import evaluate_tick\n"
+        "times = []\n"
+        "with dg.instance_for_test() as instance:\n"
+        f"    for _ in range({ticks}):\n"
+        "        t = time.perf_counter()\n"
+        "        result, requests = evaluate_tick(HudiMetadataResource(), instance,\n"
+        "            SchedulerSettings(), int(time.time() * 1e6))\n"
+        "        times.append(time.perf_counter() - t)\n"
+        "pending = sum(c.pending_files for c in result.ranked)\n"
+        "print(json.dumps({'times': times, 'pending': pending, 'launches': len(requests)}))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    if out.returncode != 0:
+        raise RuntimeError(out.stderr[-3000:])
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def real_lakehouse(files: int, ticks: int) -> int:
+    import os
+    import tempfile
+    from pathlib import Path
+
+    from freshness_pipeline.hudi_metadata import HudiTableMetadata
+    from freshness_pipeline.jobs.catalog import JOBS
+    from freshness_pipeline.jobs.run_config import resolve_run
+    from freshness_pipeline.jobs.runner import JobRunner
+    from freshness_pipeline.settings import load_settings
+    from freshness_pipeline.spark import build_spark_session
+    from freshness_pipeline.stream.feeder import StreamFeeder
+
+    root = Path(tempfile.mkdtemp(prefix="bench_tick_"))
+    os.environ["FRESHNESS_LAKEHOUSE"] = str(root / "tables")
+    os.environ["FRESHNESS_LANDING"] = str(root / "landing")
+    settings = load_settings()
+    spark = build_spark_session(app_name="bench_tick", remote="")
+    feeder = StreamFeeder(spark, settings, seed=7, rate=2000, universe=5257)
+    feeder.land(2)
+    feeder.ingest()
+    runner = JobRunner(spark, settings.table_uri)
+    order = ["trade_aggr", "price_aggr", "market_features", "enriched_features",
+             "sector_vwap", "industry_spike"]  # fmt: skip
+    for job in order:  # every table exists and has a watermark
+        runner.run(JOBS[job], resolve_run(JOBS[job], [], None, feeder.meta))
+    started = time.monotonic()
+
+    def pending() -> int:
+        return sum(
+            len(HudiTableMetadata(settings.table_uri(t)).pending_files(
+                HudiTableMetadata(settings.table_uri(j)).watermark_us()))
+            for j, t in (("trade_aggr", "trade_raw"), ("price_aggr", "price_raw"))
+        )  # fmt: skip
+
+    while (count := pending()) < files:
+        feeder.land(2)
+        feeder.ingest()
+    print(f"built {root}: {count} pending raw files in {time.monotonic() - started:.0f} s")
+    spark.stop()
+    runs = [_tick_times(settings.lakehouse_root, ticks) for _ in range(3)]
+    cold = [r["times"][0] for r in runs]
+    warm = [t for r in runs for t in r["times"][1:]]
+    print(
+        f"tick on a real lakehouse ({len(JOBS)} jobs, {runs[0]['pending']} pending files, "
+        f"{runs[0]['launches']} run requests), {len(runs)} new processes x {ticks} ticks:\n"
+        f"  cold (first tick of a process): median {statistics.median(cold) * 1000:.0f} ms "
+        f"({', '.join(f'{c * 1000:.0f}' for c in cold)})\n"
+        f"  warm (caches filled, no new commit): median {statistics.median(warm) * 1000:.0f} "
+        f"ms, max {max(warm) * 1000:.0f} ms"
+    )
+    return 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--files", type=int, default=5000)
     parser.add_argument("--repeats", type=int, default=20)
     parser.add_argument("--real", help="also time metadata reads of a real lakehouse root")
+    parser.add_argument("--real-files", type=int, help="build a real lakehouse (see above)")
+    parser.add_argument("--ticks", type=int, default=6, help="ticks per process (--real-files)")
     args = parser.parse_args()
+    if args.real_files:
+        return real_lakehouse(args.real_files, args.ticks)
 
     import dagster as dg
 

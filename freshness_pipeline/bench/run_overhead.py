@@ -1,0 +1,144 @@
+"""Fixed per-run overhead: through the shared Spark service against a Spark per run.
+
+    python -m freshness_pipeline.bench.run_overhead [--runs 5]
+
+Side by side in one process, alternating the two modes so machine noise hits both alike:
+
+1. Spark fixed cost: a fresh Python process that gets a Hudi-ready session and runs
+   `SELECT 1` (a new JVM with the Hudi bundle, or a Connect session on the service).
+2. A whole run: `dagster asset materialize --select trade_aggr` on a small new delta (one
+   landed second per stream, ingested just before), wall time of the CLI, and the part
+   of it the job itself reports (`duration_s`: reads, SQL, Hudi commit).
+
+Everything runs on a throwaway lakehouse with a service on a free port; the project's
+own data and a running demo are untouched.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from freshness_pipeline.settings import PROJECT_ROOT
+
+SESSION_PROBE = """
+import time, sys
+started = time.monotonic()
+from freshness_pipeline.spark import build_spark_session
+spark = build_spark_session(app_name="overhead_probe")
+spark.sql("SELECT 1").collect()
+print(time.monotonic() - started)
+"""
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _session_seconds(env: dict[str, str]) -> float:
+    started = time.monotonic()
+    out = subprocess.run(
+        [sys.executable, "-c", SESSION_PROBE], env=env, capture_output=True, text=True, check=True
+    )
+    float(out.stdout.strip().splitlines()[-1])  # the probe ran to its end
+    return time.monotonic() - started
+
+
+def _materialize(env: dict[str, str], home: Path) -> tuple[float, float, str]:
+    dagster = str(Path(sys.executable).parent / "dagster")
+    started = time.monotonic()
+    run = subprocess.run(
+        [dagster, "asset", "materialize", "-m", "freshness_pipeline.definitions",
+         "--select", "trade_aggr"],
+        env=env, cwd=home, capture_output=True, text=True,
+    )  # fmt: skip
+    wall = time.monotonic() - started
+    if run.returncode != 0:
+        raise RuntimeError(run.stderr[-3000:])
+    import dagster as dg
+
+    with dg.DagsterInstance.from_config(str(home)) as instance:
+        record = instance.fetch_materializations(dg.AssetKey("trade_aggr"), limit=1).records[0]
+    meta = record.asset_materialization.metadata
+    if "duration_s" not in meta:
+        raise RuntimeError(f"the run had nothing to do: {meta.get('nothing_to_do')}")
+    return wall, float(meta["duration_s"].value), str(meta["spark"].value)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--runs", type=int, default=5, help="runs per mode")
+    parser.add_argument("--json", help="also write the figures to this file")
+    args = parser.parse_args()
+
+    root = Path(tempfile.mkdtemp(prefix="bench_overhead_"))
+    os.environ["FRESHNESS_LAKEHOUSE"] = str(root / "tables")
+    os.environ["FRESHNESS_LANDING"] = str(root / "landing")
+    os.environ.pop("FRESHNESS_SPARK_REMOTE", None)
+    from freshness_pipeline.settings import load_settings
+    from freshness_pipeline.spark import build_spark_session
+    from freshness_pipeline.spark_service import SparkService, SparkServiceConfig
+    from freshness_pipeline.stream.feeder import StreamFeeder
+
+    settings = load_settings()
+    spark = build_spark_session(app_name="bench_overhead_ingest", remote="")
+    feeder = StreamFeeder(spark, settings, seed=5, rate=300)
+    home = root / "dagster_home"
+    home.mkdir()
+    (home / "dagster.yaml").write_text((PROJECT_ROOT / "dagster.yaml").read_text())
+    service_config = SparkServiceConfig(
+        jars_dir=settings.jars_dir, state_dir=root / "service", port=_free_port()
+    )
+    base_env = {**os.environ, "DAGSTER_HOME": str(home)}
+    modes = {
+        "service": {**base_env, "FRESHNESS_SPARK_REMOTE": service_config.url},
+        "local": base_env,
+    }
+    session: dict[str, list[float]] = {m: [] for m in modes}
+    wall: dict[str, list[float]] = {m: [] for m in modes}
+    body: dict[str, list[float]] = {m: [] for m in modes}
+    with SparkService(service_config):
+        # warm-up, not counted: the service's first queries and the first run compile code
+        feeder.land(2)
+        feeder.ingest()
+        _session_seconds(modes["service"])
+        _materialize(modes["service"], home)
+        for i in range(args.runs):
+            for mode in modes if i % 2 == 0 else reversed(list(modes)):
+                session[mode].append(_session_seconds(modes[mode]))
+                feeder.land(1)
+                feeder.ingest()
+                w, b, spark_used = _materialize(modes[mode], home)
+                assert spark_used.startswith("shared" if mode == "service" else "own"), spark_used
+                wall[mode].append(w)
+                body[mode].append(b)
+                print(f"  {mode:7s} session {session[mode][-1]:5.2f} s | run wall {w:5.2f} s, "
+                      f"job {b:5.2f} s", flush=True)  # fmt: skip
+    med = {k: {m: statistics.median(v[m]) for m in modes} for k, v in
+           (("session", session), ("wall", wall), ("job", body))}  # fmt: skip
+    print(f"\nmachine: {os.cpu_count()} cores; {args.runs} runs per mode, alternating; medians:")
+    for mode in modes:
+        print(f"  {mode:7s}: session + SELECT 1 in a new process {med['session'][mode]:5.2f} s; "
+              f"dagster asset materialize {med['wall'][mode]:5.2f} s "
+              f"(job {med['job'][mode]:5.2f} s, outside the job "
+              f"{med['wall'][mode] - med['job'][mode]:5.2f} s)")  # fmt: skip
+    print(f"  service/local: session {med['session']['service'] / med['session']['local']:.2f}, "
+          f"whole run {med['wall']['service'] / med['wall']['local']:.2f}")  # fmt: skip
+    if args.json:
+        Path(args.json).write_text(json.dumps({"session": session, "wall": wall, "job": body}))
+    spark.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,346 @@
+"""The experiment (issue 5): the same recorded stream through the real system once per
+policy variant and seed, each on a fresh lakehouse, with staleness sampled every second.
+
+For each seed, one stream is recorded (seed, duration, rate, universe); then for each
+variant a fresh lakehouse and Dagster home are made and the whole stack runs (shared
+Spark service, replayer on the recorded file, ingestion, the Dagster daemon with the
+sensor set to the variant's policy) while `StalenessSampler` reads every table's
+watermark from its Hudi timeline. The measurement window is the replay's wall duration
+from the moment the stack is up; then the stack stops and the harness collects, per
+run directory: samples.csv, runs.json (every run: tags, times, metadata), commits.json
+(files written per commit per table), decision.json (one planner decision with its
+candidate table, recomputed on the live state mid-run) and summary.json.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import logging
+import os
+import platform
+import shutil
+import socket
+import subprocess
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from freshness_pipeline.experiment.staleness import S, StalenessSampler, total_staleness
+from freshness_pipeline.hudi_metadata import HudiTableMetadata, TableNotFound
+from freshness_pipeline.jobs.catalog import JOBS
+from freshness_pipeline.settings import PROJECT_ROOT, RAW_TABLES
+
+log = logging.getLogger("freshness.experiment")
+
+
+@dataclass(frozen=True)
+class Variant:
+    """A scheduler configuration under test: a policy plus scheduler settings."""
+
+    name: str
+    policy: str
+    env: dict[str, str] = field(default_factory=dict)
+    note: str = ""
+
+
+POLICY_VARIANTS = {
+    "pmb": Variant("pmb", "pmb", note="Partitioned-Max-Benefit (file subsets)"),
+    "max_benefit": Variant("max_benefit", "max_benefit", note="Max-Benefit: all pending files"),
+    "random": Variant("random", "random", note="a random runnable job, all pending files"),
+    "pmb_footer_tmin": Variant(
+        "pmb_footer_tmin", "pmb", {"FRESHNESS_TMIN_MODE": "footer"},
+        "ablation: tmin from whole-file footers (published) instead of pending ranges",
+    ),
+    "pmb_two_term": Variant(
+        "pmb_two_term", "pmb", {"FRESHNESS_COST_MODE": "two_term"},
+        "ablation: E = a + b*bytes (published) instead of a + b*bytes + c*files",
+    ),
+    "pmb_pipeline": Variant(
+        "pmb_pipeline", "pmb_pipeline",
+        note="beyond the thesis: benefit also counts downstream staleness a run unlocks",
+    ),
+    "fixed_order_subsets": Variant(
+        "fixed_order_subsets", "fixed_order_pmb",
+        note="controlled: fixed round-robin order, PMB's subset choice",
+    ),
+    "fixed_order_full": Variant(
+        "fixed_order_full", "fixed_order_full",
+        note="controlled: the same fixed order, always all pending files",
+    ),
+}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class ExperimentConfig:
+    out_dir: Path  # raw per-run data (lakehouses are deleted, measurements kept)
+    variants: tuple[Variant, ...]
+    seeds: tuple[int, ...]
+    duration_s: int  # event-time seconds of stream per run
+    rate: float  # events per event-time second
+    speedup: float
+    universe_size: int
+    k: int = 3
+    tick_s: int = 5
+    commit_interval_s: float = 5.0
+    keep_lakehouses: bool = False
+
+    @property
+    def window_s(self) -> float:
+        return self.duration_s / self.speedup
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _watermark_reader(lakehouse: Path):
+    def read(table: str) -> int | None:
+        try:
+            return HudiTableMetadata(str(lakehouse / table)).watermark_us()
+        except TableNotFound:
+            return None
+
+    return read
+
+
+def record(config: ExperimentConfig, seed: int) -> Path:
+    from freshness_pipeline.stream.generator import StreamConfig
+    from freshness_pipeline.stream.replayer import record_stream
+
+    path = config.out_dir / f"stream-seed{seed}-{config.duration_s}s-{config.rate:.0f}eps.jsonl.gz"
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        stream = StreamConfig(seed=seed, rate=config.rate, universe_size=config.universe_size)
+        tmp = path.with_suffix(".tmp")
+        count = record_stream(stream, config.duration_s, tmp)
+        tmp.rename(path)
+        log.info("recorded %d events to %s", count, path)
+    return path
+
+
+def _dagster_yaml(k: int) -> str:
+    text = (PROJECT_ROOT / "dagster.yaml").read_text()
+    return text.replace("max_concurrent_runs: 3", f"max_concurrent_runs: {k}")
+
+
+def run_variant(config: ExperimentConfig, variant: Variant, seed: int, stream: Path) -> dict:
+    """One variant on one seed, on a fresh lakehouse; returns its summary."""
+    from freshness_pipeline.stack import Stack, StackConfig
+
+    run_dir = config.out_dir / f"seed{seed}" / variant.name
+    if run_dir.exists():
+        shutil.rmtree(run_dir)
+    lakehouse, home = run_dir / "tables", run_dir / "dagster_home"
+    home.mkdir(parents=True)
+    (home / "dagster.yaml").write_text(_dagster_yaml(config.k))
+    env = {
+        "FRESHNESS_LAKEHOUSE": str(lakehouse),
+        "FRESHNESS_LANDING": str(run_dir / "landing"),
+        "FRESHNESS_POLICY": variant.policy,
+        "FRESHNESS_K": str(config.k),
+        "FRESHNESS_TICK_S": str(config.tick_s),
+        "FRESHNESS_SEED": str(seed),
+        "FRESHNESS_SPARK_SERVICE_PORT": str(_free_port()),
+        **variant.env,
+    }
+    env.pop("FRESHNESS_SPARK_REMOTE", None)
+    os.environ.pop("FRESHNESS_SPARK_REMOTE", None)  # a fresh service per run
+    stack = Stack(
+        StackConfig(
+            universe_size=config.universe_size,
+            malformed_rate=0.0,
+            commit_interval_s=config.commit_interval_s,
+            replay_file=stream,
+            duration_s=config.duration_s,
+            speedup=config.speedup,
+            webserver=False,
+            dagster_home=home,
+            logs_dir=run_dir / "logs",
+            env=env,
+        )
+    )
+    log.info("seed %d, %s: starting the stack in %s", seed, variant.name, run_dir)
+    stack.start()
+    start_us = int(time.time() * S)
+    sampler = StalenessSampler(_watermark_reader(lakehouse), start_us).start()
+    decision = None
+    try:
+        deadline = time.monotonic() + config.window_s
+        decision_at = time.monotonic() + config.window_s / 2
+        while time.monotonic() < deadline:
+            crashed = [(n, c) for n, c in stack.exited() if n != "replay" or c]
+            if crashed:
+                raise RuntimeError(f"{crashed} exited during the run; see {run_dir / 'logs'}")
+            if decision is None and time.monotonic() >= decision_at:
+                decision = _snapshot_decision(lakehouse, home, env)
+            time.sleep(0.5)
+    finally:
+        samples = sampler.stop()
+        stack.stop()
+    summary = _collect(config, variant, seed, run_dir, lakehouse, home, samples, start_us)
+    (run_dir / "decision.json").write_text(json.dumps(decision, indent=1))
+    if not config.keep_lakehouses:
+        shutil.rmtree(lakehouse, ignore_errors=True)
+        shutil.rmtree(run_dir / "landing", ignore_errors=True)
+    summary["sampler_read_s_median"] = sorted(sampler.read_seconds)[len(sampler.read_seconds) // 2]
+    (run_dir / "summary.json").write_text(json.dumps(summary, indent=1))
+    log.info("seed %d, %s: P=%.0f P0=%.0f", seed, variant.name, summary["P"], summary["P0"])
+    return summary
+
+
+def _snapshot_decision(lakehouse: Path, home: Path, env: dict[str, str]) -> dict | None:
+    """The planner's view of the live state mid-run: every job's candidate table."""
+    import dagster as dg
+
+    from freshness_pipeline.resources import HudiMetadataResource
+    from freshness_pipeline.scheduler_settings import SchedulerSettings
+    from freshness_pipeline.sensor import evaluate_tick
+
+    try:
+        settings = SchedulerSettings(
+            policy="pmb",
+            k=int(env["FRESHNESS_K"]),
+            tmin_mode=env.get("FRESHNESS_TMIN_MODE", "pending"),
+            cost_mode=env.get("FRESHNESS_COST_MODE", "three_term"),  # type: ignore[arg-type]
+        )
+        with dg.DagsterInstance.from_config(str(home)) as instance:
+            now_us = int(time.time() * S)
+            result, _ = evaluate_tick(
+                HudiMetadataResource(lakehouse_root=str(lakehouse)), instance, settings, now_us
+            )
+    except Exception as exc:  # a snapshot is illustration; never fail the run for it
+        log.warning("decision snapshot failed: %s", exc)
+        return None
+    return {
+        "now_us": now_us,
+        "free_slots": result.free_slots,
+        "jobs": [
+            {
+                "job": c.job,
+                "eta": c.eta,
+                "files": len(c.files),
+                "pending_files": c.pending_files,
+                "u_us": c.u_us,
+                "candidates": [
+                    {
+                        "u_us": k.u_us,
+                        "files": k.file_count,
+                        "scan_bytes": k.scan_bytes,
+                        "cost_s": k.cost_s,
+                        "gain_s": k.gain_s,
+                        "eta": k.eta,
+                    }
+                    for k in c.candidates
+                ],
+            }  # fmt: skip
+            for c in result.ranked
+        ],
+        "skipped": [{"job": s.job, "reason": s.reason} for s in result.skipped],
+    }
+
+
+def _collect(
+    config: ExperimentConfig,
+    variant: Variant,
+    seed: int,
+    run_dir: Path,
+    lakehouse: Path,
+    home: Path,
+    samples: list,
+    start_us: int,
+) -> dict:
+    import dagster as dg
+
+    with (run_dir / "samples.csv").open("w", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["at_us", "table", "watermark_us", "staleness_s", "floor_s"])
+        for s in samples:
+            writer.writerow([s.at_us, s.table, s.watermark_us or "", f"{s.staleness_s:.3f}",
+                             f"{s.floor_s:.3f}"])  # fmt: skip
+    runs = []
+    with dg.DagsterInstance.from_config(str(home)) as instance:
+        records = instance.get_run_records()
+        materialized = {}
+        for job in JOBS:
+            for rec in instance.fetch_materializations(dg.AssetKey(job), limit=10_000).records:
+                meta = rec.asset_materialization.metadata
+                materialized[rec.run_id] = {k: getattr(v, "value", None) for k, v in meta.items()}
+        for record in records:
+            run = record.dagster_run
+            if not run.tags.get("freshness/asset"):
+                continue
+            runs.append(
+                {
+                    "run_id": run.run_id,
+                    "status": run.status.value,
+                    "start": record.start_time,
+                    "end": record.end_time,
+                    "created": record.create_timestamp.timestamp(),
+                    "tags": {k: v for k, v in run.tags.items() if k.startswith("freshness/")},
+                    "metadata": materialized.get(run.run_id, {}),
+                }
+            )
+    (run_dir / "runs.json").write_text(json.dumps(runs, indent=1, default=str))
+    commits = {}
+    for table in (*RAW_TABLES, *JOBS):
+        try:
+            meta = HudiTableMetadata(str(lakehouse / table))
+        except TableNotFound:
+            continue
+        commits[table] = [
+            {"instant": c.instant, "action": c.action, "operation": c.operation,
+             "files": len(c.written), "watermark_us": c.watermark_us}
+            for c in meta.commits()
+        ]  # fmt: skip
+    (run_dir / "commits.json").write_text(json.dumps(commits, indent=1))
+    p, p0 = total_staleness(samples)
+    return {
+        "variant": variant.name,
+        "policy": variant.policy,
+        "note": variant.note,
+        "env": variant.env,
+        "seed": seed,
+        "P": p,
+        "P0": p0,
+        "samples": len(samples),
+        "window_s": config.window_s,
+        "start_us": start_us,
+        "runs": len(runs),
+        "runs_succeeded": sum(r["status"] == "SUCCESS" for r in runs),
+    }
+
+
+def machine_facts() -> dict:
+    import dagster
+    import pyspark
+
+    mem_kb = 0
+    meminfo = Path("/proc/meminfo")
+    if meminfo.exists():
+        mem_kb = int(meminfo.read_text().split()[1])
+    java = subprocess.run(["java", "-version"], capture_output=True, text=True).stderr
+    return {
+        "cpus": os.cpu_count(),
+        "memory_gib": round(mem_kb / 2**20, 1),
+        "platform": platform.platform(),
+        "python": platform.python_version(),
+        "java": java.splitlines()[0] if java else "unknown",
+        "dagster": dagster.__version__,
+        "pyspark": pyspark.__version__,
+        "hudi_bundle": sorted(p.name for p in (PROJECT_ROOT / ".cache" / "jars").glob("*.jar")),
+    }
+
+
+def run_experiment(config: ExperimentConfig) -> list[dict]:
+    config.out_dir.mkdir(parents=True, exist_ok=True)
+    facts = {"config": {**asdict(config), "out_dir": str(config.out_dir)}, **machine_facts()}
+    (config.out_dir / "experiment.json").write_text(json.dumps(facts, indent=1, default=str))
+    summaries = []
+    for seed in config.seeds:
+        stream = record(config, seed)
+        for variant in config.variants:
+            summaries.append(run_variant(config, variant, seed, stream))
+    return summaries
