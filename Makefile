@@ -13,7 +13,8 @@ CONNECT_JAR := $(JARS_DIR)/spark-connect_2.12-$(SPARK_VERSION).jar
 export FRESHNESS_JARS_DIR := $(abspath $(JARS_DIR))
 export DAGSTER_HOME ?= $(abspath .dagster_home)
 
-.PHONY: setup demo test test-fast lint format bench-ingest bench-growth bench-tick clean-data
+.PHONY: setup demo test test-fast lint format bench-ingest bench-growth bench-tick \
+	bench-tick-real bench-overhead bench-memory experiment experiment-long clean-data
 
 $(VENV)/.installed: pyproject.toml
 	test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
@@ -61,6 +62,21 @@ bench-growth: setup
 
 bench-tick: setup
 	$(VENV)/bin/python -m freshness_pipeline.bench.sensor_tick
+
+bench-tick-real: setup
+	$(VENV)/bin/python -m freshness_pipeline.bench.sensor_tick --real-files 5000
+
+bench-overhead: setup
+	$(VENV)/bin/python -m freshness_pipeline.bench.run_overhead
+
+bench-memory: setup
+	$(VENV)/bin/python -m freshness_pipeline.bench.memory --minutes 60
+
+experiment: setup
+	$(VENV)/bin/freshness experiment --mode short
+
+experiment-long: setup
+	$(VENV)/bin/freshness experiment --mode long
 
 clean-data:
 	rm -rf .lakehouse $(DAGSTER_HOME)/storage $(DAGSTER_HOME)/history $(DAGSTER_HOME)/logs $(DAGSTER_HOME)/schedules

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import datetime, timezone
 
 import pytest
@@ -9,11 +10,13 @@ import pytest
 from freshness_pipeline.planner import (
     MIB,
     CostModel,
+    Downstream,
     JobState,
     PendingInput,
     Skip,
     choose,
     plan,
+    unlocked_s,
 )
 
 
@@ -187,3 +190,37 @@ def test_bad_arguments_refused():
         plan([], 3, 0, policy="greedy")
     with pytest.raises(ValueError, match="K must be"):
         plan([], 0, 0)
+
+
+def test_pipeline_aware_benefit_counts_the_children_it_unblocks():
+    files = [f("a", 1, 1, 5_000_000)]
+    # Two equally fast upstream jobs; only "parent" has a child waiting on it.
+    waiting = Downstream("child", t_done_us=0, other_inputs_cap_us=None)
+    parent = replace(state("parent", files=files, cost=CostModel(2.0, 0.0)), downstream=(waiting,))
+    loner = state("loner", files=files, cost=CostModel(1.9, 0.0))
+    assert unlocked_s(parent, 5_000_000) == pytest.approx(5.0)
+    assert [c.job for c in plan([parent, loner], 1, 0, "pmb").launches] == ["loner"]
+    pipeline = plan([parent, loner], 1, 0, "pmb_pipeline").launches[0]
+    assert pipeline.job == "parent" and pipeline.gain_s == pytest.approx(10.0)
+    # A child held back by another input gains only up to that input's watermark, and
+    # one that is already past this cutoff gains nothing.
+    held = Downstream("child", t_done_us=0, other_inputs_cap_us=2_000_000)
+    ahead = Downstream("other", t_done_us=9_000_000, other_inputs_cap_us=None)
+    assert unlocked_s(replace(parent, downstream=(held, ahead)), 5_000_000) == pytest.approx(2.0)
+
+
+def test_fixed_order_isolates_subset_choice_from_ordering():
+    files = [f("a", 100, 1, 1_000_000), f("b", 10_000_000, 1_000_001, 2_000_000)]
+    cost = CostModel(1.0, 1e-6)
+    jobs = [
+        replace(state("late", files=files, cost=CostModel(0.1, 0.0)), order=2),
+        replace(state("first", files=files, cost=cost), order=0),
+        replace(state("second", files=files, cost=cost), order=1),
+    ]
+    by_pmb = plan(jobs, 2, 0, "pmb").launches
+    subsets = plan(jobs, 2, 0, "fixed_order_pmb").launches
+    full = plan(jobs, 2, 0, "fixed_order_full").launches
+    assert by_pmb[0].job == "late"  # eta decides under PMB
+    assert [c.job for c in subsets] == [c.job for c in full] == ["first", "second"]
+    assert all(c.files == ("a",) for c in subsets)
+    assert all(c.files == ("a", "b") for c in full)

@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 from freshness_pipeline.settings import PROJECT_ROOT, load_settings
-from freshness_pipeline.stack import StopFlag
+from freshness_pipeline.stack import INGEST_READY, StopFlag
 
 log = logging.getLogger("freshness")
 
@@ -81,6 +81,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     # current commit finish instead.
     stop = StopFlag()
     ingestor = Ingestor(spark, load_settings(), config)
+    log.info(INGEST_READY)  # the stack starts the stream only once this is logged
     if args.once:
         for result in ingestor.ingest_once():
             print(result)
@@ -111,6 +112,55 @@ def cmd_spark_service(args: argparse.Namespace) -> int:
         while not stop() and service.process.poll() is None:
             stop.wait(1.0)
     return 0 if stop() else 1
+
+
+EXPERIMENT_MODES = {
+    # short: CI-friendly, a few minutes; long: the full comparison with ablations.
+    "short": {"variants": "pmb,max_benefit,random", "seeds": "1", "duration": 90,
+              "rate": 500.0},
+    "long": {"variants": "pmb,max_benefit,random,pmb_footer_tmin,pmb_two_term,pmb_pipeline,"
+                         "fixed_order_subsets,fixed_order_full",
+             "seeds": "1,2,3", "duration": 600, "rate": 1000.0},
+}  # fmt: skip
+
+
+def cmd_experiment(args: argparse.Namespace) -> int:
+    from freshness_pipeline.experiment.harness import (
+        POLICY_VARIANTS,
+        ExperimentConfig,
+        run_experiment,
+    )
+    from freshness_pipeline.experiment.report import write_report
+
+    mode = EXPERIMENT_MODES[args.mode]
+    names = (args.variants or mode["variants"]).split(",")
+    unknown = [n for n in names if n not in POLICY_VARIANTS]
+    if unknown:
+        print(f"unknown variants {unknown}; choose from {sorted(POLICY_VARIANTS)}", file=sys.stderr)
+        return 2
+    config = ExperimentConfig(
+        out_dir=Path(args.out or PROJECT_ROOT / ".lakehouse" / "experiments" / args.mode).resolve(),
+        variants=tuple(POLICY_VARIANTS[n] for n in names),
+        seeds=tuple(int(s) for s in (args.seeds or mode["seeds"]).split(",")),
+        duration_s=int(args.duration or mode["duration"]),
+        rate=float(args.rate or mode["rate"]),
+        speedup=args.speedup,
+        universe_size=args.universe_size,
+        k=args.k,
+        tick_s=args.tick,
+        keep_lakehouses=args.keep_lakehouses,
+    )
+    runs = len(config.variants) * len(config.seeds)
+    print(f"experiment ({args.mode}): {runs} runs of {config.window_s:.0f} s each, plus about "
+          f"40 s of start and stop per run; raw data in {config.out_dir}", flush=True)  # fmt: skip
+    run_experiment(config)
+    report_dir = Path(args.report_dir or PROJECT_ROOT / "docs" / "results" / args.mode)
+    results = write_report(config.out_dir, report_dir)
+    print(f"report: {report_dir / 'REPORT.md'}")
+    for name, verdict in results["targets"].items():
+        print(f"  {name}: {verdict['value']:.3f} (target <= {verdict['limit']}): "
+              f"{'met' if verdict['met'] else 'missed'}")  # fmt: skip
+    return 0
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
@@ -203,6 +253,23 @@ def build_parser() -> argparse.ArgumentParser:
     ingest.add_argument("--max-files", type=int, default=120, help="landed files per commit")
     ingest.add_argument("--once", action="store_true", help="one cycle, then exit")
     ingest.set_defaults(func=cmd_ingest)
+
+    experiment = sub.add_parser(
+        "experiment", help="compare scheduling policies on one recorded stream (issue 5)"
+    )
+    experiment.add_argument("--mode", choices=sorted(EXPERIMENT_MODES), default="short")
+    experiment.add_argument("--variants", help="comma-separated (default: the mode's)")
+    experiment.add_argument("--seeds", help="comma-separated stream and policy seeds")
+    experiment.add_argument("--duration", type=int, help="event-time seconds of stream per run")
+    experiment.add_argument("--rate", type=float, help="events per event-time second")
+    experiment.add_argument("--speedup", type=float, default=1.0)
+    experiment.add_argument("--universe-size", type=int, default=5257)
+    experiment.add_argument("--k", type=int, default=3, help="concurrent runs")
+    experiment.add_argument("--tick", type=int, default=5, help="sensor tick seconds")
+    experiment.add_argument("--out", help="raw data folder (default .lakehouse/experiments/MODE)")
+    experiment.add_argument("--report-dir", help="default docs/results/MODE")
+    experiment.add_argument("--keep-lakehouses", action="store_true")
+    experiment.set_defaults(func=cmd_experiment)
 
     service = sub.add_parser("spark-service", help="run the shared Spark service alone")
     service.add_argument("--port", type=int, default=None, help="default 15002")

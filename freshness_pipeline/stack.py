@@ -14,6 +14,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -21,6 +22,7 @@ from freshness_pipeline.settings import PROJECT_ROOT, load_settings
 from freshness_pipeline.spark_service import SparkService, SparkServiceConfig
 
 log = logging.getLogger("freshness")
+INGEST_READY = "ingestion ready: Spark is up, waiting for landed files"
 
 
 class StopFlag:
@@ -115,6 +117,7 @@ class Stack:
         self.env["DAGSTER_HOME"] = str(self.dagster_home)
         self.service: SparkService | None = None
         self.children: list[tuple[str, subprocess.Popen, float]] = []
+        self._log_offsets: dict[str, int] = {}
 
     # -- start ---------------------------------------------------------------------------
 
@@ -186,7 +189,6 @@ class Stack:
                        "--universe-size", str(cfg.universe_size)]  # fmt: skip
         if cfg.duration_s is not None:
             replay += ["--duration", str(cfg.duration_s)]
-        self._spawn("replay", self._cli(*replay), 15)
         # Ingestion keeps its own Spark driver even when a service runs: its exactly-once
         # guarantee rests on a killed ingestor's half-done commit dying with it, which a
         # shared server (that finishes work for a vanished client) would not give.
@@ -195,6 +197,7 @@ class Stack:
             "ingest", self._cli("ingest", "--commit-interval", str(cfg.commit_interval_s)), 120,
             env=ingest_env,
         )  # fmt: skip
+        self._replay_argv = self._cli(*replay)
         bin_dir = Path(sys.executable).parent
         workspace = str(PROJECT_ROOT / "workspace.yaml")
         if cfg.webserver:
@@ -205,6 +208,25 @@ class Stack:
         # Run from DAGSTER_HOME so dagster does not mistake the checkout's dagster.yaml for
         # a second instance config (the one in DAGSTER_HOME is a link to it).
         self._spawn("dagster", dagster, 60, cwd=self.dagster_home)
+        # The stream starts once ingestion's Spark is up, so landed files do not pile up
+        # behind a starting JVM (the first commit would otherwise be a burst).
+        self._wait_for_log("ingest", INGEST_READY, timeout_s=240)
+        self._spawn("replay", self._replay_argv, 15)
+        # stop order: the stream first, then ingestion, then Dagster
+        self.children.insert(0, self.children.pop())
+
+    def _wait_for_log(self, name: str, marker: str, timeout_s: float) -> None:
+        path = self.config.logs_dir / f"{name}.log"
+        proc = self.process(name)
+        offset = self._log_offsets.get(name, 0)  # logs append across runs
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if path.exists() and marker in path.read_text(errors="replace")[offset:]:
+                return
+            if proc.poll() is not None:
+                raise RuntimeError(f"{name} exited with code {proc.returncode}; see {path}")
+            time.sleep(0.5)
+        raise RuntimeError(f"{name} did not get ready within {timeout_s:.0f} s; see {path}")
 
     def _spawn(
         self,
@@ -214,6 +236,10 @@ class Stack:
         env: dict[str, str] | None = None,
         cwd: Path = PROJECT_ROOT,
     ) -> None:
+        log_path = self.config.logs_dir / f"{name}.log"
+        self._log_offsets[name] = (
+            len(log_path.read_text(errors="replace")) if log_path.exists() else 0
+        )
         proc = spawn(name, argv, env or self.env, self.config.logs_dir, cwd)
         self.children.append((name, proc, stop_timeout))
 

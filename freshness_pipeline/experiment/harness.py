@@ -32,6 +32,7 @@ from freshness_pipeline.jobs.catalog import JOBS
 from freshness_pipeline.settings import PROJECT_ROOT, RAW_TABLES
 
 log = logging.getLogger("freshness.experiment")
+STREAM_MARGIN_S = 60
 
 
 @dataclass(frozen=True)
@@ -115,7 +116,9 @@ def record(config: ExperimentConfig, seed: int) -> Path:
         path.parent.mkdir(parents=True, exist_ok=True)
         stream = StreamConfig(seed=seed, rate=config.rate, universe_size=config.universe_size)
         tmp = path.with_suffix(".tmp")
-        count = record_stream(stream, config.duration_s, tmp)
+        # 60 s more than the window: the window opens at the first raw commit, a few
+        # seconds after the stream starts, and must not see the stream run dry.
+        count = record_stream(stream, config.duration_s + STREAM_MARGIN_S, tmp)
         tmp.rename(path)
         log.info("recorded %d events to %s", count, path)
     return path
@@ -154,7 +157,6 @@ def run_variant(config: ExperimentConfig, variant: Variant, seed: int, stream: P
             malformed_rate=0.0,
             commit_interval_s=config.commit_interval_s,
             replay_file=stream,
-            duration_s=config.duration_s,
             speedup=config.speedup,
             webserver=False,
             dagster_home=home,
@@ -164,10 +166,19 @@ def run_variant(config: ExperimentConfig, variant: Variant, seed: int, stream: P
     )
     log.info("seed %d, %s: starting the stack in %s", seed, variant.name, run_dir)
     stack.start()
-    start_us = int(time.time() * S)
-    sampler = StalenessSampler(_watermark_reader(lakehouse), start_us).start()
+    read = _watermark_reader(lakehouse)
+    sampler = None
     decision = None
     try:
+        # The window opens at the first commit of both raw tables: every variant then
+        # starts from the same state (Spark up, data flowing), not from JVM start-up noise.
+        ready_by = time.monotonic() + 300
+        while any(read(t) is None for t in RAW_TABLES):
+            if time.monotonic() > ready_by:
+                raise RuntimeError(f"no raw commit within 300 s; see {run_dir / 'logs'}")
+            time.sleep(0.5)
+        start_us = int(time.time() * S)
+        sampler = StalenessSampler(read, start_us).start()
         deadline = time.monotonic() + config.window_s
         decision_at = time.monotonic() + config.window_s / 2
         while time.monotonic() < deadline:
@@ -178,7 +189,7 @@ def run_variant(config: ExperimentConfig, variant: Variant, seed: int, stream: P
                 decision = _snapshot_decision(lakehouse, home, env)
             time.sleep(0.5)
     finally:
-        samples = sampler.stop()
+        samples = sampler.stop() if sampler else []
         stack.stop()
     summary = _collect(config, variant, seed, run_dir, lakehouse, home, samples, start_us)
     (run_dir / "decision.json").write_text(json.dumps(decision, indent=1))

@@ -1,0 +1,108 @@
+"""Memory of the long-running processes over a long demo run (target: flat).
+
+    python -m freshness_pipeline.bench.memory [--minutes 60] [--rate 2000]
+
+Runs the demo's stack (shared Spark service, replayer, ingestion, Dagster with the
+sensor on) on a throwaway lakehouse and samples, every 30 s, the resident memory (RSS)
+of each child's whole process tree: the Spark service JVM, ingestion (Python + its JVM)
+and Dagster (webserver, daemon, code server and the run workers alive at that moment).
+It prints the median of the first and the last 10 minutes per process and their ratio.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+
+def _children(pid: int) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        ppid = int(stat.rsplit(")", 1)[1].split()[1])
+        if ppid == pid:
+            found.append(int(entry.name))
+    return found
+
+
+def tree_rss_mib(pid: int) -> float:
+    """RSS of a process and all its descendants, in MiB (0 if it is gone)."""
+    total_kb = 0
+    stack = [pid]
+    while stack:
+        current = stack.pop()
+        try:
+            for line in Path(f"/proc/{current}/status").read_text().splitlines():
+                if line.startswith("VmRSS:"):
+                    total_kb += int(line.split()[1])
+        except OSError:
+            continue
+        stack.extend(_children(current))
+    return total_kb / 1024
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--minutes", type=float, default=60)
+    parser.add_argument("--rate", type=float, default=2000)
+    parser.add_argument("--interval", type=float, default=30)
+    args = parser.parse_args()
+
+    root = Path(tempfile.mkdtemp(prefix="bench_memory_"))
+    from freshness_pipeline.stack import Stack, StackConfig, StopFlag
+
+    env = {
+        "FRESHNESS_LAKEHOUSE": str(root / "tables"),
+        "FRESHNESS_LANDING": str(root / "landing"),
+        "FRESHNESS_SPARK_SERVICE_PORT": os.environ.get("FRESHNESS_SPARK_SERVICE_PORT", "15012"),
+    }
+    stack = Stack(
+        StackConfig(
+            rate=args.rate,
+            webserver=True,
+            port=3077,
+            dagster_home=root / "dagster_home",
+            logs_dir=root / "logs",
+            env=env,
+        )
+    )
+    stop = StopFlag()
+    samples: dict[str, list[tuple[float, float]]] = {}
+    with stack:
+        started = time.monotonic()
+        while not stop() and time.monotonic() - started < args.minutes * 60:
+            elapsed = time.monotonic() - started
+            for name, pid in stack.pids().items():
+                if name == "replay":
+                    continue
+                samples.setdefault(name, []).append((elapsed, tree_rss_mib(pid)))
+            line = ", ".join(f"{n} {v[-1][1]:.0f}" for n, v in samples.items())
+            print(f"{elapsed / 60:5.1f} min: RSS MiB {line}", flush=True)
+            crashed = [(n, c) for n, c in stack.exited() if n != "replay" or c]
+            if crashed:
+                print(f"exited: {crashed}; logs in {root / 'logs'}")
+                return 1
+            stop.wait(args.interval)
+    window = min(600.0, args.minutes * 60 / 3)
+    print(f"\nmachine: {os.cpu_count()} cores; {args.minutes:.0f} min at {args.rate:.0f} ev/s; "
+          f"medians of the first and last {window / 60:.0f} min:")  # fmt: skip
+    end = max(t for values in samples.values() for t, _ in values)
+    for name, values in samples.items():
+        first = statistics.median(v for t, v in values if t <= window)
+        last = statistics.median(v for t, v in values if t >= end - window)
+        print(f"  {name:14s} {first:7.0f} MiB -> {last:7.0f} MiB (x{last / first:.2f})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
