@@ -18,6 +18,6 @@ def temp_lakehouse(prefix: str):
     from freshness_pipeline.spark import build_spark_session
 
     settings = load_settings()
-    spark = build_spark_session(app_name=prefix.strip("_"))
+    spark = build_spark_session(app_name=prefix.strip("_"), remote="")  # own driver
     load_company_master(spark, settings, 5257)
     return settings, spark

@@ -1,6 +1,7 @@
 """Incremental run time with a fixed input while the tables grow about 10x.
 
     python -m freshness_pipeline.bench.incremental_growth [--rate 2000] [--base-s 30]
+    python -m freshness_pipeline.bench.incremental_growth --service   # runs on the service
 
 Grows every table to 1x, 3x and 10x of `base_s` seconds of stream (all six jobs caught
 up), then lands the same amount of new stream (`probe_s` seconds) and times each job's
@@ -27,6 +28,9 @@ def main() -> int:
     parser.add_argument("--probe-s", type=int, default=5)
     parser.add_argument("--sizes", default="1,3,10")
     parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument(
+        "--service", action="store_true", help="run the jobs through a shared Spark service"
+    )
     args = parser.parse_args()
     from freshness_pipeline.bench.common import temp_lakehouse
     from freshness_pipeline.hudi_metadata import HudiTableMetadata
@@ -41,7 +45,22 @@ def main() -> int:
     clock = VirtualClock(time.time() - 86_400)
     batches = generated_batches(StreamConfig(seed=5, rate=args.rate))
     ingestor = Ingestor(spark, settings, IngestConfig(max_files_per_commit=30))
-    runner = JobRunner(spark, settings.table_uri)
+    service = None
+    if args.service:
+        import socket
+        from pathlib import Path
+
+        from freshness_pipeline.spark import build_spark_session
+        from freshness_pipeline.spark_service import SparkService, SparkServiceConfig
+
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            port = sock.getsockname()[1]
+        state = Path(settings.lakehouse_root).parent / "service"
+        service = SparkService(SparkServiceConfig(settings.jars_dir, state, port=port)).start()
+        runner = JobRunner(build_spark_session(remote=service.url), settings.table_uri)
+    else:
+        runner = JobRunner(spark, settings.table_uri)
 
     def meta(table: str) -> HudiTableMetadata:
         return HudiTableMetadata(settings.table_uri(table))
@@ -97,6 +116,8 @@ def main() -> int:
         f"ratio {total_high / total_low:.2f}"
     )
     spark.stop()
+    if service:
+        service.stop()
     return 0
 
 
