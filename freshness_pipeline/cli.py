@@ -148,6 +148,7 @@ def cmd_experiment(args: argparse.Namespace) -> int:
         universe_size=args.universe_size,
         k=args.k,
         tick_s=args.tick,
+        commit_interval_s=args.commit_interval,
         keep_lakehouses=args.keep_lakehouses,
     )
     runs = len(config.variants) * len(config.seeds)
@@ -266,6 +267,9 @@ def build_parser() -> argparse.ArgumentParser:
     experiment.add_argument("--universe-size", type=int, default=5257)
     experiment.add_argument("--k", type=int, default=3, help="concurrent runs")
     experiment.add_argument("--tick", type=int, default=5, help="sensor tick seconds")
+    experiment.add_argument(
+        "--commit-interval", type=float, default=5.0, help="ingestion commit interval (s)"
+    )
     experiment.add_argument("--out", help="raw data folder (default .lakehouse/experiments/MODE)")
     experiment.add_argument("--report-dir", help="default docs/results/MODE")
     experiment.add_argument("--keep-lakehouses", action="store_true")

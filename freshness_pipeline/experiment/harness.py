@@ -9,7 +9,8 @@ watermark from its Hudi timeline. The measurement window is the replay's wall du
 from the moment the stack is up; then the stack stops and the harness collects, per
 run directory: samples.csv, runs.json (every run: tags, times, metadata), commits.json
 (files written per commit per table), decision.json (one planner decision with its
-candidate table, recomputed on the live state mid-run) and summary.json.
+candidate table, recomputed on the live state in the second half of the run: the
+snapshot with the most candidate cutoffs) and summary.json.
 """
 
 from __future__ import annotations
@@ -185,8 +186,13 @@ def run_variant(config: ExperimentConfig, variant: Variant, seed: int, stream: P
             crashed = [(n, c) for n, c in stack.exited() if n != "replay" or c]
             if crashed:
                 raise RuntimeError(f"{crashed} exited during the run; see {run_dir / 'logs'}")
-            if decision is None and time.monotonic() >= decision_at:
-                decision = _snapshot_decision(lakehouse, home, env)
+            if time.monotonic() >= decision_at:
+                # From halfway on, every 15 s; keep the richest candidate table seen (at
+                # one instant all jobs may be running or waiting).
+                decision_at = time.monotonic() + 15
+                snapshot = _snapshot_decision(lakehouse, home, env)
+                if _richness(snapshot) > _richness(decision):
+                    decision = snapshot
             time.sleep(0.5)
     finally:
         samples = sampler.stop() if sampler else []
@@ -200,6 +206,12 @@ def run_variant(config: ExperimentConfig, variant: Variant, seed: int, stream: P
     (run_dir / "summary.json").write_text(json.dumps(summary, indent=1))
     log.info("seed %d, %s: P=%.0f P0=%.0f", seed, variant.name, summary["P"], summary["P0"])
     return summary
+
+
+def _richness(decision: dict | None) -> int:
+    if not decision or not decision["jobs"]:
+        return 0
+    return max(len(job["candidates"]) for job in decision["jobs"])
 
 
 def _snapshot_decision(lakehouse: Path, home: Path, env: dict[str, str]) -> dict | None:
