@@ -4,7 +4,6 @@ service (Spark Connect server) per test session."""
 from __future__ import annotations
 
 import os
-import socket
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -30,16 +29,10 @@ def spark() -> Iterator[object]:
     session.stop()
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 @pytest.fixture(scope="session")
 def spark_service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
     """One real Spark Connect server (the shared Spark service) for the test session."""
-    from freshness_pipeline.spark_service import SparkService, SparkServiceConfig
+    from freshness_pipeline.spark_service import SparkService, SparkServiceConfig, free_port
 
     config = SparkServiceConfig(
         jars_dir=load_settings().jars_dir,

@@ -23,15 +23,22 @@ class HudiBundleMissing(RuntimeError):
     """The Hudi Spark bundle jar has not been fetched (run `make setup`)."""
 
 
-def find_hudi_bundle(jars_dir: Path) -> Path:
-    bundles = sorted(jars_dir.glob("hudi-spark*-bundle_*.jar"))
-    if not bundles:
+def find_jar(jars_dir: Path, pattern: str, what: str, artifact: str) -> Path:
+    """The newest jar matching `pattern`, or HudiBundleMissing saying how to fetch it."""
+    jars = sorted(jars_dir.glob(pattern))
+    if not jars:
         raise HudiBundleMissing(
-            f"No Hudi Spark bundle in {jars_dir}. Run `make setup` (it fetches "
-            "org.apache.hudi:hudi-spark3.5-bundle_2.12 from Maven Central with mvn), "
-            "or set FRESHNESS_JARS_DIR to a folder that holds it."
+            f"No {what} in {jars_dir}. Run `make setup` (it fetches {artifact} from Maven "
+            "Central with mvn), or set FRESHNESS_JARS_DIR to a folder that holds it."
         )
-    return bundles[-1]
+    return jars[-1]
+
+
+def find_hudi_bundle(jars_dir: Path) -> Path:
+    return find_jar(
+        jars_dir, "hudi-spark*-bundle_*.jar", "Hudi Spark bundle",
+        "org.apache.hudi:hudi-spark3.5-bundle_2.12",
+    )  # fmt: skip
 
 
 def hudi_spark_conf(

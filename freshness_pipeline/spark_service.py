@@ -20,7 +20,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from freshness_pipeline.spark import find_hudi_bundle, hudi_spark_conf
+from freshness_pipeline.spark import find_hudi_bundle, find_jar, hudi_spark_conf
 
 CONNECT_SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
 DEFAULT_PORT = 15002
@@ -55,14 +55,17 @@ class SparkServiceError(RuntimeError):
 
 
 def find_connect_jar(jars_dir: Path) -> Path:
-    jars = sorted(jars_dir.glob("spark-connect_*.jar"))
-    if not jars:
-        raise SparkServiceError(
-            f"No Spark Connect server jar in {jars_dir}. Run `make setup` (it fetches "
-            "org.apache.spark:spark-connect_2.12 from Maven Central with mvn), or set "
-            "FRESHNESS_JARS_DIR to a folder that holds it."
-        )
-    return jars[-1]
+    return find_jar(
+        jars_dir, "spark-connect_*.jar", "Spark Connect server jar",
+        "org.apache.spark:spark-connect_2.12",
+    )  # fmt: skip
+
+
+def free_port() -> int:
+    """A TCP port nothing listens on now (for services started by tests and benchmarks)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
 
 
 def spark_submit_path() -> Path:
@@ -106,7 +109,8 @@ def server_command(config: SparkServiceConfig) -> list[str]:
             ),
         }
     )
-    jars = f"{find_hudi_bundle(config.jars_dir)},{find_connect_jar(config.jars_dir)}"
+    connect_jar = find_connect_jar(config.jars_dir)
+    jars = f"{find_hudi_bundle(config.jars_dir)},{connect_jar}"
     argv = [
         str(spark_submit_path()),
         "--class", CONNECT_SERVER_CLASS,
@@ -116,7 +120,7 @@ def server_command(config: SparkServiceConfig) -> list[str]:
     ]  # fmt: skip
     for key, value in sorted(conf.items()):
         argv += ["--conf", f"{key}={value}"]
-    argv.append(str(find_connect_jar(config.jars_dir)))  # spark-submit wants a primary jar
+    argv.append(str(connect_jar))  # spark-submit wants a primary jar
     return argv
 
 

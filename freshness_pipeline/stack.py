@@ -221,8 +221,11 @@ class Stack:
         offset = self._log_offsets.get(name, 0)  # logs append across runs
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
-            if path.exists() and marker in path.read_text(errors="replace")[offset:]:
-                return
+            if path.exists():
+                with path.open("rb") as handle:
+                    handle.seek(offset)  # only what this start of the child wrote
+                    if marker.encode() in handle.read():
+                        return
             if proc.poll() is not None:
                 raise RuntimeError(f"{name} exited with code {proc.returncode}; see {path}")
             time.sleep(0.5)
@@ -237,9 +240,7 @@ class Stack:
         cwd: Path = PROJECT_ROOT,
     ) -> None:
         log_path = self.config.logs_dir / f"{name}.log"
-        self._log_offsets[name] = (
-            len(log_path.read_text(errors="replace")) if log_path.exists() else 0
-        )
+        self._log_offsets[name] = log_path.stat().st_size if log_path.exists() else 0
         proc = spawn(name, argv, env or self.env, self.config.logs_dir, cwd)
         self.children.append((name, proc, stop_timeout))
 

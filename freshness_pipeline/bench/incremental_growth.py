@@ -47,15 +47,12 @@ def main() -> int:
     ingestor = Ingestor(spark, settings, IngestConfig(max_files_per_commit=30))
     service = None
     if args.service:
-        import socket
         from pathlib import Path
 
         from freshness_pipeline.spark import build_spark_session
-        from freshness_pipeline.spark_service import SparkService, SparkServiceConfig
+        from freshness_pipeline.spark_service import SparkService, SparkServiceConfig, free_port
 
-        with socket.socket() as sock:
-            sock.bind(("127.0.0.1", 0))
-            port = sock.getsockname()[1]
+        port = free_port()
         state = Path(settings.lakehouse_root).parent / "service"
         service = SparkService(SparkServiceConfig(settings.jars_dir, state, port=port)).start()
         runner = JobRunner(build_spark_session(remote=service.url), settings.table_uri)

@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import socket
 import statistics
 import subprocess
 import sys
@@ -37,12 +36,6 @@ spark = build_spark_session(app_name="overhead_probe")
 spark.sql("SELECT 1").collect()
 print(time.monotonic() - started)
 """
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def _session_seconds(env: dict[str, str]) -> float:
@@ -87,7 +80,7 @@ def main() -> int:
     os.environ.pop("FRESHNESS_SPARK_REMOTE", None)
     from freshness_pipeline.settings import load_settings
     from freshness_pipeline.spark import build_spark_session
-    from freshness_pipeline.spark_service import SparkService, SparkServiceConfig
+    from freshness_pipeline.spark_service import SparkService, SparkServiceConfig, free_port
     from freshness_pipeline.stream.feeder import StreamFeeder
 
     settings = load_settings()
@@ -97,7 +90,7 @@ def main() -> int:
     home.mkdir()
     (home / "dagster.yaml").write_text((PROJECT_ROOT / "dagster.yaml").read_text())
     service_config = SparkServiceConfig(
-        jars_dir=settings.jars_dir, state_dir=root / "service", port=_free_port()
+        jars_dir=settings.jars_dir, state_dir=root / "service", port=free_port()
     )
     base_env = {**os.environ, "DAGSTER_HOME": str(home)}
     modes = {

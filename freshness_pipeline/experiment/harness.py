@@ -21,7 +21,6 @@ import logging
 import os
 import platform
 import shutil
-import socket
 import subprocess
 import time
 from dataclasses import asdict, dataclass, field
@@ -31,6 +30,7 @@ from freshness_pipeline.experiment.staleness import S, StalenessSampler, total_s
 from freshness_pipeline.hudi_metadata import HudiTableMetadata, TableNotFound
 from freshness_pipeline.jobs.catalog import JOBS
 from freshness_pipeline.settings import PROJECT_ROOT, RAW_TABLES
+from freshness_pipeline.spark_service import free_port
 
 log = logging.getLogger("freshness.experiment")
 STREAM_MARGIN_S = 60
@@ -92,12 +92,6 @@ class ExperimentConfig:
         return self.duration_s / self.speedup
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 def _watermark_reader(lakehouse: Path):
     def read(table: str) -> int | None:
         try:
@@ -147,7 +141,7 @@ def run_variant(config: ExperimentConfig, variant: Variant, seed: int, stream: P
         "FRESHNESS_K": str(config.k),
         "FRESHNESS_TICK_S": str(config.tick_s),
         "FRESHNESS_SEED": str(seed),
-        "FRESHNESS_SPARK_SERVICE_PORT": str(_free_port()),
+        "FRESHNESS_SPARK_SERVICE_PORT": str(free_port()),
         **variant.env,
     }
     env.pop("FRESHNESS_SPARK_REMOTE", None)
