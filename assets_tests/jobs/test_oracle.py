@@ -51,6 +51,10 @@ def random_config(rng: random.Random, feeder: StreamFeeder, job: str):
     return files, u
 
 
+def _temp_views(spark) -> list[str]:
+    return [t.name for t in spark.catalog.listTables() if t.isTemporary]
+
+
 @pytest.mark.parametrize(
     ("seed", "backend"),
     [(11, "local"), (12, "service")],
@@ -117,11 +121,14 @@ def test_oracle_holds_under_random_schedules(request, lakehouse, tmp_path, seed,
             before = watermark(feeder, job)
             with pytest.raises(InjectedFailure):
                 runner.run(spec, resolved, fail_before_commit=True)
+            assert _temp_views(spark) == [], "a failed run left its views in the session"
             assert watermark(feeder, job) == before  # the failed run changed nothing
             resolved = resolve_run(spec, [p.uri for v in resolved.files.values() for p in v],
                                    resolved.cutoff_us, feeder.meta)  # fmt: skip
         report = runner.run(spec, resolved)
         assert watermark(feeder, job) == resolved.cutoff_us
+        # A shared service keeps the session after the run: nothing of the run stays in it.
+        assert _temp_views(spark) == [], job
         log.append(f"{action} {job}: {report.files_read} files, u={resolved.cutoff_us}")
 
     kinds = {entry.split()[0] for entry in log}

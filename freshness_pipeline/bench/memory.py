@@ -7,13 +7,20 @@ sensor on) on a throwaway lakehouse and samples, every 30 s, the resident memory
 of each child's whole process tree: the Spark service JVM, ingestion (Python + its JVM)
 and Dagster (webserver, daemon, code server and the run workers alive at that moment).
 It prints the median of the first and the last 10 minutes per process and their ratio.
+
+RSS alone cannot tell a leak from a JVM growing its heap toward -Xmx, which it does lazily
+and never gives back. So every `--gc-every` samples it also forces a full GC in each JVM
+(`jcmd GC.run`) and records the heap still in use afterwards: the live data. Flat live
+heap with RSS at a plateau below the heap limit is the bound; growing live heap is a leak.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import re
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -51,11 +58,50 @@ def tree_rss_mib(pid: int) -> float:
     return total_kb / 1024
 
 
+def tree_pids(pid: int) -> list[int]:
+    found, stack = [], [pid]
+    while stack:
+        current = stack.pop()
+        found.append(current)
+        stack.extend(_children(current))
+    return found
+
+
+def live_heap_mib(pid: int) -> float | None:
+    """Heap in use right after a forced full GC, summed over the JVMs in a process tree."""
+    total, seen = 0.0, False
+    for candidate in tree_pids(pid):
+        try:
+            if Path(f"/proc/{candidate}/comm").read_text().strip() != "java":
+                continue
+        except OSError:
+            continue
+        try:
+            subprocess.run(["jcmd", str(candidate), "GC.run"], capture_output=True, timeout=60)
+            info = subprocess.run(
+                ["jcmd", str(candidate), "GC.heap_info"],
+                capture_output=True,
+                text=True,
+                timeout=60,
+            ).stdout
+        except (OSError, subprocess.TimeoutExpired):
+            continue
+        # "garbage-first heap   total 262144K, used 81234K [...]"
+        match = re.search(r"heap\s+total \d+K, used (\d+)K", info)
+        if match:
+            total += int(match.group(1)) / 1024
+            seen = True
+    return total if seen else None
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--minutes", type=float, default=60)
     parser.add_argument("--rate", type=float, default=2000)
     parser.add_argument("--interval", type=float, default=30)
+    parser.add_argument(
+        "--gc-every", type=int, default=10, help="samples between live-heap readings"
+    )
     args = parser.parse_args()
 
     root = Path(tempfile.mkdtemp(prefix="bench_memory_"))
@@ -78,6 +124,8 @@ def main() -> int:
     )
     stop = StopFlag()
     samples: dict[str, list[tuple[float, float]]] = {}
+    heaps: dict[str, list[tuple[float, float]]] = {}
+    readings = 0
     with stack:
         started = time.monotonic()
         while not stop() and time.monotonic() - started < args.minutes * 60:
@@ -87,7 +135,16 @@ def main() -> int:
                     continue
                 samples.setdefault(name, []).append((elapsed, tree_rss_mib(pid)))
             line = ", ".join(f"{n} {v[-1][1]:.0f}" for n, v in samples.items())
+            if readings % args.gc_every == 0:
+                for name, pid in stack.pids().items():
+                    heap = live_heap_mib(pid) if name != "replay" else None
+                    if heap is not None:
+                        heaps.setdefault(name, []).append((elapsed, heap))
+                line += "; live heap MiB " + ", ".join(
+                    f"{n} {v[-1][1]:.0f}" for n, v in heaps.items()
+                )
             print(f"{elapsed / 60:5.1f} min: RSS MiB {line}", flush=True)
+            readings += 1
             crashed = [(n, c) for n, c in stack.exited() if n != "replay" or c]
             if crashed:
                 print(f"exited: {crashed}; logs in {root / 'logs'}")
@@ -101,6 +158,10 @@ def main() -> int:
         first = statistics.median(v for t, v in values if t <= window)
         last = statistics.median(v for t, v in values if t >= end - window)
         print(f"  {name:14s} {first:7.0f} MiB -> {last:7.0f} MiB (x{last / first:.2f})")
+    print("live JVM heap after a full GC, every reading:")
+    for name, values in heaps.items():
+        readings = ", ".join(f"{t / 60:.0f} min {v:.0f}" for t, v in values)
+        print(f"  {name:14s} {readings} MiB")
     return 0
 
 

@@ -68,6 +68,7 @@ class JobRunner:
     def __init__(self, spark, table_uri) -> None:
         self.spark = spark
         self.table_uri = table_uri  # callable: table name -> URI
+        self._views: set[str] = set()
 
     def meta(self, table: str) -> HudiTableMetadata:
         return HudiTableMetadata(self.table_uri(table))
@@ -142,14 +143,30 @@ class JobRunner:
         self, spec: JobSpec, resolved: ResolvedRun, fail_before_commit: bool = False
     ) -> RunReport:
         try:
-            return self._run(spec, resolved, fail_before_commit)
-        except BaseException as exc:
-            if not isinstance(exc, Exception):
-                # Interrupted (Ctrl-C, or Dagster terminating the run). A local JVM dies
-                # with us; a shared Spark service would finish the write and commit behind
-                # a run Dagster reports as failed, racing its retry. Cancel it there.
-                self._interrupt_service_work()
+            report = self._run(spec, resolved, fail_before_commit)
+        except Exception:
+            self._drop_views()
             raise
+        except BaseException:
+            # Interrupted (Ctrl-C, or Dagster terminating the run). A local JVM dies
+            # with us; a shared Spark service would finish the write and commit behind
+            # a run Dagster reports as failed, racing its retry. Cancel it there.
+            self._interrupt_service_work()
+            raise
+        self._drop_views()
+        return report
+
+    def _register(self, df, name: str) -> None:
+        df.createOrReplaceTempView(name)
+        self._views.add(name)
+
+    def _drop_views(self) -> None:
+        # A Spark Connect server keeps each run's session (up to 100, for an hour idle);
+        # the views hold plans naming every file the run read, so they go with the run.
+        for name in sorted(self._views):
+            with contextlib.suppress(Exception):
+                self.spark.catalog.dropTempView(name)
+        self._views.clear()
 
     def _interrupt_service_work(self) -> None:
         if type(self.spark).__module__.startswith("pyspark.sql.connect"):
@@ -167,18 +184,16 @@ class JobRunner:
             delta = self._delta(table, resolved).cache()
             cached.append(delta)
             rows_scanned += int(delta.count())  # numpy.int64 through Spark Connect
-            delta.createOrReplaceTempView(f"delta_{table}")
+            self._register(delta, f"delta_{table}")
         for table in spec.dimensions:
-            _drop_hoodie(
-                spark.read.format("hudi").load(self.table_uri(table))
-            ).createOrReplaceTempView(table)
+            self._register(
+                _drop_hoodie(spark.read.format("hudi").load(self.table_uri(table))), table
+            )
         if spec.kind == "merge":
             partial = spark.sql(sections["partial"]).cache()
-            partial.createOrReplaceTempView("partial")
+            self._register(partial, "partial")
             existing = self._existing(spec, partial)
-            (existing if existing is not None else partial.limit(0)).createOrReplaceTempView(
-                "existing"
-            )
+            self._register(existing if existing is not None else partial.limit(0), "existing")
         else:
             touched = spark.sql(sections["touched"]).cache()
             cached.append(touched)
@@ -191,14 +206,12 @@ class JobRunner:
                 group_rows = self._read_files(uris, source).join(
                     touched, [spec.group_column, "second"], "left_semi"
                 )
-            group_rows.createOrReplaceTempView("group_rows")
+            self._register(group_rows, "group_rows")
             partial = spark.sql(sections["partial"]).cache()
-            partial.createOrReplaceTempView("partial")
+            self._register(partial, "partial")
             if spec.kind == "window":
                 existing = self._existing(spec, partial, WINDOW_SECONDS)
-                (existing if existing is not None else partial.limit(0)).createOrReplaceTempView(
-                    "existing"
-                )
+                self._register(existing if existing is not None else partial.limit(0), "existing")
         result = spark.sql(sections["merge"]).cache()
         stats = result.selectExpr(
             "count(*) AS n",
