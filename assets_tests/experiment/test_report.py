@@ -1,0 +1,41 @@
+"""The report's comparisons pair runs of the same recorded stream (same seed)."""
+
+import math
+
+from freshness_pipeline.experiment.report import comparison_rows, paired_ratio
+
+
+def _stats(per_variant: dict[str, dict[int, float]]) -> dict[str, dict]:
+    return {
+        variant: {"per_seed": per_seed, "P_mean": sum(per_seed.values()) / len(per_seed)}
+        for variant, per_seed in per_variant.items()
+    }
+
+
+def test_paired_ratio_pairs_seeds_and_ignores_unpaired_ones():
+    stats = _stats({"a": {1: 90.0, 2: 60.0, 3: 10.0}, "b": {1: 100.0, 2: 50.0}})
+    mean, sd, seeds = paired_ratio(stats, "a", "b")
+    assert seeds == 2
+    assert math.isclose(mean, (0.9 + 1.2) / 2)
+    assert math.isclose(sd, math.sqrt(((0.9 - 1.05) ** 2 + (1.2 - 1.05) ** 2) / 1))
+
+
+def test_share_of_gain_due_to_subsets():
+    stats = _stats({
+        "pmb": {1: 800.0}, "random": {1: 1000.0},
+        "fixed_order_full": {1: 950.0}, "fixed_order_subsets": {1: 900.0},
+    })  # fmt: skip
+    text = "\n".join(comparison_rows(stats))
+    assert "| fixed_order_subsets | fixed_order_full | 0.947 |" in text
+    assert "against Random: 200 s; subset selection alone" in text
+    assert "with order and concurrency fixed, removes 50 s" in text
+    assert "(25% of PMB's gain)" in text
+    assert "Not run in this experiment: `pmb_footer_tmin` against `pmb`" in text
+
+
+def test_no_share_when_pmb_does_not_beat_random():
+    stats = _stats({
+        "pmb": {1: 1000.0}, "random": {1: 990.0},
+        "fixed_order_full": {1: 950.0}, "fixed_order_subsets": {1: 900.0},
+    })  # fmt: skip
+    assert "no share is computed" in "\n".join(comparison_rows(stats))
