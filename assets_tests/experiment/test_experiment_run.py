@@ -41,7 +41,8 @@ def test_short_experiment_produces_the_report(tmp_path: Path):
     assert len(streams) == 1
     text = (report / "REPORT.md").read_text()
     headings = ("Total staleness P", "Summed staleness over time", "marginal benefit",
-                "Subset selections", "Files written per commit", "candidate table")  # fmt: skip
+                "Subset selections", "Files written per commit", "candidate table",
+                "What a run costs")  # fmt: skip
     for heading in headings:
         assert heading in text
     assert "| pmb |" in text and "| random |" in text and "P(pmb) / P(random)" in text
