@@ -7,6 +7,7 @@ import pytest
 from dagster._core.test_utils import create_run_for_test
 
 from freshness_pipeline.hudi_metadata import FileSlice, PendingFile, TableNotFound
+from freshness_pipeline.planner import POLICIES
 from freshness_pipeline.resources import HudiMetadataResource
 from freshness_pipeline.scheduler_settings import DEFAULT_K, SchedulerSettings
 from freshness_pipeline.sensor import ASSET_TAG, build_sensor, evaluate_tick
@@ -188,3 +189,15 @@ def test_k_agrees_with_the_run_queue():
 def test_bad_settings_refused(bad):
     with pytest.raises(ValueError):
         SchedulerSettings(**bad)
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+def test_every_policy_launches_the_runnable_aggregates(policy):
+    """Each policy the experiment runs goes through the sensor (not only the planner)."""
+    with dg.instance_for_test() as instance:
+        result, requests = tick(raw_lake(), instance, policy=policy, seed=7)
+    assert sorted(r.tags[ASSET_TAG] for r in requests) == ["price_aggr", "trade_aggr"]
+    for request in requests:
+        assert request.tags["freshness/policy"] == policy
+        files = request.run_config["ops"][request.tags[ASSET_TAG]]["config"]["files"]
+        assert files, request.run_config
