@@ -42,3 +42,9 @@ def test_workspace_and_instance_files_exist():
     assert "freshness_pipeline.definitions" in (PROJECT_ROOT / "workspace.yaml").read_text()
     instance = (PROJECT_ROOT / "dagster.yaml").read_text()
     assert "max_concurrent_runs: 3" in instance
+
+
+def test_runs_execute_their_one_step_in_the_run_worker():
+    # The multiprocess default would start a second Python process per run.
+    job = defs.resolve_implicit_global_asset_job_def()
+    assert job.executor_def.name == dg.in_process_executor.name
