@@ -67,6 +67,15 @@ def hudi_spark_conf(
         # default (a distributed listing job once a read names more than 32 paths) cost
         # 4.5 s for 144 files on 2 cores.
         "spark.sql.sources.parallelPartitionDiscovery.threshold": "100000",
+        # The shared service and ingestion live for hours. Spark keeps a status record of
+        # every job, stage, task and SQL execution (UI or not) up to 1,000 / 1,000 /
+        # 100,000 / 1,000, and a 250 MB cache of listed files; a freshness pipeline runs
+        # thousands of small jobs, so keep the recent ones only.
+        "spark.ui.retainedJobs": "200",
+        "spark.ui.retainedStages": "200",
+        "spark.ui.retainedTasks": "10000",
+        "spark.sql.ui.retainedExecutions": "100",
+        "spark.sql.hive.filesourcePartitionFileCacheSize": str(64 * 1024 * 1024),
         # Timestamps are stored as UTC micros; never let the JVM's zone leak in.
         "spark.driver.extraJavaOptions": "-Duser.timezone=UTC",
         "spark.executor.extraJavaOptions": "-Duser.timezone=UTC",
