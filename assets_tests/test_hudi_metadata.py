@@ -244,3 +244,7 @@ def test_warm_snapshots_come_from_the_caches_and_see_new_commits(spark, tmp_path
     assert len(after.commits()) == 3 and after.watermark_us() == t + 209
     assert parsed == [after.commits()[-1].instant]
     assert after.latest_file_slices() != cold_view[1]  # partition b got a new version
+    # The table's newest listing replaced the old one: one slice-cache entry per table.
+    entries = [k for k in hm.SLICE_CACHE._items if path in (k if isinstance(k, tuple) else (k,))]
+    assert entries == [path]
+    assert hm.SLICE_CACHE.get(path)[1] == after.latest_file_slices()
