@@ -154,6 +154,7 @@ def cmd_experiment(args: argparse.Namespace) -> int:
         tick_s=args.tick,
         commit_interval_s=float(args.commit_interval or mode["commit_interval"]),
         keep_lakehouses=args.keep_lakehouses,
+        resume=args.resume,
     )
     runs = len(config.variants) * len(config.seeds)
     print(f"experiment ({args.mode}): {runs} runs of {config.window_s:.0f} s each, plus about "
@@ -277,6 +278,11 @@ def build_parser() -> argparse.ArgumentParser:
     experiment.add_argument("--out", help="raw data folder (default .lakehouse/experiments/MODE)")
     experiment.add_argument("--report-dir", help="default docs/results/MODE")
     experiment.add_argument("--keep-lakehouses", action="store_true")
+    experiment.add_argument(
+        "--resume",
+        action="store_true",
+        help="keep (seed, variant) runs already finished in --out; run only the rest",
+    )
     experiment.set_defaults(func=cmd_experiment)
 
     service = sub.add_parser("spark-service", help="run the shared Spark service alone")

@@ -86,6 +86,7 @@ class ExperimentConfig:
     tick_s: int = 5
     commit_interval_s: float = 5.0
     keep_lakehouses: bool = False
+    resume: bool = False  # keep finished (seed, variant) runs found in out_dir
 
     @property
     def window_s(self) -> float:
@@ -324,10 +325,18 @@ def _collect(
         "P0": p0,
         "samples": len(samples),
         "window_s": config.window_s,
+        "conditions": _conditions(config),
         "start_us": start_us,
         "runs": len(runs),
         "runs_succeeded": sum(r["status"] == "SUCCESS" for r in runs),
     }
+
+
+def _conditions(config: ExperimentConfig) -> dict:
+    """What must match for runs of different invocations to be compared."""
+    return {"duration_s": config.duration_s, "rate": config.rate, "speedup": config.speedup,
+            "universe_size": config.universe_size, "k": config.k, "tick_s": config.tick_s,
+            "commit_interval_s": config.commit_interval_s}  # fmt: skip
 
 
 def machine_facts() -> dict:
@@ -359,5 +368,14 @@ def run_experiment(config: ExperimentConfig) -> list[dict]:
     for seed in config.seeds:
         stream = record(config, seed)
         for variant in config.variants:
+            done = config.out_dir / f"seed{seed}" / variant.name / "summary.json"
+            if (
+                config.resume
+                and done.exists()
+                and json.loads(done.read_text()).get("conditions") == _conditions(config)
+            ):
+                log.info("seed %d, %s: kept from an earlier invocation", seed, variant.name)
+                summaries.append(json.loads(done.read_text()))
+                continue
             summaries.append(run_variant(config, variant, seed, stream))
     return summaries

@@ -331,7 +331,7 @@ def write_report(exp_dir: Path, report_dir: Path) -> dict:
         f"companies, replayed at speed-up {config['speedup']}; one recorded stream per seed, "
         f"replayed identically for every variant.",
         f"- Scheduler: K = {config['k']}, sensor tick {config['tick_s']} s; ingestion commits "
-        f"every {config['commit_interval_s']} s; seeds {config['seeds']}.",
+        f"every {config['commit_interval_s']} s; seeds {sorted({r['seed'] for r in runs})}.",
         f"- Measurement: every second, each non-raw table's watermark from its Hudi timeline; "
         f"window {config['duration_s'] / config['speedup']:.0f} s from the moment the stack is "
         "up. P = sum over tables and samples of (now - watermark); P0 = the same with each "
