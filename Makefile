@@ -76,7 +76,7 @@ experiment: setup
 	$(VENV)/bin/freshness experiment --mode short
 
 experiment-long: setup
-	$(VENV)/bin/freshness experiment --mode long
+	$(VENV)/bin/freshness experiment --mode long --resume
 
 clean-data:
 	rm -rf .lakehouse $(DAGSTER_HOME)/storage $(DAGSTER_HOME)/history $(DAGSTER_HOME)/logs $(DAGSTER_HOME)/schedules
