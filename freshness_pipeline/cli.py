@@ -115,8 +115,8 @@ def cmd_spark_service(args: argparse.Namespace) -> int:
 
 
 EXPERIMENT_MODES = {
-    # short: CI-friendly, a few minutes. long: every variant, three seeds; about 7 minutes
-    # per variant and seed (the window plus start, drain and stop), so about 2.8 hours, or
+    # short: CI-friendly, a few minutes. long: every variant, three seeds; about 6.5 minutes
+    # per variant and seed (the window plus start, drain and stop), so about 2.6 hours, or
     # one seed at a time with the same --out (the report pools what the folder holds).
     # Both at 300 events/s with 10 s ingestion commits: on 2 cores a higher rate leaves the
     # derived jobs' runs waiting on ingestion's JVM (docs/results/README.md).
