@@ -6,7 +6,8 @@ Runs the demo's stack (shared Spark service, replayer, ingestion, Dagster with t
 sensor on) on a throwaway lakehouse and samples, every 30 s, the resident memory (RSS)
 of each child's whole process tree: the Spark service JVM, ingestion (Python + its JVM)
 and Dagster (webserver, daemon, code server and the run workers alive at that moment).
-It prints the median of the first and the last 10 minutes per process and their ratio.
+It prints the median and max RSS per sixth of the run for each process tree, and for the
+Dagster tree also per role (webserver, daemon, code server with the sensor, run workers).
 
 RSS alone cannot tell a leak from a JVM growing its heap toward -Xmx, which it does lazily
 and never gives back. So every `--gc-every` samples it also forces a full GC in each JVM
@@ -56,6 +57,33 @@ def tree_rss_mib(pid: int) -> float:
             continue
         stack.extend(_children(current))
     return total_kb / 1024
+
+
+# Which Dagster process a command line belongs to, first match wins.
+DAGSTER_ROLES = (
+    ("run workers", ("execute_run", "execute_step")),
+    ("code server", ("grpc",)),
+    ("daemon", ("dagster-daemon",)),
+    ("webserver", ("dagster-webserver", "dagster dev", "dagster_webserver")),
+)
+
+
+def role_rss_mib(pid: int) -> dict[str, float]:
+    """RSS of a Dagster tree by role (webserver, daemon, code server, run workers)."""
+    totals: dict[str, float] = {}
+    for member in tree_pids(pid):
+        try:
+            cmdline = Path(f"/proc/{member}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+            rss_kb = next(
+                int(line.split()[1])
+                for line in Path(f"/proc/{member}/status").read_text().splitlines()
+                if line.startswith("VmRSS:")
+            )
+        except (OSError, StopIteration):
+            continue
+        role = next((r for r, marks in DAGSTER_ROLES if any(m in cmdline for m in marks)), "other")
+        totals[role] = totals.get(role, 0.0) + rss_kb / 1024
+    return totals
 
 
 def tree_pids(pid: int) -> list[int]:
@@ -134,7 +162,13 @@ def main() -> int:
                 if name == "replay":
                     continue
                 samples.setdefault(name, []).append((elapsed, tree_rss_mib(pid)))
-            line = ", ".join(f"{n} {v[-1][1]:.0f}" for n, v in samples.items())
+                if name == "dagster":
+                    roles = role_rss_mib(pid)
+                    for role in [r for r, _ in DAGSTER_ROLES] + ["other"]:
+                        samples.setdefault(f"  {role}", []).append((elapsed, roles.get(role, 0.0)))
+            line = ", ".join(
+                f"{n} {v[-1][1]:.0f}" for n, v in samples.items() if not n.startswith(" ")
+            )
             if readings % args.gc_every == 0:
                 for name, pid in stack.pids().items():
                     heap = live_heap_mib(pid) if name != "replay" else None
@@ -150,18 +184,22 @@ def main() -> int:
                 print(f"exited: {crashed}; logs in {root / 'logs'}")
                 return 1
             stop.wait(args.interval)
-    window = min(600.0, args.minutes * 60 / 3)
+    # Median / max RSS per window: the trend across windows is the verdict (the first one
+    # holds the warm-up: JVM heaps growing, caches filling).
+    window = args.minutes * 60 / 6
     print(f"\nmachine: {os.cpu_count()} cores; {args.minutes:.0f} min at {args.rate:.0f} ev/s; "
-          f"medians of the first and last {window / 60:.0f} min:")  # fmt: skip
-    end = max(t for values in samples.values() for t, _ in values)
+          f"RSS MiB, median / max per {window / 60:.0f}-minute window:")  # fmt: skip
     for name, values in samples.items():
-        first = statistics.median(v for t, v in values if t <= window)
-        last = statistics.median(v for t, v in values if t >= end - window)
-        print(f"  {name:14s} {first:7.0f} MiB -> {last:7.0f} MiB (x{last / first:.2f})")
+        cells = []
+        for index in range(6):
+            inside = [v for t, v in values if index * window <= t < (index + 1) * window]
+            median = statistics.median(inside) if inside else 0.0
+            cells.append(f"{median:6.0f} / {max(inside):6.0f}" if inside else "-")
+        print(f"  {name:14s} " + " | ".join(cells))
     print("live JVM heap after a full GC, every reading:")
     for name, values in heaps.items():
-        readings = ", ".join(f"{t / 60:.0f} min {v:.0f}" for t, v in values)
-        print(f"  {name:14s} {readings} MiB")
+        series = ", ".join(f"{t / 60:.0f} min {v:.0f}" for t, v in values)
+        print(f"  {name:14s} {series} MiB")
     return 0
 
 
