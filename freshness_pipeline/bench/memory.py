@@ -43,29 +43,29 @@ def _children(pid: int) -> list[int]:
     return found
 
 
+def _rss_mib(pid: int) -> float:
+    """Resident memory of one process, in MiB (0 if it is gone)."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return 0.0
+
+
 def tree_rss_mib(pid: int) -> float:
     """RSS of a process and all its descendants, in MiB (0 if it is gone)."""
-    total_kb = 0
-    stack = [pid]
-    while stack:
-        current = stack.pop()
-        try:
-            for line in Path(f"/proc/{current}/status").read_text().splitlines():
-                if line.startswith("VmRSS:"):
-                    total_kb += int(line.split()[1])
-        except OSError:
-            continue
-        stack.extend(_children(current))
-    return total_kb / 1024
+    return sum(_rss_mib(member) for member in tree_pids(pid))
 
 
 # Which Dagster process a command line belongs to, first match wins.
 DAGSTER_ROLES = (
     ("run workers", ("execute_run", "execute_step")),
     ("code server", ("grpc",)),
-    ("daemon", ("dagster-daemon",)),
-    ("webserver", ("dagster-webserver", "dagster dev", "dagster_webserver")),
-)
+    ("daemon", ("dagster._daemon", "dagster-daemon")),  # `dagster dev` runs -m dagster._daemon
+    ("webserver", ("dagster_webserver", "dagster-webserver")),
+)  # the rest ("other"): the `dagster dev` supervisor and anything unmatched
 
 
 def role_rss_mib(pid: int) -> dict[str, float]:
@@ -74,15 +74,10 @@ def role_rss_mib(pid: int) -> dict[str, float]:
     for member in tree_pids(pid):
         try:
             cmdline = Path(f"/proc/{member}/cmdline").read_bytes().replace(b"\0", b" ").decode()
-            rss_kb = next(
-                int(line.split()[1])
-                for line in Path(f"/proc/{member}/status").read_text().splitlines()
-                if line.startswith("VmRSS:")
-            )
-        except (OSError, StopIteration):
+        except OSError:
             continue
         role = next((r for r, marks in DAGSTER_ROLES if any(m in cmdline for m in marks)), "other")
-        totals[role] = totals.get(role, 0.0) + rss_kb / 1024
+        totals[role] = totals.get(role, 0.0) + _rss_mib(member)
     return totals
 
 
@@ -161,11 +156,14 @@ def main() -> int:
             for name, pid in stack.pids().items():
                 if name == "replay":
                     continue
-                samples.setdefault(name, []).append((elapsed, tree_rss_mib(pid)))
-                if name == "dagster":
-                    roles = role_rss_mib(pid)
-                    for role in [r for r, _ in DAGSTER_ROLES] + ["other"]:
-                        samples.setdefault(f"  {role}", []).append((elapsed, roles.get(role, 0.0)))
+                if name != "dagster":
+                    samples.setdefault(name, []).append((elapsed, tree_rss_mib(pid)))
+                    continue
+                # One walk of the Dagster tree gives both its total and its roles.
+                roles = role_rss_mib(pid)
+                samples.setdefault(name, []).append((elapsed, sum(roles.values())))
+                for role in [r for r, _ in DAGSTER_ROLES] + ["other"]:
+                    samples.setdefault(f"  {role}", []).append((elapsed, roles.get(role, 0.0)))
             line = ", ".join(
                 f"{n} {v[-1][1]:.0f}" for n, v in samples.items() if not n.startswith(" ")
             )
@@ -188,7 +186,7 @@ def main() -> int:
     # holds the warm-up: JVM heaps growing, caches filling).
     window = args.minutes * 60 / 6
     print(f"\nmachine: {os.cpu_count()} cores; {args.minutes:.0f} min at {args.rate:.0f} ev/s; "
-          f"RSS MiB, median / max per {window / 60:.0f}-minute window:")  # fmt: skip
+          f"RSS MiB, median / max per {window / 60:.1f}-minute window:")  # fmt: skip
     for name, values in samples.items():
         cells = []
         for index in range(6):

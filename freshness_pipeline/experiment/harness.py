@@ -339,6 +339,16 @@ def _conditions(config: ExperimentConfig) -> dict:
             "commit_interval_s": config.commit_interval_s}  # fmt: skip
 
 
+def _finished_run(config: ExperimentConfig, seed: int, variant: Variant) -> dict | None:
+    """The summary of this (seed, variant) from an earlier invocation, if it ran under
+    the same conditions."""
+    done = config.out_dir / f"seed{seed}" / variant.name / "summary.json"
+    if not done.exists():
+        return None
+    summary = json.loads(done.read_text())
+    return summary if summary.get("conditions") == _conditions(config) else None
+
+
 def machine_facts() -> dict:
     import dagster
     import pyspark
@@ -368,14 +378,10 @@ def run_experiment(config: ExperimentConfig) -> list[dict]:
     for seed in config.seeds:
         stream = record(config, seed)
         for variant in config.variants:
-            done = config.out_dir / f"seed{seed}" / variant.name / "summary.json"
-            if (
-                config.resume
-                and done.exists()
-                and json.loads(done.read_text()).get("conditions") == _conditions(config)
-            ):
+            kept = _finished_run(config, seed, variant) if config.resume else None
+            if kept is not None:
                 log.info("seed %d, %s: kept from an earlier invocation", seed, variant.name)
-                summaries.append(json.loads(done.read_text()))
+                summaries.append(kept)
                 continue
             summaries.append(run_variant(config, variant, seed, stream))
     return summaries

@@ -12,6 +12,7 @@ P per variant with spread over seeds and ratios (table 4.6), summed staleness ov
 from __future__ import annotations
 
 import csv
+import functools
 import json
 import statistics
 import sys
@@ -53,6 +54,7 @@ def _samples(run_dir: Path) -> list[dict]:
         return list(csv.DictReader(handle))
 
 
+@functools.cache  # read by several tables and figures; the files do not change meanwhile
 def _runs(run_dir: Path) -> list[dict]:
     return json.loads((run_dir / "runs.json").read_text())
 
