@@ -3,11 +3,13 @@ ingestion and Dagster, started in that order and stopped in reverse.
 
 `freshness demo` runs one stack until Ctrl-C; `freshness experiment` runs one per policy
 on a fresh lakehouse. Stopping is ordered so the lakehouse is left consistent: the stream
-stops first, ingestion after its current commit, Dagster next, the Spark service last.
+stops first, ingestion after its current commit, Dagster next (no new runs; runs in flight
+finish, queued ones are canceled), the Spark service last.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import signal
@@ -23,6 +25,9 @@ from freshness_pipeline.spark_service import SparkService, SparkServiceConfig
 
 log = logging.getLogger("freshness")
 INGEST_READY = "ingestion ready: Spark is up, waiting for landed files"
+# How long a stop waits for runs in flight to finish before the Spark service goes; a run
+# that outlives it is cut off and fails (the service stops under it).
+DRAIN_TIMEOUT_S = 240.0
 
 
 class StopFlag:
@@ -81,6 +86,12 @@ def stop_child(name: str, proc: subprocess.Popen, timeout: float) -> None:
     except subprocess.TimeoutExpired:
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
+
+
+def kill_group(proc: subprocess.Popen) -> None:
+    """SIGTERM what is left of a child's process group (e.g. a code server it started)."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGTERM)
 
 
 @dataclass(frozen=True)
@@ -264,12 +275,43 @@ class Stack:
             pids["spark-service"] = self.service.pid
         return pids
 
-    def stop(self) -> None:
+    def stop(self, drain_timeout_s: float = DRAIN_TIMEOUT_S) -> None:
         for name, proc, timeout in self.children:
             stop_child(name, proc, timeout)
+            if name == "dagster":
+                # The daemon is gone, so no tick or dequeue launches anything new; the code
+                # server outlives it until its runs end. Let them end before the Spark service
+                # stops, or they fail on a stopped SparkContext.
+                self.drain_runs(drain_timeout_s)
+                kill_group(proc)
         if self.service:
             log.info("stopping the Spark service")
             self.service.stop()
+
+    def drain_runs(self, timeout_s: float) -> None:
+        """Cancel queued runs (nothing would launch them) and wait for started ones."""
+        import dagster as dg
+
+        active = [dg.DagsterRunStatus.STARTING, dg.DagsterRunStatus.STARTED,
+                  dg.DagsterRunStatus.CANCELING]  # fmt: skip
+        if not (self.dagster_home / "dagster.yaml").exists():
+            return
+        with dg.DagsterInstance.from_config(str(self.dagster_home)) as instance:
+            for run in instance.get_runs(dg.RunsFilter(statuses=[dg.DagsterRunStatus.QUEUED])):
+                instance.report_run_canceled(
+                    run, message="canceled at stop: the stack stopped before the run launched"
+                )
+            deadline = time.monotonic() + timeout_s
+            waiting = instance.get_runs(dg.RunsFilter(statuses=active))
+            if waiting:
+                log.info("waiting up to %.0f s for %d run(s) in flight to finish",
+                         timeout_s, len(waiting))  # fmt: skip
+            while waiting and time.monotonic() < deadline:
+                time.sleep(1)
+                waiting = instance.get_runs(dg.RunsFilter(statuses=active))
+            if waiting:
+                log.warning("%d run(s) still in flight after %.0f s; they will be cut off: %s",
+                            len(waiting), timeout_s, [r.run_id for r in waiting])  # fmt: skip
 
     def __enter__(self) -> Stack:
         return self.start()

@@ -6,7 +6,8 @@ variant a fresh lakehouse and Dagster home are made and the whole stack runs (sh
 Spark service, replayer on the recorded file, ingestion, the Dagster daemon with the
 sensor set to the variant's policy) while `StalenessSampler` reads every table's
 watermark from its Hudi timeline. The measurement window is the replay's wall duration
-from the moment the stack is up; then the stack stops and the harness collects, per
+from the moment the stack is up; then the stack stops (runs in flight finish, so none
+fails for the stop) and the harness collects, per
 run directory: samples.csv, runs.json (every run: tags, times, metadata), commits.json
 (files written per commit per table), decision.json (one planner decision with its
 candidate table, recomputed on the live state in the second half of the run: the
@@ -191,8 +192,15 @@ def run_variant(config: ExperimentConfig, variant: Variant, seed: int, stream: P
             time.sleep(0.5)
     finally:
         samples = sampler.stop() if sampler else []
+        window_end = time.time()
+        # Runs in flight at the window's end finish (the stop drains them); they count
+        # as runs, not as staleness: the samples stopped above.
         stack.stop()
     summary = _collect(config, variant, seed, run_dir, lakehouse, home, samples, start_us)
+    summary["runs_ended_after_window"] = sum(
+        1 for r in json.loads((run_dir / "runs.json").read_text())
+        if r["end"] and float(r["end"]) > window_end
+    )  # fmt: skip
     (run_dir / "decision.json").write_text(json.dumps(decision, indent=1))
     if not config.keep_lakehouses:
         shutil.rmtree(lakehouse, ignore_errors=True)
@@ -329,6 +337,7 @@ def _collect(
         "start_us": start_us,
         "runs": len(runs),
         "runs_succeeded": sum(r["status"] == "SUCCESS" for r in runs),
+        "runs_failed": sum(r["status"] == "FAILURE" for r in runs),
     }
 
 
