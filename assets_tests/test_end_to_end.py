@@ -45,7 +45,7 @@ def test_daemon_keeps_all_six_tables_fresh(lakehouse: Settings, tmp_path: Path, 
     home = tmp_path / "dagster_home"
     home.mkdir()
     shutil.copy(PROJECT_ROOT / "dagster.yaml", home / "dagster.yaml")
-    env.update({"DAGSTER_HOME": str(home), "FRESHNESS_TICK_S": "2", "FRESHNESS_K": str(K)})
+    env.update({"DAGSTER_HOME": str(home), "FRESHNESS_TICK_S": "5", "FRESHNESS_K": str(K)})
     python = sys.executable
     cli = [python, "-m", "freshness_pipeline.cli"]
     subprocess.run([*cli, "load-master", "--universe-size", "80"], env=env, check=True,

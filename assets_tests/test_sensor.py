@@ -185,7 +185,7 @@ def test_k_agrees_with_the_run_queue():
     assert f"max_concurrent_runs: {DEFAULT_K}" in (PROJECT_ROOT / "dagster.yaml").read_text()
 
 
-@pytest.mark.parametrize("bad", [{"policy": "fifo"}, {"k": 0}, {"tmin_mode": "x"}])
+@pytest.mark.parametrize("bad", [{"policy": "fifo"}, {"k": 0}, {"tmin_mode": "x"}, {"tick_s": 3}])
 def test_bad_settings_refused(bad):
     with pytest.raises(ValueError):
         SchedulerSettings(**bad)

@@ -10,6 +10,9 @@ from freshness_pipeline.planner import POLICIES, Policy
 
 DEFAULT_K = 3  # the run queue in dagster.yaml says the same; a test keeps them equal
 TMIN_MODES = ("pending", "footer")
+# Dagster's sensor daemon loops at most every 5 s (MIN_INTERVAL_LOOP_TIME in
+# dagster/_daemon/sensor.py), so a shorter interval would silently mean 5 s.
+MIN_TICK_S = 5
 
 
 @dataclass(frozen=True)
@@ -26,8 +29,11 @@ class SchedulerSettings:
             raise ValueError(f"FRESHNESS_POLICY must be one of {POLICIES}, got {self.policy!r}")
         if self.k < 1:
             raise ValueError(f"FRESHNESS_K must be at least 1, got {self.k}")
-        if self.tick_s < 1:
-            raise ValueError(f"FRESHNESS_TICK_S must be at least 1, got {self.tick_s}")
+        if self.tick_s < MIN_TICK_S:
+            raise ValueError(
+                f"FRESHNESS_TICK_S must be at least {MIN_TICK_S} (Dagster's sensor daemon "
+                f"evaluates a sensor at most every {MIN_TICK_S} s), got {self.tick_s}"
+            )
         if self.tmin_mode not in TMIN_MODES:
             raise ValueError(f"FRESHNESS_TMIN_MODE must be one of {TMIN_MODES}")
         if self.cost_mode not in COST_MODES:

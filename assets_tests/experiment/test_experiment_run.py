@@ -21,7 +21,7 @@ def test_short_experiment_produces_the_report(tmp_path: Path):
     run = subprocess.run(
         [sys.executable, "-m", "freshness_pipeline.cli", "experiment",
          "--variants", "pmb,random", "--duration", "75", "--rate", "300",
-         "--universe-size", "300", "--tick", "3", "--out", str(out),
+         "--universe-size", "300", "--tick", "5", "--out", str(out),
          "--report-dir", str(report)],
         cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=1500,
     )  # fmt: skip
