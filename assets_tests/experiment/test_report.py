@@ -1,8 +1,10 @@
 """The report's comparisons pair runs of the same recorded stream (same seed)."""
 
+import json
 import math
+from pathlib import Path
 
-from freshness_pipeline.experiment.report import comparison_rows, paired_ratio
+from freshness_pipeline.experiment.report import comparison_rows, paired_ratio, run_cost_rows
 
 
 def _stats(per_variant: dict[str, dict[int, float]]) -> dict[str, dict]:
@@ -39,3 +41,21 @@ def test_no_share_when_pmb_does_not_beat_random():
         "fixed_order_full": {1: 950.0}, "fixed_order_subsets": {1: 900.0},
     })  # fmt: skip
     assert "no share is computed" in "\n".join(comparison_rows(stats))
+
+
+def test_run_cost_counts_failures_and_runs_finished_after_the_window(tmp_path: Path):
+    run_dir = tmp_path / "seed1" / "pmb"
+    run_dir.mkdir(parents=True)
+    t0 = 1_000.0  # window: 1,000 s to 1,060 s
+    runs = [
+        {"status": "SUCCESS", "created": t0, "start": t0 + 2, "end": t0 + 12},
+        {"status": "SUCCESS", "created": t0 + 20, "start": t0 + 24, "end": t0 + 44},
+        {"status": "FAILURE", "created": t0 + 30, "start": t0 + 31, "end": t0 + 33},
+        {"status": "SUCCESS", "created": t0 + 50, "start": t0 + 56, "end": t0 + 86},
+    ]
+    (run_dir / "runs.json").write_text(json.dumps(runs))
+    summary = {"variant": "pmb", "dir": run_dir, "start_us": int(t0 * 1e6), "window_s": 60}
+    rows = run_cost_rows([summary], ["pmb"])
+    # 4 launched, 3 succeeded, 1 failed, 1 finished after the window; median wait 3.0 s,
+    # median run 20.0 s; 2 successes in the window / 6 jobs / 1 minute
+    assert rows[-1] == "| pmb | 4 | 3 | 1 | 1 | 3.0 | 20.0 | 0.33 |"
