@@ -224,3 +224,19 @@ def test_fixed_order_isolates_subset_choice_from_ordering():
     assert [c.job for c in subsets] == [c.job for c in full] == ["first", "second"]
     assert all(c.files == ("a",) for c in subsets)
     assert all(c.files == ("a", "b") for c in full)
+
+
+@pytest.mark.parametrize("policy", ["fixed_order_pmb", "fixed_order_full"])
+def test_fixed_order_is_round_robin_so_no_job_starves(policy):
+    """With every job runnable, each tick's K launches go to the jobs refreshed least
+    recently (never refreshed first, in pipeline order): the end of the pipeline gets
+    its turn even though the first K jobs are always runnable."""
+    files = [f("a", 100, 1, 1_000_000)]
+    jobs = [replace(state(f"j{i}", files=files), order=i) for i in range(5)]
+    launched = []
+    for tick in range(4):
+        chosen = plan(jobs, 2, tick, policy).launches
+        launched.append([c.job for c in chosen])
+        # the chosen jobs refresh at this tick, so they go to the back of the line
+        jobs = [replace(j, last_refresh_us=tick) if j.job in launched[-1] else j for j in jobs]
+    assert launched == [["j0", "j1"], ["j2", "j3"], ["j4", "j0"], ["j1", "j2"]]

@@ -15,9 +15,11 @@ Variants for the experiment (issue 5):
   would rise if this job's watermark moved to u (a fast upstream run is worth more when
   its children are waiting).
 - `fixed_order_pmb` / `fixed_order_full` (the controlled run the thesis asked for): jobs
-  launch in a fixed pipeline order regardless of eta, with PMB's subset or with all
-  pending files. The order and the concurrency are the same in both, so the difference
-  between them is the share of the gain due to subset selection alone.
+  launch round-robin regardless of eta (the job refreshed least recently first, jobs
+  never refreshed in pipeline order), with PMB's subset or with all pending files. The
+  ordering rule and the concurrency are the same in both, so the difference between them
+  is the share of the gain due to subset selection alone. (A static pipeline order would
+  starve the jobs at the end of the pipeline whenever the first K are runnable.)
 """
 
 from __future__ import annotations
@@ -87,6 +89,7 @@ class JobState:
     running: bool = False
     downstream: tuple[Downstream, ...] = ()  # children, read only by pmb_pipeline
     order: int = 0  # position in the pipeline, read only by the fixed-order policies
+    last_refresh_us: int | None = None  # its latest materialization; fixed-order policies
 
 
 @dataclass(frozen=True)
@@ -251,8 +254,16 @@ def plan(
         ranked = list(choices)
         random.Random(f"{seed}:{now_us}").shuffle(ranked)
     elif policy in FIXED_ORDER_POLICIES:
-        order = {state.job: state.order for state in jobs}
-        ranked = sorted(choices, key=lambda c: (order[c.job], c.job))
+        # Round-robin: the least recently refreshed job first; never-refreshed ones lead,
+        # in pipeline order.
+        by_job = {state.job: state for state in jobs}
+
+        def turn(choice: JobChoice) -> tuple:
+            state = by_job[choice.job]
+            last = state.last_refresh_us
+            return (last is not None, last or 0, state.order, choice.job)
+
+        ranked = sorted(choices, key=turn)
     else:
         ranked = sorted(choices, key=lambda c: (-c.eta, c.job))
     launches = ranked[:free]

@@ -28,6 +28,7 @@ from freshness_pipeline.cost_model import FittedCost, RunSample, fit_cost_model
 from freshness_pipeline.hudi_metadata import TableNotFound
 from freshness_pipeline.jobs.catalog import JOBS, JobSpec
 from freshness_pipeline.planner import (
+    FIXED_ORDER_POLICIES,
     MIB,
     Downstream,
     JobChoice,
@@ -76,6 +77,12 @@ def run_history(instance, job: str, limit: int = 40) -> list[RunSample]:
                 )
             )
     return samples
+
+
+def last_refresh_us(instance, job: str) -> int | None:
+    """When the job's latest materialization was recorded (the fixed-order policies' turn)."""
+    records = instance.fetch_materializations(AssetKey(job), limit=1).records
+    return int(records[0].timestamp * 1_000_000) if records else None
 
 
 def job_state(
@@ -171,7 +178,10 @@ def evaluate_tick(
         fitted[spec.name] = fit_cost_model(run_history(instance, spec.name), settings.cost_mode)
         state = job_state(spec, hudi_meta, fitted[spec.name], spec.name in busy, settings.tmin_mode)
         t_dones[spec.name] = state.t_done_us
-        states.append(replace(state, order=list(JOBS).index(spec.name)))
+        state = replace(state, order=list(JOBS).index(spec.name))
+        if settings.policy in FIXED_ORDER_POLICIES:
+            state = replace(state, last_refresh_us=last_refresh_us(instance, spec.name))
+        states.append(state)
     if settings.policy == "pmb_pipeline":
         states = [replace(s, downstream=downstream_of(s.job, t_dones)) for s in states]
     result = plan(states, settings.k, now_us, settings.policy, settings.seed)
