@@ -61,11 +61,27 @@ def tree_rss_mib(pid: int) -> float:
 
 # Which Dagster process a command line belongs to, first match wins.
 DAGSTER_ROLES = (
-    ("run workers", ("execute_run", "execute_step")),
-    ("code server", ("grpc",)),
+    # A run launched through the code server is a multiprocessing child of it; each run
+    # also has log tailers (`tail -F`, watch_orphans.py) while it lives.
+    (
+        "run workers",
+        (
+            "execute_run",
+            "execute_step",
+            "multiprocessing.spawn import spawn_main",
+            "watch_orphans",
+            "tail -F",
+        ),
+    ),  # fmt: skip
+    ("code server", ("grpc", "code-server")),  # `dagster dev`: a proxy and its server
     ("daemon", ("dagster._daemon", "dagster-daemon")),  # `dagster dev` runs -m dagster._daemon
     ("webserver", ("dagster_webserver", "dagster-webserver")),
 )  # the rest ("other"): the `dagster dev` supervisor and anything unmatched
+
+
+def role_of(cmdline: str) -> str:
+    """The Dagster role of a process, from its command line."""
+    return next((r for r, marks in DAGSTER_ROLES if any(m in cmdline for m in marks)), "other")
 
 
 def role_rss_mib(pid: int) -> dict[str, float]:
@@ -76,7 +92,7 @@ def role_rss_mib(pid: int) -> dict[str, float]:
             cmdline = Path(f"/proc/{member}/cmdline").read_bytes().replace(b"\0", b" ").decode()
         except OSError:
             continue
-        role = next((r for r, marks in DAGSTER_ROLES if any(m in cmdline for m in marks)), "other")
+        role = role_of(cmdline)
         totals[role] = totals.get(role, 0.0) + _rss_mib(member)
     return totals
 
