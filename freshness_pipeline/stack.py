@@ -18,6 +18,7 @@ import sys
 import threading
 import time
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from pathlib import Path
 
 from freshness_pipeline.settings import PROJECT_ROOT, load_settings
@@ -129,10 +130,12 @@ class Stack:
         self.service: SparkService | None = None
         self.children: list[tuple[str, subprocess.Popen, float]] = []
         self._log_offsets: dict[str, int] = {}
+        self.started_at = datetime.now(timezone.utc)
 
     # -- start ---------------------------------------------------------------------------
 
     def start(self) -> Stack:
+        self.started_at = datetime.now(timezone.utc)
         try:
             self._prepare_dagster_home()
             self._start_spark_service()
@@ -289,26 +292,31 @@ class Stack:
             self.service.stop()
 
     def drain_runs(self, timeout_s: float) -> None:
-        """Cancel queued runs (nothing would launch them) and wait for started ones."""
+        """Cancel this stack's queued runs (nothing would launch them) and wait for its
+        started ones. Runs from before this start are left alone: a run a crashed earlier
+        session left as STARTED would never finish."""
         import dagster as dg
 
-        active = [dg.DagsterRunStatus.STARTING, dg.DagsterRunStatus.STARTED,
-                  dg.DagsterRunStatus.CANCELING]  # fmt: skip
+        def ours(*statuses: dg.DagsterRunStatus) -> dg.RunsFilter:
+            return dg.RunsFilter(statuses=list(statuses), created_after=self.started_at)
+
+        active = ours(dg.DagsterRunStatus.STARTING, dg.DagsterRunStatus.STARTED,
+                      dg.DagsterRunStatus.CANCELING)  # fmt: skip
         if not (self.dagster_home / "dagster.yaml").exists():
             return
         with dg.DagsterInstance.from_config(str(self.dagster_home)) as instance:
-            for run in instance.get_runs(dg.RunsFilter(statuses=[dg.DagsterRunStatus.QUEUED])):
+            for run in instance.get_runs(ours(dg.DagsterRunStatus.QUEUED)):
                 instance.report_run_canceled(
                     run, message="canceled at stop: the stack stopped before the run launched"
                 )
             deadline = time.monotonic() + timeout_s
-            waiting = instance.get_runs(dg.RunsFilter(statuses=active))
+            waiting = instance.get_runs(active)
             if waiting:
                 log.info("waiting up to %.0f s for %d run(s) in flight to finish",
                          timeout_s, len(waiting))  # fmt: skip
             while waiting and time.monotonic() < deadline:
                 time.sleep(1)
-                waiting = instance.get_runs(dg.RunsFilter(statuses=active))
+                waiting = instance.get_runs(active)
             if waiting:
                 log.warning("%d run(s) still in flight after %.0f s; they will be cut off: %s",
                             len(waiting), timeout_s, [r.run_id for r in waiting])  # fmt: skip

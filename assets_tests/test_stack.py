@@ -1,0 +1,73 @@
+"""The stop drains this stack's runs: its queued runs are canceled (nothing would launch
+them), and it waits for its started ones. Runs from before the stack started are left
+alone, so a run an earlier crashed session left as STARTED cannot hold a stop up."""
+
+from __future__ import annotations
+
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+import dagster as dg
+from dagster._core.events import DagsterEvent, DagsterEventType
+from dagster._core.remote_origin import (
+    RegisteredCodeLocationOrigin,
+    RemoteJobOrigin,
+    RemoteRepositoryOrigin,
+)
+from dagster._core.storage.dagster_run import DagsterRun
+
+from freshness_pipeline.settings import PROJECT_ROOT
+from freshness_pipeline.stack import Stack, StackConfig
+
+
+def _add(instance: dg.DagsterInstance, status: dg.DagsterRunStatus) -> str:
+    if status != dg.DagsterRunStatus.QUEUED:
+        return instance.add_run(DagsterRun(job_name="trade_aggr_job", status=status)).run_id
+    # as the run queue does it: a new run (queued runs need an origin), then the
+    # enqueued event
+    origin = RemoteJobOrigin(
+        RemoteRepositoryOrigin(RegisteredCodeLocationOrigin("freshness"), "__repository__"),
+        "trade_aggr_job",
+    )
+    run = instance.add_run(DagsterRun(job_name="trade_aggr_job", remote_job_origin=origin))
+    instance.report_dagster_event(
+        DagsterEvent(DagsterEventType.RUN_ENQUEUED.value, job_name=run.job_name), run.run_id
+    )
+    return run.run_id
+
+
+def test_drain_cancels_its_queued_runs_and_ignores_older_ones(tmp_path: Path):
+    home = tmp_path / "dagster_home"
+    home.mkdir()
+    (home / "dagster.yaml").write_text((PROJECT_ROOT / "dagster.yaml").read_text())
+    stack = Stack(StackConfig(dagster_home=home, logs_dir=tmp_path / "logs"))
+    with dg.DagsterInstance.from_config(str(home)) as instance:
+        old_queued = _add(instance, dg.DagsterRunStatus.QUEUED)
+        old_started = _add(instance, dg.DagsterRunStatus.STARTED)
+        time.sleep(0.05)
+        stack.started_at = datetime.now(timezone.utc)
+        time.sleep(0.05)
+        new_queued = _add(instance, dg.DagsterRunStatus.QUEUED)
+    began = time.monotonic()
+    stack.drain_runs(timeout_s=30)
+    assert time.monotonic() - began < 10  # the old STARTED run did not hold it up
+    with dg.DagsterInstance.from_config(str(home)) as instance:
+        status = {r.run_id: r.status for r in instance.get_runs()}
+    assert status[new_queued] == dg.DagsterRunStatus.CANCELED
+    assert status[old_queued] == dg.DagsterRunStatus.QUEUED
+    assert status[old_started] == dg.DagsterRunStatus.STARTED
+
+
+def test_drain_waits_for_its_started_runs_up_to_the_timeout(tmp_path: Path):
+    home = tmp_path / "dagster_home"
+    home.mkdir()
+    (home / "dagster.yaml").write_text((PROJECT_ROOT / "dagster.yaml").read_text())
+    stack = Stack(StackConfig(dagster_home=home, logs_dir=tmp_path / "logs"))
+    stack.started_at = datetime.now(timezone.utc)
+    time.sleep(0.05)
+    with dg.DagsterInstance.from_config(str(home)) as instance:
+        _add(instance, dg.DagsterRunStatus.STARTED)
+    began = time.monotonic()
+    stack.drain_runs(timeout_s=3)
+    assert 3 <= time.monotonic() - began < 15
