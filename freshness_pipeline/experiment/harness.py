@@ -192,15 +192,11 @@ def run_variant(config: ExperimentConfig, variant: Variant, seed: int, stream: P
             time.sleep(0.5)
     finally:
         samples = sampler.stop() if sampler else []
-        window_end = time.time()
         # Runs in flight at the window's end finish (the stop drains them); they count
-        # as runs, not as staleness: the samples stopped above.
+        # as runs, not as staleness: the samples stopped above. The report tells them
+        # apart by their end time against start_us + window_s.
         stack.stop()
     summary = _collect(config, variant, seed, run_dir, lakehouse, home, samples, start_us)
-    summary["runs_ended_after_window"] = sum(
-        1 for r in json.loads((run_dir / "runs.json").read_text())
-        if r["end"] and float(r["end"]) > window_end
-    )  # fmt: skip
     (run_dir / "decision.json").write_text(json.dumps(decision, indent=1))
     if not config.keep_lakehouses:
         shutil.rmtree(lakehouse, ignore_errors=True)
