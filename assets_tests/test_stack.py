@@ -9,6 +9,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import dagster as dg
+import pytest
 from dagster._core.events import DagsterEvent, DagsterEventType
 from dagster._core.remote_origin import (
     RegisteredCodeLocationOrigin,
@@ -71,3 +72,17 @@ def test_drain_waits_for_its_started_runs_up_to_the_timeout(tmp_path: Path):
     began = time.monotonic()
     stack.drain_runs(timeout_s=3)
     assert 3 <= time.monotonic() - began < 15
+
+
+def test_bad_scheduler_settings_are_refused_before_anything_starts(tmp_path: Path):
+    stack = Stack(
+        StackConfig(
+            dagster_home=tmp_path / "dagster_home",
+            logs_dir=tmp_path / "logs",
+            env={"FRESHNESS_TICK_S": "3"},
+        )
+    )
+    with pytest.raises(ValueError, match="FRESHNESS_TICK_S must be at least 5"):
+        stack.start()
+    assert stack.service is None and not stack.children
+    assert not (tmp_path / "dagster_home").exists()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from freshness_pipeline.cost_model import COST_MODES, CostMode
@@ -40,8 +41,9 @@ class SchedulerSettings:
             raise ValueError(f"FRESHNESS_COST_MODE must be one of {COST_MODES}")
 
 
-def load_scheduler_settings() -> SchedulerSettings:
-    env = os.environ
+def load_scheduler_settings(environ: Mapping[str, str] | None = None) -> SchedulerSettings:
+    """Settings from the environment (or `environ`); raises ValueError on a bad one."""
+    env = os.environ if environ is None else environ
     return SchedulerSettings(
         policy=env.get("FRESHNESS_POLICY", "pmb"),  # type: ignore[arg-type]
         k=int(env.get("FRESHNESS_K", DEFAULT_K)),

@@ -28,7 +28,6 @@ from freshness_pipeline.cost_model import FittedCost, RunSample, fit_cost_model
 from freshness_pipeline.hudi_metadata import TableNotFound
 from freshness_pipeline.jobs.catalog import JOBS, JobSpec
 from freshness_pipeline.planner import (
-    FIXED_ORDER_POLICIES,
     MIB,
     Downstream,
     JobChoice,
@@ -61,8 +60,9 @@ def running_jobs(instance) -> set[str]:
     return busy & set(JOBS)
 
 
-def run_history(instance, job: str, limit: int = 40) -> list[RunSample]:
-    """(bytes read, files read, seconds) of the job's recent materializations, oldest first."""
+def run_history(instance, job: str, limit: int = 40) -> tuple[list[RunSample], int | None]:
+    """(bytes read, files read, seconds) of the job's recent materializations, oldest
+    first, and when the latest was recorded (the fixed-order policies' turn)."""
     records = instance.fetch_materializations(AssetKey(job), limit=limit).records
     samples = []
     for record in reversed(records):
@@ -76,13 +76,8 @@ def run_history(instance, job: str, limit: int = 40) -> list[RunSample]:
                     float(meta["duration_s"].value),
                 )
             )
-    return samples
-
-
-def last_refresh_us(instance, job: str) -> int | None:
-    """When the job's latest materialization was recorded (the fixed-order policies' turn)."""
-    records = instance.fetch_materializations(AssetKey(job), limit=1).records
-    return int(records[0].timestamp * 1_000_000) if records else None
+    last_refresh_us = int(records[0].timestamp * 1_000_000) if records else None
+    return samples, last_refresh_us
 
 
 def job_state(
@@ -175,13 +170,13 @@ def evaluate_tick(
     busy = running_jobs(instance)
     states, fitted, t_dones = [], {}, {}
     for spec in jobs:
-        fitted[spec.name] = fit_cost_model(run_history(instance, spec.name), settings.cost_mode)
+        history, last_refresh_us = run_history(instance, spec.name)
+        fitted[spec.name] = fit_cost_model(history, settings.cost_mode)
         state = job_state(spec, hudi_meta, fitted[spec.name], spec.name in busy, settings.tmin_mode)
         t_dones[spec.name] = state.t_done_us
-        state = replace(state, order=list(JOBS).index(spec.name))
-        if settings.policy in FIXED_ORDER_POLICIES:
-            state = replace(state, last_refresh_us=last_refresh_us(instance, spec.name))
-        states.append(state)
+        states.append(
+            replace(state, order=list(JOBS).index(spec.name), last_refresh_us=last_refresh_us)
+        )
     if settings.policy == "pmb_pipeline":
         states = [replace(s, downstream=downstream_of(s.job, t_dones)) for s in states]
     result = plan(states, settings.k, now_us, settings.policy, settings.seed)

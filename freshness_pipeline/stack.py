@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
+from freshness_pipeline.scheduler_settings import load_scheduler_settings
 from freshness_pipeline.settings import PROJECT_ROOT, load_settings
 from freshness_pipeline.spark_service import SparkService, SparkServiceConfig
 
@@ -135,6 +136,9 @@ class Stack:
     # -- start ---------------------------------------------------------------------------
 
     def start(self) -> Stack:
+        # Bad scheduler settings are refused here, before any JVM starts, rather than by
+        # the code server failing to load the sensor.
+        load_scheduler_settings(self.env)
         self.started_at = datetime.now(timezone.utc)
         try:
             self._prepare_dagster_home()

@@ -28,8 +28,9 @@ import time
 from pathlib import Path
 
 
-def _children(pid: int) -> list[int]:
-    found = []
+def _children_by_parent() -> dict[int, list[int]]:
+    """One scan of /proc: every process's children, by parent pid."""
+    children: dict[int, list[int]] = {}
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
@@ -38,9 +39,8 @@ def _children(pid: int) -> list[int]:
         except OSError:
             continue
         ppid = int(stat.rsplit(")", 1)[1].split()[1])
-        if ppid == pid:
-            found.append(int(entry.name))
-    return found
+        children.setdefault(ppid, []).append(int(entry.name))
+    return children
 
 
 def _rss_mib(pid: int) -> float:
@@ -72,7 +72,7 @@ DAGSTER_ROLES = (
             "watch_orphans",
             "tail -F",
         ),
-    ),  # fmt: skip
+    ),
     ("code server", ("grpc", "code-server")),  # `dagster dev`: a proxy and its server
     ("daemon", ("dagster._daemon", "dagster-daemon")),  # `dagster dev` runs -m dagster._daemon
     ("webserver", ("dagster_webserver", "dagster-webserver")),
@@ -98,11 +98,13 @@ def role_rss_mib(pid: int) -> dict[str, float]:
 
 
 def tree_pids(pid: int) -> list[int]:
+    """A process and all its descendants (one /proc scan, not one per member)."""
+    children = _children_by_parent()
     found, stack = [], [pid]
     while stack:
         current = stack.pop()
         found.append(current)
-        stack.extend(_children(current))
+        stack.extend(children.get(current, ()))
     return found
 
 
