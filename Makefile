@@ -14,7 +14,7 @@ export FRESHNESS_JARS_DIR := $(abspath $(JARS_DIR))
 export DAGSTER_HOME ?= $(abspath .dagster_home)
 
 .PHONY: setup demo test test-fast lint format bench-ingest bench-growth bench-tick \
-	bench-tick-real bench-overhead bench-memory experiment experiment-long clean-data
+	bench-tick-real bench-overhead bench-memory experiment experiment-long simulate clean-data
 
 $(VENV)/.installed: pyproject.toml
 	test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
@@ -77,6 +77,9 @@ experiment: setup
 
 experiment-long: setup
 	$(VENV)/bin/freshness experiment --mode long --resume
+
+simulate: setup
+	$(VENV)/bin/python -m freshness_pipeline.experiment.simulate
 
 clean-data:
 	rm -rf .lakehouse $(DAGSTER_HOME)/storage $(DAGSTER_HOME)/history $(DAGSTER_HOME)/logs $(DAGSTER_HOME)/schedules

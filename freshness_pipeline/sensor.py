@@ -26,10 +26,9 @@ from dagster import (
 
 from freshness_pipeline.cost_model import FittedCost, RunSample, fit_cost_model
 from freshness_pipeline.hudi_metadata import TableNotFound
-from freshness_pipeline.jobs.catalog import JOBS, JobSpec
+from freshness_pipeline.jobs.catalog import JOBS, JobSpec, downstream_of
 from freshness_pipeline.planner import (
     MIB,
-    Downstream,
     JobChoice,
     JobState,
     PendingInput,
@@ -111,20 +110,6 @@ def job_state(
                 tmin, tmax = p.pending_min_us, p.pending_max_us
             pending.append(PendingInput(p.uri, p.slice.size_bytes, tmin, tmax))
     return JobState(spec.name, t_done, min(watermarks), tuple(pending), cost.model, running)
-
-
-def downstream_of(job: str, t_dones: dict[str, int | None]) -> tuple[Downstream, ...]:
-    """The children of `job` that could advance if it did (pmb_pipeline's bonus)."""
-    children = []
-    for child in JOBS.values():
-        if job not in child.inputs:
-            continue
-        others = [t_dones.get(o) for o in child.inputs if o != job]
-        if any(o is None for o in others):
-            continue  # another input has never run: the child cannot advance anyway
-        cap = min(others) if others else None  # type: ignore[type-var]
-        children.append(Downstream(child.name, t_dones.get(child.name), cap))
-    return tuple(children)
 
 
 def run_request(choice: JobChoice, t_done: int | None, cost: FittedCost) -> RunRequest:

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from freshness_pipeline.hudi_write import TableLayout
+from freshness_pipeline.planner import Downstream
 
 JobKind = Literal["merge", "regroup", "window"]
 WINDOW_SECONDS = 60  # industry_spike's trailing window; the SQL file says the same
@@ -111,3 +112,17 @@ JOBS: dict[str, JobSpec] = {
         ),
     )
 }
+
+
+def downstream_of(job: str, t_dones: dict[str, int | None]) -> tuple[Downstream, ...]:
+    """The children of `job` that could advance if it did (pmb_pipeline's bonus)."""
+    children = []
+    for child in JOBS.values():
+        if job not in child.inputs:
+            continue
+        others = [t_dones.get(o) for o in child.inputs if o != job]
+        if any(o is None for o in others):
+            continue  # another input has never run: the child cannot advance anyway
+        cap = min(others) if others else None  # type: ignore[type-var]
+        children.append(Downstream(child.name, t_dones.get(child.name), cap))
+    return tuple(children)
