@@ -317,15 +317,18 @@ def sweep(base: Conditions | None = None) -> list[tuple[str, Conditions]]:
         ("K = 1", replace(base, k=1)),
         ("K = 6", replace(base, k=6)),
         (
-            "1,200 s; every 4th commit 30x; 20 s/MiB; warm cluster; capacity 2",
+            "bursts where a run's bytes matter: every 5th commit 30x, 10 s/MiB, aggregates "
+            "5 % of input, fixed 1 s, launch 1 s, capacity 3, 600 s",
             replace(
                 base,
-                duration_s=1200,
-                burst_every=4,
+                duration_s=600,
+                burst_every=5,
                 burst_factor=30.0,
-                per_mib_s=20.0,
-                capacity=2.0,
-                **warm,
+                per_mib_s=10.0,
+                output_ratio=0.05,
+                fixed_s=1.0,
+                launch_s=1.0,
+                capacity=3.0,
             ),
         ),  # fmt: skip
         (
