@@ -28,6 +28,18 @@ def test_pending_ranges_follow_the_unconsumed_commits():
     assert table.pending("t", 30 * S) == []
 
 
+def test_a_derived_partition_starts_a_new_group_past_the_small_file_limit():
+    table = _Table()
+    big = sim.DERIVED_SMALL_FILE_BYTES // 2 + 1
+    for second in range(1, 4):
+        table.append(second * S, second * S + 1, {"p0": big, "p1": 10})
+    assert table.sizes == {"p0.0": 2 * big, "p0.1": big, "p1.0": 30}
+    # a consumer past the first two commits reads only the young group of p0
+    young = {p.path for p in table.pending("t", 2 * S + 1)}
+    assert young == {"t/p0.1@1", "t/p1.0@3"}
+    assert table.added_between(S + 1, 3 * S) == big + 10 + big + 10
+
+
 def test_no_table_is_ever_fresher_than_its_raw_inputs(monkeypatch):
     """P >= P0 sample by sample: a run's cutoff never passes what ingestion committed."""
     seen = []

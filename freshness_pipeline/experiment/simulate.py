@@ -13,8 +13,8 @@ and a modelled machine:
   new files, every `burst_every`-th commit `burst_factor` times larger), the machine (a
   run's work is `fixed_s + per_mib_s * MiB + per_file_s * files` seconds, and the runs in
   flight share `capacity` runs' worth of speed, processor-sharing, after `launch_s` of
-  queue and process start), and each job's commit (one file per partition group, holding
-  the group's whole history, so a consumer reads the group again).
+  queue and process start), and each job's commit (its new rows go to one young file
+  group per partition, which a consumer reads whole, as Hudi's copy-on-write makes it).
 
 Pure Python (no Spark, no Dagster): a 300 s run of one policy takes well under a second.
 It is calibrated against the measured long run in `calibrated()`; its figures are a model's,
@@ -31,6 +31,7 @@ from dataclasses import dataclass, field, replace
 from freshness_pipeline.cost_model import CostMode, RunSample, fit_cost_model
 from freshness_pipeline.experiment.staleness import sample_tables, total_staleness
 from freshness_pipeline.jobs.catalog import JOBS, downstream_of
+from freshness_pipeline.jobs.runner import DERIVED_SMALL_FILE_BYTES
 from freshness_pipeline.planner import MIB, JobState, PendingInput, Policy, plan
 
 S = 1_000_000
@@ -63,7 +64,7 @@ class Conditions:
     file_overhead_bytes: int = 5_000  # footer, bloom filter, schema: per file
     burst_every: int = 0  # every n-th raw commit is a burst; 0 = no bursts
     burst_factor: float = 1.0
-    output_ratio: float = 0.3  # a derived table's bytes per input byte
+    output_ratio: float = 0.3  # bytes a run adds to its table per new input byte
     fixed_s: float = 10.0  # a run's work, alone on the machine
     per_mib_s: float = 0.5
     per_file_s: float = 0.02
@@ -91,6 +92,7 @@ class _Commit:
     arrival_min_us: int
     arrival_max_us: int
     groups: tuple[str, ...]
+    added_bytes: int
 
 
 @dataclass
@@ -98,6 +100,7 @@ class _Table:
     commits: list[_Commit] = field(default_factory=list)
     sizes: dict[str, int] = field(default_factory=dict)  # group -> latest file size
     versions: dict[str, int] = field(default_factory=dict)  # group -> commits that wrote it
+    generation: dict[str, int] = field(default_factory=dict)  # partition -> current group
 
     @property
     def watermark_us(self) -> int | None:
@@ -107,7 +110,28 @@ class _Table:
         for group, added in group_bytes.items():
             self.sizes[group] = self.sizes.get(group, 0) + added
             self.versions[group] = self.versions.get(group, 0) + 1
-        self.commits.append(_Commit(low_us, high_us, tuple(group_bytes)))
+        self.commits.append(_Commit(low_us, high_us, tuple(group_bytes), sum(group_bytes.values())))
+
+    def append(self, low_us: int, high_us: int, per_partition: dict[str, int]) -> None:
+        """A derived table's commit: new rows go to each partition's young file group
+        until it passes Hudi's small-file limit (`runner.DERIVED_SMALL_FILE_BYTES`); then
+        a new group starts and the old one is never rewritten again."""
+        groups = {}
+        for part, added in per_partition.items():
+            gen = self.generation.get(part, 0)
+            if self.sizes.get(f"{part}.{gen}", 0) >= DERIVED_SMALL_FILE_BYTES:
+                gen += 1
+                self.generation[part] = gen
+            groups[f"{part}.{gen}"] = added
+        self.write(low_us, high_us, groups)
+
+    def added_between(self, floor_us: int, u_us: int) -> int:
+        """Bytes the commits holding arrivals in (floor, u] added: a run's new input."""
+        return sum(
+            c.added_bytes
+            for c in self.commits
+            if c.arrival_max_us > floor_us and c.arrival_min_us <= u_us
+        )
 
     def pending(self, table: str, t_done_us: int | None) -> list[PendingInput]:
         """The same rule as `HudiTableMetadata.pending_files`: a group is pending when an
@@ -138,6 +162,7 @@ class _Run:
     t_done_us: int | None
     scan_bytes: int
     files: int
+    new_bytes: int  # input rows the run reflects for the first time
     inputs_low_us: int  # arrivals the run reflects start after this
     work_at_s: float  # when it starts working (after launch)
     remaining_s: float
@@ -201,9 +226,9 @@ def simulate(cond: Conditions, variant: str, seed: int = 1, dt_s: float = 0.1) -
             del running[run.job]
             spec = JOBS[run.job]
             groups = PARTITION_GROUPS if spec.partition_by else 1
-            out = int(run.scan_bytes * cond.output_ratio) // groups + cond.file_overhead_bytes
-            tables[run.job].write(
-                run.inputs_low_us + 1, run.u_us, {f"g{i}": out for i in range(groups)}
+            out = int(run.new_bytes * cond.output_ratio) // groups + cond.file_overhead_bytes
+            tables[run.job].append(
+                run.inputs_low_us + 1, run.u_us, {f"p{i}": out for i in range(groups)}
             )
             history[run.job].append(RunSample(run.scan_bytes, run.files, now_s - run.work_at_s))
             last_refresh[run.job] = now_us
@@ -259,8 +284,9 @@ def _tick(cond, policy, cost_mode, seed, now_s, now_us, tables, history, last_re
         low = state.t_done_us if state.t_done_us is not None else min(
             (p.tmin_us for p in state.pending), default=choice.u_us
         ) - 1  # fmt: skip
+        new = sum(tables[t].added_between(low, choice.u_us) for t in JOBS[choice.job].inputs)
         running[choice.job] = _Run(
-            choice.job, choice.u_us, state.t_done_us, scan, len(files), low,
+            choice.job, choice.u_us, state.t_done_us, scan, len(files), new, low,
             now_s + cond.launch_s, work,
         )  # fmt: skip
         subsets += int(choice.is_subset)
@@ -332,8 +358,12 @@ def sweep(base: Conditions | None = None) -> list[tuple[str, Conditions]]:
             ),
         ),  # fmt: skip
         (
-            "all fast: fixed 1 s, launch 0.5 s, tick 1 s, capacity 4",
-            replace(base, fixed_s=1.0, launch_s=0.5, tick_s=1.0, capacity=4.0),
+            "all fast: fixed 1 s, launch 0.5 s, capacity 4 (tick 5 s)",
+            replace(base, fixed_s=1.0, launch_s=0.5, capacity=4.0),
+        ),
+        (
+            "all fast, and a 1 s tick",
+            replace(base, fixed_s=1.0, launch_s=0.5, capacity=4.0, tick_s=1.0),
         ),
     ]
 
