@@ -25,7 +25,14 @@ log = logging.getLogger("freshness")
 def _stream_config(args: argparse.Namespace):
     from freshness_pipeline.stream.generator import StreamConfig
 
-    return StreamConfig(seed=args.seed, rate=args.rate, universe_size=args.universe_size)
+    return StreamConfig(
+        seed=args.seed,
+        rate=args.rate,
+        universe_size=args.universe_size,
+        burst_every_s=args.burst_every,
+        burst_s=args.burst_length,
+        burst_factor=args.burst_factor,
+    )
 
 
 def cmd_load_master(args: argparse.Namespace) -> int:
@@ -153,6 +160,9 @@ def cmd_experiment(args: argparse.Namespace) -> int:
         k=args.k,
         tick_s=args.tick,
         commit_interval_s=float(args.commit_interval or mode["commit_interval"]),
+        burst_every_s=args.burst_every,
+        burst_s=args.burst_length,
+        burst_factor=args.burst_factor,
         keep_lakehouses=args.keep_lakehouses,
         resume=args.resume,
     )
@@ -217,10 +227,19 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="freshness", description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
 
+    def burst_args(p: argparse.ArgumentParser) -> None:
+        p.add_argument(
+            "--burst-every", type=int, default=0,
+            help="every N event-time seconds a burst starts (default 0: a steady stream)",
+        )  # fmt: skip
+        p.add_argument("--burst-length", type=int, default=10, help="seconds a burst lasts")
+        p.add_argument("--burst-factor", type=float, default=1.0, help="rate multiplier")
+
     def stream_args(p: argparse.ArgumentParser) -> None:
         p.add_argument("--seed", type=int, default=42)
         p.add_argument("--rate", type=float, default=2000.0, help="events per event-time second")
         p.add_argument("--universe-size", type=int, default=5257)
+        burst_args(p)
 
     demo = sub.add_parser("demo", help="replay + ingestion + Dagster on embedded defaults")
     stream_args(demo)
@@ -268,6 +287,7 @@ def build_parser() -> argparse.ArgumentParser:
     experiment.add_argument("--seeds", help="comma-separated stream and policy seeds")
     experiment.add_argument("--duration", type=int, help="event-time seconds of stream per run")
     experiment.add_argument("--rate", type=float, help="events per event-time second")
+    burst_args(experiment)
     experiment.add_argument("--speedup", type=float, default=1.0)
     experiment.add_argument("--universe-size", type=int, default=5257)
     experiment.add_argument("--k", type=int, default=3, help="concurrent runs")

@@ -36,3 +36,31 @@ def test_resume_keeps_only_runs_of_the_same_conditions(tmp_path: Path, monkeypat
     assert ran == ["pmb", "random", "pmb", "random"]
     harness.run_experiment(replace(config, resume=False))  # no resume: both rerun
     assert ran[-2:] == ["pmb", "random"] and len(ran) == 6
+
+
+def test_bursts_are_a_condition_and_a_stream_of_their_own(tmp_path: Path):
+    steady = ExperimentConfig(
+        out_dir=tmp_path, variants=(POLICY_VARIANTS["pmb"],), seeds=(1,), duration_s=60,
+        rate=300.0, speedup=1.0, universe_size=50,
+    )  # fmt: skip
+    # Runs recorded before bursts existed carry exactly these keys and must still match.
+    assert set(harness._conditions(steady)) == {
+        "duration_s", "rate", "speedup", "universe_size", "k", "tick_s", "commit_interval_s"
+    }  # fmt: skip
+    bursty = replace(steady, burst_every_s=30, burst_s=5, burst_factor=20.0)
+    assert harness._conditions(bursty) != harness._conditions(steady)
+    assert harness._conditions(bursty)["burst_factor"] == 20.0
+    assert bursty.stream_config(7).rate_at(0) == 6000.0
+    assert bursty.stream_config(7).seed == 7
+
+
+def test_a_bursty_stream_is_recorded_under_its_own_name(tmp_path: Path):
+    base = ExperimentConfig(
+        out_dir=tmp_path, variants=(POLICY_VARIANTS["pmb"],), seeds=(1,), duration_s=2,
+        rate=20.0, speedup=1.0, universe_size=50,
+    )  # fmt: skip
+    steady = harness.record(base, 1)
+    bursty = harness.record(replace(base, burst_every_s=30, burst_s=5, burst_factor=20.0), 1)
+    assert steady.name == "stream-seed1-2s-20eps.jsonl.gz"
+    assert bursty.name == "stream-seed1-2s-20eps-burst30s5x20.jsonl.gz"
+    assert bursty.stat().st_size > 2 * steady.stat().st_size

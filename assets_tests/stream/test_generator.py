@@ -91,3 +91,27 @@ def test_universe_is_deterministic_and_sized():
 def test_bad_config_refused(bad):
     with pytest.raises(ValueError):
         StreamConfig(**bad)
+
+
+def test_bursts_multiply_the_rate_in_their_seconds_only():
+    steady = StreamConfig(seed=5, rate=200)
+    bursty = StreamConfig(seed=5, rate=200, burst_every_s=10, burst_s=3, burst_factor=10.0)
+    counts = [len(b.prices) + len(b.trades) for b in take(bursty, 20)]
+    in_burst = [c for s, c in enumerate(counts) if s % 10 < 3]
+    outside = [c for s, c in enumerate(counts) if s % 10 >= 3]
+    assert min(in_burst) > 5 * max(outside)
+    assert 1_500 < np.mean(in_burst) < 2_500 and 150 < np.mean(outside) < 250
+    assert [bursty.rate_at(s) for s in (0, 2, 3, 9, 10)] == [2000, 2000, 200, 200, 2000]
+    # a steady stream is exactly what it was before bursts existed
+    assert not steady.bursty
+    assert take(steady, 3)[2].prices == take(StreamConfig(seed=5, rate=200), 3)[2].prices
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [{"burst_every_s": -1}, {"burst_every_s": 5, "burst_s": 6}, {"burst_every_s": 5, "burst_s": 0},
+     {"burst_factor": 0}],
+)  # fmt: skip
+def test_bad_burst_settings_are_refused(bad):
+    with pytest.raises(ValueError, match="burst"):
+        StreamConfig(**bad)

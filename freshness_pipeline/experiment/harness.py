@@ -86,12 +86,24 @@ class ExperimentConfig:
     k: int = 3
     tick_s: int = 5
     commit_interval_s: float = 5.0
+    burst_every_s: int = 0  # StreamConfig's bursts; 0 = a steady stream
+    burst_s: int = 10
+    burst_factor: float = 1.0
     keep_lakehouses: bool = False
     resume: bool = False  # keep finished (seed, variant) runs found in out_dir
 
     @property
     def window_s(self) -> float:
         return self.duration_s / self.speedup
+
+    def stream_config(self, seed: int):
+        from freshness_pipeline.stream.generator import StreamConfig
+
+        return StreamConfig(
+            seed=seed, rate=self.rate, universe_size=self.universe_size,
+            burst_every_s=self.burst_every_s, burst_s=self.burst_s,
+            burst_factor=self.burst_factor,
+        )  # fmt: skip
 
 
 def _watermark_reader(lakehouse: Path):
@@ -105,13 +117,18 @@ def _watermark_reader(lakehouse: Path):
 
 
 def record(config: ExperimentConfig, seed: int) -> Path:
-    from freshness_pipeline.stream.generator import StreamConfig
     from freshness_pipeline.stream.replayer import record_stream
 
-    path = config.out_dir / f"stream-seed{seed}-{config.duration_s}s-{config.rate:.0f}eps.jsonl.gz"
+    stream = config.stream_config(seed)
+    bursts = (
+        f"-burst{stream.burst_every_s}s{stream.burst_s}x{stream.burst_factor:g}"
+        if stream.bursty
+        else ""
+    )
+    name = f"stream-seed{seed}-{config.duration_s}s-{config.rate:.0f}eps{bursts}.jsonl.gz"
+    path = config.out_dir / name
     if not path.exists():
         path.parent.mkdir(parents=True, exist_ok=True)
-        stream = StreamConfig(seed=seed, rate=config.rate, universe_size=config.universe_size)
         tmp = path.with_suffix(".tmp")
         # 60 s more than the window: the window opens at the first raw commit, a few
         # seconds after the stream starts, and must not see the stream run dry.
@@ -339,9 +356,15 @@ def _collect(
 
 def _conditions(config: ExperimentConfig) -> dict:
     """What must match for runs of different invocations to be compared."""
-    return {"duration_s": config.duration_s, "rate": config.rate, "speedup": config.speedup,
-            "universe_size": config.universe_size, "k": config.k, "tick_s": config.tick_s,
-            "commit_interval_s": config.commit_interval_s}  # fmt: skip
+    conditions = {"duration_s": config.duration_s, "rate": config.rate,
+                  "speedup": config.speedup, "universe_size": config.universe_size,
+                  "k": config.k, "tick_s": config.tick_s,
+                  "commit_interval_s": config.commit_interval_s}  # fmt: skip
+    if config.stream_config(0).bursty:
+        # Only then: runs of a steady stream recorded before bursts existed still match.
+        conditions.update(burst_every_s=config.burst_every_s, burst_s=config.burst_s,
+                          burst_factor=config.burst_factor)  # fmt: skip
+    return conditions
 
 
 def _finished_run(config: ExperimentConfig, seed: int, variant: Variant) -> dict | None:

@@ -319,6 +319,16 @@ def decision_rows(run: dict) -> list[str]:
     return lines
 
 
+def _bursts(config: dict) -> str:
+    every, factor = config.get("burst_every_s", 0), config.get("burst_factor", 1.0)
+    if not every or factor == 1.0:
+        return ""
+    return (
+        f" Bursts: every {every} s, the first {config.get('burst_s', 10)} s at {factor:g}x "
+        "the rate."
+    )
+
+
 def write_report(exp_dir: Path, report_dir: Path) -> dict:
     facts, runs = _load(exp_dir)
     report_dir.mkdir(parents=True, exist_ok=True)
@@ -341,7 +351,7 @@ def write_report(exp_dir: Path, report_dir: Path) -> dict:
         f"- Stream: {config['duration_s']} event-time seconds at {config['rate']:.0f} events/s "
         f"({config['duration_s'] * config['rate']:,.0f} events) over {config['universe_size']} "
         f"companies, replayed at speed-up {config['speedup']}; one recorded stream per seed, "
-        f"replayed identically for every variant.",
+        f"replayed identically for every variant.{_bursts(config)}",
         f"- Scheduler: K = {config['k']}, sensor tick {config['tick_s']} s; ingestion commits "
         f"every {config['commit_interval_s']} s; seeds {sorted({r['seed'] for r in runs})}.",
         f"- Measurement: every second, each non-raw table's watermark from its Hudi timeline; "

@@ -30,14 +30,37 @@ class StreamConfig:
     zipf_exponent: float = 1.1
     universe_size: int = DEFAULT_UNIVERSE_SIZE
     start_us: int = DEFAULT_START_US
+    # Bursts (a news event, an auction): every `burst_every_s` seconds of event time, the
+    # first `burst_s` seconds run at `burst_factor` times the rate. 0 = a steady stream.
+    burst_every_s: int = 0
+    burst_s: int = 10
+    burst_factor: float = 1.0
 
     def __post_init__(self) -> None:
         if self.rate <= 0:
             raise ValueError(f"rate must be positive, got {self.rate}")
+        if self.burst_every_s < 0:
+            raise ValueError(f"burst_every_s must be >= 0, got {self.burst_every_s}")
+        if self.burst_every_s and not 0 < self.burst_s <= self.burst_every_s:
+            raise ValueError(
+                f"burst_s must be in (0, burst_every_s={self.burst_every_s}], got {self.burst_s}"
+            )
+        if self.burst_factor <= 0:
+            raise ValueError(f"burst_factor must be positive, got {self.burst_factor}")
         if not 0.0 <= self.trade_fraction <= 1.0:
             raise ValueError(f"trade_fraction must be in [0, 1], got {self.trade_fraction}")
         if self.zipf_exponent <= 0:
             raise ValueError(f"zipf_exponent must be positive, got {self.zipf_exponent}")
+
+    @property
+    def bursty(self) -> bool:
+        return self.burst_every_s > 0 and self.burst_factor != 1.0
+
+    def rate_at(self, second: int) -> float:
+        """Events per second at this second of event time."""
+        if self.bursty and second % self.burst_every_s < self.burst_s:
+            return self.rate * self.burst_factor
+        return self.rate
 
 
 @dataclass(frozen=True)
@@ -74,7 +97,7 @@ class MarketEventGenerator:
 
     def next_batch(self) -> EventBatch:
         cfg, rng = self.config, self._rng
-        count = int(rng.poisson(cfg.rate))
+        count = int(rng.poisson(cfg.rate_at(self._second)))
         base_us = cfg.start_us + self._second * 1_000_000
         offsets = np.sort(rng.integers(0, 1_000_000, size=count))
         sym = rng.choice(len(self.symbols), size=count, p=self._activity)
