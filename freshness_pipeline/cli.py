@@ -317,8 +317,26 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if hasattr(args, "burst_every"):
+        _check_stream_args(parser, args)
     return int(args.func(args) or 0)
+
+
+def _check_stream_args(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """Bad stream settings are refused before any process or JVM starts."""
+    from freshness_pipeline.stream.generator import StreamConfig
+
+    try:
+        StreamConfig(
+            rate=args.rate if args.rate is not None else 1.0,  # experiment: the mode's rate
+            burst_every_s=args.burst_every,
+            burst_s=args.burst_length,
+            burst_factor=args.burst_factor,
+        )
+    except ValueError as exc:
+        parser.error(f"bad stream settings: {exc}")
 
 
 if __name__ == "__main__":

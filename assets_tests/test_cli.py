@@ -1,0 +1,34 @@
+"""The command line refuses bad stream settings before anything starts."""
+
+from __future__ import annotations
+
+import pytest
+
+from freshness_pipeline import cli
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["experiment", "--burst-every", "5", "--burst-length", "6"],
+        ["record", "--duration", "1", "--out", "never.jsonl.gz", "--burst-factor", "0"],
+        ["demo", "--rate", "-1"],
+    ],
+)
+def test_bad_stream_settings_are_refused_before_anything_runs(argv, capsys, monkeypatch):
+    started = []
+    for name in ("cmd_experiment", "cmd_record", "cmd_demo"):
+        monkeypatch.setattr(cli, name, lambda args, name=name: started.append(name))
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(argv)
+    assert exit_info.value.code == 2
+    assert "bad stream settings" in capsys.readouterr().err
+    assert started == []
+
+
+def test_good_stream_settings_reach_the_command(monkeypatch):
+    seen = []
+    monkeypatch.setattr(cli, "cmd_experiment", lambda args: seen.append(args) or 0)
+    argv = ["experiment", "--burst-every", "30", "--burst-length", "5", "--burst-factor", "20"]
+    assert cli.main(argv) == 0
+    assert (seen[0].burst_every, seen[0].burst_length, seen[0].burst_factor) == (30, 5, 20.0)
