@@ -248,3 +248,81 @@ def test_warm_snapshots_come_from_the_caches_and_see_new_commits(spark, tmp_path
     entries = [k for k in hm.SLICE_CACHE._items if path in (k if isinstance(k, tuple) else (k,))]
     assert entries == [path]
     assert hm.SLICE_CACHE.get(path)[1] == after.latest_file_slices()
+
+
+def _no_listing(self):
+    raise AssertionError("pending files listed the whole table")
+
+
+def test_written_slices_are_the_latest_listing(probe_table):
+    """Every group of the probe table was written by an active commit, so the slices built
+    from commit metadata alone must be exactly hudi-rs's latest slices: upserted groups at
+    their newest version, the insert_overwrite's replaced groups gone."""
+    path, _ = probe_table
+    meta = HudiTableMetadata(path)
+    written = meta.written_slices()
+    assert set(written.values()) == set(meta.latest_file_slices())
+    assert meta.replaced_file_ids() and not (meta.replaced_file_ids() & {fid for _, fid in written})
+    for s in meta.latest_file_slices():
+        assert meta.latest_slice(s.file_id) == s
+    for fid in meta.replaced_file_ids():
+        assert meta.latest_slice(fid) is None
+
+
+def test_pending_files_come_from_commit_metadata_alone(probe_table, monkeypatch):
+    """With no archived commit, pending files never need the table's full listing (whose
+    size grows with every raw commit), and are the same as with it."""
+    path, _ = probe_table
+    t_dones = (None, BASE_US + 29, BASE_US + 1500, BASE_US + 2500, BASE_US + 3500,
+               BASE_US + 4027)  # fmt: skip
+    listed = HudiTableMetadata(path)
+    latest = set(listed.latest_file_slices())
+    expected = {t: listed.pending_files(t, with_footer=True) for t in t_dones}
+    monkeypatch.setattr(HudiTableMetadata, "_read_file_slices", _no_listing)
+    for t_done in t_dones:
+        pending = HudiTableMetadata(path).pending_files(t_done, with_footer=True)
+        assert pending == expected[t_done]
+        assert {p.slice for p in pending} <= latest
+
+
+def test_archived_commits_fall_back_to_the_listing_only_when_they_may_be_pending(
+    spark, tmp_path, monkeypatch
+):
+    """Archival moves old instants (and their write stats) off the active timeline. A
+    consumer older than every active commit gets every group, the archived writers' groups
+    by footer range; one that has consumed the oldest active commit gets the groups of the
+    newer active commits, without a listing."""
+    from freshness_pipeline import hudi_metadata as hm
+
+    path = str(tmp_path / "archived")
+    archive_fast = {"hoodie.clean.commits.retained": "1", "hoodie.keep.min.commits": "2",
+                    "hoodie.keep.max.commits": "3"}  # fmt: skip
+    for i in range(6):  # one new partition, so one new file group, per commit
+        rows = [(f"k{i}_{j}", f"p{i}", j, BASE_US + 1000 * i + j) for j in range(5)]
+        write(spark, path, rows, "insert", extra=archive_fast)
+        if i == 1:
+            first_two = {(c.instant, c.completion) for c in HudiTableMetadata(path).commits()}
+    meta = HudiTableMetadata(path)
+    assert meta.has_archived_commits()
+    active = meta.commits()
+    assert 0 < len(active) < 6
+    # The commit cache holds the active timeline, not every instant it ever saw.
+    assert set(hm.COMMIT_CACHE.get(path)) == {(c.instant, c.completion) for c in active}
+    assert first_two - set(hm.COMMIT_CACHE.get(path))
+    latest = meta.latest_file_slices()
+    assert len(latest) == 6
+    archived_groups = {s.file_id for s in latest} - {fid for _, fid in meta.written_slices()}
+    assert archived_groups, "some groups are named only by archived commits"
+
+    everything = meta.pending_files(None)
+    assert {p.slice for p in everything} == set(latest)
+    for p in everything:
+        if p.slice.file_id in archived_groups:
+            assert (p.pending_min_us, p.pending_max_us) == footer_arrival_range(p.uri)
+
+    t_done = active[0].arrival_range_us[1]
+    monkeypatch.setattr(HudiTableMetadata, "_read_file_slices", _no_listing)
+    newer = HudiTableMetadata(path).pending_files(t_done)
+    assert {p.slice.file_id for p in newer} == {w.file_id for c in active[1:] for w in c.written}
+    with pytest.raises(AssertionError, match="listed the whole table"):
+        HudiTableMetadata(path).pending_files(None)

@@ -151,15 +151,16 @@ class BoundedCache(Generic[K, V]):
             self.hits = self.misses = 0
 
 
-# Bounds: 100k footers (~100 B each); 10k commits (a commit with 30 written files is a few
-# KB; a table's active timeline holds at most `hoodie.keep.max.commits`, so older ones are
-# never asked for again). Latest slices: one entry per table, its newest listing, replaced
-# when a commit lands. Keyed by listing, as they first were, stale listings piled up to
-# 512: a raw table's listing gains a commit's files every few seconds (0.9 MiB of slices
-# for 1,664 files after 15 minutes at 2,000 events/s), which matches the sensor's process
-# tree growing about 150 MiB per 10 minutes in the one-hour memory run.
-FOOTER_CACHE: BoundedCache[str, tuple[int | None, int | None]] = BoundedCache(100_000)
-COMMIT_CACHE: BoundedCache[tuple[str, str, str], Commit] = BoundedCache(10_000)
+# Bounds, so a long-running code server stays flat whatever the tables' age:
+# - footers: 20k (~300 B each with the path key), several times what the active timelines
+#   of the two raw tables name (120 commits x 26 files each); an evicted footer is re-read.
+# - commit metadata: per table, exactly the commits on its active timeline, replaced as a
+#   whole when the timeline changes, so archived instants leave the cache with it (as one
+#   LRU over instants they stayed until 10k commits pushed them out: hours of raw commits).
+# - latest slices: per table, its newest listing, replaced when a commit lands. Only a
+#   consumer older than the active timeline needs one (see `pending_files`).
+FOOTER_CACHE: BoundedCache[str, tuple[int | None, int | None]] = BoundedCache(20_000)
+COMMIT_CACHE: BoundedCache[str, dict[tuple[str, str], Commit]] = BoundedCache(256)
 SLICE_CACHE: BoundedCache[str, tuple[str, list[FileSlice]]] = BoundedCache(256)
 
 
@@ -218,6 +219,9 @@ class HudiTableMetadata:
         self._fs, self._root = fs, root.rstrip("/")
         self._commits: list[Commit] | None = None
         self._slices: list[FileSlice] | None = None
+        self._written: dict[tuple[str, str], FileSlice] | None = None
+        self._written_by_id: dict[str, FileSlice] | None = None
+        self._replaced: frozenset[str] | None = None
         self._names: list[str] | None = None
         props = self._read_properties()
         for _ in range(_RETRIES):
@@ -297,8 +301,8 @@ class HudiTableMetadata:
         """Commit metadata comes from COMMIT_CACHE; hudi-rs parses only instants not seen
         before, so a tick with no new commit reads one directory listing per table."""
         completion = self._completion_times()
-        key = {i: (self.table_uri, i, done) for i, (done, _) in completion.items()}
-        found = {i: COMMIT_CACHE.get(k) for i, k in key.items()}
+        cached = COMMIT_CACHE.get(self.table_uri) or {}
+        found = {i: cached.get((i, done)) for i, (done, _) in completion.items()}
         if any(c is None for c in found.values()):
             timeline = self._hudi().get_timeline()
             instants = list(timeline.get_completed_commits()) + list(
@@ -311,8 +315,8 @@ class HudiTableMetadata:
                 meta = json.loads(timeline.get_instant_metadata_in_json(instant))
                 done, action = completion[name]
                 found[name] = _commit_from_json(name, done, action, meta)
-                COMMIT_CACHE.put(key[name], found[name])
         commits = [c for c in found.values() if c is not None]
+        COMMIT_CACHE.put(self.table_uri, {(c.instant, c.completion): c for c in commits})
         commits.sort(key=lambda c: (c.completion, c.instant))
         return commits
 
@@ -371,6 +375,48 @@ class HudiTableMetadata:
         SLICE_CACHE.put(self.table_uri, (state, slices))
         return slices
 
+    def written_slices(self) -> dict[tuple[str, str], FileSlice]:
+        """(partition, file id) -> latest slice, for every file group an active commit wrote.
+
+        Built from commit metadata alone (COMMIT_CACHE), so its cost follows the active
+        timeline, which archival bounds, not the table: a copy-on-write commit's
+        write stat names the new base file of each group it wrote, so a group's latest
+        slice is the one its last writer (in completion order) wrote, unless a later
+        replacecommit replaced the group. Groups only archived commits wrote are absent;
+        `latest_file_slices` lists those.
+        """
+        if self._written is None:
+            written: dict[tuple[str, str], FileSlice] = {}
+            for commit in self.commits():
+                for part, fids in commit.replaced_file_ids.items():
+                    for fid in fids:
+                        written.pop((part, fid), None)
+                for w in commit.written:
+                    written[(w.partition, w.file_id)] = FileSlice(
+                        w.partition, w.file_id, w.path, w.size_bytes, commit.instant
+                    )
+            self._written = written
+        return self._written
+
+    def replaced_file_ids(self) -> frozenset[str]:
+        """File groups an active replacecommit replaced (no longer part of the table)."""
+        if self._replaced is None:
+            self._replaced = frozenset(
+                fid for c in self.commits() for fids in c.replaced_file_ids.values() for fid in fids
+            )
+        return self._replaced
+
+    def latest_slice(self, file_id: str) -> FileSlice | None:
+        """The latest slice of one file group, None if it was replaced or never existed.
+        Lists the whole table only for a group no active commit wrote."""
+        if self._written_by_id is None:
+            self._written_by_id = {fid: s for (_, fid), s in self.written_slices().items()}
+        if file_id in self._written_by_id:
+            return self._written_by_id[file_id]
+        if file_id in self.replaced_file_ids():
+            return None
+        return next((s for s in self.latest_file_slices() if s.file_id == file_id), None)
+
     def file_uri(self, relative_path: str) -> str:
         return f"{self.table_uri}/{relative_path}"
 
@@ -396,13 +442,16 @@ class HudiTableMetadata:
         commits = self.commits()
         for commit in commits:
             span = commit.arrival_range_us
+            # A replaced group is gone from the table; its pending rows are either
+            # rewritten into the groups this commit wrote (clustering, inherited below) or
+            # overwritten (insert_overwrite, which carries its own arrival range).
+            inherited = [
+                ranges.pop((part, fid))
+                for part, fids in commit.replaced_file_ids.items()
+                for fid in fids
+                if (part, fid) in ranges
+            ]
             if span is None and commit.action == "replacecommit":
-                inherited = [
-                    ranges.pop((part, fid))
-                    for part, fids in commit.replaced_file_ids.items()
-                    for fid in fids
-                    if (part, fid) in ranges
-                ]
                 if inherited:
                     low = min(r[0] for r in inherited)
                     high = max(r[1] for r in inherited)
@@ -427,8 +476,19 @@ class HudiTableMetadata:
         archive_may_be_pending = self.has_archived_commits() and (
             not arrival_floors or floor < min(arrival_floors)
         )
+        if archive_may_be_pending:
+            candidates = self.latest_file_slices()
+        else:
+            # The usual case: only groups an active commit wrote can be pending, and their
+            # latest slices come from the same commit metadata, so a tick never lists the
+            # whole table (raw tables gain groups with every commit; RSS would follow).
+            written = self.written_slices()
+            candidates = sorted(
+                (written[key] for key in ranges if key in written),
+                key=lambda s: (s.partition, s.file_id),
+            )
         pending = []
-        for fs in self.latest_file_slices():
+        for fs in candidates:
             found = ranges.get((fs.partition, fs.file_id))
             uri = self.file_uri(fs.path)
             if found is None and archive_may_be_pending:

@@ -249,9 +249,22 @@ def simulate(cond: Conditions, variant: str, seed: int = 1, dt_s: float = 0.1) -
     )
 
 
-def _tick(cond, policy, cost_mode, seed, now_s, now_us, tables, history, last_refresh, running):
-    """The sensor: one JobState per job, the planner's plan, the launches."""
-    states, t_dones = [], {}
+def _tick(
+    cond: Conditions,
+    policy: Policy,
+    cost_mode: CostMode,
+    seed: int,
+    now_s: float,
+    now_us: int,
+    tables: dict[str, _Table],
+    history: dict[str, list[RunSample]],
+    last_refresh: dict[str, int | None],
+    running: dict[str, _Run],
+) -> tuple[int, int]:
+    """The sensor: one JobState per job, the planner's plan, the launches (how many, and
+    how many took a subset)."""
+    states: list[JobState] = []
+    t_dones: dict[str, int | None] = {}
     for order, spec in enumerate(JOBS.values()):
         t_done = tables[spec.name].watermark_us
         t_dones[spec.name] = t_done

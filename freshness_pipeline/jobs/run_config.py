@@ -121,7 +121,7 @@ def resolve_run(
             raise RunConfigError(
                 f"{spec.name} cannot run: table {table} does not exist ({exc})"
             ) from exc
-    checked, latest_slices = _check_files(spec, files, inputs)
+    checked = _check_files(spec, files, inputs)
     cap = min(inputs.watermark.values())
     floor = -1 if t_done is None else t_done
     if cutoff is not None and cutoff <= floor:
@@ -158,12 +158,12 @@ def resolve_run(
     replanned: set[str] = set()
     for given, table, file_id in checked:
         meta = inputs.meta[table]
-        latest = latest_slices[table]
-        if file_id not in latest:
+        latest = meta.latest_slice(file_id)
+        if latest is None:
             # The group was replaced (clustering, overwrite): plan this table afresh.
             replanned.add(table)
             continue
-        current = meta.file_uri(latest[file_id].path)
+        current = meta.file_uri(latest.path)
         if _norm(current) != _norm(given):
             moves.append((given, current))
         pend = next((p for p in pending[table] if p.slice.file_id == file_id), None)
@@ -190,7 +190,6 @@ def _check_files(spec: JobSpec, files: Sequence[str], inputs: _Inputs):
     group the table knows (current, or named by a retained commit). Checked first, so a
     bad path is refused even when the run would have nothing to do."""
     roots = {t: _norm(inputs.meta[t].table_uri) for t in spec.inputs}
-    latest_slices = {}
     checked = []
     for given in files:
         path = _norm(given)
@@ -205,12 +204,10 @@ def _check_files(spec: JobSpec, files: Sequence[str], inputs: _Inputs):
             raise RunConfigError(f"{given} is not a Hudi base file of {table}")
         file_id = match.group("file_id")
         meta = inputs.meta[table]
-        if table not in latest_slices:
-            latest_slices[table] = {s.file_id: s for s in meta.latest_file_slices()}
-        known = file_id in latest_slices[table] or any(
-            w.file_id == file_id for c in meta.commits() for w in c.written
-        )
+        # Groups an active commit wrote (current or replaced since) are known from commit
+        # metadata; only an older group costs a listing of the whole table.
+        known = meta.latest_slice(file_id) is not None or file_id in meta.replaced_file_ids()
         if not known:
             raise RunConfigError(f"{given} is not a current or retained file of {table}")
         checked.append((given, table, file_id))
-    return checked, latest_slices
+    return checked

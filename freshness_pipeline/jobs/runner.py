@@ -97,7 +97,9 @@ class JobRunner:
             return _drop_hoodie(self.spark.read.parquet(*uris))
         # No file to read: an empty frame with the table's schema.
         meta = self.meta(like_table)
-        any_slice = meta.latest_file_slices()[0]
+        # A group the newest commits wrote is current; listing the table is the fallback.
+        written = list(meta.written_slices().values())
+        any_slice = written[-1] if written else meta.latest_file_slices()[0]
         return _drop_hoodie(self.spark.read.parquet(meta.file_uri(any_slice.path)).limit(0))
 
     def _delta(self, table: str, resolved: ResolvedRun):
