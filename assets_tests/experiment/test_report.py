@@ -59,3 +59,16 @@ def test_run_cost_counts_failures_and_runs_finished_after_the_window(tmp_path: P
     # 4 launched, 3 succeeded, 1 failed, 1 finished after the window; median wait 3.0 s,
     # median run 20.0 s; 2 successes in the window / 6 jobs / 1 minute
     assert rows[-1] == "| pmb | 4 | 3 | 1 | 1 | 3.0 | 20.0 | 0.33 |"
+
+
+def test_a_controlled_pair_without_subsets_is_called_timing():
+    stats = _stats({
+        "pmb": {1: 800.0, 2: 820.0}, "random": {1: 1000.0, 2: 990.0},
+        "fixed_order_full": {1: 950.0, 2: 960.0}, "fixed_order_subsets": {1: 900.0, 2: 930.0},
+    })  # fmt: skip
+    without = "\n".join(comparison_rows(stats, {"fixed_order_subsets": (0, 40)}))
+    assert "took no subset in any of its 40 runs" in without
+    assert "run timing, not subset selection" in without
+    assert "spread of the paired ratio over seeds" in without  # two seeds: an sd exists
+    with_some = "\n".join(comparison_rows(stats, {"fixed_order_subsets": (3, 40)}))
+    assert "took no subset" not in with_some

@@ -211,7 +211,23 @@ def paired_ratio(stats: dict[str, dict], variant: str, base: str) -> tuple[float
     return mean, sd, len(ratios)
 
 
-def comparison_rows(stats: dict[str, dict]) -> list[str]:
+def subset_counts(runs: list[dict]) -> dict[str, tuple[int, int]]:
+    """variant -> (successful runs that took a subset, successful runs)."""
+    counts: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    for run in runs:
+        for r in _runs(run["dir"]):
+            if r["status"] == "SUCCESS":
+                counts[run["variant"]][0] += r["tags"].get("freshness/subset") == "true"
+                counts[run["variant"]][1] += 1
+    return {variant: (chosen, total) for variant, (chosen, total) in counts.items()}
+
+
+def comparison_rows(
+    stats: dict[str, dict], subsets_taken: dict[str, tuple[int, int]] | None = None
+) -> list[str]:
+    """The paired ablation ratios, and how much of PMB's gain subset selection explains.
+    `subsets_taken` (from `subset_counts`) lets the text say when the controlled pair chose
+    no subset at all, so its difference is run timing, not subsets."""
     lines, missing = [], []
     for variant, base, question in COMPARISONS:
         if variant not in stats or base not in stats:
@@ -234,9 +250,22 @@ def comparison_rows(stats: dict[str, dict]) -> list[str]:
             lines[-1] += f" ({subsets / gain:.0%} of PMB's gain)."
         else:
             lines[-1] += " (PMB did not beat Random here, so no share is computed)."
-    lines += ["", "A ratio below 1 means the variant left less staleness. With one seed there "
-              "is no spread; differences of a few percent are within the seed-to-seed spread "
-              "of table 4.6."]  # fmt: skip
+        taken, total = (subsets_taken or {}).get("fixed_order_subsets", (None, None))
+        if taken == 0:
+            lines[-1] += (
+                f" But `fixed_order_subsets` took no subset in any of its {total} runs: it "
+                "processed the same files as `fixed_order_full`, so this difference is run "
+                "timing, not subset selection."
+            )
+    seeds = max((s.get("seeds", len(s["per_seed"])) for s in stats.values()), default=0)
+    spread = (
+        "With one seed there is no spread; differences of a few percent are within the "
+        "seed-to-seed spread of table 4.6."
+        if seeds <= 1
+        else "The sd column is the spread of the paired ratio over seeds: a mean within "
+        "about one sd of 1 is not a difference."
+    )
+    lines += ["", f"A ratio below 1 means the variant left less staleness. {spread}"]
     if missing:
         lines += ["", "Not run in this experiment: " + ", ".join(missing) + "."]
     return lines
@@ -400,7 +429,7 @@ def write_report(exp_dir: Path, report_dir: Path) -> dict:
         "",
         "## Ablations, the controlled run and the pipeline-aware variant",
         "",
-        *comparison_rows(stats),
+        *comparison_rows(stats, subset_counts(runs)),
         "",
         "## What a run costs here",
         "",
