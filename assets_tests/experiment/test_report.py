@@ -72,3 +72,15 @@ def test_a_controlled_pair_without_subsets_is_called_timing():
     assert "spread of the paired ratio over seeds" in without  # two seeds: an sd exists
     with_some = "\n".join(comparison_rows(stats, {"fixed_order_subsets": (3, 40)}))
     assert "took no subset" not in with_some
+
+
+def test_missed_targets_come_with_the_model_sweep_from_the_experiments_settings():
+    from freshness_pipeline.experiment.report import condition_sweep_rows
+
+    config = {"duration_s": 60, "rate": 300.0, "commit_interval_s": 10.0, "k": 1, "tick_s": 5}
+    table = condition_sweep_rows(config)[-1].splitlines()
+    rows = {line.split(" | ")[0].lstrip("| "): line.split(" | ")[1:] for line in table[2:]}
+    assert "this experiment's conditions, in the model" in rows
+    # the base already has K = 1, so the "K = 1" row is the base row, figure for figure
+    assert rows["K = 1"] == rows["this experiment's conditions, in the model"]
+    assert rows["K = 6"] != rows["K = 1"]

@@ -340,13 +340,15 @@ def calibrated() -> Conditions:
     return Conditions()
 
 
-def sweep(base: Conditions | None = None) -> list[tuple[str, Conditions]]:
+def sweep(
+    base: Conditions | None = None, base_label: str = "calibrated: the long run on 2 cores"
+) -> list[tuple[str, Conditions]]:
     """The conditions the results page names, each varied alone from the calibrated base,
     then two combinations: where subsets start to pay, and what a 2x-of-P0 system needs."""
     base = base or calibrated()
     warm = {"fixed_s": 3.0, "launch_s": 2.0}
     return [
-        ("calibrated: the long run on 2 cores", base),
+        (base_label, base),
         ("fixed cost per run 3 s, launch 2 s (a warm cluster)", replace(base, **warm)),
         ("fixed cost per run 1 s, launch 1 s", replace(base, fixed_s=1.0, launch_s=1.0)),
         ("4x the machine (capacity 4)", replace(base, capacity=4.0)),
