@@ -51,5 +51,7 @@ def test_short_experiment_produces_the_report(tmp_path: Path):
     for figure in ("staleness_over_time.png", "marginal_benefit.png"):
         assert (report / figure).stat().st_size > 10_000
     results = json.loads((report / "results.json").read_text())
+    missed = not all(target["met"] for target in results["targets"].values())
+    assert ("Which conditions would change the verdict" in text) == missed
     ratio = results["stats"]["pmb"]["ratio_random"]
     assert ratio == pytest.approx(summaries["pmb"]["P"] / summaries["random"]["P"])
