@@ -26,12 +26,16 @@ import subprocess
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from freshness_pipeline.experiment.staleness import S, StalenessSampler, total_staleness
 from freshness_pipeline.hudi_metadata import HudiTableMetadata, TableNotFound
 from freshness_pipeline.jobs.catalog import JOBS
 from freshness_pipeline.settings import PROJECT_ROOT, RAW_TABLES
 from freshness_pipeline.spark_service import free_port
+
+if TYPE_CHECKING:
+    from freshness_pipeline.stream.generator import StreamConfig
 
 log = logging.getLogger("freshness.experiment")
 STREAM_MARGIN_S = 60
@@ -96,7 +100,9 @@ class ExperimentConfig:
     def window_s(self) -> float:
         return self.duration_s / self.speedup
 
-    def stream_config(self, seed: int):
+    def stream_config(self, seed: int) -> StreamConfig:
+        # Imported here: the generator loads the ticker universe, which most users of
+        # this module never need.
         from freshness_pipeline.stream.generator import StreamConfig
 
         return StreamConfig(
