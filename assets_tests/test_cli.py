@@ -5,6 +5,8 @@ from __future__ import annotations
 import pytest
 
 from freshness_pipeline import cli
+from freshness_pipeline.stack import stream_args
+from freshness_pipeline.stream.generator import StreamConfig
 
 
 @pytest.mark.parametrize(
@@ -32,3 +34,18 @@ def test_good_stream_settings_reach_the_command(monkeypatch):
     argv = ["experiment", "--burst-every", "30", "--burst-length", "5", "--burst-factor", "20"]
     assert cli.main(argv) == 0
     assert (seen[0].burst_every, seen[0].burst_length, seen[0].burst_factor) == (30, 5, 20.0)
+
+
+@pytest.mark.parametrize(
+    "stream",
+    [
+        StreamConfig(seed=7, rate=300.0, universe_size=50),
+        StreamConfig(seed=7, rate=300.0, universe_size=50, burst_every_s=30, burst_s=5,
+                     burst_factor=20.0),
+    ],
+)  # fmt: skip
+def test_the_stack_replays_exactly_the_stream_it_was_given(stream):
+    """The demo's replayer is a child process: the flags the stack passes it must rebuild
+    the same stream, bursts included."""
+    args = cli.build_parser().parse_args(["replay", *stream_args(stream)])
+    assert cli._stream_config(args) == stream

@@ -184,9 +184,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
     settings = load_settings()
     config = StackConfig(
-        seed=args.seed,
-        rate=args.rate,
-        universe_size=args.universe_size,
+        stream=_stream_config(args),
         speedup=args.speedup,
         malformed_rate=args.malformed_rate,
         commit_interval_s=args.commit_interval,

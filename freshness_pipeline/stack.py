@@ -24,6 +24,7 @@ from pathlib import Path
 from freshness_pipeline.scheduler_settings import load_scheduler_settings
 from freshness_pipeline.settings import PROJECT_ROOT, load_settings
 from freshness_pipeline.spark_service import SparkService, SparkServiceConfig
+from freshness_pipeline.stream.generator import StreamConfig
 
 log = logging.getLogger("freshness")
 INGEST_READY = "ingestion ready: Spark is up, waiting for landed files"
@@ -96,13 +97,21 @@ def kill_group(proc: subprocess.Popen) -> None:
         os.killpg(proc.pid, signal.SIGTERM)
 
 
+def stream_args(stream: StreamConfig) -> list[str]:
+    """The `freshness replay` flags that generate exactly `stream`."""
+    args = ["--rate", str(stream.rate), "--seed", str(stream.seed),
+            "--universe-size", str(stream.universe_size)]  # fmt: skip
+    if stream.bursty:
+        args += ["--burst-every", str(stream.burst_every_s), "--burst-length",
+                 str(stream.burst_s), "--burst-factor", str(stream.burst_factor)]  # fmt: skip
+    return args
+
+
 @dataclass(frozen=True)
 class StackConfig:
     """What to run. Paths default to the checkout's `.lakehouse` and `.dagster_home`."""
 
-    seed: int = 42
-    rate: float = 2000.0
-    universe_size: int = 5257
+    stream: StreamConfig = field(default_factory=StreamConfig)  # generated stream, bursts
     speedup: float = 1.0
     malformed_rate: float = 0.0005
     commit_interval_s: float = 10.0
@@ -185,7 +194,7 @@ class Stack:
     def _load_master(self) -> None:
         cfg = self.config
         loader = subprocess.run(
-            self._cli("load-master", "--universe-size", str(cfg.universe_size)),
+            self._cli("load-master", "--universe-size", str(cfg.stream.universe_size)),
             env=self.env,
             cwd=PROJECT_ROOT,
             preexec_fn=default_signals,
@@ -203,8 +212,7 @@ class Stack:
         if cfg.replay_file:
             replay += ["--file", str(cfg.replay_file)]
         else:
-            replay += ["--rate", str(cfg.rate), "--seed", str(cfg.seed),
-                       "--universe-size", str(cfg.universe_size)]  # fmt: skip
+            replay += stream_args(cfg.stream)
         if cfg.duration_s is not None:
             replay += ["--duration", str(cfg.duration_s)]
         # Ingestion keeps its own Spark driver even when a service runs: its exactly-once

@@ -147,6 +147,7 @@ def main() -> int:
 
     root = Path(tempfile.mkdtemp(prefix="bench_memory_"))
     from freshness_pipeline.stack import Stack, StackConfig, StopFlag
+    from freshness_pipeline.stream.generator import StreamConfig
 
     env = {
         "FRESHNESS_LAKEHOUSE": str(root / "tables"),
@@ -155,7 +156,7 @@ def main() -> int:
     }
     stack = Stack(
         StackConfig(
-            rate=args.rate,
+            stream=StreamConfig(rate=args.rate),
             webserver=True,
             port=3077,
             dagster_home=root / "dagster_home",

@@ -26,16 +26,13 @@ import subprocess
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from freshness_pipeline.experiment.staleness import S, StalenessSampler, total_staleness
 from freshness_pipeline.hudi_metadata import HudiTableMetadata, TableNotFound
 from freshness_pipeline.jobs.catalog import JOBS
 from freshness_pipeline.settings import PROJECT_ROOT, RAW_TABLES
 from freshness_pipeline.spark_service import free_port
-
-if TYPE_CHECKING:
-    from freshness_pipeline.stream.generator import StreamConfig
+from freshness_pipeline.stream.generator import StreamConfig
 
 log = logging.getLogger("freshness.experiment")
 STREAM_MARGIN_S = 60
@@ -101,10 +98,6 @@ class ExperimentConfig:
         return self.duration_s / self.speedup
 
     def stream_config(self, seed: int) -> StreamConfig:
-        # Imported here: the generator loads the ticker universe, which most users of
-        # this module never need.
-        from freshness_pipeline.stream.generator import StreamConfig
-
         return StreamConfig(
             seed=seed, rate=self.rate, universe_size=self.universe_size,
             burst_every_s=self.burst_every_s, burst_s=self.burst_s,
@@ -173,7 +166,7 @@ def run_variant(config: ExperimentConfig, variant: Variant, seed: int, stream: P
     os.environ.pop("FRESHNESS_SPARK_REMOTE", None)  # a fresh service per run
     stack = Stack(
         StackConfig(
-            universe_size=config.universe_size,
+            stream=config.stream_config(seed),  # the universe; the events come from the file
             malformed_rate=0.0,
             commit_interval_s=config.commit_interval_s,
             replay_file=stream,

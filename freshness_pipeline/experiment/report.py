@@ -165,17 +165,22 @@ def figure_marginal_benefit(runs: list[dict], variants: list[str], out: Path) ->
     plt.close(fig)
 
 
-def subset_rows(runs: list[dict], variants: list[str]) -> list[str]:
+def launched_tags(runs: list[dict]) -> dict[str, list[dict]]:
+    """variant -> the sensor's tags of every successful run (what it chose and why), read
+    once for the subset table and the controlled pair's sentence."""
+    tags: dict[str, list[dict]] = defaultdict(list)
+    for run in runs:
+        tags[run["variant"]] += [r["tags"] for r in _runs(run["dir"]) if r["status"] == "SUCCESS"]
+    return tags
+
+
+def subset_rows(tags_by_variant: dict[str, list[dict]], variants: list[str]) -> list[str]:
     lines = ["| variant | job | runs | subset runs | mean files chosen / pending | "
              "mean scan chosen (MiB) |", "|---|---|---|---|---|---|"]  # fmt: skip
     for variant in variants:
         per_job: dict[str, list[dict]] = defaultdict(list)
-        for run in runs:
-            if run["variant"] != variant:
-                continue
-            for r in _runs(run["dir"]):
-                if r["status"] == "SUCCESS":
-                    per_job[r["tags"]["freshness/asset"]].append(r["tags"])
+        for t in tags_by_variant.get(variant, []):
+            per_job[t["freshness/asset"]].append(t)
         for job in JOBS:
             tags = per_job.get(job, [])
             if not tags:
@@ -211,15 +216,12 @@ def paired_ratio(stats: dict[str, dict], variant: str, base: str) -> tuple[float
     return mean, sd, len(ratios)
 
 
-def subset_counts(runs: list[dict]) -> dict[str, tuple[int, int]]:
+def subset_counts(tags_by_variant: dict[str, list[dict]]) -> dict[str, tuple[int, int]]:
     """variant -> (successful runs that took a subset, successful runs)."""
-    counts: dict[str, list[int]] = defaultdict(lambda: [0, 0])
-    for run in runs:
-        for r in _runs(run["dir"]):
-            if r["status"] == "SUCCESS":
-                counts[run["variant"]][0] += r["tags"].get("freshness/subset") == "true"
-                counts[run["variant"]][1] += 1
-    return {variant: (chosen, total) for variant, (chosen, total) in counts.items()}
+    return {
+        variant: (sum(t.get("freshness/subset") == "true" for t in tags), len(tags))
+        for variant, tags in tags_by_variant.items()
+    }
 
 
 MODEL_VARIANTS = ("pmb", "max_benefit", "random")
@@ -400,6 +402,7 @@ def write_report(exp_dir: Path, report_dir: Path) -> dict:
     figure_staleness_over_time(runs, report_dir / "staleness_over_time.png")
     figure_marginal_benefit(runs, order, report_dir / "marginal_benefit.png")
     config = facts["config"]
+    tags = launched_tags(runs)
     lines = [
         "# Freshness experiment report",
         "",
@@ -467,7 +470,7 @@ def write_report(exp_dir: Path, report_dir: Path) -> dict:
         "",
         "## Ablations, the controlled run and the pipeline-aware variant",
         "",
-        *comparison_rows(stats, subset_counts(runs)),
+        *comparison_rows(stats, subset_counts(tags)),
         "",
         "## What a run costs here",
         "",
@@ -493,7 +496,7 @@ def write_report(exp_dir: Path, report_dir: Path) -> dict:
         "",
         "## Subset selections (table 4.5)",
         "",
-        *subset_rows(runs, order),
+        *subset_rows(tags, order),
         "",
         f"## Files written per commit (table 4.2; `{pmb_run['variant']}`, seed {pmb_run['seed']})",
         "",
