@@ -92,6 +92,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     if args.once:
         for result in ingestor.ingest_once():
             print(result)
+        ingestor.close()
         return 0
     ingestor.run(should_stop=stop)
     return 0

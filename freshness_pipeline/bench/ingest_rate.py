@@ -1,12 +1,15 @@
 """Ingestion benchmark: capacity on a backlog, then a live run at the target rate.
 
-    python -m freshness_pipeline.bench.ingest_rate [--rate 15000] [--backlog-s 60] [--live-s 120]
+    python -m freshness_pipeline.bench.ingest_rate [--rate 15000] [--backlog-s 60] [--live-s 300]
+        [--rounds 2]
 
 1. Capacity: land `backlog_s` seconds of stream at `rate` at once, then ingest it in
-   commits of `batch_s` landed seconds each; prints events/s and seconds per commit.
+   commits of `batch_s` landed seconds each; prints events/s and seconds per commit,
+   with read-ahead (validation beside the commit) off and on in turn, `rounds` times.
 2. Live: the replayer (a separate process) lands `rate` events/s in real time while the
    ingestion loop commits every `commit_interval` s; prints events/s committed, the
-   arrival-to-commit latency per commit (median, p95) and the backlog left at the end.
+   arrival-to-commit latency per commit (median, p95), the backlog left at the end, the
+   throughput between the first and last commit and the backlog after each cycle.
 The lakehouse is a temporary folder; nothing of the project's own data is touched.
 """
 
@@ -26,7 +29,8 @@ def main() -> int:
     parser.add_argument("--rate", type=float, default=15_000.0)
     parser.add_argument("--backlog-s", type=int, default=60)
     parser.add_argument("--batch-s", type=int, default=10)
-    parser.add_argument("--live-s", type=float, default=120.0)
+    parser.add_argument("--live-s", type=float, default=300.0)
+    parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--commit-interval", type=float, default=10.0)
     args = parser.parse_args()
 
@@ -40,28 +44,46 @@ def main() -> int:
     settings, spark = temp_lakehouse("bench_ingest_")
     print(f"machine: {os.cpu_count()} cores; ingestion on its own Spark driver")
 
-    # 1. capacity on a backlog
-    land_instantly(
-        generated_batches(StreamConfig(seed=1, rate=args.rate)),
-        settings.landing_dir,
-        args.backlog_s,
-        VirtualClock(time.time()),
-    )
-    ingestor = Ingestor(spark, settings, IngestConfig(max_files_per_commit=args.batch_s))
-    ingestor.ingest_once()  # first commits create the tables; not steady state
-    started = time.monotonic()
-    rows = 0
-    per_commit: dict[str, list[float]] = {"price": [], "trade": []}
-    while results := ingestor.ingest_once():
-        for r in results:
-            rows += r.rows + r.rejects
-            per_commit[r.stream].append(r.seconds)
-    elapsed = time.monotonic() - started
+    # 1. capacity on a backlog, read-ahead off and on in turn (side by side, one run)
+    batches = generated_batches(StreamConfig(seed=1, rate=args.rate))
+    capacity: dict[bool, list[float]] = {False: [], True: []}
+    per_commit: dict[tuple[bool, str], list[float]] = {}
+    first = True
+    for round_no in range(args.rounds):
+        for read_ahead in (False, True):
+            land_instantly(batches, settings.landing_dir, args.backlog_s, VirtualClock(time.time()))
+            ingestor = Ingestor(
+                spark,
+                settings,
+                IngestConfig(max_files_per_commit=args.batch_s, read_ahead=read_ahead),
+            )
+            if first:  # the first commits create the tables; not steady state
+                ingestor.ingest_once()
+                first = False
+            started = time.monotonic()
+            rows = 0
+            while results := ingestor.ingest_once():
+                for r in results:
+                    rows += r.rows + r.rejects
+                    per_commit.setdefault((read_ahead, r.stream), []).append(r.seconds)
+            elapsed = time.monotonic() - started
+            ingestor.close()
+            capacity[read_ahead].append(rows / elapsed)
+            print(
+                f"capacity round {round_no + 1}, read-ahead {'on ' if read_ahead else 'off'}: "
+                f"{rows} events in {elapsed:.1f} s = {rows / elapsed:,.0f} events/s"
+            )
+    for read_ahead in (False, True):
+        print(
+            f"capacity, read-ahead {'on ' if read_ahead else 'off'}: median "
+            f"{statistics.median(capacity[read_ahead]):,.0f} events/s over {args.rounds} "
+            f"rounds ({args.batch_s} s of stream per commit); median s/commit price "
+            f"{statistics.median(per_commit[(read_ahead, 'price')]):.2f}, trade "
+            f"{statistics.median(per_commit[(read_ahead, 'trade')]):.2f}"
+        )
     print(
-        f"capacity: {rows} events in {elapsed:.1f} s = {rows / elapsed:,.0f} events/s "
-        f"({args.batch_s} s of stream per commit); median s/commit "
-        f"price {statistics.median(per_commit['price']):.2f}, "
-        f"trade {statistics.median(per_commit['trade']):.2f}"
+        f"capacity ratio read-ahead on / off: "
+        f"{statistics.median(capacity[True]) / statistics.median(capacity[False]):.3f}"
     )
 
     # 2. live at the target rate
@@ -74,6 +96,8 @@ def main() -> int:
     stop = threading.Event()
     live = Ingestor(spark, settings, IngestConfig(commit_interval_s=args.commit_interval))
     latencies: list[float] = []
+    commit_ends: list[tuple[float, int]] = []
+    pending: list[int] = []
     committed = 0
     window_start = time.monotonic()
 
@@ -87,8 +111,14 @@ def main() -> int:
                 if result is None:
                     continue
                 committed += result.rows + result.rejects
+                commit_ends.append((time.monotonic(), result.rows + result.rejects))
                 oldest = min(us for seq, us in before.items() if seq <= result.checkpoint)
                 latencies.append(time.time() - oldest / 1e6)
+            # Seconds of stream landed and not yet committed, after each cycle: bounded
+            # means the loop sustains the rate, growing means it falls behind.
+            pending.append(
+                max(len(list_landed(settings.landing_dir, s)) for s in ("price", "trade"))
+            )
             time.sleep(max(0.0, args.commit_interval - (time.monotonic() - cycle)))
 
     worker = threading.Thread(target=loop)
@@ -114,6 +144,16 @@ def main() -> int:
         f"{statistics.median(latencies):.1f} s, p95 {p95:.1f} s over {len(latencies)} "
         f"commits; backlog at end {backlog} events; checkpoints {checkpoints}"
     )
+    if len(commit_ends) > 2:
+        # Throughput between the first and the last commit, free of the start (nothing
+        # landed yet) and the end (the last interval's files still pending).
+        steady = sum(rows for _, rows in commit_ends[1:]) / (commit_ends[-1][0] - commit_ends[0][0])
+        half = len(pending) // 2
+        print(
+            f"live, steady state: {steady:,.0f} events/s between the first and last "
+            f"commit; seconds of stream pending after each cycle: {pending}; max first "
+            f"half {max(pending[:half], default=0)}, second half {max(pending[half:])}"
+        )
     spark.stop()
     return 0
 

@@ -24,8 +24,9 @@ from freshness_pipeline.hudi_metadata import (
     TableNotFound,
 )
 from freshness_pipeline.hudi_write import RAW_LAYOUTS, write_options
-from freshness_pipeline.ingestion.validate import Reject, ValidatedBatch, validate_lines
-from freshness_pipeline.landing import LandedFile, list_landed, remove_ingested
+from freshness_pipeline.ingestion.reader import LandedBatchReader
+from freshness_pipeline.ingestion.validate import Reject, ValidatedBatch
+from freshness_pipeline.landing import remove_ingested
 from freshness_pipeline.settings import MASTER_TABLE, REJECTS_TABLE, STREAM_TABLE, STREAMS, Settings
 
 log = logging.getLogger(__name__)
@@ -36,6 +37,9 @@ class IngestConfig:
     commit_interval_s: float = 10.0
     max_files_per_commit: int = 120
     keep_landed: bool = False  # keep ingested landing files (for debugging and replays)
+    # Validate the next stream's files while this one commits (see ingestion/reader.py);
+    # off only to measure what it gains (`bench-ingest`).
+    read_ahead: bool = True
 
     def __post_init__(self) -> None:
         if self.commit_interval_s <= 0:
@@ -96,6 +100,13 @@ class Ingestor:
         self.settings = settings
         self.config = config or IngestConfig()
         self.symbols = load_symbols(spark, settings)
+        self.reader = LandedBatchReader(
+            settings.landing_dir, self.symbols, self.config.max_files_per_commit
+        )
+
+    def close(self) -> None:
+        """Stops the read-ahead thread; the Spark session is the caller's."""
+        self.reader.close()
 
     def checkpoint(self, stream: str) -> tuple[int, int | None]:
         """(last committed landing sequence, current watermark) of a stream's raw table."""
@@ -117,14 +128,18 @@ class Ingestor:
     def ingest_stream(self, stream: str) -> CommitResult | None:
         started = time.monotonic()
         checkpoint, watermark = self.checkpoint(stream)
-        landed = list_landed(self.settings.landing_dir, stream, after_seq=checkpoint)
-        landed = landed[: self.config.max_files_per_commit]
-        if not landed:
+        read = self.reader.read(stream, checkpoint)
+        if not read.landed:
             if not self.config.keep_landed:
                 remove_ingested(self.settings.landing_dir, stream, checkpoint)
             return None
-        batch = self._read(stream, landed)
-        new_checkpoint = landed[-1].seq
+        batch = read.batch
+        new_checkpoint = read.landed[-1].seq
+        if self.config.read_ahead:
+            # The next stream's checkpoint cannot move during this commit: only this
+            # thread commits, one stream at a time.
+            following = STREAMS[(STREAMS.index(stream) + 1) % len(STREAMS)]
+            self.reader.read_ahead(following, lambda: self.checkpoint(following)[0])
         if batch.rejects:
             self._write_rejects(batch.rejects)
         self._write_raw(stream, batch, new_checkpoint, watermark)
@@ -132,7 +147,7 @@ class Ingestor:
             remove_ingested(self.settings.landing_dir, stream, new_checkpoint)
         result = CommitResult(
             stream,
-            len(landed),
+            len(read.landed),
             batch.row_count,
             len(batch.rejects),
             new_checkpoint,
@@ -140,22 +155,6 @@ class Ingestor:
         )
         log.info("ingested %s", result)
         return result
-
-    def _read(self, stream: str, landed: list[LandedFile]) -> ValidatedBatch:
-        merged: ValidatedBatch | None = None
-        for item in landed:
-            with open(item.path, encoding="utf-8") as handle:
-                part = validate_lines(
-                    stream, f"{item.seq:012d}", item.landed_us, handle, self.symbols
-                )
-            if merged is None:
-                merged = part
-            else:
-                for name, values in part.rows.items():
-                    merged.rows[name].extend(values)
-                merged.rejects.extend(part.rejects)
-        assert merged is not None
-        return merged
 
     def _write_raw(
         self, stream: str, batch: ValidatedBatch, checkpoint: int, watermark: int | None
@@ -214,14 +213,18 @@ class Ingestor:
     def run(self, should_stop: Callable[[], bool] = lambda: False) -> None:
         """Commits every `commit_interval_s` until `should_stop()`; a stop request lets the
         current commit finish, so the tables stay consistent."""
-        while not should_stop():
-            started = time.monotonic()
-            try:
-                self.ingest_once()
-            except Exception:
-                # A failed commit is rolled back by Hudi on the next write; retry next cycle.
-                log.exception("ingestion cycle failed; retrying after the interval")
-            remaining = self.config.commit_interval_s - (time.monotonic() - started)
-            deadline = time.monotonic() + max(0.0, remaining)
-            while not should_stop() and time.monotonic() < deadline:
-                time.sleep(min(0.2, deadline - time.monotonic()))
+        try:
+            while not should_stop():
+                started = time.monotonic()
+                try:
+                    self.ingest_once()
+                except Exception:
+                    # A failed commit is rolled back by Hudi on the next write; retry
+                    # next cycle.
+                    log.exception("ingestion cycle failed; retrying after the interval")
+                remaining = self.config.commit_interval_s - (time.monotonic() - started)
+                deadline = time.monotonic() + max(0.0, remaining)
+                while not should_stop() and time.monotonic() < deadline:
+                    time.sleep(min(0.2, deadline - time.monotonic()))
+        finally:
+            self.close()
