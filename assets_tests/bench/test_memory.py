@@ -21,6 +21,11 @@ PY = "/work/main/.venv/bin/python3"
         (f"{PY} /x/dagster/_core/execution/scripts/watch_orphans.py 5699 6028", "run workers"),
         ("tail -F -c +0 /tmp/h/storage/r/compute_logs/x.err", "run workers"),
         (f"{PY} /x/bin/dagster dev -w workspace.yaml --host 127.0.0.1", "other"),
+        # as `dagster dev` starts them: an option names the code server (run D, 2026-11-22)
+        (f"{PY} -m dagster_webserver --port 3077 --dagster-log-level info "
+         "--code-server-log-level warning --instance-ref {}", "webserver"),
+        (f"{PY} -m dagster._daemon run --log-level info --shutdown-pipe 5 "
+         "--instance-ref {} --code-server-log-level warning", "daemon"),
     ],
 )  # fmt: skip
 def test_role_of(cmdline: str, role: str):

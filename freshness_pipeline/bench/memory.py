@@ -80,8 +80,11 @@ DAGSTER_ROLES = (
 
 
 def role_of(cmdline: str) -> str:
-    """The Dagster role of a process, from its command line."""
-    return next((r for r, marks in DAGSTER_ROLES if any(m in cmdline for m in marks)), "other")
+    """The Dagster role of a process, from its command line before the first `--` option:
+    `dagster dev` passes the webserver and the daemon `--code-server-log-level`, which
+    must not make them code servers."""
+    command = cmdline.split(" --", 1)[0]
+    return next((r for r, marks in DAGSTER_ROLES if any(m in command for m in marks)), "other")
 
 
 def role_rss_mib(pid: int) -> dict[str, float]:
