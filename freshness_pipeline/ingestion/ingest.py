@@ -153,7 +153,7 @@ class Ingestor:
             new_checkpoint,
             time.monotonic() - started,
         )
-        log.info("ingested %s", result)
+        log.info("ingested %s (%d files validated ahead)", result, self.reader.reused_files[stream])
         return result
 
     def _write_raw(

@@ -60,7 +60,7 @@ class LandedBatchReader:
         self._pool: ThreadPoolExecutor | None = None
         self._ahead: dict[str, Future[ReadBatch]] = {}
         # How many files the last `read` of each stream took from its read-ahead batch:
-        # lets tests and logs tell a used head start from a discarded one.
+        # the ingestion log and the tests tell a used head start from a discarded one.
         self.reused_files: dict[str, int] = {}
 
     def read(self, stream: str, after_seq: int) -> ReadBatch:
