@@ -27,7 +27,6 @@ log = logging.getLogger(__name__)
 class ReadBatch:
     """The validated rows of `landed`: the first files after checkpoint `after_seq`."""
 
-    stream: str
     after_seq: int
     landed: tuple[LandedFile, ...]
     batch: ValidatedBatch
@@ -35,21 +34,16 @@ class ReadBatch:
 
 def merge_batches(stream: str, parts: list[ValidatedBatch]) -> ValidatedBatch:
     """One batch with the rows and rejects of `parts`, in order."""
+    if not parts:  # no file at all: an empty batch with the stream's columns
+        return validate_lines(stream, "", 0, [], frozenset())
     if len(parts) == 1:
         return parts[0]
-    merged = ValidatedBatch(stream, {name: [] for name in _column_names(stream, parts)})
+    merged = ValidatedBatch(stream, {name: [] for name in parts[0].rows})
     for part in parts:
         for name, values in part.rows.items():
             merged.rows[name].extend(values)
         merged.rejects.extend(part.rejects)
     return merged
-
-
-def _column_names(stream: str, parts: list[ValidatedBatch]) -> list[str]:
-    if parts:
-        return list(parts[0].rows)
-    # No file at all: the columns of an empty file, so the schema stays the same.
-    return list(validate_lines(stream, "", 0, [], frozenset()).rows)
 
 
 class LandedBatchReader:
@@ -67,16 +61,16 @@ class LandedBatchReader:
         """The first `max_files` landed files after `after_seq` and their validated rows."""
         landed = tuple(list_landed(self.landing_dir, stream, after_seq)[: self.max_files])
         ahead = self._take_ahead(stream, after_seq)
-        reused: tuple[LandedFile, ...] = ()
         parts = []
         if ahead is not None and ahead.landed == landed[: len(ahead.landed)]:
-            reused = ahead.landed
             parts.append(ahead.batch)
-        rest = landed[len(reused) :]
-        if rest or not parts:
+            self.reused_files[stream] = len(ahead.landed)
+        else:
+            self.reused_files[stream] = 0
+        rest = landed[self.reused_files[stream] :]
+        if rest:
             parts.append(self._validate(stream, rest))
-        self.reused_files[stream] = len(reused)
-        return ReadBatch(stream, after_seq, landed, merge_batches(stream, parts))
+        return ReadBatch(after_seq, landed, merge_batches(stream, parts))
 
     def read_ahead(self, stream: str, checkpoint_of: Callable[[], int]) -> None:
         """Starts reading `stream`'s pending files in the background; `checkpoint_of` is
@@ -90,7 +84,7 @@ class LandedBatchReader:
         def read_pending() -> ReadBatch:
             after_seq = checkpoint_of()
             landed = tuple(list_landed(self.landing_dir, stream, after_seq)[: self.max_files])
-            return ReadBatch(stream, after_seq, landed, self._validate(stream, landed))
+            return ReadBatch(after_seq, landed, self._validate(stream, landed))
 
         self._ahead[stream] = self._pool.submit(read_pending)
 
