@@ -10,6 +10,10 @@ HUDI_JAR := $(JARS_DIR)/hudi-spark3.5-bundle_2.12-$(HUDI_VERSION).jar
 SPARK_VERSION ?= 3.5.7
 CONNECT_ARTIFACT ?= org.apache.spark:spark-connect_2.12:$(SPARK_VERSION)
 CONNECT_JAR := $(JARS_DIR)/spark-connect_2.12-$(SPARK_VERSION).jar
+# Our Hudi conflict strategy (a stale plan never commits), compiled against the bundle and
+# pyspark's own jars; javac comes with the JDK.
+GUARD_SRC := $(wildcard freshness_pipeline/jvm/*.java)
+GUARD_JAR := $(JARS_DIR)/freshness-hudi-guard.jar
 export FRESHNESS_JARS_DIR := $(abspath $(JARS_DIR))
 export DAGSTER_HOME ?= $(abspath .dagster_home)
 
@@ -30,11 +34,19 @@ $(CONNECT_JAR):
 	mkdir -p $(JARS_DIR)
 	mvn --batch-mode --quiet dependency:copy -Dartifact=$(CONNECT_ARTIFACT) -DoutputDirectory=$(JARS_DIR)
 
+$(GUARD_JAR): $(GUARD_SRC) $(HUDI_JAR) $(VENV)/.installed
+	rm -rf $(JARS_DIR)/guard-classes && mkdir -p $(JARS_DIR)/guard-classes
+	javac --release 11 -nowarn -d $(JARS_DIR)/guard-classes \
+	  -cp "$(HUDI_JAR):$$($(VENV)/bin/python -c 'import os, pyspark; print(os.path.dirname(pyspark.__file__))')/jars/*" \
+	  $(GUARD_SRC)
+	jar cf $@ -C $(JARS_DIR)/guard-classes .
+	rm -rf $(JARS_DIR)/guard-classes
+
 $(DAGSTER_HOME)/dagster.yaml: dagster.yaml
 	mkdir -p $(DAGSTER_HOME)
 	ln -sf $(abspath dagster.yaml) $@
 
-setup: $(VENV)/.installed $(HUDI_JAR) $(CONNECT_JAR) $(DAGSTER_HOME)/dagster.yaml
+setup: $(VENV)/.installed $(HUDI_JAR) $(CONNECT_JAR) $(GUARD_JAR) $(DAGSTER_HOME)/dagster.yaml
 
 demo: setup
 	$(VENV)/bin/freshness demo

@@ -17,9 +17,16 @@ from dagster import (
 )
 from pydantic import Field
 
+from freshness_pipeline.hudi_metadata import TableNotFound
 from freshness_pipeline.jobs.catalog import JOBS, JobSpec
-from freshness_pipeline.jobs.run_config import RunConfigError, iso, resolve_run
-from freshness_pipeline.jobs.runner import JobRunner
+from freshness_pipeline.jobs.run_config import (
+    ResolvedRun,
+    RunConfigError,
+    iso,
+    parse_cutoff,
+    resolve_run,
+)
+from freshness_pipeline.jobs.runner import JobRunner, RunReport, StalePlan
 from freshness_pipeline.jobs.sql import sql_path
 from freshness_pipeline.resources import HudiMetadataResource
 from freshness_pipeline.spark import HudiSparkResource
@@ -38,6 +45,91 @@ class FreshnessRunConfig(Config):
         description="Process arrivals up to this time: epoch microseconds or ISO-8601 (UTC). "
         "Empty: the smallest watermark of the inputs.",
     )
+    t_done_planned: str | None = Field(
+        default=None,
+        description="The asset's watermark this plan was made from (epoch microseconds, or "
+        "'none' for a table that had none); the sensor sets it. If another run has moved the "
+        "watermark since, the run re-plans from the current one instead of committing a "
+        "stale plan. Empty: the config is checked as given.",
+    )
+
+
+# A run that lost the commit race re-plans from the new watermark; a few rounds at most,
+# since each loss means another run made progress on the same table.
+MAX_PLAN_ATTEMPTS = 3
+
+
+def replan(spec: JobSpec, config: FreshnessRunConfig, table_meta) -> ResolvedRun:
+    """The run's request again, from the target's current watermark: every pending file up
+    to the requested cutoff (the given file list was chosen for the old watermark), or
+    nothing to do when another run already committed past that cutoff."""
+    fresh = resolve_run(spec, [], None, table_meta)
+    cutoff = parse_cutoff(config.cutoff_u)
+    if cutoff is None or fresh.nothing_to_do:
+        return fresh
+    if fresh.t_done_us is not None and cutoff <= fresh.t_done_us:
+        return ResolvedRun(
+            spec.name, fresh.t_done_us, cutoff, fresh.cap_us, {t: () for t in spec.inputs},
+            fresh.pending_files, fresh.pending_bytes,
+            nothing_to_do=f"another run already committed {spec.name} up to "
+            f"{iso(fresh.t_done_us)}, past this run's cutoff {iso(cutoff)}",
+        )  # fmt: skip
+    return resolve_run(spec, [], cutoff, table_meta)
+
+
+def _current_t_done(spec: JobSpec, table_meta) -> int | None:
+    try:
+        return table_meta(spec.name).watermark_us()
+    except TableNotFound:
+        return None
+
+
+def plan_run(
+    spec: JobSpec, config: FreshnessRunConfig, table_meta
+) -> tuple[ResolvedRun, list[str]]:
+    """The run config resolved against Hudi metadata, before Spark starts. A plan made from
+    a watermark that another run has since moved is re-planned (and says so), never run:
+    its window would be counted twice. Raises RunConfigError for a refused config."""
+    if config.t_done_planned is not None and config.t_done_planned.strip():
+        text = config.t_done_planned.strip()
+        planned = None if text.lower() == "none" else parse_cutoff(text)
+        current = _current_t_done(spec, table_meta)
+        if planned != current:
+            reason = (
+                f"{spec.name}: planned from t_done {iso(planned)} but another run has moved it "
+                f"to {iso(current)}"
+            )
+            return replan(spec, config, table_meta), [reason]
+    return resolve_run(spec, config.files, config.cutoff_u, table_meta), []
+
+
+def run_until_committed(
+    context: AssetExecutionContext,
+    spec: JobSpec,
+    config: FreshnessRunConfig,
+    resolved: ResolvedRun,
+    runner: JobRunner,
+    table_meta,
+) -> tuple[ResolvedRun, RunReport | None, list[str]]:
+    """Runs the job; if Hudi refuses the commit as a stale plan, re-plans and runs again."""
+    stale: list[str] = []
+    for _ in range(MAX_PLAN_ATTEMPTS):
+        try:
+            return resolved, runner.run(spec, resolved), stale
+        except StalePlan as exc:
+            stale.append(str(exc))
+            context.log.warning(f"{exc}; re-planning from the new watermark")
+            resolved = replan(spec, config, table_meta)
+            if resolved.nothing_to_do:
+                return resolved, None, stale
+    raise Failure(
+        description=f"{spec.name}: lost the commit to another writer {len(stale)} times",
+        metadata={"stale_plans": "\n".join(stale)},
+    )
+
+
+def writer_pool(table: str) -> str:
+    return f"hudi_writer/{table}"
 
 
 def build_asset(spec: JobSpec) -> AssetsDefinition:
@@ -47,6 +139,11 @@ def build_asset(spec: JobSpec) -> AssetsDefinition:
         group_name=spec.group_name,
         description=f"{spec.description}\n\nSQL: jobs_sql/{spec.name}.sql",
         kinds={"spark", "hudi"},
+        # One writer per table whoever launches the run (sensor, UI, CLI, backfill): the
+        # step claims its table's pool slot (dagster.yaml: limit 1, op granularity, which
+        # an in-process `dagster asset materialize` honours too) and waits while another
+        # run of the asset holds it.
+        pool=writer_pool(spec.name),
         owners=["team:market-data"],
         tags={"freshness/job_kind": spec.kind},
         metadata={
@@ -63,9 +160,11 @@ def build_asset(spec: JobSpec) -> AssetsDefinition:
     ) -> MaterializeResult:
         # Everything is checked against Hudi metadata before Spark starts.
         try:
-            resolved = resolve_run(spec, config.files, config.cutoff_u, hudi_meta.table)
+            resolved, stale = plan_run(spec, config, hudi_meta.table)
         except RunConfigError as exc:
             raise Failure(description=f"run config refused: {exc}") from exc
+        for reason in stale:
+            context.log.warning(f"{reason}; re-planned from the current watermark")
         base = {
             "t_done_before": iso(resolved.t_done_us),
             "cutoff_u": iso(resolved.cutoff_us),
@@ -73,6 +172,9 @@ def build_asset(spec: JobSpec) -> AssetsDefinition:
             "files_pending": resolved.pending_files,
             "bytes_pending": resolved.pending_bytes,
         }
+        if stale:
+            base["stale_plans_refused"] = len(stale)
+            base["stale_plan"] = stale[-1]
         if resolved.nothing_to_do:
             context.log.info(f"nothing to do: {resolved.nothing_to_do}")
             return MaterializeResult(metadata={**base, "nothing_to_do": resolved.nothing_to_do})
@@ -81,7 +183,18 @@ def build_asset(spec: JobSpec) -> AssetsDefinition:
         for table in resolved.replanned_tables:
             context.log.warning(f"a selected file group of {table} was replaced; re-planned it")
         runner = JobRunner(spark.spark_session, hudi_meta.table_uri)
-        report = runner.run(spec, resolved)
+        resolved, report, lost = run_until_committed(
+            context, spec, config, resolved, runner, hudi_meta.table
+        )
+        if lost:
+            stale += lost
+            base["stale_plans_refused"] = len(stale)
+            base["stale_plan"] = stale[-1]
+            base["t_done_before"] = iso(resolved.t_done_us)
+            base["cutoff_u"] = iso(resolved.cutoff_us)
+        if report is None:
+            context.log.info(f"nothing to do: {resolved.nothing_to_do}")
+            return MaterializeResult(metadata={**base, "nothing_to_do": resolved.nothing_to_do})
         return MaterializeResult(
             metadata={
                 **base,

@@ -84,3 +84,29 @@ def write_options(
             raise ValueError(f"commit metadata key {key!r} must start with {META_PREFIX!r}")
         options[key] = str(value)
     return options
+
+
+# A job run commits only if its target's watermark is still the t_done it planned from
+# (freshness_pipeline/jvm/WatermarkConflictResolutionStrategy.java). Hudi runs the check
+# under the table's write lock, between writing the files and completing the commit, so
+# two writers cannot both pass it; the loser's write is rolled back and its error names
+# STALE_PLAN_MARKER.
+STALE_PLAN_STRATEGY = "io.freshness.hudi.WatermarkConflictResolutionStrategy"
+STALE_PLAN_MARKER = "STALE_PLAN"
+
+
+def guarded_writer_options() -> dict[str, str]:
+    """Optimistic concurrency with a lock provider, for every writer of a derived table."""
+    return {
+        "hoodie.write.concurrency.mode": "optimistic_concurrency_control",
+        "hoodie.write.lock.provider": (
+            "org.apache.hudi.client.transaction.lock.FileSystemBasedLockProvider"
+        ),
+        # The lock is held for a commit's last seconds; a holder killed with -9 must not
+        # block the table for ever, so its lock file expires after a minute.
+        "hoodie.write.lock.filesystem.expire": "1",
+        "hoodie.write.lock.conflict.resolution.strategy": STALE_PLAN_STRATEGY,
+        # Required by optimistic concurrency: a failed write is rolled back by the cleaner
+        # once its heartbeat has expired, not by the next writer (which may be concurrent).
+        "hoodie.clean.failed.writes.policy": "LAZY",
+    }

@@ -113,7 +113,12 @@ def job_state(
 
 
 def run_request(choice: JobChoice, t_done: int | None, cost: FittedCost) -> RunRequest:
-    config = {"files": list(choice.files), "cutoff_u": str(choice.u_us)}
+    config = {
+        "files": list(choice.files),
+        "cutoff_u": str(choice.u_us),
+        # The run re-plans instead of committing if another run moves t_done meanwhile.
+        "t_done_planned": "none" if t_done is None else str(t_done),
+    }
     tags = {
         ASSET_TAG: choice.job,
         "freshness/policy": choice.policy,

@@ -19,6 +19,9 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 
+GUARD_JAR_NAME = "freshness-hudi-guard.jar"
+
+
 class HudiBundleMissing(RuntimeError):
     """The Hudi Spark bundle jar has not been fetched (run `make setup`)."""
 
@@ -41,6 +44,22 @@ def find_hudi_bundle(jars_dir: Path) -> Path:
     )  # fmt: skip
 
 
+def find_guard_jar(jars_dir: Path) -> Path:
+    """Our Hudi conflict strategy (freshness_pipeline/jvm): a stale plan never commits."""
+    jars = sorted(jars_dir.glob(GUARD_JAR_NAME))
+    if not jars:
+        raise HudiBundleMissing(
+            f"No {GUARD_JAR_NAME} in {jars_dir}. Run `make setup` (it compiles "
+            "freshness_pipeline/jvm/*.java against the Hudi bundle with javac)."
+        )
+    return jars[-1]
+
+
+def hudi_jars(jars_dir: Path) -> list[Path]:
+    """Every jar a Spark that writes our Hudi tables needs on its classpath."""
+    return [find_hudi_bundle(jars_dir), find_guard_jar(jars_dir)]
+
+
 def hudi_spark_conf(
     master: str,
     jars_dir: Path,
@@ -51,7 +70,7 @@ def hudi_spark_conf(
     conf = {
         "spark.master": master,
         "spark.app.name": app_name,
-        "spark.jars": str(find_hudi_bundle(jars_dir)),
+        "spark.jars": ",".join(str(j) for j in hudi_jars(jars_dir)),
         "spark.serializer": "org.apache.spark.serializer.KryoSerializer",
         "spark.kryo.registrator": "org.apache.spark.HoodieSparkKryoRegistrar",
         "spark.sql.extensions": "org.apache.spark.sql.hudi.HoodieSparkSessionExtension",

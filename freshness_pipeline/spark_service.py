@@ -20,7 +20,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from freshness_pipeline.spark import find_hudi_bundle, find_jar, hudi_spark_conf
+from freshness_pipeline.spark import find_jar, hudi_jars, hudi_spark_conf
 
 CONNECT_SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
 DEFAULT_PORT = 15002
@@ -110,7 +110,7 @@ def server_command(config: SparkServiceConfig) -> list[str]:
         }
     )
     connect_jar = find_connect_jar(config.jars_dir)
-    jars = f"{find_hudi_bundle(config.jars_dir)},{connect_jar}"
+    jars = ",".join(str(j) for j in [*hudi_jars(config.jars_dir), connect_jar])
     argv = [
         str(spark_submit_path()),
         "--class", CONNECT_SERVER_CLASS,

@@ -22,7 +22,11 @@ from freshness_pipeline.hudi_metadata import (
     TableNotFound,
     footer_arrival_range,
 )
-from freshness_pipeline.hudi_write import write_options
+from freshness_pipeline.hudi_write import (
+    STALE_PLAN_MARKER,
+    guarded_writer_options,
+    write_options,
+)
 from freshness_pipeline.jobs.catalog import WINDOW_SECONDS, JobSpec
 from freshness_pipeline.jobs.run_config import ResolvedRun
 from freshness_pipeline.jobs.sql import sql_sections
@@ -44,6 +48,11 @@ class InjectedFailure(RuntimeError):
     """Raised by a run asked to fail after writing its files, before its commit (tests)."""
 
 
+class StalePlan(RuntimeError):
+    """Another run moved the target's watermark after this run planned: Hudi refused the
+    commit (nothing of this run is visible), so its window is not counted twice."""
+
+
 @dataclass(frozen=True)
 class RunReport:
     job: str
@@ -62,6 +71,12 @@ def _drop_hoodie(df):
 
 def _us_literal(us: int) -> str:
     return f"timestamp_micros({int(us)})"
+
+
+def _stale_plan_reason(message: str, job: str) -> str:
+    start = message.find(STALE_PLAN_MARKER)
+    reason = message[start:].split("\n", 1)[0]
+    return f"{job}: {reason}"
 
 
 class JobRunner:
@@ -229,6 +244,7 @@ class JobRunner:
             metadata[ARRIVAL_MIN_KEY] = stats["lo"]
             metadata[ARRIVAL_MAX_KEY] = stats["hi"]
         options = write_options(spec.layout, "upsert", metadata)
+        options.update(guarded_writer_options())
         keygen = "ComplexKeyGenerator" if spec.partition_by else "NonpartitionedKeyGenerator"
         options.update(
             {
@@ -257,6 +273,8 @@ class JobRunner:
                 self.table_uri(spec.name)
             )
         except Exception as exc:
+            if STALE_PLAN_MARKER in str(exc):
+                raise StalePlan(_stale_plan_reason(str(exc), spec.name)) from exc
             # Locally the validator's exception is in the message; through Spark Connect
             # only the outer HoodieUpsertException's is.
             if fail_before_commit and any(
