@@ -16,6 +16,7 @@ from freshness_pipeline.planner import (
     Skip,
     choose,
     plan,
+    retry_backoff_s,
     unlocked_s,
 )
 
@@ -240,3 +241,23 @@ def test_fixed_order_is_round_robin_so_no_job_starves(policy):
         # the chosen jobs refresh at this tick, so they go to the back of the line
         jobs = [replace(j, last_refresh_us=tick) if j.job in launched[-1] else j for j in jobs]
     assert launched == [["j0", "j1"], ["j2", "j3"], ["j4", "j0"], ["j1", "j2"]]
+
+
+@pytest.mark.parametrize(
+    ("failed_runs", "wait_s"), [(0, 0.0), (1, 10.0), (2, 20.0), (3, 40.0), (6, 300.0), (40, 300.0)]
+)
+def test_retry_backoff_doubles_up_to_five_minutes(failed_runs, wait_s):
+    assert retry_backoff_s(failed_runs) == wait_s
+
+
+def test_a_failed_job_waits_out_its_backoff_then_runs_again():
+    failed = replace(
+        state(t_done=1_000_000, cap=9_000_000, files=[f("x", 1, 1_000_001, 9_000_000)]),
+        failed_runs=2,
+        retry_after_us=30_000_000,
+    )
+    waiting = plan([failed], 3, now_us=20_000_000)
+    assert waiting.nothing_to_do
+    assert waiting.skipped[0].reason == "backing off after 2 failed run(s): retry in 10 s"
+    again = plan([failed], 3, now_us=30_000_000)
+    assert [c.job for c in again.launches] == [failed.job]

@@ -201,3 +201,36 @@ def test_every_policy_launches_the_runnable_aggregates(policy):
         assert request.tags["freshness/policy"] == policy
         files = request.run_config["ops"][request.tags[ASSET_TAG]]["config"]["files"]
         assert files, request.run_config
+
+
+def test_a_failed_decision_is_retried_after_a_backoff_under_a_new_key():
+    """Issue 15: the same decision after a failed run must not be dropped as a duplicate
+    run key, or a job whose stream went quiet stays stale for ever."""
+    with dg.instance_for_test() as instance:
+        _, first = tick(raw_lake(), instance)
+        trade = next(r for r in first if r.tags[ASSET_TAG] == "trade_aggr")
+        assert trade.tags["freshness/attempt"] == "0"
+        run = create_run_for_test(instance, job_name="x", status=dg.DagsterRunStatus.STARTED,
+                                  tags={ASSET_TAG: "trade_aggr"})  # fmt: skip
+        instance.report_run_failed(run)
+        failed_at = instance.get_run_record_by_id(run.run_id).end_time
+        assert failed_at is not None
+        settings = SchedulerSettings()
+        during = int((failed_at + 5) * S)
+        result, requests = evaluate_tick(raw_lake(), instance, settings, now_us=during)
+        assert "trade_aggr" not in [r.tags[ASSET_TAG] for r in requests]
+        reason = {s.job: s.reason for s in result.skipped}["trade_aggr"]
+        assert reason.startswith("backing off after 1 failed run(s)")
+        after = int((failed_at + 11) * S)
+        _, requests = evaluate_tick(raw_lake(), instance, settings, now_us=after)
+        retry = next(r for r in requests if r.tags[ASSET_TAG] == "trade_aggr")
+        assert retry.run_key != trade.run_key
+        assert retry.run_key.rsplit(":", 1)[0] == trade.run_key.rsplit(":", 1)[0]
+        assert retry.tags["freshness/attempt"] == "1"
+        # A success ends the streak: the next decision starts again at attempt 0.
+        ok = create_run_for_test(instance, job_name="x", status=dg.DagsterRunStatus.SUCCESS,
+                                 tags={ASSET_TAG: "trade_aggr"})  # fmt: skip
+        assert ok.status == dg.DagsterRunStatus.SUCCESS
+        _, requests = evaluate_tick(raw_lake(), instance, settings, now_us=after)
+        retry = next(r for r in requests if r.tags[ASSET_TAG] == "trade_aggr")
+        assert retry.tags["freshness/attempt"] == "0"

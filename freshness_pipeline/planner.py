@@ -90,6 +90,8 @@ class JobState:
     downstream: tuple[Downstream, ...] = ()  # children, read only by pmb_pipeline
     order: int = 0  # position in the pipeline, read only by the fixed-order policies
     last_refresh_us: int | None = None  # its latest materialization; fixed-order policies
+    failed_runs: int = 0  # consecutive failed runs since its last success
+    retry_after_us: int | None = None  # after a failure: not before this time (backoff)
 
 
 @dataclass(frozen=True)
@@ -138,6 +140,18 @@ class Plan:
     @property
     def nothing_to_do(self) -> bool:
         return not self.launches
+
+
+RETRY_BACKOFF_BASE_S = 10.0
+RETRY_BACKOFF_MAX_S = 300.0
+
+
+def retry_backoff_s(failed_runs: int) -> float:
+    """Wait before the next run of a job whose last `failed_runs` runs failed: 10 s, 20 s,
+    40 s, ... up to 5 minutes, so a persistent fault is retried, never hammered."""
+    if failed_runs <= 0:
+        return 0.0
+    return min(RETRY_BACKOFF_MAX_S, RETRY_BACKOFF_BASE_S * 2 ** (failed_runs - 1))
 
 
 def _by_tmin(state: JobState) -> list[PendingInput]:
@@ -202,10 +216,16 @@ def _best(rows: Sequence[Candidate]) -> Candidate:
     return max(rows, key=lambda c: (round(c.eta, 12), c.u_us))
 
 
-def choose(state: JobState, policy: Policy) -> JobChoice | Skip:
+def choose(state: JobState, policy: Policy, now_us: int | None = None) -> JobChoice | Skip:
     """One job's choice under `policy`, or why it is not runnable."""
     if state.running:
         return Skip(state.job, "already running")
+    if now_us is not None and state.retry_after_us is not None and state.retry_after_us > now_us:
+        wait_s = (state.retry_after_us - now_us) / 1e6
+        return Skip(
+            state.job,
+            f"backing off after {state.failed_runs} failed run(s): retry in {wait_s:.0f} s",
+        )
     if state.cap_us is None:
         return Skip(state.job, "waiting for upstream: an input table has no data yet")
     rows = candidates(state, pipeline=policy == "pmb_pipeline")
@@ -247,7 +267,7 @@ def plan(
     choices: list[JobChoice] = []
     skipped: list[Skip] = []
     for state in jobs:
-        outcome = choose(state, policy)
+        outcome = choose(state, policy, now_us)
         (choices if isinstance(outcome, JobChoice) else skipped).append(outcome)
     if policy == "random":
         # Seeded per tick, so a replayed experiment makes the same choices.

@@ -34,10 +34,16 @@ from freshness_pipeline.planner import (
     PendingInput,
     Plan,
     plan,
+    retry_backoff_s,
 )
 from freshness_pipeline.resources import HudiMetadataResource
 from freshness_pipeline.scheduler_settings import SchedulerSettings, load_scheduler_settings
 
+FINISHED_STATUSES = [
+    DagsterRunStatus.SUCCESS,
+    DagsterRunStatus.FAILURE,
+    DagsterRunStatus.CANCELED,
+]
 ACTIVE_STATUSES = [
     DagsterRunStatus.QUEUED,
     DagsterRunStatus.NOT_STARTED,
@@ -79,6 +85,24 @@ def run_history(instance, job: str, limit: int = 40) -> tuple[list[RunSample], i
     return samples, last_refresh_us
 
 
+def failure_streak(instance, job: str, limit: int = 20) -> tuple[int, int | None]:
+    """(consecutive failed or canceled sensor runs of `job` since its last success, when the
+    newest of them ended). A failed decision is then retried under a new run key, after a
+    backoff, instead of being dropped as a duplicate for ever (issue 15: stuck after a
+    failure once the stream goes quiet)."""
+    records = instance.get_run_records(
+        filters=RunsFilter(tags={ASSET_TAG: job}, statuses=FINISHED_STATUSES), limit=limit
+    )
+    streak, last_end = 0, None
+    for record in records:  # newest first
+        if record.dagster_run.status == DagsterRunStatus.SUCCESS:
+            break
+        streak += 1
+        if last_end is None and record.end_time is not None:
+            last_end = int(record.end_time * 1_000_000)
+    return streak, last_end
+
+
 def job_state(
     spec: JobSpec,
     hudi_meta: HudiMetadataResource,
@@ -112,7 +136,9 @@ def job_state(
     return JobState(spec.name, t_done, min(watermarks), tuple(pending), cost.model, running)
 
 
-def run_request(choice: JobChoice, t_done: int | None, cost: FittedCost) -> RunRequest:
+def run_request(
+    choice: JobChoice, t_done: int | None, cost: FittedCost, attempt: int = 0
+) -> RunRequest:
     config = {
         "files": list(choice.files),
         "cutoff_u": str(choice.u_us),
@@ -136,6 +162,7 @@ def run_request(choice: JobChoice, t_done: int | None, cost: FittedCost) -> RunR
             f"{cost.source}:{cost.mode} a={cost.model.a_s:.3f}s "
             f"b={cost.model.b_s_per_byte * MIB:.5f}s/MiB c={cost.model.c_s_per_file:.4f}s/file"
         ),
+        "freshness/attempt": str(attempt),
         "freshness/cost_fit": (
             f"{cost.samples_used} runs, rmse {cost.rmse_s:.2f}s"
             if cost.rmse_s is not None
@@ -143,7 +170,8 @@ def run_request(choice: JobChoice, t_done: int | None, cost: FittedCost) -> RunR
         ),
     }
     return RunRequest(
-        run_key=f"{choice.job}:{t_done}:{choice.u_us}:{len(choice.files)}",
+        # The same decision after a failed run gets a new key (attempt), so it is retried.
+        run_key=f"{choice.job}:{t_done}:{choice.u_us}:{len(choice.files)}:a{attempt}",
         asset_selection=[AssetKey(choice.job)],
         run_config={"ops": {choice.job: {"config": config}}},
         tags=tags,
@@ -158,19 +186,32 @@ def evaluate_tick(
     jobs: Iterable[JobSpec] = JOBS.values(),
 ) -> tuple[Plan, list[RunRequest]]:
     busy = running_jobs(instance)
-    states, fitted, t_dones = [], {}, {}
+    states, fitted, t_dones, attempts = [], {}, {}, {}
     for spec in jobs:
         history, last_refresh_us = run_history(instance, spec.name)
         fitted[spec.name] = fit_cost_model(history, settings.cost_mode)
         state = job_state(spec, hudi_meta, fitted[spec.name], spec.name in busy, settings.tmin_mode)
         t_dones[spec.name] = state.t_done_us
+        failed, last_failure_us = failure_streak(instance, spec.name)
+        attempts[spec.name] = failed
+        retry_after = None
+        if failed and last_failure_us is not None:
+            retry_after = last_failure_us + int(retry_backoff_s(failed) * 1_000_000)
         states.append(
-            replace(state, order=list(JOBS).index(spec.name), last_refresh_us=last_refresh_us)
+            replace(
+                state,
+                order=list(JOBS).index(spec.name),
+                last_refresh_us=last_refresh_us,
+                failed_runs=failed,
+                retry_after_us=retry_after,
+            )
         )
     if settings.policy == "pmb_pipeline":
         states = [replace(s, downstream=downstream_of(s.job, t_dones)) for s in states]
     result = plan(states, settings.k, now_us, settings.policy, settings.seed)
-    requests = [run_request(c, t_dones[c.job], fitted[c.job]) for c in result.launches]
+    requests = [
+        run_request(c, t_dones[c.job], fitted[c.job], attempts[c.job]) for c in result.launches
+    ]
     return result, requests
 
 
@@ -198,6 +239,8 @@ def build_sensor(settings: SchedulerSettings | None = None):
         )
         if not requests:
             return SkipReason(skip_message(result))
+        for skip in result.skipped:
+            context.log.info(f"{skip.job} waits: {skip.reason}")
         for choice in result.launches:
             context.log.info(
                 f"{choice.job}: u={choice.u_us} G={choice.gain_s:.1f}s E={choice.cost_s:.1f}s "
