@@ -2,6 +2,10 @@
 short stream. Without a hand on it all six tables advance until they reflect the whole
 stream, at most K runs ever overlap, and each run's tags match what it processed.
 
+Then a second short burst lands while trade_aggr is armed to fail its next two runs: with
+the stream quiet, the sensor's decision is the same each tick, and the pipeline must
+still drain (the failed runs retried after a backoff, under new run keys).
+
 Runs go through the shared Spark service, as in the demo; ingestion keeps its own Spark.
 On two cores the stream is kept short: it lasts 20 s and the test waits for the drain."""
 
@@ -17,9 +21,11 @@ import dagster as dg
 import pytest
 
 from assets_tests.conftest import child_env
+from freshness_pipeline import faults
 from freshness_pipeline.hudi_metadata import HudiTableMetadata, TableNotFound
 from freshness_pipeline.jobs.catalog import JOBS
 from freshness_pipeline.jobs.run_config import iso
+from freshness_pipeline.run_plan import RunPlan
 from freshness_pipeline.settings import PROJECT_ROOT, Settings
 from freshness_pipeline.stack import stop_child
 
@@ -46,6 +52,8 @@ def test_daemon_keeps_all_six_tables_fresh(lakehouse: Settings, tmp_path: Path, 
     home.mkdir()
     shutil.copy(PROJECT_ROOT / "dagster.yaml", home / "dagster.yaml")
     env.update({"DAGSTER_HOME": str(home), "FRESHNESS_TICK_S": "5", "FRESHNESS_K": str(K)})
+    faults_dir = tmp_path / "faults"
+    env["FRESHNESS_FAULTS_DIR"] = str(faults_dir)
     python = sys.executable
     cli = [python, "-m", "freshness_pipeline.cli"]
     subprocess.run([*cli, "load-master", "--universe-size", "80"], env=env, check=True,
@@ -71,37 +79,60 @@ def test_daemon_keeps_all_six_tables_fresh(lakehouse: Settings, tmp_path: Path, 
         ),  # fmt: skip
     ]
     seen: dict[str, list[int]] = {job: [] for job in JOBS}
-    final = None
     try:
-        deadline = time.monotonic() + 1200
-        while time.monotonic() < deadline:
-            for job in JOBS:
-                mark = watermark(lakehouse, job)
-                if mark is not None and (not seen[job] or seen[job][-1] != mark):
-                    seen[job].append(mark)
-            if procs[0].poll() is not None and not any(lakehouse.landing_dir.rglob("*.jsonl")):
-                final = min(watermark(lakehouse, "trade_raw"), watermark(lakehouse, "price_raw"))
-                if all(marks and marks[-1] == final for marks in seen.values()):
-                    break
-            assert all(p.poll() is None for p in procs[1:]), (tmp_path / "daemon.log").read_text()[
-                -3000:
-            ]
-            time.sleep(2)
+        final = wait_for_drain(lakehouse, procs, seen, tmp_path)
+        # Phase 2: a short burst, then a quiet stream, with trade_aggr failing twice.
+        faults.arm(faults_dir, "trade_aggr", 2)
+        procs[0] = start(
+            [*cli, "replay", "--rate", "200", "--universe-size", "80", "--duration", "3"],
+            env,
+            tmp_path / "replay2.log",
+        )
+        second = wait_for_drain(lakehouse, procs, seen, tmp_path)
+        assert second > final
     finally:
         for proc in procs:
             stop_child("child", proc, timeout=60)
-    assert final is not None and all(marks and marks[-1] == final for marks in seen.values()), (
+    assert not (faults_dir / "trade_aggr.fail_before_commit").exists(), "faults not consumed"
+    check_runs(home)
+    with dg.DagsterInstance.from_config(str(home)) as instance:
+        trade_runs = instance.get_runs(
+            filters=dg.RunsFilter(tags={"freshness/asset": "trade_aggr"})
+        )
+        failed = [r for r in trade_runs if r.status == dg.DagsterRunStatus.FAILURE]
+        assert len(failed) == 2
+        attempts = sorted(RunPlan.from_run(r).attempt for r in trade_runs)
+        assert {1, 2} <= set(attempts)
+
+
+def wait_for_drain(lakehouse: Settings, procs, seen: dict[str, list[int]], tmp_path: Path) -> int:
+    """Waits until the replayer (procs[0]) has finished, every landed file is ingested and
+    all six tables reflect the raw tables' final watermark; returns that watermark."""
+    final = None
+    deadline = time.monotonic() + 1200
+    while time.monotonic() < deadline:
+        for job in JOBS:
+            mark = watermark(lakehouse, job)
+            if mark is not None and (not seen[job] or seen[job][-1] != mark):
+                seen[job].append(mark)
+        if procs[0].poll() is not None and not any(lakehouse.landing_dir.rglob("*.jsonl")):
+            final = min(watermark(lakehouse, "trade_raw"), watermark(lakehouse, "price_raw"))
+            if all(marks and marks[-1] == final for marks in seen.values()):
+                return final
+        daemon_log = (tmp_path / "daemon.log").read_text()[-3000:]
+        assert all(p.poll() is None for p in procs[1:]), daemon_log
+        time.sleep(2)
+    raise AssertionError(
         f"not every table reached the stream's end {final}: {seen}\n"
         + (tmp_path / "daemon.log").read_text()[-3000:]
     )
-
-    check_runs(home)
 
 
 def check_runs(home: Path) -> None:
     """At most K runs overlapped, and each successful run processed what its tags say."""
     with dg.DagsterInstance.from_config(str(home)) as instance:
-        runs = [r for r in instance.get_runs() if r.tags.get("freshness/asset")]
+        plans = {r.run_id: RunPlan.from_run(r) for r in instance.get_runs()}
+        runs = [r for r in instance.get_runs() if plans[r.run_id] is not None]
         records = instance.get_run_records(filters=dg.RunsFilter(run_ids=[r.run_id for r in runs]))
         intervals = [
             (r.start_time, r.end_time or time.time()) for r in records if r.start_time is not None
@@ -116,12 +147,13 @@ def check_runs(home: Path) -> None:
         assert successes
         for record in successes:
             run = record.dagster_run
-            job = run.tags["freshness/asset"]
+            plan = plans[run.run_id]
+            job = plan.asset
             materialization = instance.fetch_materializations(dg.AssetKey(job), limit=100)
             by_run = {m.run_id: m.asset_materialization.metadata for m in materialization.records}
             meta = by_run[run.run_id]
             if "nothing_to_do" in meta:
                 continue
-            assert meta["files_read"].value == int(run.tags["freshness/files_chosen"])
+            assert meta["files_read"].value == plan.file_count
             assert meta["spark"].value.startswith("shared Spark service")
-            assert meta["t_done_after"].value == iso(int(run.tags["freshness/u_us"]))
+            assert meta["t_done_after"].value == iso(plan.cutoff_u)

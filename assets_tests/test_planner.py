@@ -2,19 +2,27 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from datetime import datetime, timezone
+from typing import ClassVar
 
 import pytest
 
 from freshness_pipeline.planner import (
     MIB,
+    POLICIES,
+    POLICY_REGISTRY,
+    Candidate,
     CostModel,
     Downstream,
+    JobChoice,
     JobState,
     PendingInput,
+    SchedulingPolicy,
     Skip,
     choose,
+    get_policy,
     plan,
     retry_backoff_s,
     unlocked_s,
@@ -191,6 +199,9 @@ def test_bad_arguments_refused():
         plan([], 3, 0, policy="greedy")
     with pytest.raises(ValueError, match="K must be"):
         plan([], 0, 0)
+    # choose() used to treat an unknown name as PMB; now it refuses it as plan() does.
+    with pytest.raises(ValueError, match="unknown policy"):
+        choose(state(files=[f("a", 1, 1, 2)]), "greedy")
 
 
 def test_pipeline_aware_benefit_counts_the_children_it_unblocks():
@@ -261,3 +272,63 @@ def test_a_failed_job_waits_out_its_backoff_then_runs_again():
     assert waiting.skipped[0].reason == "backing off after 2 failed run(s): retry in 10 s"
     again = plan([failed], 3, now_us=30_000_000)
     assert [c.job for c in again.launches] == [failed.job]
+
+
+def test_the_registry_holds_the_six_experiment_policies_in_order():
+    assert (
+        POLICIES
+        == tuple(POLICY_REGISTRY)
+        == (
+            "pmb",
+            "max_benefit",
+            "random",
+            "pmb_pipeline",
+            "fixed_order_pmb",
+            "fixed_order_full",
+        )
+    )
+    assert all(isinstance(p, SchedulingPolicy) for p in POLICY_REGISTRY.values())
+    assert all(get_policy(name) is POLICY_REGISTRY[name] for name in POLICIES)
+    # Only pmb_pipeline makes the callers read the children's watermarks.
+    assert [n for n in POLICIES if get_policy(n).uses_downstream] == ["pmb_pipeline"]
+
+
+def test_an_unknown_policy_is_refused_with_the_accepted_names():
+    with pytest.raises(ValueError, match="unknown policy 'nope'") as refused:
+        get_policy("nope")
+    assert all(repr(name) in str(refused.value) for name in POLICIES)
+
+
+@dataclass(frozen=True)
+class SmallestCutoffFirst(SchedulingPolicy):
+    """A policy no production code knows: the smallest subset, the fewest bytes first,
+    with the downstream bonus."""
+
+    uses_downstream: ClassVar[bool] = True
+
+    def pick(self, rows: Sequence[Candidate]) -> Candidate:
+        return rows[0]
+
+    def rank(
+        self, choices: Sequence[JobChoice], jobs: Sequence[JobState], now_us: int, seed: int
+    ) -> list[JobChoice]:
+        return sorted(choices, key=lambda c: (c.scan_bytes, c.job))
+
+
+def test_a_new_policy_is_one_class_and_one_registry_line(monkeypatch):
+    monkeypatch.setitem(POLICY_REGISTRY, "smallest_first", SmallestCutoffFirst())
+    files = [f("a", 100, 1, 1_000_000), f("b", 10_000_000, 1_000_001, 2_000_000)]
+    cost = CostModel(1.0, 1e-6)
+    waiting = Downstream("child", t_done_us=0, other_inputs_cap_us=None)
+    big = state("big", files=[f("c", 50_000, 1, 5_000_000)], cost=cost)
+    small = replace(state("small", files=files, cost=cost), downstream=(waiting,))
+    result = plan([big, small], 1, 0, "smallest_first")
+    assert result.policy == "smallest_first"
+    [launch] = result.launches
+    # The toy's rank and pick decide: PMB launches "big", whose one file has more eta.
+    assert plan([big, small], 1, 0, "pmb").launches[0].job == "big"
+    assert launch.job == "small" and launch.policy == "smallest_first"
+    assert launch.files == ("a",) and launch.u_us == 1_000_000
+    # uses_downstream reached candidates(): G is own 1 s plus 1 s unlocked in the child.
+    assert launch.gain_s == pytest.approx(2.0)
+    assert result.skipped == (Skip("big", "no free slot (K=1, 0 running)"),)

@@ -9,6 +9,7 @@ from dagster._core.test_utils import create_run_for_test
 from freshness_pipeline.hudi_metadata import FileSlice, PendingFile, TableNotFound
 from freshness_pipeline.planner import POLICIES
 from freshness_pipeline.resources import HudiMetadataResource
+from freshness_pipeline.run_plan import RunPlan
 from freshness_pipeline.scheduler_settings import DEFAULT_K, SchedulerSettings
 from freshness_pipeline.sensor import ASSET_TAG, build_sensor, evaluate_tick
 from freshness_pipeline.settings import PROJECT_ROOT
@@ -84,8 +85,10 @@ def test_first_tick_launches_the_aggregates_and_explains_the_rest():
     assert reasons["sector_vwap"].startswith("waiting for upstream")
     request = next(r for r in requests if r.tags[ASSET_TAG] == "trade_aggr")
     config = request.run_config["ops"]["trade_aggr"]["config"]
-    assert config["cutoff_u"] == request.tags["freshness/u_us"]
-    assert len(config["files"]) == int(request.tags["freshness/files_chosen"])
+    plan = RunPlan.from_run(request)
+    assert config["cutoff_u"] == str(plan.cutoff_u)
+    assert len(config["files"]) == plan.file_count
+    assert config["t_done_planned"] == "none"
     assert request.asset_selection == [dg.AssetKey("trade_aggr")]
     explained = ("policy", "G_s", "E_s", "eta", "files_pending", "scan_mib", "cost_model")
     for key in explained:
@@ -141,7 +144,7 @@ def test_sensor_emits_run_requests_over_several_ticks():
         assert len(first.run_requests) == 1
         chosen = first.run_requests[0].tags[ASSET_TAG]
         # the chosen job committed its cutoff; next tick picks the other one
-        lake.add(FakeTable(chosen, int(first.run_requests[0].tags["freshness/u_us"])))
+        lake.add(FakeTable(chosen, RunPlan.from_run(first.run_requests[0]).cutoff_u))
         second = sensor_def(
             dg.build_sensor_context(instance=instance, resources={"hudi_meta": lake})
         )
@@ -151,14 +154,20 @@ def test_sensor_emits_run_requests_over_several_ticks():
 
 def test_footer_mode_widens_candidate_sets():
     with dg.instance_for_test() as instance:
-        _, pending_mode = tick(raw_lake(), instance, policy="pmb")
-        _, footer_mode = tick(raw_lake(), instance, policy="pmb", tmin_mode="footer")
-    # footer minimum is old (T0) for every file, so every candidate holds every file
-    for request in footer_mode:
-        assert request.tags["freshness/files_chosen"] == request.tags["freshness/files_pending"]
-    assert any(r.tags["freshness/subset"] == "true" for r in pending_mode) or all(
-        r.tags["freshness/files_chosen"] == r.tags["freshness/files_pending"] for r in pending_mode
-    )
+        pending_plan, _ = tick(raw_lake(), instance, policy="pmb")
+        footer_plan, footer_requests = tick(raw_lake(), instance, policy="pmb", tmin_mode="footer")
+    assert pending_plan.ranked and footer_plan.ranked
+    # Pending ranges: file i holds arrivals of (10 i s, 10 (i+1) s], so C(u) grows one file
+    # per cutoff; the footer minimum is old (T0) for every file, so every C(u) holds all.
+    for choice in pending_plan.ranked:
+        counts = [c.file_count for c in choice.candidates]
+        assert counts == list(range(1, choice.pending_files + 1)), counts
+    for choice in footer_plan.ranked:
+        assert {c.file_count for c in choice.candidates} == {choice.pending_files}
+    for request in footer_requests:
+        plan = RunPlan.from_run(request)
+        assert plan is not None and plan.file_count == plan.pending_files
+        assert not plan.is_subset
 
 
 def test_cost_model_is_fitted_from_materialization_metadata():
@@ -175,10 +184,12 @@ def test_cost_model_is_fitted_from_materialization_metadata():
                 )  # fmt: skip
             )
         _, requests = tick(raw_lake(), instance)
-    tags = {r.tags[ASSET_TAG]: r.tags for r in requests}
-    assert tags["trade_aggr"]["freshness/cost_model"].startswith("fit:three_term")
-    assert tags["trade_aggr"]["freshness/cost_fit"].startswith("8 runs, rmse")
-    assert tags["price_aggr"]["freshness/cost_model"].startswith("prior:")
+    plans = {r.tags[ASSET_TAG]: RunPlan.from_run(r) for r in requests}
+    assert plans["trade_aggr"].cost_model == "fit:three_term"
+    assert plans["trade_aggr"].cost_fit.startswith("8 runs, rmse")
+    # The fitted slope is the metadata's 0.5 s per MiB-and-file step, split between terms.
+    assert plans["trade_aggr"].cost_a_s == pytest.approx(5.0, abs=0.6)
+    assert plans["price_aggr"].cost_model.startswith("prior:")
 
 
 def test_k_agrees_with_the_run_queue():

@@ -17,6 +17,7 @@ from dagster import (
 )
 from pydantic import Field
 
+from freshness_pipeline import faults
 from freshness_pipeline.hudi_metadata import TableNotFound
 from freshness_pipeline.jobs.catalog import JOBS, JobSpec
 from freshness_pipeline.jobs.run_config import (
@@ -29,6 +30,8 @@ from freshness_pipeline.jobs.run_config import (
 from freshness_pipeline.jobs.runner import JobRunner, RunReport, StalePlan
 from freshness_pipeline.jobs.sql import sql_path
 from freshness_pipeline.resources import HudiMetadataResource
+from freshness_pipeline.run_plan import RunPlan
+from freshness_pipeline.settings import load_settings
 from freshness_pipeline.spark import HudiSparkResource
 
 
@@ -113,9 +116,10 @@ def run_until_committed(
 ) -> tuple[ResolvedRun, RunReport | None, list[str]]:
     """Runs the job; if Hudi refuses the commit as a stale plan, re-plans and runs again."""
     stale: list[str] = []
+    inject = faults.take(load_settings().faults_dir, spec.name)
     for _ in range(MAX_PLAN_ATTEMPTS):
         try:
-            return resolved, runner.run(spec, resolved), stale
+            return resolved, runner.run(spec, resolved, fail_before_commit=inject), stale
         except StalePlan as exc:
             stale.append(str(exc))
             context.log.warning(f"{exc}; re-planning from the new watermark")
@@ -165,6 +169,7 @@ def build_asset(spec: JobSpec) -> AssetsDefinition:
             raise Failure(description=f"run config refused: {exc}") from exc
         for reason in stale:
             context.log.warning(f"{reason}; re-planned from the current watermark")
+        planned = RunPlan.from_run(context.run)  # None: launched by hand, not by the sensor
         base = {
             "t_done_before": iso(resolved.t_done_us),
             "cutoff_u": iso(resolved.cutoff_us),
@@ -172,6 +177,14 @@ def build_asset(spec: JobSpec) -> AssetsDefinition:
             "files_pending": resolved.pending_files,
             "bytes_pending": resolved.pending_bytes,
         }
+        if planned is not None:
+            # What the sensor expected, beside what the run then did (duration_s, files_read).
+            base |= {
+                "policy": planned.policy,
+                "planned_E_s": round(planned.cost_s, 3),
+                "planned_eta": round(planned.eta, 6),
+                "attempt": planned.attempt,
+            }
         if stale:
             base["stale_plans_refused"] = len(stale)
             base["stale_plan"] = stale[-1]

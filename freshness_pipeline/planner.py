@@ -20,6 +20,12 @@ Variants for the experiment (issue 5):
   ordering rule and the concurrency are the same in both, so the difference between them
   is the share of the gain due to subset selection alone. (A static pipeline order would
   starve the jobs at the end of the pipeline whenever the first K are runnable.)
+
+Each policy is one `SchedulingPolicy` in `POLICY_REGISTRY`, which answers the only three
+questions on which policies differ: which candidate row a job runs, whether G counts the
+downstream staleness, and in which order runnable jobs get the free slots. `choose` and
+`plan` ask those questions and never test a policy's name, so adding a policy is one
+class and one registry line.
 """
 
 from __future__ import annotations
@@ -27,24 +33,14 @@ from __future__ import annotations
 import bisect
 import itertools
 import random
+from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import ClassVar, TypeAlias
 
-Policy = Literal[
-    "pmb", "max_benefit", "random", "pmb_pipeline", "fixed_order_pmb", "fixed_order_full"
-]
-POLICIES: tuple[Policy, ...] = (
-    "pmb",
-    "max_benefit",
-    "random",
-    "pmb_pipeline",
-    "fixed_order_pmb",
-    "fixed_order_full",
-)
-# Policies that take every pending file (the full candidate set).
-FULL_SET_POLICIES = ("max_benefit", "random", "fixed_order_full")
-FIXED_ORDER_POLICIES = ("fixed_order_pmb", "fixed_order_full")
+# A key of POLICY_REGISTRY. A plain str, not a Literal, so that a new policy needs no
+# edit beyond its class and its registry line.
+Policy: TypeAlias = str
 MIB = 1024 * 1024
 
 
@@ -216,8 +212,172 @@ def _best(rows: Sequence[Candidate]) -> Candidate:
     return max(rows, key=lambda c: (round(c.eta, 12), c.u_us))
 
 
+# The policies. A policy object holds no state: the registry shares one instance of each
+# across ticks and threads, and frozen dataclasses keep it that way.
+
+
+class SchedulingPolicy(ABC):
+    """What one scheduling policy decides; `choose` and `plan` ask nothing else."""
+
+    # Whether G also counts the downstream staleness a run unlocks (`unlocked_s`). The
+    # callers fill `JobState.downstream` only when this is set, since reading the
+    # children's watermarks costs metadata calls that other policies would waste.
+    uses_downstream: ClassVar[bool] = False
+
+    @abstractmethod
+    def pick(self, rows: Sequence[Candidate]) -> Candidate:
+        """The candidate row the job runs; `rows` are ordered by cutoff and never empty."""
+
+    @abstractmethod
+    def rank(
+        self, choices: Sequence[JobChoice], jobs: Sequence[JobState], now_us: int, seed: int
+    ) -> list[JobChoice]:
+        """The runnable jobs' choices, the first to get a free slot first."""
+
+
+def _largest_cutoff(rows: Sequence[Candidate]) -> Candidate:
+    # The last row holds every pending file the upstream cap lets in: the whole set.
+    return rows[-1]
+
+
+def _by_eta(choices: Sequence[JobChoice]) -> list[JobChoice]:
+    # Largest eta first; the job name breaks ties so a replayed tick orders the same way.
+    return sorted(choices, key=lambda c: (-c.eta, c.job))
+
+
+def _seeded_shuffle(choices: Sequence[JobChoice], now_us: int, seed: int) -> list[JobChoice]:
+    # Seeded per tick, so a replayed experiment makes the same choices.
+    ranked = list(choices)
+    random.Random(f"{seed}:{now_us}").shuffle(ranked)
+    return ranked
+
+
+def _round_robin(choices: Sequence[JobChoice], jobs: Sequence[JobState]) -> list[JobChoice]:
+    # The least recently refreshed job first; never-refreshed ones lead, in pipeline order.
+    by_job = {state.job: state for state in jobs}
+
+    def turn(choice: JobChoice) -> tuple:
+        state = by_job[choice.job]
+        last = state.last_refresh_us
+        return (last is not None, last or 0, state.order, choice.job)
+
+    return sorted(choices, key=turn)
+
+
+@dataclass(frozen=True)
+class Pmb(SchedulingPolicy):
+    """Partitioned-Max-Benefit (METHOD section 3): each job's best-eta subset, and the
+    jobs with the largest eta first."""
+
+    def pick(self, rows: Sequence[Candidate]) -> Candidate:
+        return _best(rows)
+
+    def rank(
+        self, choices: Sequence[JobChoice], jobs: Sequence[JobState], now_us: int, seed: int
+    ) -> list[JobChoice]:
+        return _by_eta(choices)
+
+
+@dataclass(frozen=True)
+class MaxBenefit(SchedulingPolicy):
+    """Baseline: every pending file, jobs ranked by the eta of that whole set."""
+
+    def pick(self, rows: Sequence[Candidate]) -> Candidate:
+        return _largest_cutoff(rows)
+
+    def rank(
+        self, choices: Sequence[JobChoice], jobs: Sequence[JobState], now_us: int, seed: int
+    ) -> list[JobChoice]:
+        return _by_eta(choices)
+
+
+@dataclass(frozen=True)
+class RandomOrder(SchedulingPolicy):
+    """Baseline: every pending file, runnable jobs in a random (seeded) order."""
+
+    def pick(self, rows: Sequence[Candidate]) -> Candidate:
+        return _largest_cutoff(rows)
+
+    def rank(
+        self, choices: Sequence[JobChoice], jobs: Sequence[JobState], now_us: int, seed: int
+    ) -> list[JobChoice]:
+        return _seeded_shuffle(choices, now_us, seed)
+
+
+@dataclass(frozen=True)
+class PmbPipeline(SchedulingPolicy):
+    """PMB whose gain also counts the staleness a run unlocks in the waiting children."""
+
+    uses_downstream: ClassVar[bool] = True
+
+    def pick(self, rows: Sequence[Candidate]) -> Candidate:
+        return _best(rows)
+
+    def rank(
+        self, choices: Sequence[JobChoice], jobs: Sequence[JobState], now_us: int, seed: int
+    ) -> list[JobChoice]:
+        return _by_eta(choices)
+
+
+@dataclass(frozen=True)
+class FixedOrderPmb(SchedulingPolicy):
+    """PMB's subsets with round-robin launches: with `FixedOrderFull`, isolates the gain
+    due to subset selection from the gain due to eta ordering."""
+
+    def pick(self, rows: Sequence[Candidate]) -> Candidate:
+        return _best(rows)
+
+    def rank(
+        self, choices: Sequence[JobChoice], jobs: Sequence[JobState], now_us: int, seed: int
+    ) -> list[JobChoice]:
+        return _round_robin(choices, jobs)
+
+
+@dataclass(frozen=True)
+class FixedOrderFull(SchedulingPolicy):
+    """Every pending file with round-robin launches (the control for `FixedOrderPmb`)."""
+
+    def pick(self, rows: Sequence[Candidate]) -> Candidate:
+        return _largest_cutoff(rows)
+
+    def rank(
+        self, choices: Sequence[JobChoice], jobs: Sequence[JobState], now_us: int, seed: int
+    ) -> list[JobChoice]:
+        return _round_robin(choices, jobs)
+
+
+# The names are what settings, tags and reports carry (FRESHNESS_POLICY, JobChoice.policy);
+# the order is the order the experiment and its tables list them in.
+POLICY_REGISTRY: dict[str, SchedulingPolicy] = {
+    "pmb": Pmb(),
+    "max_benefit": MaxBenefit(),
+    "random": RandomOrder(),
+    "pmb_pipeline": PmbPipeline(),
+    "fixed_order_pmb": FixedOrderPmb(),
+    "fixed_order_full": FixedOrderFull(),
+}
+POLICIES: tuple[Policy, ...] = tuple(POLICY_REGISTRY)
+
+
+def get_policy(name: Policy) -> SchedulingPolicy:
+    """The policy registered as `name`; raises ValueError naming the accepted ones."""
+    try:
+        return POLICY_REGISTRY[name]
+    except KeyError:
+        # The live registry, not POLICIES, so a policy registered later is named too.
+        accepted = tuple(POLICY_REGISTRY)
+        raise ValueError(f"unknown policy {name!r}; expected one of {accepted}") from None
+
+
 def choose(state: JobState, policy: Policy, now_us: int | None = None) -> JobChoice | Skip:
     """One job's choice under `policy`, or why it is not runnable."""
+    return _choose(state, policy, get_policy(policy), now_us)
+
+
+def _choose(
+    state: JobState, name: Policy, rules: SchedulingPolicy, now_us: int | None
+) -> JobChoice | Skip:
+    # `plan` resolves the policy once per tick rather than once per job.
     if state.running:
         return Skip(state.job, "already running")
     if now_us is not None and state.retry_after_us is not None and state.retry_after_us > now_us:
@@ -228,17 +388,17 @@ def choose(state: JobState, policy: Policy, now_us: int | None = None) -> JobCho
         )
     if state.cap_us is None:
         return Skip(state.job, "waiting for upstream: an input table has no data yet")
-    rows = candidates(state, pipeline=policy == "pmb_pipeline")
+    rows = candidates(state, pipeline=rules.uses_downstream)
     if not state.pending and not rows:
         return Skip(state.job, "no pending data")
     if not rows:
         return Skip(state.job, "waiting for upstream: inputs hold nothing past t_done")
-    picked = rows[-1] if policy in FULL_SET_POLICIES else _best(rows)
+    picked = rules.pick(rows)
     if picked.gain_s <= 0:
         return Skip(state.job, "zero benefit")
     return JobChoice(
         job=state.job,
-        policy=policy,
+        policy=name,
         u_us=picked.u_us,
         files=tuple(f.path for f in _by_tmin(state)[: picked.file_count]),
         scan_bytes=picked.scan_bytes,
@@ -258,8 +418,7 @@ def plan(
     seed: int = 0,
 ) -> Plan:
     """Chooses which jobs to launch now and what each processes."""
-    if policy not in POLICIES:
-        raise ValueError(f"unknown policy {policy!r}; expected one of {POLICIES}")
+    rules = get_policy(policy)
     if k < 1:
         raise ValueError(f"K must be at least 1, got {k}")
     running = sum(1 for j in jobs if j.running)
@@ -267,25 +426,9 @@ def plan(
     choices: list[JobChoice] = []
     skipped: list[Skip] = []
     for state in jobs:
-        outcome = choose(state, policy, now_us)
+        outcome = _choose(state, policy, rules, now_us)
         (choices if isinstance(outcome, JobChoice) else skipped).append(outcome)
-    if policy == "random":
-        # Seeded per tick, so a replayed experiment makes the same choices.
-        ranked = list(choices)
-        random.Random(f"{seed}:{now_us}").shuffle(ranked)
-    elif policy in FIXED_ORDER_POLICIES:
-        # Round-robin: the least recently refreshed job first; never-refreshed ones lead,
-        # in pipeline order.
-        by_job = {state.job: state for state in jobs}
-
-        def turn(choice: JobChoice) -> tuple:
-            state = by_job[choice.job]
-            last = state.last_refresh_us
-            return (last is not None, last or 0, state.order, choice.job)
-
-        ranked = sorted(choices, key=turn)
-    else:
-        ranked = sorted(choices, key=lambda c: (-c.eta, c.job))
+    ranked = rules.rank(choices, jobs, now_us, seed)
     launches = ranked[:free]
     for choice in ranked[free:]:
         skipped.append(Skip(choice.job, f"no free slot (K={k}, {running} running)"))

@@ -28,15 +28,16 @@ from freshness_pipeline.cost_model import FittedCost, RunSample, fit_cost_model
 from freshness_pipeline.hudi_metadata import TableNotFound
 from freshness_pipeline.jobs.catalog import JOBS, JobSpec, downstream_of
 from freshness_pipeline.planner import (
-    MIB,
     JobChoice,
     JobState,
     PendingInput,
     Plan,
+    get_policy,
     plan,
     retry_backoff_s,
 )
 from freshness_pipeline.resources import HudiMetadataResource
+from freshness_pipeline.run_plan import ASSET_TAG, RunPlan
 from freshness_pipeline.scheduler_settings import SchedulerSettings, load_scheduler_settings
 
 FINISHED_STATUSES = [
@@ -51,7 +52,6 @@ ACTIVE_STATUSES = [
     DagsterRunStatus.STARTED,
     DagsterRunStatus.CANCELING,
 ]
-ASSET_TAG = "freshness/asset"
 
 
 def running_jobs(instance) -> set[str]:
@@ -139,42 +139,12 @@ def job_state(
 def run_request(
     choice: JobChoice, t_done: int | None, cost: FittedCost, attempt: int = 0
 ) -> RunRequest:
-    config = {
-        "files": list(choice.files),
-        "cutoff_u": str(choice.u_us),
-        # The run re-plans instead of committing if another run moves t_done meanwhile.
-        "t_done_planned": "none" if t_done is None else str(t_done),
-    }
-    tags = {
-        ASSET_TAG: choice.job,
-        "freshness/policy": choice.policy,
-        "freshness/t_done_us": str(t_done if t_done is not None else ""),
-        "freshness/u_us": str(choice.u_us),
-        "freshness/G_s": f"{choice.gain_s:.3f}",
-        "freshness/E_s": f"{choice.cost_s:.3f}",
-        "freshness/eta": f"{choice.eta:.4f}",
-        "freshness/files_chosen": str(len(choice.files)),
-        "freshness/files_pending": str(choice.pending_files),
-        "freshness/scan_mib": f"{choice.scan_bytes / MIB:.3f}",
-        "freshness/subset": str(choice.is_subset).lower(),
-        "freshness/candidates": str(len(choice.candidates)),
-        "freshness/cost_model": (
-            f"{cost.source}:{cost.mode} a={cost.model.a_s:.3f}s "
-            f"b={cost.model.b_s_per_byte * MIB:.5f}s/MiB c={cost.model.c_s_per_file:.4f}s/file"
-        ),
-        "freshness/attempt": str(attempt),
-        "freshness/cost_fit": (
-            f"{cost.samples_used} runs, rmse {cost.rmse_s:.2f}s"
-            if cost.rmse_s is not None
-            else f"prior ({cost.samples_used} runs so far)"
-        ),
-    }
+    plan_record = RunPlan.from_choice(choice, t_done, cost, attempt)
     return RunRequest(
-        # The same decision after a failed run gets a new key (attempt), so it is retried.
-        run_key=f"{choice.job}:{t_done}:{choice.u_us}:{len(choice.files)}:a{attempt}",
-        asset_selection=[AssetKey(choice.job)],
-        run_config={"ops": {choice.job: {"config": config}}},
-        tags=tags,
+        run_key=plan_record.run_key,
+        asset_selection=[AssetKey(plan_record.asset)],
+        run_config=plan_record.run_config(),
+        tags=plan_record.tags(),
     )
 
 
@@ -206,7 +176,7 @@ def evaluate_tick(
                 retry_after_us=retry_after,
             )
         )
-    if settings.policy == "pmb_pipeline":
+    if get_policy(settings.policy).uses_downstream:
         states = [replace(s, downstream=downstream_of(s.job, t_dones)) for s in states]
     result = plan(states, settings.k, now_us, settings.policy, settings.seed)
     requests = [

@@ -38,6 +38,7 @@ class Settings:
     spark_mode: str = "service"  # "service" or "local" (a JVM per process)
     spark_service_port: int = 15002
     spark_service_memory: str = "4g"
+    faults_dir: Path | None = None  # fault injection (faults.py); None: off
 
     def table_uri(self, table: str) -> str:
         return f"{self.lakehouse_root.rstrip('/')}/{table}"
@@ -71,6 +72,9 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
         spark_mode=_spark_mode(env.get("FRESHNESS_SPARK_MODE", "service")),
         spark_service_port=int(env.get("FRESHNESS_SPARK_SERVICE_PORT", "15002")),
         spark_service_memory=env.get("FRESHNESS_SPARK_SERVICE_MEMORY", "4g"),
+        faults_dir=Path(env["FRESHNESS_FAULTS_DIR"]).resolve()
+        if env.get("FRESHNESS_FAULTS_DIR")
+        else None,
     )
 
 

@@ -30,6 +30,7 @@ from pathlib import Path
 from freshness_pipeline.experiment.staleness import S, StalenessSampler, total_staleness
 from freshness_pipeline.hudi_metadata import HudiTableMetadata, TableNotFound
 from freshness_pipeline.jobs.catalog import JOBS
+from freshness_pipeline.run_plan import RunPlan, plan_tags
 from freshness_pipeline.settings import PROJECT_ROOT, RAW_TABLES
 from freshness_pipeline.spark_service import free_port
 from freshness_pipeline.stream.generator import StreamConfig
@@ -308,8 +309,8 @@ def _collect(
                 materialized[rec.run_id] = {k: getattr(v, "value", None) for k, v in meta.items()}
         for record in records:
             run = record.dagster_run
-            if not run.tags.get("freshness/asset"):
-                continue
+            if RunPlan.from_run(run) is None:
+                continue  # not a sensor run
             runs.append(
                 {
                     "run_id": run.run_id,
@@ -317,7 +318,7 @@ def _collect(
                     "start": record.start_time,
                     "end": record.end_time,
                     "created": record.create_timestamp.timestamp(),
-                    "tags": {k: v for k, v in run.tags.items() if k.startswith("freshness/")},
+                    "tags": plan_tags(run.tags),
                     "metadata": materialized.get(run.run_id, {}),
                 }
             )

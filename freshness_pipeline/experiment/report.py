@@ -21,6 +21,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from freshness_pipeline.jobs.catalog import JOBS
+from freshness_pipeline.run_plan import RunPlan
 
 S = 1_000_000
 TARGETS = (("random", 0.80), ("max_benefit", 0.90))
@@ -129,12 +130,12 @@ def marginal_benefits(run_dir: Path) -> dict[str, list[float]]:
         tags = run["tags"]
         if run["status"] != "SUCCESS" or not run.get("start") or not run.get("end"):
             continue
-        t_done, u = tags.get("freshness/t_done_us"), tags.get("freshness/u_us")
-        if not u or not t_done:
+        plan = RunPlan.from_tags(tags)
+        if plan is None or plan.t_done_us is None:
             continue  # a job's first run has no t_done to measure a reduction from
         seconds = float(run["end"]) - float(run["start"])
         if seconds > 0:
-            found[tags["freshness/asset"]].append((int(u) - int(t_done)) / S / seconds)
+            found[plan.asset].append((plan.cutoff_u - plan.t_done_us) / S / seconds)
     return found
 
 
@@ -165,32 +166,40 @@ def figure_marginal_benefit(runs: list[dict], variants: list[str], out: Path) ->
     plt.close(fig)
 
 
-def launched_tags(runs: list[dict]) -> dict[str, list[dict]]:
-    """variant -> the sensor's tags of every successful run (what it chose and why), read
+def launched_plans(runs: list[dict]) -> dict[str, list[RunPlan]]:
+    """variant -> the sensor's plan of every successful run (what it chose and why), read
     once for the subset table and the controlled pair's sentence."""
-    tags: dict[str, list[dict]] = defaultdict(list)
+    plans: dict[str, list[RunPlan]] = defaultdict(list)
     for run in runs:
-        tags[run["variant"]] += [r["tags"] for r in _runs(run["dir"]) if r["status"] == "SUCCESS"]
-    return tags
+        for record in _runs(run["dir"]):
+            plan = RunPlan.from_tags(record["tags"])
+            if record["status"] == "SUCCESS" and plan is not None:
+                plans[run["variant"]].append(plan)
+    return plans
 
 
-def subset_rows(tags_by_variant: dict[str, list[dict]], variants: list[str]) -> list[str]:
-    lines = ["| variant | job | runs | subset runs | mean files chosen / pending | "
-             "mean scan chosen (MiB) |", "|---|---|---|---|---|---|"]  # fmt: skip
+def subset_rows(plans_by_variant: dict[str, list[RunPlan]], variants: list[str]) -> list[str]:
+    lines = [
+        "| variant | job | runs | subset runs | mean files chosen / pending | "
+        "mean scan chosen (MiB) |",
+        "|---|---|---|---|---|---|",
+    ]
     for variant in variants:
-        per_job: dict[str, list[dict]] = defaultdict(list)
-        for t in tags_by_variant.get(variant, []):
-            per_job[t["freshness/asset"]].append(t)
+        per_job: dict[str, list[RunPlan]] = defaultdict(list)
+        for plan in plans_by_variant.get(variant, []):
+            per_job[plan.asset].append(plan)
         for job in JOBS:
-            tags = per_job.get(job, [])
-            if not tags:
+            plans = per_job.get(job, [])
+            if not plans:
                 continue
-            subsets = sum(t.get("freshness/subset") == "true" for t in tags)
-            chosen = statistics.mean(int(t["freshness/files_chosen"]) for t in tags)
-            pending = statistics.mean(int(t["freshness/files_pending"]) for t in tags)
-            scan = statistics.mean(float(t["freshness/scan_mib"]) for t in tags)
-            lines.append(f"| {variant} | {job} | {len(tags)} | {subsets} | "
-                         f"{chosen:.1f} / {pending:.1f} | {scan:.2f} |")  # fmt: skip
+            subsets = sum(p.is_subset for p in plans)
+            chosen = statistics.mean(p.file_count for p in plans)
+            pending = statistics.mean(p.pending_files for p in plans)
+            scan = statistics.mean(p.scan_mib for p in plans)
+            lines.append(
+                f"| {variant} | {job} | {len(plans)} | {subsets} | "
+                f"{chosen:.1f} / {pending:.1f} | {scan:.2f} |"
+            )
     return lines
 
 
@@ -216,11 +225,11 @@ def paired_ratio(stats: dict[str, dict], variant: str, base: str) -> tuple[float
     return mean, sd, len(ratios)
 
 
-def subset_counts(tags_by_variant: dict[str, list[dict]]) -> dict[str, tuple[int, int]]:
+def subset_counts(plans_by_variant: dict[str, list[RunPlan]]) -> dict[str, tuple[int, int]]:
     """variant -> (successful runs that took a subset, successful runs)."""
     return {
-        variant: (sum(t.get("freshness/subset") == "true" for t in tags), len(tags))
-        for variant, tags in tags_by_variant.items()
+        variant: (sum(p.is_subset for p in plans), len(plans))
+        for variant, plans in plans_by_variant.items()
     }
 
 
@@ -402,7 +411,7 @@ def write_report(exp_dir: Path, report_dir: Path) -> dict:
     figure_staleness_over_time(runs, report_dir / "staleness_over_time.png")
     figure_marginal_benefit(runs, order, report_dir / "marginal_benefit.png")
     config = facts["config"]
-    tags = launched_tags(runs)
+    plans = launched_plans(runs)
     lines = [
         "# Freshness experiment report",
         "",
@@ -470,7 +479,7 @@ def write_report(exp_dir: Path, report_dir: Path) -> dict:
         "",
         "## Ablations, the controlled run and the pipeline-aware variant",
         "",
-        *comparison_rows(stats, subset_counts(tags)),
+        *comparison_rows(stats, subset_counts(plans)),
         "",
         "## What a run costs here",
         "",
@@ -496,7 +505,7 @@ def write_report(exp_dir: Path, report_dir: Path) -> dict:
         "",
         "## Subset selections (table 4.5)",
         "",
-        *subset_rows(tags, order),
+        *subset_rows(plans, order),
         "",
         f"## Files written per commit (table 4.2; `{pmb_run['variant']}`, seed {pmb_run['seed']})",
         "",

@@ -32,7 +32,7 @@ from freshness_pipeline.cost_model import CostMode, RunSample, fit_cost_model
 from freshness_pipeline.experiment.staleness import sample_tables, total_staleness
 from freshness_pipeline.jobs.catalog import JOBS, downstream_of
 from freshness_pipeline.jobs.runner import DERIVED_SMALL_FILE_BYTES
-from freshness_pipeline.planner import MIB, JobState, PendingInput, Policy, plan
+from freshness_pipeline.planner import MIB, JobState, PendingInput, Policy, get_policy, plan
 
 S = 1_000_000
 BASE_US = 1_800_000_000_000_000
@@ -281,7 +281,7 @@ def _tick(
                 last_refresh_us=last_refresh[spec.name],
             )
         )  # fmt: skip
-    if policy == "pmb_pipeline":
+    if get_policy(policy).uses_downstream:
         states = [replace(s, downstream=downstream_of(s.job, t_dones)) for s in states]
     result = plan(states, cond.k, now_us, policy, seed)
     subsets = 0

@@ -1,0 +1,77 @@
+"""The run plan record: what the sensor writes into run config and tags is exactly what
+the asset, the report and the experiment read back."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from freshness_pipeline.cost_model import FittedCost
+from freshness_pipeline.planner import MIB, CostModel, JobState, PendingInput, choose
+from freshness_pipeline.run_plan import ASSET_TAG, RunPlan, plan_tags
+
+S = 1_000_000
+
+
+def a_choice(t_done: int | None):
+    files = [
+        PendingInput(f"/lake/trade_raw/A/f{i}.parquet", (i + 1) * MIB, i * S + 1, (i + 1) * S)
+        for i in range(4)
+    ]
+    state = JobState("trade_aggr", t_done, 4 * S, tuple(files), CostModel(2.0, 0.5 / MIB, 0.1))
+    return choose(state, "pmb")
+
+
+FIT = FittedCost(CostModel(2.0, 0.5 / MIB, 0.1), "three_term", "fit", 12, 0.42)
+
+
+@pytest.mark.parametrize("t_done", [None, 0])
+def test_round_trip_through_tags_and_config(t_done):
+    choice = a_choice(t_done)
+    plan = RunPlan.from_choice(choice, t_done, FIT, attempt=2)
+    back = RunPlan.from_tags(plan.tags(), plan.run_config())
+    assert back is not None
+    assert back.asset == "trade_aggr" and back.files == choice.files
+    assert back.cutoff_u == choice.u_us and back.t_done_us == t_done
+    assert back.file_count == len(choice.files) and back.scan_bytes == choice.scan_bytes
+    assert back.attempt == 2 and back.policy == "pmb"
+    assert back.cost_a_s == 2.0 and back.cost_b_s_per_mib == pytest.approx(0.5)
+    assert back.cost_c_s_per_file == pytest.approx(0.1) and back.cost_model == "fit:three_term"
+    assert back.eta == pytest.approx(choice.eta, rel=1e-5)
+    assert back.gain_s == pytest.approx(choice.gain_s, abs=1e-3)
+    # Without the config the files stay in config only; everything else is in the tags.
+    no_files = RunPlan.from_tags(plan.tags())
+    assert (
+        no_files is not None and no_files.files == () and no_files.file_count == len(choice.files)
+    )
+
+
+def test_config_carries_the_contract_and_the_planned_watermark():
+    plan = RunPlan.from_choice(a_choice(0), 0, FIT)
+    op = plan.run_config()["ops"]["trade_aggr"]["config"]
+    assert op == {"files": list(plan.files), "cutoff_u": str(plan.cutoff_u), "t_done_planned": "0"}
+    never = RunPlan.from_choice(a_choice(None), None, FIT)
+    assert never.op_config()["t_done_planned"] == "none"
+
+
+def test_run_key_changes_with_attempt_and_decision_only():
+    first = RunPlan.from_choice(a_choice(0), 0, FIT)
+    assert first.run_key == RunPlan.from_choice(a_choice(0), 0, FIT).run_key
+    assert first.run_key != RunPlan.from_choice(a_choice(0), 0, FIT, attempt=1).run_key
+    assert first.run_key != RunPlan.from_choice(a_choice(None), None, FIT).run_key
+
+
+def test_runs_the_sensor_did_not_plan_have_no_plan():
+    assert RunPlan.from_tags({}) is None
+    assert RunPlan.from_tags({ASSET_TAG: "trade_aggr"}) is None  # launched some other way
+    assert plan_tags({"dagster/x": "1", ASSET_TAG: "a"}) == {ASSET_TAG: "a"}
+
+
+def test_older_records_without_exact_bytes_or_coefficients_still_read():
+    tags = RunPlan.from_choice(a_choice(0), 0, FIT).tags()
+    for name in ("scan_bytes", "cost_a_s", "cost_b_s_per_mib", "cost_c_s_per_file", "attempt"):
+        del tags[f"freshness/{name}"]
+    plan = RunPlan.from_tags(tags)
+    assert plan is not None and plan.attempt == 0 and math.isnan(plan.cost_a_s)
+    assert abs(plan.scan_bytes - RunPlan.from_choice(a_choice(0), 0, FIT).scan_bytes) < MIB / 1000

@@ -1,0 +1,183 @@
+"""The sensor's decision for one run, as one record: written to run config and tags here,
+and read back here only (the asset, the report, the experiment and the tests use
+`RunPlan.from_run` / `from_tags`; nothing else parses `freshness/*` tags).
+
+Pure Python: no dagster, pyspark or hudi, so it is unit-tested on its own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from freshness_pipeline.cost_model import FittedCost
+from freshness_pipeline.planner import MIB, JobChoice
+
+TAG_PREFIX = "freshness/"
+ASSET_TAG = f"{TAG_PREFIX}asset"
+
+
+def _tag(name: str) -> str:
+    return f"{TAG_PREFIX}{name}"
+
+
+@dataclass(frozen=True)
+class RunPlan:
+    """What a sensor-launched run processes (`files`, `cutoff_u`, planned from `t_done_us`)
+    and why (the policy's G, E, eta, the pending set and the cost model behind E)."""
+
+    asset: str
+    cutoff_u: int  # integer microseconds: process arrivals in (t_done, cutoff_u]
+    t_done_us: int | None  # the asset's watermark the plan was made from; None: never ran
+    file_count: int
+    pending_files: int
+    scan_bytes: int
+    policy: str
+    gain_s: float  # G
+    cost_s: float  # E
+    eta: float
+    candidates: int
+    cost_a_s: float
+    cost_b_s_per_mib: float
+    cost_c_s_per_file: float
+    cost_model: str  # where the coefficients came from: "prior:three_term", "fit:two_term"
+    cost_fit: str  # how well they fit, for people
+    attempt: int = 0  # failed runs of the job since its last success (retries get a new key)
+    files: tuple[str, ...] = ()  # the files themselves travel in run config only
+
+    @property
+    def is_subset(self) -> bool:
+        return self.file_count < self.pending_files
+
+    @property
+    def scan_mib(self) -> float:
+        return self.scan_bytes / MIB
+
+    @classmethod
+    def from_choice(
+        cls, choice: JobChoice, t_done_us: int | None, cost: FittedCost, attempt: int = 0
+    ) -> RunPlan:
+        fit = (
+            f"{cost.samples_used} runs, rmse {cost.rmse_s:.2f}s"
+            if cost.rmse_s is not None
+            else f"prior ({cost.samples_used} runs so far)"
+        )
+        return cls(
+            asset=choice.job,
+            cutoff_u=choice.u_us,
+            t_done_us=t_done_us,
+            file_count=len(choice.files),
+            pending_files=choice.pending_files,
+            scan_bytes=choice.scan_bytes,
+            policy=choice.policy,
+            gain_s=choice.gain_s,
+            cost_s=choice.cost_s,
+            eta=choice.eta,
+            candidates=len(choice.candidates),
+            cost_a_s=cost.model.a_s,
+            cost_b_s_per_mib=cost.model.b_s_per_byte * MIB,
+            cost_c_s_per_file=cost.model.c_s_per_file,
+            cost_model=f"{cost.source}:{cost.mode}",
+            cost_fit=fit,
+            attempt=attempt,
+            files=tuple(choice.files),
+        )
+
+    # --- written here ---------------------------------------------------------------------
+
+    @property
+    def run_key(self) -> str:
+        """Idempotent per decision: a tick that repeats the same decision adds no run; the
+        same decision after a failed run differs in `attempt`, so it is retried."""
+        return f"{self.asset}:{self.t_done_us}:{self.cutoff_u}:{self.file_count}:a{self.attempt}"
+
+    def op_config(self) -> dict[str, Any]:
+        return {
+            "files": list(self.files),
+            "cutoff_u": str(self.cutoff_u),
+            # The run re-plans instead of committing if another run moves t_done meanwhile.
+            "t_done_planned": "none" if self.t_done_us is None else str(self.t_done_us),
+        }
+
+    def run_config(self) -> dict[str, Any]:
+        return {"ops": {self.asset: {"config": self.op_config()}}}
+
+    def tags(self) -> dict[str, str]:
+        return {
+            ASSET_TAG: self.asset,
+            _tag("policy"): self.policy,
+            _tag("t_done_us"): "" if self.t_done_us is None else str(self.t_done_us),
+            _tag("u_us"): str(self.cutoff_u),
+            _tag("G_s"): f"{self.gain_s:.3f}",
+            _tag("E_s"): f"{self.cost_s:.3f}",
+            _tag("eta"): f"{self.eta:.6f}",
+            _tag("files_chosen"): str(self.file_count),
+            _tag("files_pending"): str(self.pending_files),
+            _tag("scan_bytes"): str(self.scan_bytes),
+            _tag("scan_mib"): f"{self.scan_mib:.3f}",
+            _tag("subset"): str(self.is_subset).lower(),
+            _tag("candidates"): str(self.candidates),
+            _tag("cost_a_s"): repr(self.cost_a_s),
+            _tag("cost_b_s_per_mib"): repr(self.cost_b_s_per_mib),
+            _tag("cost_c_s_per_file"): repr(self.cost_c_s_per_file),
+            _tag("cost_model"): (
+                f"{self.cost_model} a={self.cost_a_s:.3f}s b={self.cost_b_s_per_mib:.5f}s/MiB "
+                f"c={self.cost_c_s_per_file:.4f}s/file"
+            ),
+            _tag("cost_source"): self.cost_model,
+            _tag("cost_fit"): self.cost_fit,
+            _tag("attempt"): str(self.attempt),
+        }
+
+    # --- read back here -------------------------------------------------------------------
+
+    @classmethod
+    def from_tags(
+        cls, tags: Mapping[str, str], run_config: Mapping[str, Any] | None = None
+    ) -> RunPlan | None:
+        """The plan a run was launched with, or None for a run the sensor did not plan (a
+        Materialize click, the CLI). With `run_config`, `files` is filled in too."""
+        if not tags.get(ASSET_TAG) or _tag("u_us") not in tags:
+            return None
+        asset = tags[ASSET_TAG]
+        t_done = tags.get(_tag("t_done_us"), "")
+        files: tuple[str, ...] = ()
+        if run_config:
+            op = run_config.get("ops", {}).get(asset, {}).get("config", {})
+            files = tuple(op.get("files", ()))
+        return cls(
+            asset=asset,
+            cutoff_u=int(tags[_tag("u_us")]),
+            t_done_us=int(t_done) if t_done not in ("", "None") else None,
+            file_count=int(tags[_tag("files_chosen")]),
+            pending_files=int(tags[_tag("files_pending")]),
+            scan_bytes=int(tags.get(_tag("scan_bytes")) or _mib_bytes(tags[_tag("scan_mib")])),
+            policy=tags[_tag("policy")],
+            gain_s=float(tags[_tag("G_s")]),
+            cost_s=float(tags[_tag("E_s")]),
+            eta=float(tags[_tag("eta")]),
+            candidates=int(tags.get(_tag("candidates"), "0")),
+            cost_a_s=float(tags.get(_tag("cost_a_s"), "nan")),
+            cost_b_s_per_mib=float(tags.get(_tag("cost_b_s_per_mib"), "nan")),
+            cost_c_s_per_file=float(tags.get(_tag("cost_c_s_per_file"), "nan")),
+            cost_model=tags.get(_tag("cost_source"), tags.get(_tag("cost_model"), "")),
+            cost_fit=tags.get(_tag("cost_fit"), ""),
+            attempt=int(tags.get(_tag("attempt"), "0")),
+            files=files,
+        )
+
+    @classmethod
+    def from_run(cls, run: Any) -> RunPlan | None:
+        """From a Dagster run (anything with `.tags` and `.run_config`)."""
+        return cls.from_tags(run.tags, getattr(run, "run_config", None))
+
+
+def _mib_bytes(text: str) -> int:
+    # Runs recorded before `scan_bytes` was a tag carry only the rounded MiB figure.
+    return round(float(text) * MIB)
+
+
+def plan_tags(tags: Mapping[str, str]) -> dict[str, str]:
+    """The `freshness/*` tags of a run, as recorded for the experiment's raw data."""
+    return {k: v for k, v in tags.items() if k.startswith(TAG_PREFIX)}
