@@ -20,11 +20,33 @@ export DAGSTER_HOME ?= $(abspath .dagster_home)
 .PHONY: setup demo test test-fast lint format bench-ingest bench-growth bench-tick \
 	bench-tick-real bench-overhead bench-memory experiment experiment-long simulate clean-data
 
-$(VENV)/.installed: pyproject.toml
+# Reproducible install: requirements.lock pins every Python package (transitive, with
+# hashes) for CPython 3.11 on linux x86_64; setup installs exactly that, then the project
+# with --no-deps. pyproject.toml stays the source of truth (assets_tests/test_lockfile.py
+# fails when the lock no longer satisfies it): after changing it, run `make lock` and commit
+# requirements.lock. A hashed requirements file because plain pip installs it (pylock.toml
+# is still experimental in pip); uv, used by `make lock` only, resolves for that target from
+# any machine in seconds.
+LOCK ?= requirements.lock
+LOCK_PYTHON ?= 3.11
+LOCK_PLATFORM ?= x86_64-unknown-linux-gnu
+UV_VERSION ?= 0.13.9
+LOCK_ARGS ?=
+
+$(VENV)/.installed: $(LOCK) pyproject.toml
 	test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/pip install --quiet --upgrade pip
-	$(VENV)/bin/pip install --quiet -e '.[dev]'
+	$(VENV)/bin/pip install --quiet --require-hashes -r $(LOCK)
+	$(VENV)/bin/pip install --quiet --no-deps -e .
 	touch $@
+
+.PHONY: lock
+lock:
+	test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/pip install --quiet uv==$(UV_VERSION)
+	$(VENV)/bin/uv pip compile pyproject.toml --extra dev --generate-hashes \
+	  --python-version $(LOCK_PYTHON) --python-platform $(LOCK_PLATFORM) \
+	  --custom-compile-command 'make lock' --quiet $(LOCK_ARGS) -o $(LOCK)
 
 $(HUDI_JAR):
 	mkdir -p $(JARS_DIR)

@@ -25,7 +25,7 @@ from freshness_pipeline.jobs.catalog import JOBS
 from freshness_pipeline.jobs.run_config import resolve_run
 from freshness_pipeline.jobs.runner import JobRunner
 from freshness_pipeline.resources import HudiMetadataResource
-from freshness_pipeline.scheduler_settings import load_scheduler_settings
+from freshness_pipeline.scheduler_settings import SchedulerSettings
 from freshness_pipeline.sensor import evaluate_tick
 from freshness_pipeline.settings import PROJECT_ROOT, Settings
 from freshness_pipeline.stream.feeder import StreamFeeder
@@ -74,7 +74,7 @@ def test_hand_materialize_beside_a_sensor_run(
 
     with dg.DagsterInstance.from_config(str(home)) as instance:
         _, requests = evaluate_tick(
-            HudiMetadataResource(), instance, load_scheduler_settings({}),
+            HudiMetadataResource(), instance, SchedulerSettings(),
             int(time.time() * 1e6), jobs=[JOBS[JOB]],
         )  # fmt: skip
     assert len(requests) == 1

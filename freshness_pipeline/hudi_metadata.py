@@ -26,6 +26,8 @@ from typing import Generic, TypeVar
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
+from freshness_pipeline.lakehouse import Location
+
 META_PREFIX = "freshness."
 WATERMARK_KEY = "freshness.watermark_us"
 ARRIVAL_MIN_KEY = "freshness.arrival_min_us"
@@ -164,10 +166,9 @@ COMMIT_CACHE: BoundedCache[str, dict[tuple[str, str], Commit]] = BoundedCache(25
 SLICE_CACHE: BoundedCache[str, tuple[str, list[FileSlice]]] = BoundedCache(256)
 
 
-def _filesystem(uri: str) -> tuple[pafs.FileSystem, str]:
-    if "://" not in uri:
-        return pafs.LocalFileSystem(), uri
-    return pafs.FileSystem.from_uri(uri)
+def _filesystem(uri: str | Location) -> tuple[pafs.FileSystem, str]:
+    location = uri if isinstance(uri, Location) else Location.parse(uri)
+    return location.filesystem()
 
 
 def footer_arrival_range(uri: str, column: str = ARRIVAL_COLUMN) -> tuple[int | None, int | None]:
@@ -213,9 +214,11 @@ class HudiTableMetadata:
     pass sees one consistent state; create a new object to see newer commits.
     """
 
-    def __init__(self, table_uri: str) -> None:
-        self.table_uri = table_uri.rstrip("/")
-        fs, root = _filesystem(self.table_uri)
+    def __init__(self, table: str | Location) -> None:
+        self.location = table if isinstance(table, Location) else Location.parse(table)
+        # The Spark spelling: file URIs handed to runs and run configs are spelled so.
+        self.table_uri = self.location.spark
+        fs, root = self.location.filesystem()
         self._fs, self._root = fs, root.rstrip("/")
         self._commits: list[Commit] | None = None
         self._slices: list[FileSlice] | None = None
@@ -262,7 +265,10 @@ class HudiTableMetadata:
 
         for attempt in range(_RETRIES):
             try:
-                return HudiTableBuilder.from_base_uri(self.table_uri).build()
+                builder = HudiTableBuilder.from_base_uri(self.location.hudi_rs)
+                if self.location.storage_options:
+                    builder = builder.with_storage_options(dict(self.location.storage_options))
+                return builder.build()
             except Exception:
                 # The same half-written hoodie.properties race as above, seen by hudi-rs.
                 if attempt == _RETRIES - 1:
@@ -418,7 +424,7 @@ class HudiTableMetadata:
         return next((s for s in self.latest_file_slices() if s.file_id == file_id), None)
 
     def file_uri(self, relative_path: str) -> str:
-        return f"{self.table_uri}/{relative_path}"
+        return self.location.spark_file(relative_path)
 
     def row_count(self) -> int:
         """Rows in the latest snapshot, from Parquet footers (no data scan)."""

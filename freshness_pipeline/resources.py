@@ -6,6 +6,7 @@ from dagster import ConfigurableResource
 from pydantic import Field
 
 from freshness_pipeline.hudi_metadata import HudiTableMetadata
+from freshness_pipeline.lakehouse import Lakehouse
 from freshness_pipeline.settings import load_settings
 
 
@@ -16,10 +17,14 @@ class HudiMetadataResource(ConfigurableResource):
         default=None, description="Root URI of the Hudi tables (default FRESHNESS_LAKEHOUSE)."
     )
 
+    def lakehouse(self) -> Lakehouse:
+        if self.lakehouse_root:
+            return Lakehouse.parse(self.lakehouse_root)
+        return load_settings().lakehouse
+
     def table_uri(self, table: str) -> str:
-        root = self.lakehouse_root or load_settings().lakehouse_root
-        return f"{root.rstrip('/')}/{table}"
+        return self.lakehouse().table_uri(table)
 
     def table(self, table: str) -> HudiTableMetadata:
         """Raises TableNotFound (naming the path) when the table does not exist yet."""
-        return HudiTableMetadata(self.table_uri(table))
+        return HudiTableMetadata(self.lakehouse().table(table))

@@ -1,9 +1,8 @@
-"""Scheduler knobs, read from the environment so they change without code changes."""
+"""Scheduler knobs (policy, K, tick, tmin and cost modes, seed), validated; built from the
+environment by settings.py, the one module that reads it."""
 
 from __future__ import annotations
 
-import os
-from collections.abc import Mapping
 from dataclasses import dataclass
 
 from freshness_pipeline.cost_model import COST_MODES, CostMode
@@ -39,16 +38,3 @@ class SchedulerSettings:
             raise ValueError(f"FRESHNESS_TMIN_MODE must be one of {TMIN_MODES}")
         if self.cost_mode not in COST_MODES:
             raise ValueError(f"FRESHNESS_COST_MODE must be one of {COST_MODES}")
-
-
-def load_scheduler_settings(environ: Mapping[str, str] | None = None) -> SchedulerSettings:
-    """Settings from the environment (or `environ`); raises ValueError on a bad one."""
-    env = os.environ if environ is None else environ
-    return SchedulerSettings(
-        policy=env.get("FRESHNESS_POLICY", "pmb"),  # type: ignore[arg-type]
-        k=int(env.get("FRESHNESS_K", DEFAULT_K)),
-        tick_s=int(env.get("FRESHNESS_TICK_S", 10)),
-        tmin_mode=env.get("FRESHNESS_TMIN_MODE", "pending"),
-        cost_mode=env.get("FRESHNESS_COST_MODE", "three_term"),  # type: ignore[arg-type]
-        seed=int(env.get("FRESHNESS_SEED", 0)),
-    )

@@ -38,7 +38,8 @@ from freshness_pipeline.planner import (
 )
 from freshness_pipeline.resources import HudiMetadataResource
 from freshness_pipeline.run_plan import ASSET_TAG, RunPlan
-from freshness_pipeline.scheduler_settings import SchedulerSettings, load_scheduler_settings
+from freshness_pipeline.scheduler_settings import SchedulerSettings
+from freshness_pipeline.settings import load_settings
 
 FINISHED_STATUSES = [
     DagsterRunStatus.SUCCESS,
@@ -191,7 +192,7 @@ def skip_message(result: Plan) -> str:
 
 
 def build_sensor(settings: SchedulerSettings | None = None):
-    settings = settings or load_scheduler_settings()
+    settings = settings or load_settings().scheduler
 
     @sensor(
         name="freshness_sensor",

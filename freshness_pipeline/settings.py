@@ -1,15 +1,25 @@
-"""Where things live, with embedded defaults a fresh clone can run on.
+"""Everything a user can set, in one typed, frozen object built in one place.
 
-Every path is overridable by an environment variable so the same code runs on a
-laptop (local folder lakehouse) and against a cluster and object store.
+`load_settings(environ, overrides)` reads the `FRESHNESS_*` environment variables (and CLI
+flags, passed as overrides under the same names), validates each, and returns `Settings`.
+This is the only module that reads the environment: definitions, CLI, experiment and
+benches receive what it builds. `SETTINGS` below is the table of every variable; the
+README's settings table is generated from it (`python -m freshness_pipeline.settings`)
+and a test keeps the two equal.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
+
+from freshness_pipeline.cost_model import COST_MODES
+from freshness_pipeline.lakehouse import Lakehouse, LocationError
+from freshness_pipeline.planner import POLICIES
+from freshness_pipeline.scheduler_settings import MIN_TICK_S, TMIN_MODES, SchedulerSettings
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 
@@ -18,67 +28,213 @@ MASTER_TABLE = "company_master"
 REJECTS_TABLE = "raw_rejects"
 STREAMS = ("price", "trade")  # landing sub-folder per stream
 STREAM_TABLE = {"price": "price_raw", "trade": "trade_raw"}
+SPARK_MODES = ("service", "local")
 
 
-def _path_from_env(env: Mapping[str, str], name: str, default: Path) -> Path:
-    value = env.get(name)
-    return Path(value).expanduser().resolve() if value else default
+class SettingsError(ValueError):
+    """A setting has a value this project cannot use: names the variable, the value and
+    what is accepted."""
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One user-settable variable: its default (as a user would write it), what it means,
+    what is accepted, and how its text becomes a value."""
+
+    env: str
+    default: str | None
+    meaning: str
+    accepted: str
+    parse: Callable[[str], Any]
+
+    def value(self, text: str | None) -> Any:
+        if text is None or text == "":
+            if self.default is None:
+                return None
+            text = self.default.replace("<checkout>", str(PROJECT_ROOT))
+        try:
+            return self.parse(text)
+        except (ValueError, LocationError) as exc:
+            raise SettingsError(
+                f"{self.env}={text!r} is not accepted: expected {self.accepted} ({exc})"
+            ) from exc
+
+
+def _choice(options: tuple[str, ...]) -> Callable[[str], str]:
+    def parse(text: str) -> str:
+        if text not in options:
+            raise ValueError(f"not one of {', '.join(options)}")
+        return text
+
+    return parse
+
+
+def _int_at_least(low: int) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        number = int(text)
+        if number < low:
+            raise ValueError(f"below {low}")
+        return number
+
+    return parse
+
+
+def _folder(text: str) -> Path:
+    return Path(text).expanduser().resolve()
+
+
+def _text(text: str) -> str:
+    return text
+
+
+SETTINGS: tuple[Setting, ...] = (
+    Setting("FRESHNESS_LAKEHOUSE", "<checkout>/.lakehouse/tables",
+            "root of the Hudi tables", "a folder, file://..., or s3://bucket/prefix",
+            Lakehouse.parse),
+    Setting("FRESHNESS_LANDING", "<checkout>/.lakehouse/landing",
+            "landing folder shared by the replayer and ingestion", "a folder",
+            _folder),
+    Setting("FRESHNESS_JARS_DIR", "<checkout>/.cache/jars",
+            "folder of the Hudi bundle, the Spark Connect jar and our Hudi guard jar",
+            "a folder", _folder),
+    Setting("FRESHNESS_SPARK_MASTER", "local[*]",
+            "Spark master of a process's own Spark (ingestion, `--spark local` runs)",
+            "local[N], local[*], spark://host:port, yarn", _text),
+    Setting("FRESHNESS_SPARK_REMOTE", None,
+            "Spark Connect URL of your own Connect server; runs use it and the demo starts "
+            "none", "sc://host:port", _text),
+    Setting("FRESHNESS_SPARK_MODE", "service",
+            "`service`: the demo starts a local shared Spark service; `local`: every run "
+            "starts its own Spark", " or ".join(SPARK_MODES), _choice(SPARK_MODES)),
+    Setting("FRESHNESS_SPARK_SERVICE_PORT", "15002", "port of the local Spark service",
+            "a port number 1-65535", _int_at_least(1)),
+    Setting("FRESHNESS_SPARK_SERVICE_MEMORY", "4g", "driver memory of the local Spark service",
+            "a JVM size such as 4g", _text),
+    Setting("FRESHNESS_POLICY", "pmb",
+            "scheduling policy: `pmb`, `max_benefit` (all pending input), `random` (seeded), "
+            "and the experiment's variants", ", ".join(POLICIES), _choice(POLICIES)),
+    Setting("FRESHNESS_K", "3",
+            "concurrent jobs; keep `max_concurrent_runs` in `dagster.yaml` equal",
+            "an integer of at least 1", _int_at_least(1)),
+    Setting("FRESHNESS_TICK_S", "10",
+            "sensor interval in seconds (Dagster's sensor daemon loops every 5 s at most)",
+            f"an integer of at least {MIN_TICK_S}", _int_at_least(MIN_TICK_S)),
+    Setting("FRESHNESS_TMIN_MODE", "pending",
+            "`pending`: per-file pending arrival range from commit metadata; `footer`: the "
+            "published whole-file footer min/max", " or ".join(TMIN_MODES), _choice(TMIN_MODES)),
+    Setting("FRESHNESS_COST_MODE", "three_term",
+            "`three_term`: E = a + b*bytes + c*files; `two_term`: the published a + b*bytes",
+            " or ".join(COST_MODES), _choice(tuple(COST_MODES))),
+    Setting("FRESHNESS_SEED", "0", "seed of the `random` policy", "an integer", int),
+    Setting("FRESHNESS_FAULTS_DIR", None,
+            "fault injection for tests and `make chaos` (`faults.py`); unset: off", "a folder",
+            _folder),
+)  # fmt: skip
+_BY_ENV = {s.env: s for s in SETTINGS}
 
 
 @dataclass(frozen=True)
 class Settings:
-    """Resolved locations of the lakehouse, the landing area and the JVM jars."""
+    """The resolved settings of one process."""
 
-    lakehouse_root: str
+    lakehouse: Lakehouse
     landing_dir: Path
     jars_dir: Path
-    spark_master: str
-    spark_remote: str | None
-    # The shared Spark service (spark_service.py) started by `freshness demo`/experiment.
-    spark_mode: str = "service"  # "service" or "local" (a JVM per process)
+    spark_master: str = "local[*]"
+    spark_remote: str | None = None
+    spark_mode: str = "service"  # the shared Spark service (spark_service.py) or "local"
     spark_service_port: int = 15002
     spark_service_memory: str = "4g"
+    scheduler: SchedulerSettings = field(default_factory=SchedulerSettings)
     faults_dir: Path | None = None  # fault injection (faults.py); None: off
 
     def table_uri(self, table: str) -> str:
-        return f"{self.lakehouse_root.rstrip('/')}/{table}"
+        """A table as Spark spells it (the lakehouse's spelling; see lakehouse.py)."""
+        return self.lakehouse.table_uri(table)
 
     def table_path(self, table: str) -> Path:
-        """Local path of a table (only meaningful for a local lakehouse)."""
-        uri = self.table_uri(table)
-        return Path(uri.removeprefix("file://"))
+        """Local path of a table (a local lakehouse only)."""
+        return self.lakehouse.table(table).local_path()
+
+    @property
+    def lakehouse_root(self) -> str:
+        return self.lakehouse.uri
 
     @property
     def is_local(self) -> bool:
-        return "://" not in self.lakehouse_root or self.lakehouse_root.startswith("file://")
+        return self.lakehouse.root.is_local
 
 
-def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
-    """Settings from the environment (or `environ`), falling back to the checkout's folders."""
-    env = os.environ if environ is None else environ
-    lakehouse = env.get("FRESHNESS_LAKEHOUSE")
-    if lakehouse is None:
-        lakehouse = str(PROJECT_ROOT / ".lakehouse" / "tables")
-    elif "://" not in lakehouse:
-        lakehouse = str(Path(lakehouse).expanduser().resolve())
+def load_settings(
+    environ: Mapping[str, str] | None = None, overrides: Mapping[str, str | None] | None = None
+) -> Settings:
+    """Settings from the environment (or `environ`), with `overrides` (CLI flags, under the
+    same variable names) winning; raises SettingsError naming a bad variable."""
+    env = dict(os.environ if environ is None else environ)
+    for name, value in (overrides or {}).items():
+        if name not in _BY_ENV:
+            raise SettingsError(f"{name} is not a setting; settings: {', '.join(_BY_ENV)}")
+        if value is not None:
+            env[name] = str(value)
+    values = {s.env: s.value(env.get(s.env)) for s in SETTINGS}
+    try:
+        scheduler = SchedulerSettings(
+            policy=values["FRESHNESS_POLICY"],
+            k=values["FRESHNESS_K"],
+            tick_s=values["FRESHNESS_TICK_S"],
+            tmin_mode=values["FRESHNESS_TMIN_MODE"],
+            cost_mode=values["FRESHNESS_COST_MODE"],
+            seed=values["FRESHNESS_SEED"],
+        )
+    except ValueError as exc:
+        raise SettingsError(str(exc)) from exc
     return Settings(
-        lakehouse_root=lakehouse,
-        landing_dir=_path_from_env(
-            env, "FRESHNESS_LANDING", PROJECT_ROOT / ".lakehouse" / "landing"
-        ),
-        jars_dir=_path_from_env(env, "FRESHNESS_JARS_DIR", PROJECT_ROOT / ".cache" / "jars"),
-        spark_master=env.get("FRESHNESS_SPARK_MASTER", "local[*]"),
-        spark_remote=env.get("FRESHNESS_SPARK_REMOTE") or None,
-        spark_mode=_spark_mode(env.get("FRESHNESS_SPARK_MODE", "service")),
-        spark_service_port=int(env.get("FRESHNESS_SPARK_SERVICE_PORT", "15002")),
-        spark_service_memory=env.get("FRESHNESS_SPARK_SERVICE_MEMORY", "4g"),
-        faults_dir=Path(env["FRESHNESS_FAULTS_DIR"]).resolve()
-        if env.get("FRESHNESS_FAULTS_DIR")
-        else None,
+        lakehouse=values["FRESHNESS_LAKEHOUSE"],
+        landing_dir=values["FRESHNESS_LANDING"],
+        jars_dir=values["FRESHNESS_JARS_DIR"],
+        spark_master=values["FRESHNESS_SPARK_MASTER"],
+        spark_remote=values["FRESHNESS_SPARK_REMOTE"] or None,
+        spark_mode=values["FRESHNESS_SPARK_MODE"],
+        spark_service_port=values["FRESHNESS_SPARK_SERVICE_PORT"],
+        spark_service_memory=values["FRESHNESS_SPARK_SERVICE_MEMORY"],
+        scheduler=scheduler,
+        faults_dir=values["FRESHNESS_FAULTS_DIR"],
     )
 
 
-def _spark_mode(value: str) -> str:
-    if value not in ("service", "local"):
-        raise ValueError(f"FRESHNESS_SPARK_MODE must be 'service' or 'local', not {value!r}")
-    return value
+def child_environment(changes: Mapping[str, str | None] | None = None) -> dict[str, str]:
+    """This process's environment for a child process, with `changes` applied (None
+    removes a variable): children build their own Settings from it."""
+    env = dict(os.environ)
+    for name, value in (changes or {}).items():
+        if value is None:
+            env.pop(name, None)
+        else:
+            env[name] = value
+    return env
+
+
+def set_process_settings(changes: Mapping[str, str | None]) -> Settings:
+    """Changes this process's settings (benches and the experiment point the lakehouse at a
+    scratch folder before code that loads settings lazily runs); returns the new ones."""
+    for name, value in changes.items():
+        if name not in _BY_ENV:
+            raise SettingsError(f"{name} is not a setting; settings: {', '.join(_BY_ENV)}")
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
+    return load_settings()
+
+
+def settings_table() -> str:
+    """The README's settings table, generated from SETTINGS."""
+    lines = ["| variable | default | meaning | accepted |", "|---|---|---|---|"]
+    for s in SETTINGS:
+        default = f"`{s.default}`" if s.default is not None else "unset"
+        lines.append(f"| `{s.env}` | {default} | {s.meaning} | {s.accepted} |")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    print(settings_table())

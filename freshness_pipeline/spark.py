@@ -13,6 +13,7 @@ from dagster import ConfigurableResource
 from dagster_pyspark.resources import spark_session_from_config
 from pydantic import Field, PrivateAttr
 
+from freshness_pipeline.lakehouse import Lakehouse
 from freshness_pipeline.settings import load_settings
 
 if TYPE_CHECKING:
@@ -171,5 +172,6 @@ class HudiSparkResource(ConfigurableResource):
         return f"own Spark driver, master {self.master or settings.spark_master}"
 
     def table_uri(self, table: str) -> str:
-        root = self.lakehouse_root or load_settings().lakehouse_root
-        return f"{root.rstrip('/')}/{table}"
+        if self.lakehouse_root:
+            return Lakehouse.parse(self.lakehouse_root).table_uri(table)
+        return load_settings().table_uri(table)

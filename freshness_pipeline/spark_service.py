@@ -20,6 +20,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from freshness_pipeline.settings import child_environment
 from freshness_pipeline.spark import find_jar, hudi_jars, hudi_spark_conf
 
 CONNECT_SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
@@ -154,7 +155,7 @@ class SparkService:
         config.state_dir.mkdir(parents=True, exist_ok=True)
         (config.state_dir / "fairscheduler.xml").write_text(FAIR_SCHEDULER_XML)
         (config.state_dir / "log4j2.properties").write_text(LOG4J2_PROPERTIES)
-        env = dict(os.environ)
+        env = child_environment()
         env.pop("SPARK_HOME", None)  # the server comes from the pyspark wheel we pinned
         log = config.log_path.open("ab")
         self.process = subprocess.Popen(

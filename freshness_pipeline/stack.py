@@ -21,8 +21,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
-from freshness_pipeline.scheduler_settings import load_scheduler_settings
-from freshness_pipeline.settings import PROJECT_ROOT, load_settings
+from freshness_pipeline.settings import PROJECT_ROOT, child_environment, load_settings
 from freshness_pipeline.spark_service import SparkService, SparkServiceConfig
 from freshness_pipeline.stream.generator import StreamConfig
 
@@ -131,7 +130,7 @@ class Stack:
 
     def __init__(self, config: StackConfig) -> None:
         self.config = config
-        self.env = {**os.environ, **config.env}
+        self.env = child_environment(config.env)
         home = config.dagster_home or Path(
             self.env.get("DAGSTER_HOME", PROJECT_ROOT / ".dagster_home")
         )
@@ -147,7 +146,7 @@ class Stack:
     def start(self) -> Stack:
         # Bad scheduler settings are refused here, before any JVM starts, rather than by
         # the code server failing to load the sensor.
-        load_scheduler_settings(self.env)
+        load_settings(self.env)
         self.started_at = datetime.now(timezone.utc)
         try:
             self._prepare_dagster_home()

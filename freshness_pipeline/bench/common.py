@@ -2,22 +2,22 @@
 
 from __future__ import annotations
 
-import os
 import tempfile
 from pathlib import Path
+
+from freshness_pipeline.settings import set_process_settings
 
 
 def temp_lakehouse(prefix: str):
     """Points the settings at a new temporary folder (the project's own data is untouched)
     and returns (settings, spark) with the company master loaded."""
     root = Path(tempfile.mkdtemp(prefix=prefix))
-    os.environ["FRESHNESS_LAKEHOUSE"] = str(root / "tables")
-    os.environ["FRESHNESS_LANDING"] = str(root / "landing")
+    settings = set_process_settings(
+        {"FRESHNESS_LAKEHOUSE": str(root / "tables"), "FRESHNESS_LANDING": str(root / "landing")}
+    )
     from freshness_pipeline.ingestion.master import load_company_master
-    from freshness_pipeline.settings import load_settings
     from freshness_pipeline.spark import build_spark_session
 
-    settings = load_settings()
     spark = build_spark_session(app_name=prefix.strip("_"), remote="")  # own driver
     load_company_master(spark, settings, 5257)
     return settings, spark

@@ -47,13 +47,11 @@ def main() -> int:
     ingestor = Ingestor(spark, settings, IngestConfig(max_files_per_commit=30))
     service = None
     if args.service:
-        from pathlib import Path
-
         from freshness_pipeline.spark import build_spark_session
         from freshness_pipeline.spark_service import SparkService, SparkServiceConfig, free_port
 
         port = free_port()
-        state = Path(settings.lakehouse_root).parent / "service"
+        state = settings.lakehouse.root.local_path().parent / "service"
         service = SparkService(SparkServiceConfig(settings.jars_dir, state, port=port)).start()
         runner = JobRunner(build_spark_session(remote=service.url), settings.table_uri)
     else:

@@ -23,6 +23,8 @@ import sys
 import threading
 import time
 
+from freshness_pipeline.settings import child_environment
+
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -94,7 +96,7 @@ def main() -> int:
     )
 
     # 2. live at the target rate
-    env = dict(os.environ)
+    env = child_environment()
     replayer = subprocess.Popen(
         [sys.executable, "-m", "freshness_pipeline.cli", "replay", "--rate", str(args.rate),
          "--seed", "2", "--duration", str(args.live_s)],

@@ -27,6 +27,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from freshness_pipeline.settings import child_environment
+
 
 def _children_by_parent() -> dict[int, list[int]]:
     """One scan of /proc: every process's children, by parent pid."""
@@ -155,7 +157,9 @@ def main() -> int:
     env = {
         "FRESHNESS_LAKEHOUSE": str(root / "tables"),
         "FRESHNESS_LANDING": str(root / "landing"),
-        "FRESHNESS_SPARK_SERVICE_PORT": os.environ.get("FRESHNESS_SPARK_SERVICE_PORT", "15012"),
+        "FRESHNESS_SPARK_SERVICE_PORT": child_environment().get(
+            "FRESHNESS_SPARK_SERVICE_PORT", "15012"
+        ),
     }
     stack = Stack(
         StackConfig(

@@ -26,7 +26,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from freshness_pipeline.settings import PROJECT_ROOT
+from freshness_pipeline.settings import PROJECT_ROOT, child_environment, set_process_settings
 
 SESSION_PROBE = """
 import time, sys
@@ -75,15 +75,17 @@ def main() -> int:
     args = parser.parse_args()
 
     root = Path(tempfile.mkdtemp(prefix="bench_overhead_"))
-    os.environ["FRESHNESS_LAKEHOUSE"] = str(root / "tables")
-    os.environ["FRESHNESS_LANDING"] = str(root / "landing")
-    os.environ.pop("FRESHNESS_SPARK_REMOTE", None)
-    from freshness_pipeline.settings import load_settings
+    settings = set_process_settings(
+        {
+            "FRESHNESS_LAKEHOUSE": str(root / "tables"),
+            "FRESHNESS_LANDING": str(root / "landing"),
+            "FRESHNESS_SPARK_REMOTE": None,
+        }
+    )
     from freshness_pipeline.spark import build_spark_session
     from freshness_pipeline.spark_service import SparkService, SparkServiceConfig, free_port
     from freshness_pipeline.stream.feeder import StreamFeeder
 
-    settings = load_settings()
     spark = build_spark_session(app_name="bench_overhead_ingest", remote="")
     feeder = StreamFeeder(spark, settings, seed=5, rate=300)
     home = root / "dagster_home"
@@ -92,7 +94,7 @@ def main() -> int:
     service_config = SparkServiceConfig(
         jars_dir=settings.jars_dir, state_dir=root / "service", port=free_port()
     )
-    base_env = {**os.environ, "DAGSTER_HOME": str(home)}
+    base_env = child_environment({"DAGSTER_HOME": str(home)})
     modes = {
         "service": {**base_env, "FRESHNESS_SPARK_REMOTE": service_config.url},
         "local": base_env,

@@ -21,6 +21,7 @@ import sys
 import time
 
 from freshness_pipeline.hudi_metadata import FileSlice, PendingFile
+from freshness_pipeline.settings import child_environment
 
 S = 1_000_000
 
@@ -40,10 +41,9 @@ class _Table:
 def _tick_times(lakehouse: str, ticks: int) -> list[float]:
     """Times `ticks` ticks in a new process on the real lakehouse (first one cold)."""
     import json
-    import os
     import subprocess
 
-    env = {**os.environ, "FRESHNESS_LAKEHOUSE": lakehouse}
+    env = child_environment({"FRESHNESS_LAKEHOUSE": lakehouse})
     code = (
         "import json, time, dagster as dg\n"
         "from freshness_pipeline.resources import HudiMetadataResource\n"
@@ -66,7 +66,6 @@ def _tick_times(lakehouse: str, ticks: int) -> list[float]:
 
 
 def real_lakehouse(files: int, ticks: int) -> int:
-    import os
     import tempfile
     from pathlib import Path
 
@@ -74,13 +73,14 @@ def real_lakehouse(files: int, ticks: int) -> int:
     from freshness_pipeline.jobs.catalog import JOBS
     from freshness_pipeline.jobs.run_config import resolve_run
     from freshness_pipeline.jobs.runner import JobRunner
-    from freshness_pipeline.settings import load_settings
+    from freshness_pipeline.settings import load_settings, set_process_settings
     from freshness_pipeline.spark import build_spark_session
     from freshness_pipeline.stream.feeder import StreamFeeder
 
     root = Path(tempfile.mkdtemp(prefix="bench_tick_"))
-    os.environ["FRESHNESS_LAKEHOUSE"] = str(root / "tables")
-    os.environ["FRESHNESS_LANDING"] = str(root / "landing")
+    set_process_settings(
+        {"FRESHNESS_LAKEHOUSE": str(root / "tables"), "FRESHNESS_LANDING": str(root / "landing")}
+    )
     settings = load_settings()
     spark = build_spark_session(app_name="bench_tick", remote="")
     feeder = StreamFeeder(spark, settings, seed=7, rate=2000, universe=5257)
@@ -174,9 +174,10 @@ def main() -> int:
     )
     if args.real:
         from freshness_pipeline.hudi_metadata import HudiTableMetadata
+        from freshness_pipeline.lakehouse import Lakehouse
 
         for name in [*input_tables, *JOBS]:
-            uri = f"{args.real.rstrip('/')}/{name}"
+            uri = Lakehouse.parse(args.real).table(name)
             times = []
             for _ in range(3):
                 started = time.perf_counter()

@@ -24,14 +24,15 @@ import platform
 import shutil
 import subprocess
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from freshness_pipeline.experiment.staleness import S, StalenessSampler, total_staleness
 from freshness_pipeline.hudi_metadata import HudiTableMetadata, TableNotFound
 from freshness_pipeline.jobs.catalog import JOBS
+from freshness_pipeline.lakehouse import Lakehouse
 from freshness_pipeline.run_plan import RunPlan, plan_tags
-from freshness_pipeline.settings import PROJECT_ROOT, RAW_TABLES
+from freshness_pipeline.settings import PROJECT_ROOT, RAW_TABLES, set_process_settings
 from freshness_pipeline.spark_service import free_port
 from freshness_pipeline.stream.generator import StreamConfig
 
@@ -109,7 +110,7 @@ class ExperimentConfig:
 def _watermark_reader(lakehouse: Path):
     def read(table: str) -> int | None:
         try:
-            return HudiTableMetadata(str(lakehouse / table)).watermark_us()
+            return HudiTableMetadata(Lakehouse.parse(str(lakehouse)).table(table)).watermark_us()
         except TableNotFound:
             return None
 
@@ -164,7 +165,7 @@ def run_variant(config: ExperimentConfig, variant: Variant, seed: int, stream: P
         **variant.env,
     }
     env.pop("FRESHNESS_SPARK_REMOTE", None)
-    os.environ.pop("FRESHNESS_SPARK_REMOTE", None)  # a fresh service per run
+    set_process_settings({"FRESHNESS_SPARK_REMOTE": None})  # a fresh service per run
     stack = Stack(
         StackConfig(
             stream=config.stream_config(seed),  # the universe; the events come from the file
@@ -235,16 +236,12 @@ def _snapshot_decision(lakehouse: Path, home: Path, env: dict[str, str]) -> dict
     import dagster as dg
 
     from freshness_pipeline.resources import HudiMetadataResource
-    from freshness_pipeline.scheduler_settings import SchedulerSettings
     from freshness_pipeline.sensor import evaluate_tick
+    from freshness_pipeline.settings import load_settings
 
     try:
-        settings = SchedulerSettings(
-            policy="pmb",
-            k=int(env["FRESHNESS_K"]),
-            tmin_mode=env.get("FRESHNESS_TMIN_MODE", "pending"),
-            cost_mode=env.get("FRESHNESS_COST_MODE", "three_term"),  # type: ignore[arg-type]
-        )
+        # The variant's own settings, as its sensor saw them, with PMB's choice shown.
+        settings = replace(load_settings(env).scheduler, policy="pmb")
         with dg.DagsterInstance.from_config(str(home)) as instance:
             now_us = int(time.time() * S)
             result, _ = evaluate_tick(
@@ -326,7 +323,7 @@ def _collect(
     commits = {}
     for table in (*RAW_TABLES, *JOBS):
         try:
-            meta = HudiTableMetadata(str(lakehouse / table))
+            meta = HudiTableMetadata(Lakehouse.parse(str(lakehouse)).table(table))
         except TableNotFound:
             continue
         commits[table] = [

@@ -19,6 +19,7 @@ from datetime import datetime, timezone
 
 from freshness_pipeline.hudi_metadata import HudiTableMetadata, PendingFile, TableNotFound
 from freshness_pipeline.jobs.catalog import JobSpec
+from freshness_pipeline.lakehouse import Location, LocationError
 
 # Hudi base file name: <fileId>_<writeToken>_<instant>.parquet
 _BASE_FILE = re.compile(r"^(?P<file_id>.+?)_(?P<token>\d+-\d+-\d+)_(?P<instant>\d+)\.parquet$")
@@ -84,8 +85,12 @@ def iso(us: int | None) -> str:
 
 
 def _norm(path: str) -> str:
-    path = path.removeprefix("file://")
-    return posixpath.normpath(path) if "://" not in path else path
+    """A given path or URI in the lakehouse's own spelling, so it compares with table roots
+    (a `..` is resolved away before the check, never after)."""
+    try:
+        return Location.parse(path).spark
+    except LocationError as exc:
+        raise RunConfigError(f"{path} is not a file this project can read: {exc}") from exc
 
 
 def resolve_run(

@@ -1,0 +1,91 @@
+"""One settings object: built in one module, validated with errors that name the variable,
+the value and what is accepted; the README's table is generated from it."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from freshness_pipeline.settings import (
+    PROJECT_ROOT,
+    SETTINGS,
+    SettingsError,
+    load_settings,
+    settings_table,
+)
+
+
+def test_defaults_are_the_embedded_ones():
+    settings = load_settings({})
+    assert settings.lakehouse_root == str(PROJECT_ROOT / ".lakehouse" / "tables")
+    assert settings.landing_dir == PROJECT_ROOT / ".lakehouse" / "landing"
+    assert settings.jars_dir == PROJECT_ROOT / ".cache" / "jars"
+    assert (settings.spark_master, settings.spark_remote, settings.spark_mode) == (
+        "local[*]", None, "service",
+    )  # fmt: skip
+    assert settings.scheduler.policy == "pmb" and settings.scheduler.k == 3
+    assert settings.faults_dir is None
+    assert settings.table_uri("trade_aggr") == str(PROJECT_ROOT / ".lakehouse/tables/trade_aggr")
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "accepted"),
+    [
+        ("FRESHNESS_K", "0", "an integer of at least 1"),
+        ("FRESHNESS_K", "three", "an integer of at least 1"),
+        ("FRESHNESS_TICK_S", "2", "an integer of at least 5"),
+        ("FRESHNESS_POLICY", "fifo", "pmb, max_benefit, random"),
+        ("FRESHNESS_TMIN_MODE", "both", "pending or footer"),
+        ("FRESHNESS_COST_MODE", "linear", "three_term or two_term"),
+        ("FRESHNESS_SPARK_MODE", "cluster", "service or local"),
+        ("FRESHNESS_SPARK_SERVICE_PORT", "-1", "a port number"),
+        ("FRESHNESS_LAKEHOUSE", "hdfs://nn/lake", "s3://bucket/prefix"),
+        ("FRESHNESS_LAKEHOUSE", "s3:///lake", "s3://bucket/prefix"),
+    ],
+)
+def test_a_bad_value_names_the_variable_the_value_and_what_is_accepted(name, value, accepted):
+    with pytest.raises(SettingsError) as caught:
+        load_settings({name: value})
+    message = str(caught.value)
+    assert message.startswith(f"{name}={value!r} is not accepted: expected ")
+    assert accepted in message
+
+
+def test_cli_flags_override_the_environment():
+    settings = load_settings({"FRESHNESS_K": "2"}, {"FRESHNESS_K": "4", "FRESHNESS_SEED": None})
+    assert settings.scheduler.k == 4 and settings.scheduler.seed == 0
+    with pytest.raises(SettingsError, match="FRESHNESS_NOPE is not a setting"):
+        load_settings({}, {"FRESHNESS_NOPE": "1"})
+
+
+def test_settings_are_frozen():
+    settings = load_settings({})
+    with pytest.raises(AttributeError):
+        settings.spark_master = "yarn"  # type: ignore[misc]
+
+
+def test_readme_settings_table_is_the_generated_one():
+    readme = (PROJECT_ROOT / "README.md").read_text()
+    assert settings_table() in readme, "run `python -m freshness_pipeline.settings` into README"
+
+
+def test_every_variable_the_code_names_is_a_setting():
+    """Any FRESHNESS_* name written in the package is in SETTINGS (no hidden knob)."""
+    known = {s.env for s in SETTINGS}
+    named = set()
+    for path in (PROJECT_ROOT / "freshness_pipeline").rglob("*.py"):
+        named |= set(re.findall(r"FRESHNESS_[A-Z_]+[A-Z]", path.read_text()))
+    assert named <= known, named - known
+
+
+def test_only_the_settings_module_reads_the_environment():
+    readers = []
+    for path in sorted((PROJECT_ROOT / "freshness_pipeline").rglob("*.py")):
+        if path.name == "settings.py" and path.parent.name == "freshness_pipeline":
+            continue
+        text = path.read_text()
+        if re.search(r"\bos\.(environ|getenv|putenv|unsetenv)\b", text):
+            readers.append(str(Path(path).relative_to(PROJECT_ROOT)))
+    assert readers == []
