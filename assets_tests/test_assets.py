@@ -75,8 +75,14 @@ def test_materialize_with_and_without_config(spark, lakehouse: Settings):
     assert meta["files_read"].value == len(files)
     assert meta["t_done_before"].value == "none"
     assert meta["rows_written"].value > 0
-    for key in ("t_done_after", "files_pending", "bytes_read", "rows_scanned", "duration_s",
-                "watermark_lag_s"):  # fmt: skip
+    for key in (
+        "t_done_after",
+        "files_pending",
+        "bytes_read",
+        "rows_scanned",
+        "duration_s",
+        "watermark_lag_s",
+    ):
         assert key in meta
     assert feeder.meta("trade_aggr").watermark_us() == first_u
 
@@ -127,15 +133,25 @@ def test_dagster_cli_materializes_with_and_without_config(
     config = {"ops": {"price_aggr": {"config": {"files": files, "cutoff_u": str(first_u)}}}}
     run = subprocess.run(
         [*base, "--select", "price_aggr", "--config-json", json.dumps(config)],
-        env=env, cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
+        env=env,
+        cwd=PROJECT_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert run.returncode == 0, run.stderr[-3000:]
     assert feeder.meta("price_aggr").watermark_us() == first_u
     feeder.land(2)
     feeder.ingest()  # new arrivals, so the second run has work to do
     env["FRESHNESS_SPARK_REMOTE"] = spark_service.url
-    run = subprocess.run([*base, "--select", "price_aggr"], env=env, cwd=PROJECT_ROOT,
-                         capture_output=True, text=True, timeout=300)  # fmt: skip
+    run = subprocess.run(
+        [*base, "--select", "price_aggr"],
+        env=env,
+        cwd=PROJECT_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert run.returncode == 0, run.stderr[-3000:]
     with dg.DagsterInstance.from_config(env["DAGSTER_HOME"]) as instance:
         records = instance.fetch_materializations(dg.AssetKey("price_aggr"), limit=2).records

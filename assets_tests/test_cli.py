@@ -40,10 +40,11 @@ def test_good_stream_settings_reach_the_command(monkeypatch):
     "stream",
     [
         StreamConfig(seed=7, rate=300.0, universe_size=50),
-        StreamConfig(seed=7, rate=300.0, universe_size=50, burst_every_s=30, burst_s=5,
-                     burst_factor=20.0),
+        StreamConfig(
+            seed=7, rate=300.0, universe_size=50, burst_every_s=30, burst_s=5, burst_factor=20.0
+        ),
     ],
-)  # fmt: skip
+)
 def test_the_stack_replays_exactly_the_stream_it_was_given(stream):
     """The demo's replayer is a child process: the flags the stack passes it must rebuild
     the same stream, bursts included."""

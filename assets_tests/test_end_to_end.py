@@ -41,8 +41,14 @@ def watermark(settings: Settings, table: str) -> int | None:
 
 
 def start(argv, env, log: Path) -> subprocess.Popen:
-    return subprocess.Popen(argv, env=env, cwd=PROJECT_ROOT, stdout=log.open("wb"),
-                            stderr=subprocess.STDOUT, start_new_session=True)  # fmt: skip
+    return subprocess.Popen(
+        argv,
+        env=env,
+        cwd=PROJECT_ROOT,
+        stdout=log.open("wb"),
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
 
 
 def test_daemon_keeps_all_six_tables_fresh(lakehouse: Settings, tmp_path: Path, spark_service):
@@ -56,14 +62,19 @@ def test_daemon_keeps_all_six_tables_fresh(lakehouse: Settings, tmp_path: Path, 
     env["FRESHNESS_FAULTS_DIR"] = str(faults_dir)
     python = sys.executable
     cli = [python, "-m", "freshness_pipeline.cli"]
-    subprocess.run([*cli, "load-master", "--universe-size", "80"], env=env, check=True,
-                   cwd=PROJECT_ROOT, capture_output=True)  # fmt: skip
+    subprocess.run(
+        [*cli, "load-master", "--universe-size", "80"],
+        env=env,
+        check=True,
+        cwd=PROJECT_ROOT,
+        capture_output=True,
+    )
     procs = [
         start(
             [*cli, "replay", "--rate", "200", "--universe-size", "80", "--duration", "20"],
             env,
             tmp_path / "replay.log",
-        ),  # fmt: skip
+        ),
         start(
             [*cli, "ingest", "--commit-interval", "5"], env, tmp_path / "ingest.log"
         ),  # own Spark
@@ -76,7 +87,7 @@ def test_daemon_keeps_all_six_tables_fresh(lakehouse: Settings, tmp_path: Path, 
             ],
             env,
             tmp_path / "daemon.log",
-        ),  # fmt: skip
+        ),
     ]
     seen: dict[str, list[int]] = {job: [] for job in JOBS}
     try:

@@ -50,8 +50,11 @@ def probe_table(spark, tmp_path_factory):
     """Five commits: inserts over three partitions, upserts, an insert_overwrite
     (replacecommit) of one partition, with the cleaner keeping one version."""
     path = str(tmp_path_factory.mktemp("meta") / "meta_probe")
-    keep_one = {"hoodie.clean.commits.retained": "1", "hoodie.keep.min.commits": "10",
-                "hoodie.keep.max.commits": "12"}  # fmt: skip
+    keep_one = {
+        "hoodie.clean.commits.retained": "1",
+        "hoodie.keep.min.commits": "10",
+        "hoodie.keep.max.commits": "12",
+    }
     t = BASE_US
     write(
         spark,
@@ -77,8 +80,12 @@ def test_commits_match_show_commits(spark, probe_table):
     path, name = probe_table
     ours = HudiTableMetadata(path).commits()
     assert [c.operation for c in ours] == [
-        "INSERT", "UPSERT", "UPSERT", "INSERT_OVERWRITE", "UPSERT"
-    ]  # fmt: skip
+        "INSERT",
+        "UPSERT",
+        "UPSERT",
+        "INSERT_OVERWRITE",
+        "UPSERT",
+    ]
     assert [c.action for c in ours] == ["commit"] * 3 + ["replacecommit", "commit"]
     shown = {
         r["commit_time"]: r
@@ -144,8 +151,14 @@ def test_pending_files_follow_the_commits_after_t_done(spark, probe_table):
     commits = meta.commits()
     latest = {s.file_id: s for s in meta.latest_file_slices()}
     # independently: the latest file groups written by commits whose arrivals exceed t_done
-    for t_done in (None, BASE_US + 29, BASE_US + 1500, BASE_US + 2500, BASE_US + 3500,
-                   BASE_US + 4027):  # fmt: skip
+    for t_done in (
+        None,
+        BASE_US + 29,
+        BASE_US + 1500,
+        BASE_US + 2500,
+        BASE_US + 3500,
+        BASE_US + 4027,
+    ):
         expected = set()
         for commit in commits:
             hi = commit.arrival_range_us[1]
@@ -189,8 +202,9 @@ def test_clustering_hands_pending_ranges_to_the_new_file_groups(spark, tmp_path)
     bulk = {"hoodie.bulkinsert.sort.mode": "NONE"}
     t = BASE_US
     write(spark, path, [(f"a{i}", "a", i, t + i) for i in range(20)], "bulk_insert", extra=bulk)
-    write(spark, path, [(f"b{i}", "a", i, t + 100 + i) for i in range(20)], "bulk_insert",
-          extra=bulk)  # fmt: skip
+    write(
+        spark, path, [(f"b{i}", "a", i, t + 100 + i) for i in range(20)], "bulk_insert", extra=bulk
+    )
     before = HudiTableMetadata(path)
     t_done = BASE_US + 19  # the first commit is consumed, the second is pending
     pending_before = before.pending_files(t_done)
@@ -273,8 +287,7 @@ def test_pending_files_come_from_commit_metadata_alone(probe_table, monkeypatch)
     """With no archived commit, pending files never need the table's full listing (whose
     size grows with every raw commit), and are the same as with it."""
     path, _ = probe_table
-    t_dones = (None, BASE_US + 29, BASE_US + 1500, BASE_US + 2500, BASE_US + 3500,
-               BASE_US + 4027)  # fmt: skip
+    t_dones = (None, BASE_US + 29, BASE_US + 1500, BASE_US + 2500, BASE_US + 3500, BASE_US + 4027)
     listed = HudiTableMetadata(path)
     latest = set(listed.latest_file_slices())
     expected = {t: listed.pending_files(t, with_footer=True) for t in t_dones}
@@ -295,8 +308,11 @@ def test_archived_commits_fall_back_to_the_listing_only_when_they_may_be_pending
     from freshness_pipeline import hudi_metadata as hm
 
     path = str(tmp_path / "archived")
-    archive_fast = {"hoodie.clean.commits.retained": "1", "hoodie.keep.min.commits": "2",
-                    "hoodie.keep.max.commits": "3"}  # fmt: skip
+    archive_fast = {
+        "hoodie.clean.commits.retained": "1",
+        "hoodie.keep.min.commits": "2",
+        "hoodie.keep.max.commits": "3",
+    }
     for i in range(6):  # one new partition, so one new file group, per commit
         rows = [(f"k{i}_{j}", f"p{i}", j, BASE_US + 1000 * i + j) for j in range(5)]
         write(spark, path, rows, "insert", extra=archive_fast)

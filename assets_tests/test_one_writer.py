@@ -44,8 +44,11 @@ def materialize_cmd(config: dict | None = None) -> list[str]:
 
 
 def step_interval(instance: dg.DagsterInstance, run_id: str) -> tuple[float, float]:
-    events = {e.dagster_event.event_type: e.timestamp for e in instance.all_logs(run_id)
-              if e.dagster_event is not None}  # fmt: skip
+    events = {
+        e.dagster_event.event_type: e.timestamp
+        for e in instance.all_logs(run_id)
+        if e.dagster_event is not None
+    }
     return events[dg.DagsterEventType.STEP_START], events[dg.DagsterEventType.STEP_SUCCESS]
 
 
@@ -74,9 +77,12 @@ def test_hand_materialize_beside_a_sensor_run(
 
     with dg.DagsterInstance.from_config(str(home)) as instance:
         _, requests = evaluate_tick(
-            HudiMetadataResource(), instance, SchedulerSettings(),
-            int(time.time() * 1e6), jobs=[JOBS[JOB]],
-        )  # fmt: skip
+            HudiMetadataResource(),
+            instance,
+            SchedulerSettings(),
+            int(time.time() * 1e6),
+            jobs=[JOBS[JOB]],
+        )
     assert len(requests) == 1
     sensor_config = requests[0].run_config
     commands = {"sensor": materialize_cmd(sensor_config), "hand": materialize_cmd()}
@@ -84,8 +90,9 @@ def test_hand_materialize_beside_a_sensor_run(
     procs = {}
     for name in order:
         log = (tmp_path / f"{name}.log").open("wb")
-        procs[name] = subprocess.Popen(commands[name], env=env, cwd=PROJECT_ROOT,
-                                       stdout=log, stderr=subprocess.STDOUT)  # fmt: skip
+        procs[name] = subprocess.Popen(
+            commands[name], env=env, cwd=PROJECT_ROOT, stdout=log, stderr=subprocess.STDOUT
+        )
         time.sleep(4)  # the first one claims the pool slot first
     for name, proc in procs.items():
         assert proc.wait(timeout=600) == 0, (tmp_path / f"{name}.log").read_text()[-4000:]
@@ -113,8 +120,14 @@ def test_hand_materialize_beside_a_sensor_run(
     # Replaying the finished sensor run's config commits nothing.
     watermark = feeder.meta(JOB).watermark_us()
     commits = len(feeder.meta(JOB).commits())
-    replay = subprocess.run(materialize_cmd(sensor_config), env=env, cwd=PROJECT_ROOT,
-                            capture_output=True, text=True, timeout=600)  # fmt: skip
+    replay = subprocess.run(
+        materialize_cmd(sensor_config),
+        env=env,
+        cwd=PROJECT_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert replay.returncode == 0, replay.stderr[-3000:]
     assert feeder.meta(JOB).watermark_us() == watermark
     assert len(feeder.meta(JOB).commits()) == commits

@@ -33,8 +33,16 @@ class FakeTable:
                 continue
             fs = FileSlice("A", f"{self.name}-{i}", f"A/{self.name}-{i}.parquet", size, "1")
             footer = (footer_lo, hi) if with_footer else (None, None)
-            out.append(PendingFile(fs, f"/lake/{self.name}/A/{self.name}-{i}.parquet",
-                                   max(lo, floor + 1), hi, ("1",), *footer))  # fmt: skip
+            out.append(
+                PendingFile(
+                    fs,
+                    f"/lake/{self.name}/A/{self.name}-{i}.parquet",
+                    max(lo, floor + 1),
+                    hi,
+                    ("1",),
+                    *footer,
+                )
+            )
         return out
 
 
@@ -110,13 +118,21 @@ def test_run_keys_are_idempotent_and_follow_the_state():
 
 def test_slots_running_runs_and_k():
     with dg.instance_for_test() as instance:
-        create_run_for_test(instance, job_name="x", status=dg.DagsterRunStatus.STARTED,
-                            tags={ASSET_TAG: "trade_aggr"})  # fmt: skip
+        create_run_for_test(
+            instance,
+            job_name="x",
+            status=dg.DagsterRunStatus.STARTED,
+            tags={ASSET_TAG: "trade_aggr"},
+        )
         result, requests = tick(raw_lake(), instance, k=2)
         assert [r.tags[ASSET_TAG] for r in requests] == ["price_aggr"]
         assert {s.job: s.reason for s in result.skipped}["trade_aggr"] == "already running"
-        create_run_for_test(instance, job_name="y", status=dg.DagsterRunStatus.STARTING,
-                            tags={ASSET_TAG: "price_aggr"})  # fmt: skip
+        create_run_for_test(
+            instance,
+            job_name="y",
+            status=dg.DagsterRunStatus.STARTING,
+            tags={ASSET_TAG: "price_aggr"},
+        )
         result, requests = tick(raw_lake(), instance, k=2)
         assert requests == [] and result.free_slots == 0
 
@@ -181,7 +197,7 @@ def test_cost_model_is_fitted_from_materialization_metadata():
                         "files_read": i + 1,
                         "duration_s": 5.0 + 0.5 * (i + 1),
                     },
-                )  # fmt: skip
+                )
             )
         _, requests = tick(raw_lake(), instance)
     plans = {r.tags[ASSET_TAG]: RunPlan.from_run(r) for r in requests}
@@ -221,8 +237,12 @@ def test_a_failed_decision_is_retried_after_a_backoff_under_a_new_key():
         _, first = tick(raw_lake(), instance)
         trade = next(r for r in first if r.tags[ASSET_TAG] == "trade_aggr")
         assert trade.tags["freshness/attempt"] == "0"
-        run = create_run_for_test(instance, job_name="x", status=dg.DagsterRunStatus.STARTED,
-                                  tags={ASSET_TAG: "trade_aggr"})  # fmt: skip
+        run = create_run_for_test(
+            instance,
+            job_name="x",
+            status=dg.DagsterRunStatus.STARTED,
+            tags={ASSET_TAG: "trade_aggr"},
+        )
         instance.report_run_failed(run)
         failed_at = instance.get_run_record_by_id(run.run_id).end_time
         assert failed_at is not None
@@ -239,8 +259,12 @@ def test_a_failed_decision_is_retried_after_a_backoff_under_a_new_key():
         assert retry.run_key.rsplit(":", 1)[0] == trade.run_key.rsplit(":", 1)[0]
         assert retry.tags["freshness/attempt"] == "1"
         # A success ends the streak: the next decision starts again at attempt 0.
-        ok = create_run_for_test(instance, job_name="x", status=dg.DagsterRunStatus.SUCCESS,
-                                 tags={ASSET_TAG: "trade_aggr"})  # fmt: skip
+        ok = create_run_for_test(
+            instance,
+            job_name="x",
+            status=dg.DagsterRunStatus.SUCCESS,
+            tags={ASSET_TAG: "trade_aggr"},
+        )
         assert ok.status == dg.DagsterRunStatus.SUCCESS
         _, requests = evaluate_tick(raw_lake(), instance, settings, now_us=after)
         retry = next(r for r in requests if r.tags[ASSET_TAG] == "trade_aggr")

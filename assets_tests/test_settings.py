@@ -23,8 +23,10 @@ def test_defaults_are_the_embedded_ones():
     assert settings.landing_dir == PROJECT_ROOT / ".lakehouse" / "landing"
     assert settings.jars_dir == PROJECT_ROOT / ".cache" / "jars"
     assert (settings.spark_master, settings.spark_remote, settings.spark_mode) == (
-        "local[*]", None, "service",
-    )  # fmt: skip
+        "local[*]",
+        None,
+        "service",
+    )
     assert settings.scheduler.policy == "pmb" and settings.scheduler.k == 3
     assert settings.faults_dir is None
     assert settings.table_uri("trade_aggr") == str(PROJECT_ROOT / ".lakehouse/tables/trade_aggr")

@@ -72,11 +72,16 @@ def replan(spec: JobSpec, config: FreshnessRunConfig, table_meta) -> ResolvedRun
         return fresh
     if fresh.t_done_us is not None and cutoff <= fresh.t_done_us:
         return ResolvedRun(
-            spec.name, fresh.t_done_us, cutoff, fresh.cap_us, {t: () for t in spec.inputs},
-            fresh.pending_files, fresh.pending_bytes,
+            spec.name,
+            fresh.t_done_us,
+            cutoff,
+            fresh.cap_us,
+            {t: () for t in spec.inputs},
+            fresh.pending_files,
+            fresh.pending_bytes,
             nothing_to_do=f"another run already committed {spec.name} up to "
             f"{iso(fresh.t_done_us)}, past this run's cutoff {iso(cutoff)}",
-        )  # fmt: skip
+        )
     return resolve_run(spec, [], cutoff, table_meta)
 
 
@@ -132,6 +137,44 @@ def run_until_committed(
     )
 
 
+def plan_metadata(
+    resolved: ResolvedRun, planned: RunPlan | None, stale: list[str]
+) -> dict[str, object]:
+    """What the run set out to do: its window, the pending set, and, for a sensor run, what
+    the sensor expected (beside what the run then did)."""
+    metadata: dict[str, object] = {
+        "t_done_before": iso(resolved.t_done_us),
+        "cutoff_u": iso(resolved.cutoff_us),
+        "inputs_watermark_cap": iso(resolved.cap_us),
+        "files_pending": resolved.pending_files,
+        "bytes_pending": resolved.pending_bytes,
+    }
+    if planned is not None:
+        metadata |= {
+            "policy": planned.policy,
+            "planned_E_s": round(planned.cost_s, 3),
+            "planned_eta": round(planned.eta, 6),
+            "attempt": planned.attempt,
+        }
+    if stale:
+        metadata |= {"stale_plans_refused": len(stale), "stale_plan": stale[-1]}
+    return metadata
+
+
+def report_metadata(report: RunReport, resolved: ResolvedRun) -> dict[str, object]:
+    """What the run did; the cost model refits from bytes_read, files_read and duration_s."""
+    return {
+        "t_done_after": iso(report.t_done_after_us),
+        "files_read": report.files_read,
+        "bytes_read": report.bytes_read,
+        "rows_scanned": report.rows_scanned,
+        "rows_written": report.rows_written,
+        "duration_s": round(report.seconds, 3),
+        "watermark_lag_s": round(time.time() - report.t_done_after_us / 1e6, 3),
+        "files_moved_and_resolved": len(resolved.resolved_moves),
+    }
+
+
 def writer_pool(table: str) -> str:
     return f"hudi_writer/{table}"
 
@@ -170,57 +213,25 @@ def build_asset(spec: JobSpec) -> AssetsDefinition:
         for reason in stale:
             context.log.warning(f"{reason}; re-planned from the current watermark")
         planned = RunPlan.from_run(context.run)  # None: launched by hand, not by the sensor
-        base = {
-            "t_done_before": iso(resolved.t_done_us),
-            "cutoff_u": iso(resolved.cutoff_us),
-            "inputs_watermark_cap": iso(resolved.cap_us),
-            "files_pending": resolved.pending_files,
-            "bytes_pending": resolved.pending_bytes,
-        }
-        if planned is not None:
-            # What the sensor expected, beside what the run then did (duration_s, files_read).
-            base |= {
-                "policy": planned.policy,
-                "planned_E_s": round(planned.cost_s, 3),
-                "planned_eta": round(planned.eta, 6),
-                "attempt": planned.attempt,
-            }
-        if stale:
-            base["stale_plans_refused"] = len(stale)
-            base["stale_plan"] = stale[-1]
-        if resolved.nothing_to_do:
-            context.log.info(f"nothing to do: {resolved.nothing_to_do}")
-            return MaterializeResult(metadata={**base, "nothing_to_do": resolved.nothing_to_do})
-        for given, current in resolved.resolved_moves:
-            context.log.warning(f"{given} was rewritten since it was selected; reading {current}")
-        for table in resolved.replanned_tables:
-            context.log.warning(f"a selected file group of {table} was replaced; re-planned it")
-        runner = JobRunner(spark.spark_session, hudi_meta.table_uri)
-        resolved, report, lost = run_until_committed(
-            context, spec, config, resolved, runner, hudi_meta.table
-        )
-        if lost:
+        report = None
+        if not resolved.nothing_to_do:
+            for given, current in resolved.resolved_moves:
+                context.log.warning(
+                    f"{given} was rewritten since it was selected; reading {current}"
+                )
+            for table in resolved.replanned_tables:
+                context.log.warning(f"a selected file group of {table} was replaced; re-planned")
+            runner = JobRunner(spark.spark_session, hudi_meta.table_uri)
+            resolved, report, lost = run_until_committed(
+                context, spec, config, resolved, runner, hudi_meta.table
+            )
             stale += lost
-            base["stale_plans_refused"] = len(stale)
-            base["stale_plan"] = stale[-1]
-            base["t_done_before"] = iso(resolved.t_done_us)
-            base["cutoff_u"] = iso(resolved.cutoff_us)
+        metadata = plan_metadata(resolved, planned, stale)
         if report is None:
             context.log.info(f"nothing to do: {resolved.nothing_to_do}")
-            return MaterializeResult(metadata={**base, "nothing_to_do": resolved.nothing_to_do})
+            return MaterializeResult(metadata={**metadata, "nothing_to_do": resolved.nothing_to_do})
         return MaterializeResult(
-            metadata={
-                **base,
-                "t_done_after": iso(report.t_done_after_us),
-                "files_read": report.files_read,
-                "bytes_read": report.bytes_read,
-                "rows_scanned": report.rows_scanned,
-                "rows_written": report.rows_written,
-                "duration_s": round(report.seconds, 3),
-                "watermark_lag_s": round(time.time() - report.t_done_after_us / 1e6, 3),
-                "files_moved_and_resolved": len(resolved.resolved_moves),
-                "spark": spark.description,
-            }
+            metadata={**metadata, **report_metadata(report, resolved), "spark": spark.description}
         )
 
     return _job

@@ -16,7 +16,7 @@ import sys
 import time
 from pathlib import Path
 
-from freshness_pipeline.settings import PROJECT_ROOT, load_settings
+from freshness_pipeline.settings import PROJECT_ROOT, SettingsError, load_settings
 from freshness_pipeline.stack import INGEST_READY, StopFlag
 
 log = logging.getLogger("freshness")
@@ -40,7 +40,7 @@ def cmd_load_master(args: argparse.Namespace) -> int:
     from freshness_pipeline.spark import build_spark_session
 
     spark = build_spark_session(app_name="load_master")
-    loaded = load_company_master(spark, load_settings(), args.universe_size)
+    loaded = load_company_master(spark, args.settings, args.universe_size)
     print("company_master loaded" if loaded else "company_master already up to date")
     return 0
 
@@ -62,7 +62,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
     batches = (
         recorded_batches(Path(args.file)) if args.file else generated_batches(_stream_config(args))
     )
-    landed = replay(batches, load_settings().landing_dir, config, should_stop=StopFlag())
+    landed = replay(batches, args.settings.landing_dir, config, should_stop=StopFlag())
     print(f"landed {landed}")
     return 0
 
@@ -87,7 +87,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     # After Spark: PySpark's own SIGINT handler cancels running jobs; ours lets the
     # current commit finish instead.
     stop = StopFlag()
-    ingestor = Ingestor(spark, load_settings(), config)
+    ingestor = Ingestor(spark, args.settings, config)
     log.info(INGEST_READY)  # the stack starts the stream only once this is logged
     if args.once:
         for result in ingestor.ingest_once():
@@ -101,11 +101,11 @@ def cmd_ingest(args: argparse.Namespace) -> int:
 def cmd_spark_service(args: argparse.Namespace) -> int:
     from freshness_pipeline.spark_service import SparkService, SparkServiceConfig
 
-    settings = load_settings()
+    settings = args.settings
     config = SparkServiceConfig(
         jars_dir=settings.jars_dir,
         state_dir=PROJECT_ROOT / ".lakehouse" / "logs",
-        port=args.port or settings.spark_service_port,
+        port=settings.spark_service_port,
         master=settings.spark_master,
         driver_memory=settings.spark_service_memory,
     )
@@ -128,12 +128,22 @@ EXPERIMENT_MODES = {
     # one seed at a time with the same --out (the report pools what the folder holds).
     # Both at 300 events/s with 10 s ingestion commits: on 2 cores a higher rate leaves the
     # derived jobs' runs waiting on ingestion's JVM (docs/results/README.md).
-    "short": {"variants": "pmb,max_benefit,random", "seeds": "1", "duration": 90,
-              "rate": 300.0, "commit_interval": 10.0},
-    "long": {"variants": "pmb,max_benefit,random,pmb_footer_tmin,pmb_two_term,pmb_pipeline,"
-                         "fixed_order_subsets,fixed_order_full",
-             "seeds": "1,2,3", "duration": 300, "rate": 300.0, "commit_interval": 10.0},
-}  # fmt: skip
+    "short": {
+        "variants": "pmb,max_benefit,random",
+        "seeds": "1",
+        "duration": 90,
+        "rate": 300.0,
+        "commit_interval": 10.0,
+    },
+    "long": {
+        "variants": "pmb,max_benefit,random,pmb_footer_tmin,pmb_two_term,pmb_pipeline,"
+        "fixed_order_subsets,fixed_order_full",
+        "seeds": "1,2,3",
+        "duration": 300,
+        "rate": 300.0,
+        "commit_interval": 10.0,
+    },
+}
 
 
 def cmd_experiment(args: argparse.Namespace) -> int:
@@ -168,28 +178,33 @@ def cmd_experiment(args: argparse.Namespace) -> int:
         resume=args.resume,
     )
     runs = len(config.variants) * len(config.seeds)
-    print(f"experiment ({args.mode}): {runs} runs of {config.window_s:.0f} s each, plus about "
-          f"40 s of start and stop per run; raw data in {config.out_dir}", flush=True)  # fmt: skip
+    print(
+        f"experiment ({args.mode}): {runs} runs of {config.window_s:.0f} s each, plus about "
+        f"40 s of start and stop per run; raw data in {config.out_dir}",
+        flush=True,
+    )
     run_experiment(config)
     report_dir = Path(args.report_dir or PROJECT_ROOT / "docs" / "results" / args.mode)
     results = write_report(config.out_dir, report_dir)
     print(f"report: {report_dir / 'REPORT.md'}")
     for name, verdict in results["targets"].items():
-        print(f"  {name}: {verdict['value']:.3f} (target <= {verdict['limit']}): "
-              f"{'met' if verdict['met'] else 'missed'}")  # fmt: skip
+        print(
+            f"  {name}: {verdict['value']:.3f} (target <= {verdict['limit']}): "
+            f"{'met' if verdict['met'] else 'missed'}"
+        )
     return 0
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
     from freshness_pipeline.stack import Stack, StackConfig
 
-    settings = load_settings()
+    settings = args.settings
     config = StackConfig(
         stream=_stream_config(args),
         speedup=args.speedup,
         malformed_rate=args.malformed_rate,
         commit_interval_s=args.commit_interval,
-        spark_mode=args.spark,
+        spark_mode=settings.spark_mode,
         host=args.host,
         port=args.port,
     )
@@ -228,9 +243,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     def burst_args(p: argparse.ArgumentParser) -> None:
         p.add_argument(
-            "--burst-every", type=int, default=0,
+            "--burst-every",
+            type=int,
+            default=0,
             help="every N event-time seconds a burst starts (default 0: a steady stream)",
-        )  # fmt: skip
+        )
         p.add_argument("--burst-length", type=int, default=10, help="seconds a burst lasts")
         p.add_argument("--burst-factor", type=float, default=1.0, help="rate multiplier")
 
@@ -251,7 +268,7 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument(
         "--spark",
         choices=["service", "local"],
-        default=load_settings().spark_mode,
+        default=None,
         help="service: one shared Spark Connect server for all runs (default, "
         "FRESHNESS_SPARK_MODE); local: every run starts its own Spark",
     )
@@ -320,7 +337,22 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if hasattr(args, "burst_every"):
         _check_stream_args(parser, args)
+    try:
+        # Built once per command, from the environment with the flags that are settings.
+        args.settings = load_settings(overrides=_setting_flags(args))
+    except SettingsError as exc:
+        parser.error(str(exc))
     return int(args.func(args) or 0)
+
+
+def _setting_flags(args: argparse.Namespace) -> dict[str, str | None]:
+    """CLI flags that set a setting, under the setting's variable name."""
+    flags: dict[str, str | None] = {}
+    if getattr(args, "spark", None):
+        flags["FRESHNESS_SPARK_MODE"] = args.spark
+    if getattr(args, "func", None) is cmd_spark_service and args.port:
+        flags["FRESHNESS_SPARK_SERVICE_PORT"] = str(args.port)
+    return flags
 
 
 def _check_stream_args(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:

@@ -40,9 +40,11 @@ def find_jar(jars_dir: Path, pattern: str, what: str, artifact: str) -> Path:
 
 def find_hudi_bundle(jars_dir: Path) -> Path:
     return find_jar(
-        jars_dir, "hudi-spark*-bundle_*.jar", "Hudi Spark bundle",
+        jars_dir,
+        "hudi-spark*-bundle_*.jar",
+        "Hudi Spark bundle",
         "org.apache.hudi:hudi-spark3.5-bundle_2.12",
-    )  # fmt: skip
+    )
 
 
 def find_guard_jar(jars_dir: Path) -> Path:

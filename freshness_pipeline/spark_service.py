@@ -57,9 +57,11 @@ class SparkServiceError(RuntimeError):
 
 def find_connect_jar(jars_dir: Path) -> Path:
     return find_jar(
-        jars_dir, "spark-connect_*.jar", "Spark Connect server jar",
+        jars_dir,
+        "spark-connect_*.jar",
+        "Spark Connect server jar",
         "org.apache.spark:spark-connect_2.12",
-    )  # fmt: skip
+    )
 
 
 def free_port() -> int:
@@ -114,11 +116,15 @@ def server_command(config: SparkServiceConfig) -> list[str]:
     jars = ",".join(str(j) for j in [*hudi_jars(config.jars_dir), connect_jar])
     argv = [
         str(spark_submit_path()),
-        "--class", CONNECT_SERVER_CLASS,
-        "--master", config.master,
-        "--driver-memory", config.driver_memory,
-        "--jars", jars,
-    ]  # fmt: skip
+        "--class",
+        CONNECT_SERVER_CLASS,
+        "--master",
+        config.master,
+        "--driver-memory",
+        config.driver_memory,
+        "--jars",
+        jars,
+    ]
     for key, value in sorted(conf.items()):
         argv += ["--conf", f"{key}={value}"]
     argv.append(str(connect_jar))  # spark-submit wants a primary jar

@@ -98,11 +98,23 @@ def kill_group(proc: subprocess.Popen) -> None:
 
 def stream_args(stream: StreamConfig) -> list[str]:
     """The `freshness replay` flags that generate exactly `stream`."""
-    args = ["--rate", str(stream.rate), "--seed", str(stream.seed),
-            "--universe-size", str(stream.universe_size)]  # fmt: skip
+    args = [
+        "--rate",
+        str(stream.rate),
+        "--seed",
+        str(stream.seed),
+        "--universe-size",
+        str(stream.universe_size),
+    ]
     if stream.bursty:
-        args += ["--burst-every", str(stream.burst_every_s), "--burst-length",
-                 str(stream.burst_s), "--burst-factor", str(stream.burst_factor)]  # fmt: skip
+        args += [
+            "--burst-every",
+            str(stream.burst_every_s),
+            "--burst-length",
+            str(stream.burst_s),
+            "--burst-factor",
+            str(stream.burst_factor),
+        ]
     return args
 
 
@@ -206,8 +218,12 @@ class Stack:
     def _start_children(self) -> None:
         cfg = self.config
         replay = [
-            "replay", "--speedup", str(cfg.speedup), "--malformed-rate", str(cfg.malformed_rate),
-        ]  # fmt: skip
+            "replay",
+            "--speedup",
+            str(cfg.speedup),
+            "--malformed-rate",
+            str(cfg.malformed_rate),
+        ]
         if cfg.replay_file:
             replay += ["--file", str(cfg.replay_file)]
         else:
@@ -219,15 +235,25 @@ class Stack:
         # shared server (that finishes work for a vanished client) would not give.
         ingest_env = {k: v for k, v in self.env.items() if k != "FRESHNESS_SPARK_REMOTE"}
         self._spawn(
-            "ingest", self._cli("ingest", "--commit-interval", str(cfg.commit_interval_s)), 120,
+            "ingest",
+            self._cli("ingest", "--commit-interval", str(cfg.commit_interval_s)),
+            120,
             env=ingest_env,
-        )  # fmt: skip
+        )
         self._replay_argv = self._cli(*replay)
         bin_dir = Path(sys.executable).parent
         workspace = str(PROJECT_ROOT / "workspace.yaml")
         if cfg.webserver:
-            dagster = [str(bin_dir / "dagster"), "dev", "-w", workspace,
-                       "--host", cfg.host, "--port", str(cfg.port)]  # fmt: skip
+            dagster = [
+                str(bin_dir / "dagster"),
+                "dev",
+                "-w",
+                workspace,
+                "--host",
+                cfg.host,
+                "--port",
+                str(cfg.port),
+            ]
         else:
             dagster = [str(bin_dir / "dagster-daemon"), "run", "-w", workspace]
         # Run from DAGSTER_HOME so dagster does not mistake the checkout's dagster.yaml for
@@ -311,8 +337,9 @@ class Stack:
         def ours(*statuses: dg.DagsterRunStatus) -> dg.RunsFilter:
             return dg.RunsFilter(statuses=list(statuses), created_after=self.started_at)
 
-        active = ours(dg.DagsterRunStatus.STARTING, dg.DagsterRunStatus.STARTED,
-                      dg.DagsterRunStatus.CANCELING)  # fmt: skip
+        active = ours(
+            dg.DagsterRunStatus.STARTING, dg.DagsterRunStatus.STARTED, dg.DagsterRunStatus.CANCELING
+        )
         if not (self.dagster_home / "dagster.yaml").exists():
             return
         with dg.DagsterInstance.from_config(str(self.dagster_home)) as instance:
@@ -323,14 +350,21 @@ class Stack:
             deadline = time.monotonic() + timeout_s
             waiting = instance.get_runs(active)
             if waiting:
-                log.info("waiting up to %.0f s for %d run(s) in flight to finish",
-                         timeout_s, len(waiting))  # fmt: skip
+                log.info(
+                    "waiting up to %.0f s for %d run(s) in flight to finish",
+                    timeout_s,
+                    len(waiting),
+                )
             while waiting and time.monotonic() < deadline:
                 time.sleep(1)
                 waiting = instance.get_runs(active)
             if waiting:
-                log.warning("%d run(s) still in flight after %.0f s; they will be cut off: %s",
-                            len(waiting), timeout_s, [r.run_id for r in waiting])  # fmt: skip
+                log.warning(
+                    "%d run(s) still in flight after %.0f s; they will be cut off: %s",
+                    len(waiting),
+                    timeout_s,
+                    [r.run_id for r in waiting],
+                )
 
     def __enter__(self) -> Stack:
         return self.start()

@@ -19,12 +19,31 @@ pytestmark = pytest.mark.spark
 def test_short_experiment_produces_the_report(tmp_path: Path):
     out, report = tmp_path / "raw", tmp_path / "report"
     run = subprocess.run(
-        [sys.executable, "-m", "freshness_pipeline.cli", "experiment",
-         "--variants", "pmb,random", "--duration", "75", "--rate", "300",
-         "--universe-size", "300", "--tick", "5", "--out", str(out),
-         "--report-dir", str(report)],
-        cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=1500,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "freshness_pipeline.cli",
+            "experiment",
+            "--variants",
+            "pmb,random",
+            "--duration",
+            "75",
+            "--rate",
+            "300",
+            "--universe-size",
+            "300",
+            "--tick",
+            "5",
+            "--out",
+            str(out),
+            "--report-dir",
+            str(report),
+        ],
+        cwd=PROJECT_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=1500,
+    )
     assert run.returncode == 0, run.stderr[-4000:]
     summaries = {
         json.loads(p.read_text())["variant"]: json.loads(p.read_text())
@@ -42,9 +61,15 @@ def test_short_experiment_produces_the_report(tmp_path: Path):
     streams = list(out.glob("stream-seed1-*.jsonl.gz"))
     assert len(streams) == 1
     text = (report / "REPORT.md").read_text()
-    headings = ("Total staleness P", "Summed staleness over time", "marginal benefit",
-                "Subset selections", "Files written per commit", "candidate table",
-                "What a run costs")  # fmt: skip
+    headings = (
+        "Total staleness P",
+        "Summed staleness over time",
+        "marginal benefit",
+        "Subset selections",
+        "Files written per commit",
+        "candidate table",
+        "What a run costs",
+    )
     for heading in headings:
         assert heading in text
     assert "| pmb |" in text and "| random |" in text and "P(pmb) / P(random)" in text

@@ -23,10 +23,14 @@ def test_paired_ratio_pairs_seeds_and_ignores_unpaired_ones():
 
 
 def test_share_of_gain_due_to_subsets():
-    stats = _stats({
-        "pmb": {1: 800.0}, "random": {1: 1000.0},
-        "fixed_order_full": {1: 950.0}, "fixed_order_subsets": {1: 900.0},
-    })  # fmt: skip
+    stats = _stats(
+        {
+            "pmb": {1: 800.0},
+            "random": {1: 1000.0},
+            "fixed_order_full": {1: 950.0},
+            "fixed_order_subsets": {1: 900.0},
+        }
+    )
     text = "\n".join(comparison_rows(stats))
     assert "| fixed_order_subsets | fixed_order_full | 0.947 |" in text
     assert "against Random: 200 s; subset selection alone" in text
@@ -36,10 +40,14 @@ def test_share_of_gain_due_to_subsets():
 
 
 def test_no_share_when_pmb_does_not_beat_random():
-    stats = _stats({
-        "pmb": {1: 1000.0}, "random": {1: 990.0},
-        "fixed_order_full": {1: 950.0}, "fixed_order_subsets": {1: 900.0},
-    })  # fmt: skip
+    stats = _stats(
+        {
+            "pmb": {1: 1000.0},
+            "random": {1: 990.0},
+            "fixed_order_full": {1: 950.0},
+            "fixed_order_subsets": {1: 900.0},
+        }
+    )
     assert "no share is computed" in "\n".join(comparison_rows(stats))
 
 
@@ -62,10 +70,14 @@ def test_run_cost_counts_failures_and_runs_finished_after_the_window(tmp_path: P
 
 
 def test_a_controlled_pair_without_subsets_is_called_timing():
-    stats = _stats({
-        "pmb": {1: 800.0, 2: 820.0}, "random": {1: 1000.0, 2: 990.0},
-        "fixed_order_full": {1: 950.0, 2: 960.0}, "fixed_order_subsets": {1: 900.0, 2: 930.0},
-    })  # fmt: skip
+    stats = _stats(
+        {
+            "pmb": {1: 800.0, 2: 820.0},
+            "random": {1: 1000.0, 2: 990.0},
+            "fixed_order_full": {1: 950.0, 2: 960.0},
+            "fixed_order_subsets": {1: 900.0, 2: 930.0},
+        }
+    )
     without = "\n".join(comparison_rows(stats, {"fixed_order_subsets": (0, 40)}))
     assert "took no subset in any of its 40 runs" in without
     assert "run timing, not subset selection" in without

@@ -10,15 +10,20 @@ from freshness_pipeline.experiment.harness import POLICY_VARIANTS, ExperimentCon
 
 def test_resume_keeps_only_runs_of_the_same_conditions(tmp_path: Path, monkeypatch):
     config = ExperimentConfig(
-        out_dir=tmp_path, variants=(POLICY_VARIANTS["pmb"], POLICY_VARIANTS["random"]),
-        seeds=(1,), duration_s=60, rate=300.0, speedup=1.0, universe_size=50, resume=True,
-    )  # fmt: skip
+        out_dir=tmp_path,
+        variants=(POLICY_VARIANTS["pmb"], POLICY_VARIANTS["random"]),
+        seeds=(1,),
+        duration_s=60,
+        rate=300.0,
+        speedup=1.0,
+        universe_size=50,
+        resume=True,
+    )
     ran = []
 
     def fake_run(config, variant, seed, stream):
         ran.append(variant.name)
-        summary = {"variant": variant.name, "seed": seed,
-                   "conditions": harness._conditions(config)}  # fmt: skip
+        summary = {"variant": variant.name, "seed": seed, "conditions": harness._conditions(config)}
         run_dir = config.out_dir / f"seed{seed}" / variant.name
         run_dir.mkdir(parents=True, exist_ok=True)
         (run_dir / "summary.json").write_text(json.dumps(summary))
@@ -40,13 +45,24 @@ def test_resume_keeps_only_runs_of_the_same_conditions(tmp_path: Path, monkeypat
 
 def test_bursts_are_a_condition_and_a_stream_of_their_own(tmp_path: Path):
     steady = ExperimentConfig(
-        out_dir=tmp_path, variants=(POLICY_VARIANTS["pmb"],), seeds=(1,), duration_s=60,
-        rate=300.0, speedup=1.0, universe_size=50,
-    )  # fmt: skip
+        out_dir=tmp_path,
+        variants=(POLICY_VARIANTS["pmb"],),
+        seeds=(1,),
+        duration_s=60,
+        rate=300.0,
+        speedup=1.0,
+        universe_size=50,
+    )
     # Runs recorded before bursts existed carry exactly these keys and must still match.
     assert set(harness._conditions(steady)) == {
-        "duration_s", "rate", "speedup", "universe_size", "k", "tick_s", "commit_interval_s"
-    }  # fmt: skip
+        "duration_s",
+        "rate",
+        "speedup",
+        "universe_size",
+        "k",
+        "tick_s",
+        "commit_interval_s",
+    }
     bursty = replace(steady, burst_every_s=30, burst_s=5, burst_factor=20.0)
     assert harness._conditions(bursty) != harness._conditions(steady)
     assert harness._conditions(bursty)["burst_factor"] == 20.0
@@ -56,9 +72,14 @@ def test_bursts_are_a_condition_and_a_stream_of_their_own(tmp_path: Path):
 
 def test_a_bursty_stream_is_recorded_under_its_own_name(tmp_path: Path):
     base = ExperimentConfig(
-        out_dir=tmp_path, variants=(POLICY_VARIANTS["pmb"],), seeds=(1,), duration_s=2,
-        rate=20.0, speedup=1.0, universe_size=50,
-    )  # fmt: skip
+        out_dir=tmp_path,
+        variants=(POLICY_VARIANTS["pmb"],),
+        seeds=(1,),
+        duration_s=2,
+        rate=20.0,
+        speedup=1.0,
+        universe_size=50,
+    )
     steady = harness.record(base, 1)
     bursty = harness.record(replace(base, burst_every_s=30, burst_s=5, burst_factor=20.0), 1)
     assert steady.name == "stream-seed1-2s-20eps.jsonl.gz"

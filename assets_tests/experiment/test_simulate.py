@@ -71,9 +71,16 @@ def test_subsets_pay_only_where_a_later_cutoff_costs_disproportionately_more():
     even = simulate(replace(calibrated(), duration_s=600), "pmb", 1)
     assert even.subset_runs == 0
     bursty = replace(
-        calibrated(), duration_s=600, burst_every=5, burst_factor=30.0, per_mib_s=10.0,
-        output_ratio=0.05, fixed_s=1.0, launch_s=1.0, capacity=3.0,
-    )  # fmt: skip
+        calibrated(),
+        duration_s=600,
+        burst_every=5,
+        burst_factor=30.0,
+        per_mib_s=10.0,
+        output_ratio=0.05,
+        fixed_s=1.0,
+        launch_s=1.0,
+        capacity=3.0,
+    )
     assert simulate(bursty, "pmb", 1).subset_runs > 0
     assert simulate(bursty, "max_benefit", 1).subset_runs == 0
 

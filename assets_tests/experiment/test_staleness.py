@@ -21,8 +21,12 @@ def test_raw_ancestors_follow_the_lineage():
 
 def test_sample_is_now_minus_watermark_and_the_floor_is_the_raw_lag():
     now, start = 100 * S, 10 * S
-    marks = {"trade_raw": 98 * S, "price_raw": 97 * S, "trade_aggr": 90 * S,
-             "market_features": None}  # fmt: skip
+    marks = {
+        "trade_raw": 98 * S,
+        "price_raw": 97 * S,
+        "trade_aggr": 90 * S,
+        "market_features": None,
+    }
     by_table = {s.table: s for s in sample_tables(now, start, marks)}
     assert by_table["trade_aggr"].staleness_s == pytest.approx(10.0)
     assert by_table["trade_aggr"].floor_s == pytest.approx(2.0)

@@ -109,8 +109,16 @@ def test_exactly_once_across_killed_ingestion(spark, lakehouse: Settings):
     load_company_master(spark, lakehouse, UNIVERSE)
     expected = land(lakehouse, seconds=12, rate=300, malformed=0.02, seed=7)
     env = child_env(lakehouse)
-    argv = [sys.executable, "-m", "freshness_pipeline.cli", "ingest",
-            "--commit-interval", "0.1", "--max-files", "2"]  # fmt: skip
+    argv = [
+        sys.executable,
+        "-m",
+        "freshness_pipeline.cli",
+        "ingest",
+        "--commit-interval",
+        "0.1",
+        "--max-files",
+        "2",
+    ]
     price_path = lakehouse.table_path("price_raw")
     kills = 0
     for _ in range(2):

@@ -8,8 +8,14 @@ from freshness_pipeline.jobs.catalog import JOBS
 from freshness_pipeline.jobs.runner import HOODIE_COLUMNS
 from freshness_pipeline.jobs.sql import sql_sections
 
-ORDER = ("trade_aggr", "price_aggr", "market_features", "enriched_features", "sector_vwap",
-         "industry_spike")  # fmt: skip
+ORDER = (
+    "trade_aggr",
+    "price_aggr",
+    "market_features",
+    "enriched_features",
+    "sector_vwap",
+    "industry_spike",
+)
 
 
 def read_table(spark, uri: str):

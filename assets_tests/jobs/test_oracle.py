@@ -129,8 +129,12 @@ def test_oracle_holds_under_random_schedules(request, lakehouse, tmp_path, seed,
                 runner.run(spec, resolved, fail_before_commit=True)
             assert _temp_views(spark) == [], "a failed run left its views in the session"
             assert watermark(feeder, job) == before  # the failed run changed nothing
-            resolved = resolve_run(spec, [p.uri for v in resolved.files.values() for p in v],
-                                   resolved.cutoff_us, feeder.meta)  # fmt: skip
+            resolved = resolve_run(
+                spec,
+                [p.uri for v in resolved.files.values() for p in v],
+                resolved.cutoff_us,
+                feeder.meta,
+            )
         report = runner.run(spec, resolved)
         assert watermark(feeder, job) == resolved.cutoff_us
         # A shared service keeps the session after the run: nothing of the run stays in it.

@@ -109,9 +109,13 @@ def test_bursts_multiply_the_rate_in_their_seconds_only():
 
 @pytest.mark.parametrize(
     "bad",
-    [{"burst_every_s": -1}, {"burst_every_s": 5, "burst_s": 6}, {"burst_every_s": 5, "burst_s": 0},
-     {"burst_factor": 0}],
-)  # fmt: skip
+    [
+        {"burst_every_s": -1},
+        {"burst_every_s": 5, "burst_s": 6},
+        {"burst_every_s": 5, "burst_s": 0},
+        {"burst_factor": 0},
+    ],
+)
 def test_bad_burst_settings_are_refused(bad):
     with pytest.raises(ValueError, match="burst"):
         StreamConfig(**bad)

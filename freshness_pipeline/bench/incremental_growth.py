@@ -17,8 +17,14 @@ import statistics
 import sys
 import time
 
-ORDER = ("trade_aggr", "price_aggr", "market_features", "enriched_features", "sector_vwap",
-         "industry_spike")  # fmt: skip
+ORDER = (
+    "trade_aggr",
+    "price_aggr",
+    "market_features",
+    "enriched_features",
+    "sector_vwap",
+    "industry_spike",
+)
 
 
 def main() -> int:
@@ -78,8 +84,10 @@ def main() -> int:
     def table_rows(table: str) -> int:
         return meta(table).row_count()
 
-    print(f"machine: {os.cpu_count()} cores; rate {args.rate:,.0f} events/s; probe "
-          f"{args.probe_s} s of stream per measurement; repeats {args.repeats}")  # fmt: skip
+    print(
+        f"machine: {os.cpu_count()} cores; rate {args.rate:,.0f} events/s; probe "
+        f"{args.probe_s} s of stream per measurement; repeats {args.repeats}"
+    )
     grown = 0
     results: dict[int, dict[str, float]] = {}
     for size in [int(x) for x in args.sizes.split(",")]:
@@ -101,9 +109,10 @@ def main() -> int:
         )
     sizes = sorted(results)
     low, high = sizes[0], sizes[-1]
-    print(f"ratio {high}x / {low}x per job: " + ", ".join(
-        f"{j} {results[high][j] / results[low][j]:.2f}" for j in ORDER
-    ))  # fmt: skip
+    print(
+        f"ratio {high}x / {low}x per job: "
+        + ", ".join(f"{j} {results[high][j] / results[low][j]:.2f}" for j in ORDER)
+    )
     total_low = sum(results[low].values())
     total_high = sum(results[high].values())
     print(

@@ -98,10 +98,22 @@ def main() -> int:
     # 2. live at the target rate
     env = child_environment()
     replayer = subprocess.Popen(
-        [sys.executable, "-m", "freshness_pipeline.cli", "replay", "--rate", str(args.rate),
-         "--seed", "2", "--duration", str(args.live_s)],
-        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "freshness_pipeline.cli",
+            "replay",
+            "--rate",
+            str(args.rate),
+            "--seed",
+            "2",
+            "--duration",
+            str(args.live_s),
+        ],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     stop = threading.Event()
     live = Ingestor(spark, settings, IngestConfig(commit_interval_s=args.commit_interval))
     latencies: list[float] = []
@@ -137,9 +149,10 @@ def main() -> int:
     stop.set()
     worker.join()
     backlog = sum(
-        sum(1 for _ in f.path.open()) for s in ("price", "trade")
+        sum(1 for _ in f.path.open())
+        for s in ("price", "trade")
         for f in list_landed(settings.landing_dir, s)
-    )  # fmt: skip
+    )
     window = landed_end - window_start
     checkpoints = {
         t: HudiTableMetadata(settings.table_uri(t)).latest_extra(CHECKPOINT_KEY)

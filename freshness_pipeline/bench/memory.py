@@ -211,8 +211,10 @@ def main() -> int:
     # Median / max RSS per window: the trend across windows is the verdict (the first one
     # holds the warm-up: JVM heaps growing, caches filling).
     window = args.minutes * 60 / 6
-    print(f"\nmachine: {os.cpu_count()} cores; {args.minutes:.0f} min at {args.rate:.0f} ev/s; "
-          f"RSS MiB, median / max per {window / 60:.1f}-minute window:")  # fmt: skip
+    print(
+        f"\nmachine: {os.cpu_count()} cores; {args.minutes:.0f} min at {args.rate:.0f} ev/s; "
+        f"RSS MiB, median / max per {window / 60:.1f}-minute window:"
+    )
     for name, values in samples.items():
         cells = []
         for index in range(6):

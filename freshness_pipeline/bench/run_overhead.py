@@ -51,10 +51,20 @@ def _materialize(env: dict[str, str], home: Path) -> tuple[float, float, str]:
     dagster = str(Path(sys.executable).parent / "dagster")
     started = time.monotonic()
     run = subprocess.run(
-        [dagster, "asset", "materialize", "-m", "freshness_pipeline.definitions",
-         "--select", "trade_aggr"],
-        env=env, cwd=home, capture_output=True, text=True,
-    )  # fmt: skip
+        [
+            dagster,
+            "asset",
+            "materialize",
+            "-m",
+            "freshness_pipeline.definitions",
+            "--select",
+            "trade_aggr",
+        ],
+        env=env,
+        cwd=home,
+        capture_output=True,
+        text=True,
+    )
     wall = time.monotonic() - started
     if run.returncode != 0:
         raise RuntimeError(run.stderr[-3000:])
@@ -117,18 +127,27 @@ def main() -> int:
                 assert spark_used.startswith("shared" if mode == "service" else "own"), spark_used
                 wall[mode].append(w)
                 body[mode].append(b)
-                print(f"  {mode:7s} session {session[mode][-1]:5.2f} s | run wall {w:5.2f} s, "
-                      f"job {b:5.2f} s", flush=True)  # fmt: skip
-    med = {k: {m: statistics.median(v[m]) for m in modes} for k, v in
-           (("session", session), ("wall", wall), ("job", body))}  # fmt: skip
+                print(
+                    f"  {mode:7s} session {session[mode][-1]:5.2f} s | run wall {w:5.2f} s, "
+                    f"job {b:5.2f} s",
+                    flush=True,
+                )
+    med = {
+        k: {m: statistics.median(v[m]) for m in modes}
+        for k, v in (("session", session), ("wall", wall), ("job", body))
+    }
     print(f"\nmachine: {os.cpu_count()} cores; {args.runs} runs per mode, alternating; medians:")
     for mode in modes:
-        print(f"  {mode:7s}: session + SELECT 1 in a new process {med['session'][mode]:5.2f} s; "
-              f"dagster asset materialize {med['wall'][mode]:5.2f} s "
-              f"(job {med['job'][mode]:5.2f} s, outside the job "
-              f"{med['wall'][mode] - med['job'][mode]:5.2f} s)")  # fmt: skip
-    print(f"  service/local: session {med['session']['service'] / med['session']['local']:.2f}, "
-          f"whole run {med['wall']['service'] / med['wall']['local']:.2f}")  # fmt: skip
+        print(
+            f"  {mode:7s}: session + SELECT 1 in a new process {med['session'][mode]:5.2f} s; "
+            f"dagster asset materialize {med['wall'][mode]:5.2f} s "
+            f"(job {med['job'][mode]:5.2f} s, outside the job "
+            f"{med['wall'][mode] - med['job'][mode]:5.2f} s)"
+        )
+    print(
+        f"  service/local: session {med['session']['service'] / med['session']['local']:.2f}, "
+        f"whole run {med['wall']['service'] / med['wall']['local']:.2f}"
+    )
     if args.json:
         Path(args.json).write_text(json.dumps({"session": session, "wall": wall, "job": body}))
     spark.stop()

@@ -87,18 +87,27 @@ def real_lakehouse(files: int, ticks: int) -> int:
     feeder.land(2)
     feeder.ingest()
     runner = JobRunner(spark, settings.table_uri)
-    order = ["trade_aggr", "price_aggr", "market_features", "enriched_features",
-             "sector_vwap", "industry_spike"]  # fmt: skip
+    order = [
+        "trade_aggr",
+        "price_aggr",
+        "market_features",
+        "enriched_features",
+        "sector_vwap",
+        "industry_spike",
+    ]
     for job in order:  # every table exists and has a watermark
         runner.run(JOBS[job], resolve_run(JOBS[job], [], None, feeder.meta))
     started = time.monotonic()
 
     def pending() -> int:
         return sum(
-            len(HudiTableMetadata(settings.table_uri(t)).pending_files(
-                HudiTableMetadata(settings.table_uri(j)).watermark_us()))
+            len(
+                HudiTableMetadata(settings.table_uri(t)).pending_files(
+                    HudiTableMetadata(settings.table_uri(j)).watermark_us()
+                )
+            )
             for j, t in (("trade_aggr", "trade_raw"), ("price_aggr", "price_raw"))
-        )  # fmt: skip
+        )
 
     while (count := pending()) < files:
         feeder.land(2)
@@ -185,8 +194,10 @@ def main() -> int:
                 count = len(meta.pending_files(None, with_footer=True))
                 meta.watermark_us()
                 times.append(time.perf_counter() - started)
-            print(f"  {name}: {count} pending files; read {times[0] * 1000:.0f} ms cold, "
-                  f"{statistics.median(times[1:]) * 1000:.0f} ms warm (footer cache)")  # fmt: skip
+            print(
+                f"  {name}: {count} pending files; read {times[0] * 1000:.0f} ms cold, "
+                f"{statistics.median(times[1:]) * 1000:.0f} ms warm (footer cache)"
+            )
     return 0
 
 

@@ -55,26 +55,33 @@ POLICY_VARIANTS = {
     "max_benefit": Variant("max_benefit", "max_benefit", note="Max-Benefit: all pending files"),
     "random": Variant("random", "random", note="a random runnable job, all pending files"),
     "pmb_footer_tmin": Variant(
-        "pmb_footer_tmin", "pmb", {"FRESHNESS_TMIN_MODE": "footer"},
+        "pmb_footer_tmin",
+        "pmb",
+        {"FRESHNESS_TMIN_MODE": "footer"},
         "ablation: tmin from whole-file footers (published) instead of pending ranges",
     ),
     "pmb_two_term": Variant(
-        "pmb_two_term", "pmb", {"FRESHNESS_COST_MODE": "two_term"},
+        "pmb_two_term",
+        "pmb",
+        {"FRESHNESS_COST_MODE": "two_term"},
         "ablation: E = a + b*bytes (published) instead of a + b*bytes + c*files",
     ),
     "pmb_pipeline": Variant(
-        "pmb_pipeline", "pmb_pipeline",
+        "pmb_pipeline",
+        "pmb_pipeline",
         note="beyond the thesis: benefit also counts downstream staleness a run unlocks",
     ),
     "fixed_order_subsets": Variant(
-        "fixed_order_subsets", "fixed_order_pmb",
+        "fixed_order_subsets",
+        "fixed_order_pmb",
         note="controlled: fixed round-robin order, PMB's subset choice",
     ),
     "fixed_order_full": Variant(
-        "fixed_order_full", "fixed_order_full",
+        "fixed_order_full",
+        "fixed_order_full",
         note="controlled: the same fixed order, always all pending files",
     ),
-}  # fmt: skip
+}
 
 
 @dataclass(frozen=True)
@@ -101,10 +108,13 @@ class ExperimentConfig:
 
     def stream_config(self, seed: int) -> StreamConfig:
         return StreamConfig(
-            seed=seed, rate=self.rate, universe_size=self.universe_size,
-            burst_every_s=self.burst_every_s, burst_s=self.burst_s,
+            seed=seed,
+            rate=self.rate,
+            universe_size=self.universe_size,
+            burst_every_s=self.burst_every_s,
+            burst_s=self.burst_s,
             burst_factor=self.burst_factor,
-        )  # fmt: skip
+        )
 
 
 def _watermark_reader(lakehouse: Path):
@@ -271,7 +281,7 @@ def _snapshot_decision(lakehouse: Path, home: Path, env: dict[str, str]) -> dict
                     }
                     for k in c.candidates
                 ],
-            }  # fmt: skip
+            }
             for c in result.ranked
         ],
         "skipped": [{"job": s.job, "reason": s.reason} for s in result.skipped],
@@ -294,8 +304,9 @@ def _collect(
         writer = csv.writer(handle)
         writer.writerow(["at_us", "table", "watermark_us", "staleness_s", "floor_s"])
         for s in samples:
-            writer.writerow([s.at_us, s.table, s.watermark_us or "", f"{s.staleness_s:.3f}",
-                             f"{s.floor_s:.3f}"])  # fmt: skip
+            writer.writerow(
+                [s.at_us, s.table, s.watermark_us or "", f"{s.staleness_s:.3f}", f"{s.floor_s:.3f}"]
+            )
     runs = []
     with dg.DagsterInstance.from_config(str(home)) as instance:
         records = instance.get_run_records()
@@ -327,10 +338,15 @@ def _collect(
         except TableNotFound:
             continue
         commits[table] = [
-            {"instant": c.instant, "action": c.action, "operation": c.operation,
-             "files": len(c.written), "watermark_us": c.watermark_us}
+            {
+                "instant": c.instant,
+                "action": c.action,
+                "operation": c.operation,
+                "files": len(c.written),
+                "watermark_us": c.watermark_us,
+            }
             for c in meta.commits()
-        ]  # fmt: skip
+        ]
     (run_dir / "commits.json").write_text(json.dumps(commits, indent=1))
     p, p0 = total_staleness(samples)
     return {
@@ -353,14 +369,22 @@ def _collect(
 
 def _conditions(config: ExperimentConfig) -> dict:
     """What must match for runs of different invocations to be compared."""
-    conditions = {"duration_s": config.duration_s, "rate": config.rate,
-                  "speedup": config.speedup, "universe_size": config.universe_size,
-                  "k": config.k, "tick_s": config.tick_s,
-                  "commit_interval_s": config.commit_interval_s}  # fmt: skip
+    conditions = {
+        "duration_s": config.duration_s,
+        "rate": config.rate,
+        "speedup": config.speedup,
+        "universe_size": config.universe_size,
+        "k": config.k,
+        "tick_s": config.tick_s,
+        "commit_interval_s": config.commit_interval_s,
+    }
     if config.stream_config(0).bursty:
         # Only then: runs of a steady stream recorded before bursts existed still match.
-        conditions.update(burst_every_s=config.burst_every_s, burst_s=config.burst_s,
-                          burst_factor=config.burst_factor)  # fmt: skip
+        conditions.update(
+            burst_every_s=config.burst_every_s,
+            burst_s=config.burst_s,
+            burst_factor=config.burst_factor,
+        )
     return conditions
 
 

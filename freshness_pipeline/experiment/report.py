@@ -69,11 +69,14 @@ def p_table(runs: list[dict]) -> tuple[list[str], dict[str, dict]]:
         p_mean, p_sd = _mean_sd([r["P"] for r in items])
         p0_mean, _ = _mean_sd([r["P0"] for r in items])
         stats[variant] = {
-            "P_mean": p_mean, "P_sd": p_sd, "P0_mean": p0_mean, "seeds": len(items),
+            "P_mean": p_mean,
+            "P_sd": p_sd,
+            "P0_mean": p0_mean,
+            "seeds": len(items),
             "per_seed": {r["seed"]: r["P"] for r in items},
             "runs": statistics.mean(r["runs_succeeded"] for r in items),
             "note": items[0].get("note", ""),
-        }  # fmt: skip
+        }
     # Ratios per seed, then averaged: each seed's policies replayed the same stream.
     for row in stats.values():
         for base in ("random", "max_benefit"):
@@ -205,14 +208,20 @@ def subset_rows(plans_by_variant: dict[str, list[RunPlan]], variants: list[str])
 
 # (variant, baseline, what the comparison isolates)
 COMPARISONS = (
-    ("pmb_footer_tmin", "pmb",
-     "tmin from whole-file footers (published) instead of the pending range (ours)"),
+    (
+        "pmb_footer_tmin",
+        "pmb",
+        "tmin from whole-file footers (published) instead of the pending range (ours)",
+    ),
     ("pmb_two_term", "pmb", "E = a + b*bytes (published) instead of a + b*bytes + c*files"),
-    ("fixed_order_subsets", "fixed_order_full",
-     "subset selection alone: same fixed round-robin order and concurrency, PMB's "
-     "subsets against all pending files"),
+    (
+        "fixed_order_subsets",
+        "fixed_order_full",
+        "subset selection alone: same fixed round-robin order and concurrency, PMB's "
+        "subsets against all pending files",
+    ),
     ("pmb_pipeline", "pmb", "benefit also counts the downstream staleness a run unlocks"),
-)  # fmt: skip
+)
 
 
 def paired_ratio(stats: dict[str, dict], variant: str, base: str) -> tuple[float, float, int]:
@@ -290,8 +299,11 @@ def comparison_rows(
     if {"fixed_order_subsets", "fixed_order_full", "pmb", "random"} <= stats.keys():
         gain = stats["random"]["P_mean"] - stats["pmb"]["P_mean"]
         subsets = stats["fixed_order_full"]["P_mean"] - stats["fixed_order_subsets"]["P_mean"]
-        lines += ["", f"Staleness PMB removes against Random: {gain:,.0f} s; subset selection "
-                  f"alone, with order and concurrency fixed, removes {subsets:,.0f} s"]  # fmt: skip
+        lines += [
+            "",
+            f"Staleness PMB removes against Random: {gain:,.0f} s; subset selection "
+            f"alone, with order and concurrency fixed, removes {subsets:,.0f} s",
+        ]
         if gain > 0:
             lines[-1] += f" ({subsets / gain:.0%} of PMB's gain)."
         else:
@@ -349,8 +361,10 @@ def run_cost_rows(runs: list[dict], variants: list[str]) -> list[str]:
         rate = f"{in_window / len(JOBS) / minutes:.2f}" if minutes else "-"
         wait = f"{statistics.median(waits):.1f}" if waits else "-"
         took = f"{statistics.median(times):.1f}" if times else "-"
-        lines.append(f"| {variant} | {launched} | {succeeded} | {failed} | {late} | {wait} | "
-                     f"{took} | {rate} |")  # fmt: skip
+        lines.append(
+            f"| {variant} | {launched} | {succeeded} | {failed} | {late} | {wait} | "
+            f"{took} | {rate} |"
+        )
     return lines
 
 
@@ -360,8 +374,10 @@ def files_per_commit_rows(run: dict) -> list[str]:
     for table, items in commits.items():
         files = [c["files"] for c in items if c["action"] == "commit"]
         if files:
-            lines.append(f"| {table} | {len(files)} | {statistics.mean(files):.1f} | "
-                         f"{min(files)} | {max(files)} |")  # fmt: skip
+            lines.append(
+                f"| {table} | {len(files)} | {statistics.mean(files):.1f} | "
+                f"{min(files)} | {max(files)} |"
+            )
     return lines
 
 
@@ -387,8 +403,11 @@ def decision_rows(run: dict) -> list[str]:
             f"| {k} | {_iso(row['u_us'])} | {row['files']} | {row['scan_bytes'] / 2**20:.2f} | "
             f"{row['cost_s']:.2f} | {row['gain_s']:.1f} | {row['eta']:.3f}{mark} |"
         )
-    others = [f"{j['job']} {j['eta']:.3f} ({j['files']} of {j['pending_files']} files)"
-              for j in decision["jobs"] if j is not job]  # fmt: skip
+    others = [
+        f"{j['job']} {j['eta']:.3f} ({j['files']} of {j['pending_files']} files)"
+        for j in decision["jobs"]
+        if j is not job
+    ]
     if others:
         lines += ["", "Other runnable jobs' best eta in that state: " + "; ".join(others) + "."]
     return lines
@@ -404,15 +423,9 @@ def _bursts(config: dict) -> str:
     )
 
 
-def write_report(exp_dir: Path, report_dir: Path) -> dict:
-    facts, runs = _load(exp_dir)
-    report_dir.mkdir(parents=True, exist_ok=True)
-    order, stats = p_table(runs)
-    figure_staleness_over_time(runs, report_dir / "staleness_over_time.png")
-    figure_marginal_benefit(runs, order, report_dir / "marginal_benefit.png")
+def setting_rows(exp_dir: Path, facts: dict, runs: list[dict]) -> list[str]:
     config = facts["config"]
-    plans = launched_plans(runs)
-    lines = [
+    return [
         "# Freshness experiment report",
         "",
         f"Generated {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC from `{exp_dir}` by "
@@ -436,6 +449,12 @@ def write_report(exp_dir: Path, report_dir: Path) -> dict:
         "table at its raw inputs' watermark (a zero-cost refresh).",
         "- Every run: a fresh lakehouse and Dagster instance, its own shared Spark service.",
         "",
+    ]
+
+
+def p_rows(order: list[str], stats: dict[str, dict]) -> list[str]:
+    """Table 4.6: P per variant with its ratios."""
+    lines = [
         "## Total staleness P (table 4.6)",
         "",
         "| variant | P mean | sd | seeds | runs | P / P(random) | P / P(max_benefit) | "
@@ -454,8 +473,13 @@ def write_report(exp_dir: Path, report_dir: Path) -> dict:
             f"{ratio('ratio_P0')} | {row['note']} |"
         )
     p0 = statistics.mean(r["P0_mean"] for r in stats.values())
-    lines += ["", f"P0 (zero-cost floor, mean over runs): {p0:,.0f}.", "", "### Targets", ""]
-    verdicts = {}
+    return [*lines, "", f"P0 (zero-cost floor, mean over runs): {p0:,.0f}.", ""]
+
+
+def target_rows(order: list[str], stats: dict[str, dict]) -> tuple[list[str], dict]:
+    """The targets, each met or missed, and the verdicts for results.json."""
+    lines = ["### Targets", ""]
+    verdicts: dict[str, dict] = {}
     if "pmb" in stats:
         for base, limit in TARGETS:
             value = stats["pmb"].get(f"ratio_{base}")
@@ -463,19 +487,39 @@ def write_report(exp_dir: Path, report_dir: Path) -> dict:
                 continue
             met = value <= limit
             verdicts[f"pmb/{base}"] = {"value": value, "limit": limit, "met": met}
-            lines.append(f"- P(pmb) / P({base}) = {value:.3f}, target <= {limit}: "
-                         f"**{'met' if met else 'missed'}**.")  # fmt: skip
+            lines.append(
+                f"- P(pmb) / P({base}) = {value:.3f}, target <= {limit}: "
+                f"**{'met' if met else 'missed'}**."
+            )
     best = min(order, key=lambda v: stats[v]["P_mean"])
     best_ratio = stats[best]["ratio_P0"]
-    verdicts["best/P0"] = {"variant": best, "value": best_ratio, "limit": 2.0,
-                           "met": best_ratio is not None and best_ratio <= 2.0}  # fmt: skip
-    lines.append(f"- Best variant `{best}`: P / P0 = {best_ratio:.2f}, target <= 2: "
-                 f"**{'met' if verdicts['best/P0']['met'] else 'missed'}**.")  # fmt: skip
-    if not all(v["met"] for v in verdicts.values()):
-        lines += ["", "### Which conditions would change the verdict", "",
-                  *condition_sweep_rows(config)]  # fmt: skip
+    verdicts["best/P0"] = {
+        "variant": best,
+        "value": best_ratio,
+        "limit": 2.0,
+        "met": best_ratio is not None and best_ratio <= 2.0,
+    }
+    lines.append(
+        f"- Best variant `{best}`: P / P0 = {best_ratio:.2f}, target <= 2: "
+        f"**{'met' if verdicts['best/P0']['met'] else 'missed'}**."
+    )
+    return lines, verdicts
+
+
+RUN_COST_TEXT = (
+    "From the Dagster run records: queue and launch is creation to run start (the "
+    "daemon's queue, a new run-worker process, code load); run is start to end. A "
+    "table cannot be fresher than about one run of its job plus one of each ancestor, "
+    "which is what bounds P / P0. Runs in flight when the window closed finish before "
+    "the stack stops; they are counted as finished after the window and left out of "
+    "the rate per minute."
+)
+
+
+def detail_rows(runs: list[dict], order: list[str], stats: dict, plans: dict) -> list[str]:
+    """Ablations, run cost, the figures, subsets, files per commit and one decision."""
     pmb_run = next((r for r in runs if r["variant"] == "pmb"), runs[0])
-    lines += [
+    return [
         "",
         "## Ablations, the controlled run and the pipeline-aware variant",
         "",
@@ -483,12 +527,7 @@ def write_report(exp_dir: Path, report_dir: Path) -> dict:
         "",
         "## What a run costs here",
         "",
-        "From the Dagster run records: queue and launch is creation to run start (the "
-        "daemon's queue, a new run-worker process, code load); run is start to end. A "
-        "table cannot be fresher than about one run of its job plus one of each ancestor, "
-        "which is what bounds P / P0. Runs in flight when the window closed finish before "
-        "the stack stops; they are counted as finished after the window and left out of "
-        "the rate per minute.",
+        RUN_COST_TEXT,
         "",
         *run_cost_rows(runs, order),
         "",
@@ -520,6 +559,20 @@ def write_report(exp_dir: Path, report_dir: Path) -> dict:
         *decision_rows(pmb_run),
         "",
     ]
+
+
+def write_report(exp_dir: Path, report_dir: Path) -> dict:
+    facts, runs = _load(exp_dir)
+    report_dir.mkdir(parents=True, exist_ok=True)
+    order, stats = p_table(runs)
+    figure_staleness_over_time(runs, report_dir / "staleness_over_time.png")
+    figure_marginal_benefit(runs, order, report_dir / "marginal_benefit.png")
+    targets, verdicts = target_rows(order, stats)
+    lines = [*setting_rows(exp_dir, facts, runs), *p_rows(order, stats), *targets]
+    if not all(v["met"] for v in verdicts.values()):
+        sweep = condition_sweep_rows(facts["config"])
+        lines += ["", "### Which conditions would change the verdict", "", *sweep]
+    lines += detail_rows(runs, order, stats, launched_plans(runs))
     (report_dir / "REPORT.md").write_text("\n".join(lines))
     results = {"stats": stats, "targets": verdicts, "facts": facts}
     (report_dir / "results.json").write_text(json.dumps(results, indent=1, default=str))

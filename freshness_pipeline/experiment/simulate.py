@@ -234,9 +234,17 @@ def simulate(cond: Conditions, variant: str, seed: int = 1, dt_s: float = 0.1) -
             last_refresh[run.job] = now_us
         if step % tick_every == 0:
             runs_launched, subsets_launched = _tick(
-                cond, policy, cost_mode, seed, now_s, now_us, tables, history, last_refresh,
+                cond,
+                policy,
+                cost_mode,
+                seed,
+                now_s,
+                now_us,
+                tables,
+                history,
+                last_refresh,
                 running,
-            )  # fmt: skip
+            )
             runs += runs_launched
             subsets += subsets_launched
         if step % sample_every == 0:
@@ -271,16 +279,24 @@ def _tick(
         marks = [tables[t].watermark_us for t in spec.inputs]
         cap = None if any(m is None for m in marks) else min(marks)  # type: ignore[type-var]
         busy = spec.name in running
-        pending = () if busy or cap is None else tuple(
-            p for t in spec.inputs for p in tables[t].pending(t, t_done)
-        )  # fmt: skip
+        pending = (
+            ()
+            if busy or cap is None
+            else tuple(p for t in spec.inputs for p in tables[t].pending(t, t_done))
+        )
         model = fit_cost_model(history[spec.name], cost_mode).model
         states.append(
             JobState(
-                spec.name, t_done, cap, pending, model, busy, order=order,
+                spec.name,
+                t_done,
+                cap,
+                pending,
+                model,
+                busy,
+                order=order,
                 last_refresh_us=last_refresh[spec.name],
             )
-        )  # fmt: skip
+        )
     if get_policy(policy).uses_downstream:
         states = [replace(s, downstream=downstream_of(s.job, t_dones)) for s in states]
     result = plan(states, cond.k, now_us, policy, seed)
@@ -294,14 +310,23 @@ def _tick(
         # Real runs vary (JIT, GC, disk); seeded per run so a variant replays exactly.
         noise = random.Random(f"{seed}:{choice.job}:{now_us}").lognormvariate(0, cond.work_jitter)
         work *= noise
-        low = state.t_done_us if state.t_done_us is not None else min(
-            (p.tmin_us for p in state.pending), default=choice.u_us
-        ) - 1  # fmt: skip
+        low = (
+            state.t_done_us
+            if state.t_done_us is not None
+            else min((p.tmin_us for p in state.pending), default=choice.u_us) - 1
+        )
         new = sum(tables[t].added_between(low, choice.u_us) for t in JOBS[choice.job].inputs)
         running[choice.job] = _Run(
-            choice.job, choice.u_us, state.t_done_us, scan, len(files), new, low,
-            now_s + cond.launch_s, work,
-        )  # fmt: skip
+            choice.job,
+            choice.u_us,
+            state.t_done_us,
+            scan,
+            len(files),
+            new,
+            low,
+            now_s + cond.launch_s,
+            work,
+        )
         subsets += int(choice.is_subset)
     return len(result.launches), subsets
 
@@ -371,7 +396,7 @@ def sweep(
                 launch_s=1.0,
                 capacity=3.0,
             ),
-        ),  # fmt: skip
+        ),
         (
             "all fast: fixed 1 s, launch 0.5 s, capacity 4 (tick 5 s)",
             replace(base, fixed_s=1.0, launch_s=0.5, capacity=4.0),

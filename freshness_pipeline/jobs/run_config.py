@@ -101,6 +101,62 @@ def resolve_run(
 ) -> ResolvedRun:
     """Checks a run config against the tables' metadata; raises RunConfigError if refused."""
     cutoff = parse_cutoff(cutoff_u)
+    t_done, inputs = _read_inputs(spec, table_meta)
+    checked = _check_files(spec, files, inputs)
+    cap = min(inputs.watermark.values())
+    u = _check_cutoff(spec, cutoff, t_done, inputs)
+    pending = {t: inputs.meta[t].pending_files(t_done) for t in spec.inputs}
+    pending_count = sum(len(v) for v in pending.values())
+    pending_bytes = sum(p.slice.size_bytes for v in pending.values() for p in v)
+    needed = {
+        t: {p.slice.file_id: p for p in v if p.pending_min_us <= u} for t, v in pending.items()
+    }
+    if t_done is not None and u <= t_done:
+        return ResolvedRun(
+            spec.name,
+            t_done,
+            u,
+            cap,
+            {t: () for t in spec.inputs},
+            pending_count,
+            pending_bytes,
+            nothing_to_do=f"t_done {iso(t_done)} already at the inputs' watermark {iso(cap)}",
+        )
+    if not files:
+        chosen = {t: _by_uri(v.values()) for t, v in needed.items()}
+        return ResolvedRun(spec.name, t_done, u, cap, chosen, pending_count, pending_bytes)
+    selected, moves, replanned = _select(checked, inputs, pending)
+    for table in replanned:
+        selected[table].update(needed[table])
+    missing = [p.uri for t in spec.inputs for fid, p in needed[t].items() if fid not in selected[t]]
+    if missing:
+        raise RunConfigError(
+            f"the file list leaves out {len(missing)} pending file(s) that may hold arrivals at "
+            f"or before cutoff_u {iso(u)}, e.g. {missing[0]}; add them or lower cutoff_u"
+        )
+    chosen = {t: _by_uri(v.values()) for t, v in selected.items()}
+    return ResolvedRun(
+        spec.name,
+        t_done,
+        u,
+        cap,
+        chosen,
+        pending_count,
+        pending_bytes,
+        tuple(moves),
+        tuple(sorted(replanned)),
+    )
+
+
+def _by_uri(files) -> tuple[PendingFile, ...]:
+    return tuple(sorted(files, key=lambda p: p.uri))
+
+
+def _read_inputs(
+    spec: JobSpec, table_meta: Callable[[str], HudiTableMetadata]
+) -> tuple[int | None, _Inputs]:
+    """The target's watermark and every input's metadata and watermark; a missing input or
+    dimension table, or an input with no watermark yet, refuses the run by name."""
     try:
         t_done = table_meta(spec.name).watermark_us()
     except TableNotFound:
@@ -126,7 +182,12 @@ def resolve_run(
             raise RunConfigError(
                 f"{spec.name} cannot run: table {table} does not exist ({exc})"
             ) from exc
-    checked = _check_files(spec, files, inputs)
+    return t_done, inputs
+
+
+def _check_cutoff(spec: JobSpec, cutoff: int | None, t_done: int | None, inputs: _Inputs) -> int:
+    """The run's cutoff u: the given one if it lies in (t_done, cap], else refused; the cap
+    (smallest input watermark) when none is given."""
     cap = min(inputs.watermark.values())
     floor = -1 if t_done is None else t_done
     if cutoff is not None and cutoff <= floor:
@@ -141,24 +202,14 @@ def resolve_run(
             + ", ".join(f"{t} {iso(w)}" for t, w in inputs.watermark.items())
             + ")"
         )
-    u = cutoff if cutoff is not None else cap
-    pending = {t: inputs.meta[t].pending_files(t_done) for t in spec.inputs}
-    pending_count = sum(len(v) for v in pending.values())
-    pending_bytes = sum(p.slice.size_bytes for v in pending.values() for p in v)
-    needed = {
-        t: {p.slice.file_id: p for p in v if p.pending_min_us <= u} for t, v in pending.items()
-    }
-    if u <= floor:
-        return ResolvedRun(
-            spec.name, t_done, u, cap, {t: () for t in spec.inputs}, pending_count, pending_bytes,
-            nothing_to_do=f"t_done {iso(t_done)} already at the inputs' watermark {iso(cap)}",
-        )  # fmt: skip
+    return cutoff if cutoff is not None else cap
 
-    if not files:
-        chosen = {t: tuple(sorted(v.values(), key=lambda p: p.uri)) for t, v in needed.items()}
-        return ResolvedRun(spec.name, t_done, u, cap, chosen, pending_count, pending_bytes)
 
-    selected: dict[str, dict[str, PendingFile]] = {t: {} for t in spec.inputs}
+def _select(checked, inputs: _Inputs, pending: dict[str, list[PendingFile]]):
+    """The given files mapped to their groups' pending slices: (selected per table, moved
+    files as (given, current), tables whose selected group was replaced)."""
+    selected: dict[str, dict[str, PendingFile]] = {t: {} for t in pending}
+    pending_by_id = {t: {p.slice.file_id: p for p in v} for t, v in pending.items()}
     moves: list[tuple[str, str]] = []
     replanned: set[str] = set()
     for given, table, file_id in checked:
@@ -171,23 +222,11 @@ def resolve_run(
         current = meta.file_uri(latest.path)
         if _norm(current) != _norm(given):
             moves.append((given, current))
-        pend = next((p for p in pending[table] if p.slice.file_id == file_id), None)
+        pend = pending_by_id[table].get(file_id)
         if pend is not None:
             selected[table][file_id] = pend
         # A file with nothing pending adds nothing; reading it would only cost time.
-    for table in replanned:
-        selected[table].update(needed[table])
-    missing = [p.uri for t in spec.inputs for fid, p in needed[t].items() if fid not in selected[t]]
-    if missing:
-        raise RunConfigError(
-            f"the file list leaves out {len(missing)} pending file(s) that may hold arrivals at "
-            f"or before cutoff_u {iso(u)}, e.g. {missing[0]}; add them or lower cutoff_u"
-        )
-    chosen = {t: tuple(sorted(v.values(), key=lambda p: p.uri)) for t, v in selected.items()}
-    return ResolvedRun(
-        spec.name, t_done, u, cap, chosen, pending_count, pending_bytes,
-        tuple(moves), tuple(sorted(replanned)),
-    )  # fmt: skip
+    return selected, moves, replanned
 
 
 def _check_files(spec: JobSpec, files: Sequence[str], inputs: _Inputs):

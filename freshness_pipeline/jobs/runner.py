@@ -73,6 +73,33 @@ def _us_literal(us: int) -> str:
     return f"timestamp_micros({int(us)})"
 
 
+def _job_write_options(spec: JobSpec) -> dict[str, str]:
+    keygen = "ComplexKeyGenerator" if spec.partition_by else "NonpartitionedKeyGenerator"
+    return {
+        "hoodie.datasource.write.keygenerator.class": f"org.apache.hudi.keygen.{keygen}",
+        # Every row is computed whole by the job, so the last write wins.
+        "hoodie.record.merge.mode": "COMMIT_TIME_ORDERING",
+        # A run with no new rows still commits, so the watermark moves on.
+        "hoodie.allow.empty.commit": "true",
+        # CoW rewrites every file group a run touches. New keys are recent seconds, so with
+        # small size limits they land in a few young files while older files close and stay
+        # untouched: a run's rewrite cost stays bounded as tables grow.
+        "hoodie.parquet.max.file.size": str(DERIVED_MAX_FILE_BYTES),
+        "hoodie.parquet.small.file.limit": str(DERIVED_SMALL_FILE_BYTES),
+    }
+
+
+# Fails a run after its data files are written, before the commit completes (tests, chaos).
+_FAIL_BEFORE_COMMIT = {
+    "hoodie.precommit.validators": (
+        "org.apache.hudi.client.validator.SqlQuerySingleResultPreCommitValidator"
+    ),
+    "hoodie.precommit.validators.single.value.sql.queries": (
+        "select count(*) from <TABLE_NAME> where 1 = 0#1"
+    ),
+}
+
+
 def _stale_plan_reason(message: str, job: str) -> str:
     start = message.find(STALE_PLAN_MARKER)
     reason = message[start:].split("\n", 1)[0]
@@ -84,6 +111,7 @@ class JobRunner:
         self.spark = spark
         self.table_uri = table_uri  # callable: table name -> URI
         self._views: set[str] = set()
+        self._cached: list = []  # frames this run cached; released when it ends
 
     def meta(self, table: str) -> HudiTableMetadata:
         return HudiTableMetadata(self.table_uri(table))
@@ -162,7 +190,7 @@ class JobRunner:
         try:
             report = self._run(spec, resolved, fail_before_commit)
         except Exception:
-            self._drop_views()
+            self._release()
             raise
         except BaseException:
             # Interrupted (Ctrl-C, or Dagster terminating the run). A local JVM dies
@@ -170,16 +198,21 @@ class JobRunner:
             # a run Dagster reports as failed, racing its retry. Cancel it there.
             self._interrupt_service_work()
             raise
-        self._drop_views()
+        self._release()
         return report
 
     def _register(self, df, name: str) -> None:
         df.createOrReplaceTempView(name)
         self._views.add(name)
 
-    def _drop_views(self) -> None:
+    def _release(self) -> None:
         # A Spark Connect server keeps each run's session (up to 100, for an hour idle);
-        # the views hold plans naming every file the run read, so they go with the run.
+        # the views and cached frames hold plans naming every file the run read, so they
+        # go with the run, whether it committed or failed.
+        for df in self._cached:
+            with contextlib.suppress(Exception):
+                df.unpersist()
+        self._cached.clear()
         for name in sorted(self._views):
             with contextlib.suppress(Exception):
                 self.spark.catalog.dropTempView(name)
@@ -191,100 +224,21 @@ class JobRunner:
             with contextlib.suppress(Exception):
                 self.spark.interruptAll()
 
+    def _cache(self, df):
+        cached = df.cache()
+        self._cached.append(cached)
+        return cached
+
     def _run(self, spec: JobSpec, resolved: ResolvedRun, fail_before_commit: bool) -> RunReport:
         started = time.monotonic()
-        spark = self.spark
-        sections = sql_sections(spec.name)
-        rows_scanned = 0
-        cached = []
-        for table in spec.inputs:
-            delta = self._delta(table, resolved).cache()
-            cached.append(delta)
-            rows_scanned += int(delta.count())  # numpy.int64 through Spark Connect
-            self._register(delta, f"delta_{table}")
-        for table in spec.dimensions:
-            self._register(
-                _drop_hoodie(spark.read.format("hudi").load(self.table_uri(table))), table
-            )
-        if spec.kind == "merge":
-            partial = spark.sql(sections["partial"]).cache()
-            self._register(partial, "partial")
-            existing = self._existing(spec, partial)
-            self._register(existing if existing is not None else partial.limit(0), "existing")
-        else:
-            touched = spark.sql(sections["touched"]).cache()
-            cached.append(touched)
-            bounds = self._second_bounds(touched)
-            source = spec.inputs[0]
-            if bounds is None:
-                group_rows = self._read_files([], source)
-            else:
-                uris = self._snapshot_files(source, None, bounds[0], bounds[1])
-                group_rows = self._read_files(uris, source).join(
-                    touched, [spec.group_column, "second"], "left_semi"
-                )
-            self._register(group_rows, "group_rows")
-            partial = spark.sql(sections["partial"]).cache()
-            self._register(partial, "partial")
-            if spec.kind == "window":
-                existing = self._existing(spec, partial, WINDOW_SECONDS)
-                self._register(existing if existing is not None else partial.limit(0), "existing")
-        result = spark.sql(sections["merge"]).cache()
+        rows_scanned = self._register_inputs(spec, resolved)
+        result = self._transform(spec)
         stats = result.selectExpr(
             "count(*) AS n",
             "min(unix_micros(arrival_ts)) AS lo",
             "max(unix_micros(arrival_ts)) AS hi",
         ).first()
-        metadata: dict[str, object] = {
-            WATERMARK_KEY: resolved.cutoff_us,
-            T_DONE_BEFORE_KEY: "" if resolved.t_done_us is None else resolved.t_done_us,
-            FILES_READ_KEY: resolved.file_count,
-        }
-        if stats["n"]:
-            metadata[ARRIVAL_MIN_KEY] = stats["lo"]
-            metadata[ARRIVAL_MAX_KEY] = stats["hi"]
-        options = write_options(spec.layout, "upsert", metadata)
-        options.update(guarded_writer_options())
-        keygen = "ComplexKeyGenerator" if spec.partition_by else "NonpartitionedKeyGenerator"
-        options.update(
-            {
-                "hoodie.datasource.write.keygenerator.class": f"org.apache.hudi.keygen.{keygen}",
-                # Every row is computed whole by the job, so the last write wins.
-                "hoodie.record.merge.mode": "COMMIT_TIME_ORDERING",
-                # A run with no new rows still commits, so the watermark moves on.
-                "hoodie.allow.empty.commit": "true",
-                # CoW rewrites every file group a run touches. New keys are recent seconds,
-                # so with small size limits they land in a few young files while older files
-                # close and stay untouched: a run's rewrite cost stays bounded as tables grow.
-                "hoodie.parquet.max.file.size": str(DERIVED_MAX_FILE_BYTES),
-                "hoodie.parquet.small.file.limit": str(DERIVED_SMALL_FILE_BYTES),
-            }
-        )
-        if fail_before_commit:
-            # Fails after the data files are written, before the commit completes.
-            options["hoodie.precommit.validators"] = (
-                "org.apache.hudi.client.validator.SqlQuerySingleResultPreCommitValidator"
-            )
-            options["hoodie.precommit.validators.single.value.sql.queries"] = (
-                "select count(*) from <TABLE_NAME> where 1 = 0#1"
-            )
-        try:
-            result.write.format("hudi").options(**options).mode("append").save(
-                self.table_uri(spec.name)
-            )
-        except Exception as exc:
-            if STALE_PLAN_MARKER in str(exc):
-                raise StalePlan(_stale_plan_reason(str(exc), spec.name)) from exc
-            # Locally the validator's exception is in the message; through Spark Connect
-            # only the outer HoodieUpsertException's is.
-            if fail_before_commit and any(
-                name in str(exc) for name in ("ValidationException", "HoodieUpsertException")
-            ):
-                raise InjectedFailure(f"{spec.name}: injected failure before commit") from exc
-            raise
-        finally:
-            for df in [result, partial, *cached]:
-                df.unpersist()
+        self._commit(spec, resolved, result, stats, fail_before_commit)
         return RunReport(
             job=spec.name,
             t_done_before_us=resolved.t_done_us,
@@ -295,3 +249,74 @@ class JobRunner:
             rows_written=int(stats["n"]),
             seconds=time.monotonic() - started,
         )
+
+    def _register_inputs(self, spec: JobSpec, resolved: ResolvedRun) -> int:
+        """`delta_<input>` per input (its rows with t_done < arrival <= u) and each dimension
+        table whole; returns the rows scanned."""
+        rows_scanned = 0
+        for table in spec.inputs:
+            delta = self._cache(self._delta(table, resolved))
+            rows_scanned += int(delta.count())  # numpy.int64 through Spark Connect
+            self._register(delta, f"delta_{table}")
+        for table in spec.dimensions:
+            dimension = self.spark.read.format("hudi").load(self.table_uri(table))
+            self._register(_drop_hoodie(dimension), table)
+        return rows_scanned
+
+    def _transform(self, spec: JobSpec):
+        """The job's SQL sections over the registered views: the rows to upsert."""
+        spark = self.spark
+        sections = sql_sections(spec.name)
+        if spec.kind == "merge":
+            partial = self._cache(spark.sql(sections["partial"]))
+            self._register(partial, "partial")
+            existing = self._existing(spec, partial)
+            self._register(existing if existing is not None else partial.limit(0), "existing")
+            return self._cache(spark.sql(sections["merge"]))
+        touched = self._cache(spark.sql(sections["touched"]))
+        bounds = self._second_bounds(touched)
+        source = spec.inputs[0]
+        if bounds is None:
+            group_rows = self._read_files([], source)
+        else:
+            uris = self._snapshot_files(source, None, bounds[0], bounds[1])
+            group_rows = self._read_files(uris, source).join(
+                touched, [spec.group_column, "second"], "left_semi"
+            )
+        self._register(group_rows, "group_rows")
+        partial = self._cache(spark.sql(sections["partial"]))
+        self._register(partial, "partial")
+        if spec.kind == "window":
+            existing = self._existing(spec, partial, WINDOW_SECONDS)
+            self._register(existing if existing is not None else partial.limit(0), "existing")
+        return self._cache(spark.sql(sections["merge"]))
+
+    def _commit(self, spec: JobSpec, resolved: ResolvedRun, result, stats, fail: bool) -> None:
+        """Upserts `result` with the watermark and the written arrival range in the same
+        commit, guarded against stale plans."""
+        metadata: dict[str, object] = {
+            WATERMARK_KEY: resolved.cutoff_us,
+            T_DONE_BEFORE_KEY: "" if resolved.t_done_us is None else resolved.t_done_us,
+            FILES_READ_KEY: resolved.file_count,
+        }
+        if stats["n"]:
+            metadata[ARRIVAL_MIN_KEY] = stats["lo"]
+            metadata[ARRIVAL_MAX_KEY] = stats["hi"]
+        options = {**write_options(spec.layout, "upsert", metadata), **guarded_writer_options()}
+        options.update(_job_write_options(spec))
+        if fail:
+            options.update(_FAIL_BEFORE_COMMIT)
+        try:
+            result.write.format("hudi").options(**options).mode("append").save(
+                self.table_uri(spec.name)
+            )
+        except Exception as exc:
+            if STALE_PLAN_MARKER in str(exc):
+                raise StalePlan(_stale_plan_reason(str(exc), spec.name)) from exc
+            # Locally the validator's exception is in the message; through Spark Connect
+            # only the outer HoodieUpsertException's is.
+            if fail and any(
+                name in str(exc) for name in ("ValidationException", "HoodieUpsertException")
+            ):
+                raise InjectedFailure(f"{spec.name}: injected failure before commit") from exc
+            raise
