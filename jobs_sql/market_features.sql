@@ -47,7 +47,9 @@ SELECT
   open, high, low, close, volume, trade_count, notional, vwap,
   CAST((best_bid + best_ask) / 2 AS DOUBLE) AS mid,
   CAST(best_ask - best_bid AS DOUBLE) AS spread,
-  CAST((best_ask - best_bid) / ((best_bid + best_ask) / 2) * 10000 AS DOUBLE) AS spread_bps,
+  -- In doubles from exact decimal inputs: a DECIMAL quotient would be rounded first.
+  CAST(best_ask - best_bid AS DOUBLE) / CAST((best_bid + best_ask) / 2 AS DOUBLE) * 10000
+    AS spread_bps,
   CAST(best_bid_size - best_ask_size AS DOUBLE) / (best_bid_size + best_ask_size)
     AS order_imbalance,
   (vwap - CAST((best_bid + best_ask) / 2 AS DOUBLE))

@@ -16,7 +16,7 @@ SELECT
   coalesce(sum(volume), 0) AS volume,
   coalesce(sum(trade_count), 0) AS trade_count,
   CAST(coalesce(sum(notional), 0) AS DECIMAL(38, 2)) AS notional,
-  CAST(sum(notional) / sum(volume) AS DOUBLE) AS vwap,
+  CAST(sum(notional) AS DOUBLE) / sum(volume) AS vwap,
   count(DISTINCT CASE WHEN volume > 0 THEN symbol END) AS active_symbols,
   count(DISTINCT CASE WHEN best_bid IS NOT NULL OR best_ask IS NOT NULL THEN symbol END)
     AS quoted_symbols,

@@ -33,8 +33,9 @@ SELECT
   p.volume + coalesce(e.volume, 0) AS volume,
   p.trade_count + coalesce(e.trade_count, 0) AS trade_count,
   CAST(p.notional + coalesce(e.notional, 0) AS DECIMAL(38, 2)) AS notional,
-  CAST(CAST(p.notional + coalesce(e.notional, 0) AS DECIMAL(38, 2))
-       / (p.volume + coalesce(e.volume, 0)) AS DOUBLE) AS vwap,
+  -- Full double precision: a DECIMAL division would round the quotient to 6 decimals.
+  CAST(CAST(p.notional + coalesce(e.notional, 0) AS DECIMAL(38, 2)) AS DOUBLE)
+    / (p.volume + coalesce(e.volume, 0)) AS vwap,
   CASE WHEN e.symbol IS NULL OR p.open_at < e.open_at THEN p.open_at ELSE e.open_at END AS open_at,
   CASE WHEN e.symbol IS NULL OR p.close_at > e.close_at THEN p.close_at ELSE e.close_at END AS close_at,
   greatest(p.arrival_ts, coalesce(e.arrival_ts, p.arrival_ts)) AS arrival_ts,

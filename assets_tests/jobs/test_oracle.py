@@ -11,6 +11,7 @@ import pytest
 
 from assets_tests.jobs.conftest import StreamFeeder
 from assets_tests.jobs.oracle import ORDER, batch_recompute, differences
+from freshness_pipeline import oracle as independent_oracle
 from freshness_pipeline.hudi_metadata import TableNotFound
 from freshness_pipeline.jobs.catalog import JOBS
 from freshness_pipeline.jobs.run_config import RunConfigError, resolve_run
@@ -159,6 +160,9 @@ def test_oracle_holds_under_random_schedules(request, lakehouse, tmp_path, seed,
     for job in ORDER:
         missing, extra, examples = differences(spark, expected[job], lakehouse.table_uri(job))
         assert (missing, extra) == (0, 0), f"{job} differs: {examples}\nschedule: {log}"
+    # And the independent oracle (pandas from the column definitions, not the SQL).
+    for difference in independent_oracle.check_lakehouse(lakehouse.lakehouse.table):
+        assert difference.equal, f"{difference}\nschedule: {log}"
 
     # Repeating runs changes nothing: a plain run finds nothing to do, and the same
     # explicit cutoff is refused because it no longer moves the watermark.

@@ -7,9 +7,10 @@ from __future__ import annotations
 import pytest
 
 from assets_tests.jobs.oracle import ORDER, batch_recompute, differences
+from freshness_pipeline import oracle as independent_oracle
 from freshness_pipeline.jobs.catalog import JOBS
 from freshness_pipeline.jobs.run_config import RunConfigError, resolve_run
-from freshness_pipeline.jobs.runner import JobRunner, StalePlan
+from freshness_pipeline.jobs.runner import InjectedFailure, JobRunner, StalePlan
 from freshness_pipeline.stream.feeder import StreamFeeder
 
 pytestmark = pytest.mark.spark
@@ -56,3 +57,27 @@ def test_second_run_from_the_same_watermark_is_refused(spark, lakehouse, tmp_pat
     for job in ORDER:
         missing, extra, examples = differences(spark, expected[job], lakehouse.table_uri(job))
         assert (missing, extra) == (0, 0), f"{job} differs: {examples}"
+    for difference in independent_oracle.check_lakehouse(lakehouse.lakehouse.table):
+        assert difference.equal, difference
+
+
+def test_a_failed_first_run_leaves_nothing_behind(spark, lakehouse, tmp_path):
+    """Under optimistic concurrency failed writes are rolled back lazily; a table's first
+    run failing must not leave rows that Hudi later reads as committed."""
+    feeder = StreamFeeder(spark, lakehouse, seed=6)
+    runner = JobRunner(spark, lakehouse.table_uri)
+    feeder.land(2)
+    feeder.ingest()
+    spec = JOBS["trade_aggr"]
+    with pytest.raises(InjectedFailure):
+        runner.run(spec, resolve_run(spec, [], None, feeder.meta), fail_before_commit=True)
+    assert feeder.meta(spec.name).watermark_us() is None
+    runner.run(spec, resolve_run(spec, [], None, feeder.meta))
+    feeder.land(1)
+    feeder.ingest()
+    runner.run(spec, resolve_run(spec, [], None, feeder.meta))
+    expected = batch_recompute(spark, lakehouse.table_uri, tmp_path / "oracle")
+    missing, extra, examples = differences(
+        spark, expected[spec.name], lakehouse.table_uri(spec.name)
+    )
+    assert (missing, extra) == (0, 0), f"trade_aggr differs: {examples}"
