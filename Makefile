@@ -18,7 +18,8 @@ export FRESHNESS_JARS_DIR := $(abspath $(JARS_DIR))
 export DAGSTER_HOME ?= $(abspath .dagster_home)
 
 .PHONY: setup demo test test-fast lint format bench-ingest bench-growth bench-tick \
-	bench-tick-real bench-overhead bench-memory experiment experiment-long simulate clean-data
+	bench-tick-real bench-overhead bench-memory experiment experiment-long simulate chaos \
+	clean-data
 
 # Reproducible install: requirements.lock pins every Python package (transitive, with
 # hashes) for CPython 3.11 on linux x86_64; setup installs exactly that, then the project
@@ -111,6 +112,11 @@ experiment: setup
 
 experiment-long: setup
 	$(VENV)/bin/freshness experiment --mode long --resume
+
+# 50 faults on a live pipeline, then a drain and both oracles; writes docs/RELIABILITY.md.
+chaos: setup
+	$(VENV)/bin/python -m freshness_pipeline.chaos --faults 50 --duration 900 \
+	  --report docs/RELIABILITY.md
 
 simulate: setup
 	$(VENV)/bin/python -m freshness_pipeline.experiment.simulate

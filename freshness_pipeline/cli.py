@@ -224,13 +224,17 @@ def cmd_demo(args: argparse.Namespace) -> int:
     failed = 0
     try:
         while not stop():
-            gone = [(name, code) for name, code in stack.exited() if name != "replay" or code]
-            for name, code in gone:
-                print(f"{name} exited with code {code}; see {config.logs_dir / (name + '.log')}")
-                failed = code or 1
+            # A dead Spark service, ingestion or Dagster is restarted; a run whose worker
+            # died is marked failed, and the sensor retries it.
+            for event in stack.supervise():
+                print(event, flush=True)
+            replay = dict(stack.exited()).get("replay")
+            if replay:
+                print(f"replay exited with code {replay}; see {config.logs_dir / 'replay.log'}")
+                failed = replay
             if failed or (deadline and time.monotonic() >= deadline):
                 break
-            stop.wait(0.5)
+            stop.wait(1.0)
     finally:
         stack.stop()
     print("stopped; all child processes have exited")

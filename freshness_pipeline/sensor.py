@@ -191,8 +191,24 @@ def skip_message(result: Plan) -> str:
     return f"nothing launched ({result.free_slots} free slots). {reasons}"
 
 
-def build_sensor(settings: SchedulerSettings | None = None):
-    settings = settings or load_settings().scheduler
+def service_down(spark_remote: str | None) -> str | None:
+    """Why runs cannot start now, if the Spark service they use is not listening."""
+    if not spark_remote:
+        return None
+    from urllib.parse import urlparse
+
+    from freshness_pipeline.spark_service import port_is_open
+
+    where = urlparse(spark_remote.replace("sc://", "http://", 1))
+    if port_is_open(where.hostname or "127.0.0.1", where.port or 15002, timeout=1.0):
+        return None
+    return f"waiting for the Spark service at {spark_remote}: not reachable (restarting?)"
+
+
+def build_sensor(settings: SchedulerSettings | None = None, spark_remote: str | None = None):
+    if settings is None:
+        loaded = load_settings()
+        settings, spark_remote = loaded.scheduler, loaded.spark_remote
 
     @sensor(
         name="freshness_sensor",
@@ -205,6 +221,10 @@ def build_sensor(settings: SchedulerSettings | None = None):
         ),
     )
     def freshness_sensor(context: SensorEvaluationContext, hudi_meta: HudiMetadataResource):
+        down = service_down(spark_remote)
+        if down:
+            # Launching now would only fail runs (and back their jobs off); say why we wait.
+            return SkipReason(down)
         result, requests = evaluate_tick(
             hudi_meta, context.instance, settings, int(time.time() * 1_000_000)
         )

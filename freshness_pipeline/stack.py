@@ -137,6 +137,30 @@ class StackConfig:
     env: dict[str, str] = field(default_factory=dict)  # e.g. FRESHNESS_POLICY, lakehouse
 
 
+def pid_alive(pid: int) -> bool:
+    """A live process (a zombie counts as gone)."""
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            return handle.read().split(") ", 1)[1][:1] not in ("Z", "X")
+    except (FileNotFoundError, IndexError):
+        return False
+
+
+def run_worker_pid(instance, run_id: str) -> int | None:
+    """The pid Dagster's run launcher recorded for a run's worker process."""
+    import dagster as dg
+
+    records = instance.get_records_for_run(
+        run_id, of_type=dg.DagsterEventType.ENGINE_EVENT, limit=20
+    ).records
+    for record in records:
+        data = record.event_log_entry.dagster_event.event_specific_data
+        pid = getattr(data, "metadata", {}).get("pid") if data is not None else None
+        if pid is not None:
+            return int(getattr(pid, "value", pid))
+    return None
+
+
 class Stack:
     """One running system; `start()` returns once every child is up (or raises)."""
 
@@ -150,6 +174,7 @@ class Stack:
         self.env["DAGSTER_HOME"] = str(self.dagster_home)
         self.service: SparkService | None = None
         self.children: list[tuple[str, subprocess.Popen, float]] = []
+        self.restarts: dict[str, int] = {}
         self._log_offsets: dict[str, int] = {}
         self.started_at = datetime.now(timezone.utc)
 
@@ -314,6 +339,67 @@ class Stack:
         if self.service and self.service.pid:
             pids["spark-service"] = self.service.pid
         return pids
+
+    # -- supervise ---------------------------------------------------------------------------
+
+    def supervise(self) -> list[str]:
+        """One supervision pass (the demo calls it every second): a dead Spark service,
+        ingestion or Dagster is started again, and a run whose worker process died is
+        marked failed so its pool slot frees and the sensor retries it. Returns what it
+        did, for the log."""
+        events: list[str] = []
+        if self.service and self.service.process and self.service.process.poll() is not None:
+            code = self.service.process.returncode
+            try:
+                self.service.start()
+                self.restarts["spark-service"] = self.restarts.get("spark-service", 0) + 1
+                events.append(f"Spark service exited ({code}); restarted at {self.service.url}")
+            except Exception as exc:  # tried again on the next pass
+                events.append(f"Spark service exited ({code}); restart failed: {exc}")
+        for index, (name, proc, timeout) in enumerate(self.children):
+            if proc.poll() is None or name == "replay":
+                continue
+            code = proc.returncode
+            kill_group(proc)  # whatever it left behind (dagster dev's daemon, webserver)
+            log_path = self.config.logs_dir / f"{name}.log"
+            self._log_offsets[name] = log_path.stat().st_size if log_path.exists() else 0
+            restarted = spawn(
+                name, proc.args, self._child_env(name), self.config.logs_dir, self._child_cwd(name)
+            )
+            self.children[index] = (name, restarted, timeout)
+            self.restarts[name] = self.restarts.get(name, 0) + 1
+            events.append(f"{name} exited ({code}); restarted (pid {restarted.pid})")
+        events += self.fail_orphaned_runs()
+        return events
+
+    def _child_env(self, name: str) -> dict[str, str]:
+        if name == "ingest":
+            return {k: v for k, v in self.env.items() if k != "FRESHNESS_SPARK_REMOTE"}
+        return self.env
+
+    def _child_cwd(self, name: str) -> Path:
+        return self.dagster_home if name == "dagster" else PROJECT_ROOT
+
+    def fail_orphaned_runs(self) -> list[str]:
+        """Runs of this stack that Dagster still shows as started though their worker
+        process is gone (killed): the default run launcher does not watch its workers."""
+        import dagster as dg
+
+        events = []
+        if not (self.dagster_home / "dagster.yaml").exists():
+            return events
+        started = dg.RunsFilter(
+            statuses=[dg.DagsterRunStatus.STARTED], created_after=self.started_at
+        )
+        with dg.DagsterInstance.from_config(str(self.dagster_home)) as instance:
+            for run in instance.get_runs(started):
+                pid = run_worker_pid(instance, run.run_id)
+                if pid is not None and not pid_alive(pid):
+                    instance.report_run_failed(
+                        run, message=f"run worker (pid {pid}) is gone; marked failed to retry"
+                    )
+                    events.append(f"run {run.run_id} lost its worker (pid {pid}); marked failed")
+        return events
 
     def stop(self, drain_timeout_s: float = DRAIN_TIMEOUT_S) -> None:
         for name, proc, timeout in self.children:

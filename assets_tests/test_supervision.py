@@ -1,0 +1,70 @@
+"""Supervision and fault injection pieces that need no Spark: the fault schedule, the
+fault files, liveness of a pid, and the sensor's wait while the Spark service is down."""
+
+from __future__ import annotations
+
+import random
+import socket
+import subprocess
+import sys
+
+import dagster as dg
+
+from freshness_pipeline import faults
+from freshness_pipeline.chaos import FAULT_KINDS, ChaosConfig, fault_schedule
+from freshness_pipeline.resources import HudiMetadataResource
+from freshness_pipeline.scheduler_settings import SchedulerSettings
+from freshness_pipeline.sensor import build_sensor, service_down
+from freshness_pipeline.stack import pid_alive
+
+
+def test_fault_schedule_is_seeded_spread_and_rotates_every_kind():
+    config = ChaosConfig(faults=50, duration_s=900)
+    first = fault_schedule(config, random.Random(3))
+    assert first == fault_schedule(config, random.Random(3))
+    times = [t for t, _ in first]
+    assert times == sorted(times) and times[0] >= 5 and times[-1] <= 0.9 * 900
+    kinds = [k for _, k in first]
+    assert {kinds.count(k) for k in FAULT_KINDS} == {10}
+
+
+def test_armed_faults_are_taken_once_each(tmp_path):
+    assert not faults.take(None, "trade_aggr")
+    assert not faults.take(tmp_path, "trade_aggr")
+    faults.arm(tmp_path, "trade_aggr", 2)
+    assert [faults.take(tmp_path, "trade_aggr") for _ in range(3)] == [True, True, False]
+    assert not (tmp_path / "trade_aggr.fail_before_commit").exists()
+    assert not faults.take(tmp_path, "price_aggr")
+
+
+def test_pid_alive_sees_a_killed_child_as_gone():
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    assert pid_alive(child.pid)
+    child.kill()
+    child.wait()
+    assert not pid_alive(child.pid)
+
+
+class Unused(HudiMetadataResource):
+    """The tick must skip before it reads any table."""
+
+    def table(self, table: str):
+        raise AssertionError("the sensor read Hudi metadata while the service was down")
+
+
+def test_sensor_waits_while_the_spark_service_is_unreachable():
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        port = listener.getsockname()[1]
+        assert service_down(f"sc://127.0.0.1:{port}") is None
+    url = f"sc://127.0.0.1:{port}"  # closed now
+    assert service_down(url).startswith(f"waiting for the Spark service at {url}")
+    assert service_down(None) is None
+    sensor_def = build_sensor(SchedulerSettings(), spark_remote=url)
+    with dg.instance_for_test() as instance:
+        context = dg.build_sensor_context(instance=instance, resources={"hudi_meta": Unused()})
+        result = sensor_def(context)
+    assert isinstance(result, dg.SkipReason) and "waiting for the Spark service" in (
+        result.skip_message
+    )

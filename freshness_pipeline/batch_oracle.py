@@ -1,0 +1,61 @@
+"""The batch oracle (METHOD 5.6): each job's SQL run once over all raw data, on Spark.
+
+Used by the oracle tests and `make chaos`; `oracle.py` is its independent counterpart."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from freshness_pipeline.jobs.catalog import JOBS
+from freshness_pipeline.jobs.runner import HOODIE_COLUMNS
+from freshness_pipeline.jobs.sql import sql_sections
+
+ORDER = (
+    "trade_aggr",
+    "price_aggr",
+    "market_features",
+    "enriched_features",
+    "sector_vwap",
+    "industry_spike",
+)
+
+
+def read_table(spark, uri: str):
+    df = spark.read.format("hudi").load(uri)
+    return df.drop(*[c for c in HOODIE_COLUMNS if c in df.columns])
+
+
+def batch_recompute(spark, table_uri, scratch: Path) -> dict[str, object]:
+    """Every job's SQL over the full raw tables, chained; returns job -> DataFrame.
+
+    Each result is written to Parquet under `scratch` and read back before the next job
+    replaces the temp views: through Spark Connect a SQL DataFrame is re-analysed when it
+    runs, so it must not depend on views that change later (and localCheckpoint is not
+    available there)."""
+    frames: dict[str, object] = {}
+    for name in ("price_raw", "trade_raw", "company_master"):
+        frames[name] = read_table(spark, table_uri(name))
+    for name in ORDER:
+        spec = JOBS[name]
+        sections = sql_sections(name)
+        for table in spec.inputs:
+            frames[table].createOrReplaceTempView(f"delta_{table}")
+        for table in spec.dimensions:
+            frames[table].createOrReplaceTempView(table)
+        if spec.kind != "merge":
+            frames[spec.inputs[0]].createOrReplaceTempView("group_rows")
+        partial = spark.sql(sections["partial"])
+        partial.createOrReplaceTempView("partial")
+        partial.limit(0).createOrReplaceTempView("existing")
+        spark.sql(sections["merge"]).write.mode("overwrite").parquet(str(scratch / name))
+        frames[name] = spark.read.parquet(str(scratch / name))
+    return {name: frames[name] for name in ORDER}
+
+
+def differences(spark, expected, actual_uri: str) -> tuple[int, int, list]:
+    """(rows only in expected, rows only in actual, a few examples)."""
+    actual = read_table(spark, actual_uri).select(*expected.columns)
+    missing = expected.exceptAll(actual)
+    extra = actual.exceptAll(expected)
+    examples = missing.limit(2).collect() + extra.limit(2).collect()
+    return missing.count(), extra.count(), examples

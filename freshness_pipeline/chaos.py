@@ -1,0 +1,389 @@
+"""`make chaos`: a live pipeline with faults injected at random points, then a drain and
+both oracles (issue 15).
+
+    python -m freshness_pipeline.chaos --faults 50 --duration 900 --report docs/RELIABILITY.md
+    python -m freshness_pipeline.chaos --faults 4 --duration 60      # the short version
+
+The stack (Spark service, ingestion, Dagster daemon with the sensor) runs a seeded stream
+on a fresh lakehouse. At seeded random moments during the stream a fault of the next kind
+(in a seeded shuffled rotation) is injected:
+
+- `kill_run`: SIGKILL to the worker process of a run in flight (Hudi commit or not);
+- `kill_spark_service`: SIGKILL to the Spark Connect server (every run in it dies);
+- `kill_ingest`: SIGKILL to ingestion's process group (its Spark JVM with it);
+- `kill_daemon`: SIGKILL to the Dagster daemon's process group;
+- `fail_write`: the next run of a random job fails after writing its files, before its
+  commit (`faults.py`).
+
+The stack's supervisor restarts what died and marks runs whose worker died as failed; the
+sensor retries failed decisions after a backoff. Once the stream has ended, the pipeline
+must drain (every table at the raw tables' final watermark); then the six tables are
+compared with the batch SQL oracle and the independent pandas oracle. Bounded: it stops
+by itself after the stream, the drain timeout and the comparison.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import random
+import signal
+import sys
+import tempfile
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from freshness_pipeline import faults
+from freshness_pipeline.hudi_metadata import HudiTableMetadata, TableNotFound
+from freshness_pipeline.jobs.catalog import JOBS
+from freshness_pipeline.lakehouse import Lakehouse
+from freshness_pipeline.settings import PROJECT_ROOT, RAW_TABLES
+from freshness_pipeline.spark_service import free_port
+from freshness_pipeline.stream.generator import StreamConfig
+
+log = logging.getLogger("freshness.chaos")
+FAULT_KINDS = ("kill_run", "kill_spark_service", "kill_ingest", "kill_daemon", "fail_write")
+
+
+@dataclass(frozen=True)
+class ChaosConfig:
+    faults: int = 50
+    duration_s: int = 900  # event-time seconds of stream (replayed in real time)
+    seed: int = 1
+    rate: float = 300.0
+    universe_size: int = 300
+    drain_timeout_s: float = 900.0
+    out_dir: Path = PROJECT_ROOT / ".lakehouse" / "chaos"
+    kinds: tuple[str, ...] = FAULT_KINDS
+
+
+@dataclass
+class FaultRecord:
+    kind: str
+    at_s: float  # seconds since the stream started
+    target: str  # what was hit
+    injected: bool = True
+
+
+@dataclass
+class ChaosResult:
+    config: dict
+    faults: list[FaultRecord] = field(default_factory=list)
+    supervisor_events: list[str] = field(default_factory=list)
+    drained: bool = False
+    drain_s_after_last_fault: float | None = None
+    runs: dict[str, int] = field(default_factory=dict)
+    oracle: dict[str, dict] = field(default_factory=dict)
+
+    @property
+    def rows_lost(self) -> int:
+        return sum(o["missing"] for o in self.oracle.values())
+
+    @property
+    def rows_doubled(self) -> int:
+        return sum(o["extra"] for o in self.oracle.values())
+
+    @property
+    def survived(self) -> bool:
+        mismatched = sum(o.get("mismatched", 0) for o in self.oracle.values())
+        return self.drained and not (self.rows_lost or self.rows_doubled or mismatched)
+
+
+def _watermark(lakehouse: Lakehouse, table: str) -> int | None:
+    try:
+        return HudiTableMetadata(lakehouse.table(table)).watermark_us()
+    except TableNotFound:
+        return None
+
+
+def _daemon_pid(stack) -> int:
+    return stack.process("dagster").pid
+
+
+class Injector:
+    """Injects one fault of a kind into a running stack; returns what it hit, or None when
+    the target is not there right now (no run in flight), so the caller tries later."""
+
+    def __init__(self, stack, faults_dir: Path, rng: random.Random) -> None:
+        self.stack, self.faults_dir, self.rng = stack, faults_dir, rng
+
+    def __call__(self, kind: str) -> str | None:
+        return getattr(self, kind)()
+
+    def kill_run(self) -> str | None:
+        import dagster as dg
+
+        from freshness_pipeline.stack import pid_alive, run_worker_pid
+
+        with dg.DagsterInstance.from_config(str(self.stack.dagster_home)) as instance:
+            started = instance.get_runs(dg.RunsFilter(statuses=[dg.DagsterRunStatus.STARTED]))
+            candidates = []
+            for run in started:
+                pid = run_worker_pid(instance, run.run_id)
+                if pid is not None and pid_alive(pid):
+                    candidates.append((run, pid))
+        if not candidates:
+            return None
+        run, pid = self.rng.choice(candidates)
+        os.kill(pid, signal.SIGKILL)
+        assets = ", ".join(k.to_user_string() for k in run.asset_selection or [])
+        return f"run {run.run_id[:8]} ({assets}) pid {pid}"
+
+    def kill_spark_service(self) -> str | None:
+        service = self.stack.service
+        if service is None or service.process is None or service.process.poll() is not None:
+            return None
+        os.kill(service.pid, signal.SIGKILL)
+        return f"Spark service pid {service.pid}"
+
+    def kill_ingest(self) -> str | None:
+        proc = self.stack.process("ingest")
+        if proc.poll() is not None:
+            return None
+        os.killpg(proc.pid, signal.SIGKILL)  # its Spark JVM dies with it
+        return f"ingestion process group {proc.pid}"
+
+    def kill_daemon(self) -> str | None:
+        proc = self.stack.process("dagster")
+        if proc.poll() is not None:
+            return None
+        os.killpg(proc.pid, signal.SIGKILL)
+        return f"Dagster daemon process group {proc.pid}"
+
+    def fail_write(self) -> str | None:
+        job = self.rng.choice(list(JOBS))
+        faults.arm(self.faults_dir, job, 1)
+        return f"next {job} run fails before its commit"
+
+
+def fault_schedule(config: ChaosConfig, rng: random.Random) -> list[tuple[float, str]]:
+    """(seconds after the stream starts, kind), spread over the stream's first 90 %."""
+    kinds = [config.kinds[i % len(config.kinds)] for i in range(config.faults)]
+    rng.shuffle(kinds)
+    span = config.duration_s * 0.9
+    times = sorted(rng.uniform(5, max(6.0, span)) for _ in range(config.faults))
+    return list(zip(times, kinds, strict=True))
+
+
+def run_chaos(config: ChaosConfig) -> ChaosResult:
+    from freshness_pipeline.stack import Stack, StackConfig
+
+    rng = random.Random(config.seed)
+    out = config.out_dir
+    out.mkdir(parents=True, exist_ok=True)
+    run_dir = Path(tempfile.mkdtemp(prefix="run-", dir=out))
+    home, faults_dir = run_dir / "dagster_home", run_dir / "faults"
+    home.mkdir()
+    (home / "dagster.yaml").write_text((PROJECT_ROOT / "dagster.yaml").read_text())
+    lakehouse = Lakehouse.parse(str(run_dir / "tables"))
+    env = {
+        "FRESHNESS_LAKEHOUSE": lakehouse.uri,
+        "FRESHNESS_LANDING": str(run_dir / "landing"),
+        "FRESHNESS_TICK_S": "5",
+        "FRESHNESS_FAULTS_DIR": str(faults_dir),
+        "FRESHNESS_SPARK_SERVICE_PORT": str(free_port()),
+        "FRESHNESS_SPARK_REMOTE": "",
+    }
+    stack = Stack(
+        StackConfig(
+            stream=StreamConfig(
+                seed=config.seed, rate=config.rate, universe_size=config.universe_size
+            ),
+            malformed_rate=0.0,
+            commit_interval_s=5.0,
+            duration_s=config.duration_s,
+            webserver=False,
+            dagster_home=home,
+            logs_dir=run_dir / "logs",
+            env=env,
+        )
+    )
+    result = ChaosResult(config={**asdict(config), "out_dir": str(run_dir)})
+    inject = Injector(stack, faults_dir, rng)
+    log.info(
+        "chaos: %d faults over %d s of stream in %s", config.faults, config.duration_s, run_dir
+    )
+    stack.start()
+    try:
+        started = time.monotonic()
+        pending = fault_schedule(config, rng)
+        last_fault = started
+        while pending or stack.process("replay").poll() is None:
+            now = time.monotonic() - started
+            if pending and now >= pending[0][0]:
+                at, kind = pending[0]
+                target = inject(kind)
+                if target is not None:
+                    pending.pop(0)
+                    result.faults.append(FaultRecord(kind, round(now, 1), target))
+                    last_fault = time.monotonic()
+                    log.info(
+                        "fault %d/%d at %.0f s: %s: %s",
+                        len(result.faults),
+                        config.faults,
+                        now,
+                        kind,
+                        target,
+                    )
+                elif now > at + 60:  # nothing to hit for a minute: count it as skipped
+                    pending.pop(0)
+                    result.faults.append(FaultRecord(kind, round(now, 1), "-", False))
+            result.supervisor_events += stack.supervise()
+            time.sleep(1.0)
+        result.drained, drained_at = _drain(stack, lakehouse, config.drain_timeout_s, result)
+        if result.drained:
+            result.drain_s_after_last_fault = round(drained_at - last_fault, 1)
+        result.runs = _run_counts(home)
+    finally:
+        stack.stop()
+    result.oracle = compare_with_oracles(lakehouse, run_dir / "oracle")
+    (run_dir / "chaos.json").write_text(json.dumps(_as_json(result), indent=1))
+    return result
+
+
+def _drain(stack, lakehouse: Lakehouse, timeout_s: float, result: ChaosResult):
+    """Waits (supervising) until every job reflects the raw tables' final watermark."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        result.supervisor_events += stack.supervise()
+        landed = any(Path(stack.env["FRESHNESS_LANDING"]).rglob("*.jsonl"))
+        raw = [_watermark(lakehouse, t) for t in RAW_TABLES]
+        if not landed and None not in raw:
+            final = min(raw)
+            if all(_watermark(lakehouse, job) == final for job in JOBS):
+                return True, time.monotonic()
+        time.sleep(2.0)
+    return False, time.monotonic()
+
+
+def _run_counts(home: Path) -> dict[str, int]:
+    import dagster as dg
+
+    counts: dict[str, int] = {}
+    with dg.DagsterInstance.from_config(str(home)) as instance:
+        for run in instance.get_runs():
+            counts[run.status.value] = counts.get(run.status.value, 0) + 1
+            attempt = int(run.tags.get("freshness/attempt", "0") or 0)
+            if attempt:
+                counts["retries"] = counts.get("retries", 0) + 1
+    return counts
+
+
+def compare_with_oracles(lakehouse: Lakehouse, scratch: Path) -> dict[str, dict]:
+    """Per table: rows the table lacks (lost), rows it has beyond the oracle (doubled or
+    stale), by the batch SQL oracle and the independent pandas one."""
+    from freshness_pipeline import oracle
+    from freshness_pipeline.batch_oracle import batch_recompute, differences
+    from freshness_pipeline.spark import build_spark_session
+
+    found: dict[str, dict] = {}
+    for difference in oracle.check_lakehouse(lakehouse.table):
+        found[difference.table] = {
+            "missing": difference.missing,
+            "extra": difference.extra,
+            "mismatched": sum(difference.mismatched.values()),
+            "examples": list(difference.examples),
+        }
+    spark = build_spark_session(master="local[2]", remote="", app_name="chaos_oracle")
+    try:
+        expected = batch_recompute(spark, lakehouse.table_uri, scratch)
+        for job in JOBS:
+            missing, extra, _ = differences(spark, expected[job], lakehouse.table_uri(job))
+            found[job]["missing"] = max(found[job]["missing"], int(missing))
+            found[job]["extra"] = max(found[job]["extra"], int(extra))
+            found[job]["batch_sql"] = {"missing": int(missing), "extra": int(extra)}
+    finally:
+        spark.stop()
+    return found
+
+
+def _as_json(result: ChaosResult) -> dict:
+    data = asdict(result)
+    data |= {
+        "rows_lost": result.rows_lost,
+        "rows_doubled": result.rows_doubled,
+        "survived": result.survived,
+    }
+    return data
+
+
+def report_markdown(result: ChaosResult, command: str) -> str:
+    injected = [f for f in result.faults if f.injected]
+    by_kind = {k: sum(f.kind == k for f in injected) for k in FAULT_KINDS}
+    restarts = [e for e in result.supervisor_events if "restarted" in e]
+    orphaned = [e for e in result.supervisor_events if "lost its worker" in e]
+    statuses = ", ".join(f"{k} {v}" for k, v in sorted(result.runs.items()))
+    lines = [
+        "# Reliability",
+        "",
+        f"Produced by `{command}` on {time.strftime('%Y-%m-%d', time.gmtime())} "
+        f"({os.cpu_count()} cores). Each fault hits a live pipeline (Spark service, "
+        "ingestion, Dagster daemon and sensor) on a seeded stream; then the stream ends, the "
+        "pipeline drains, and all six tables are compared with the batch SQL oracle and the "
+        "independent pandas oracle (`freshness_pipeline/oracle.py`).",
+        "",
+        "| figure | value |",
+        "|---|---|",
+        f"| faults injected | {len(injected)} of {result.config['faults']} planned "
+        f"({len(result.faults) - len(injected)} found no target within a minute) |",
+        *[f"| - {kind} | {count} |" for kind, count in by_kind.items()],
+        f"| processes restarted by the supervisor | {len(restarts)} |",
+        f"| runs marked failed after their worker died | {len(orphaned)} |",
+        f"| runs by final status | {statuses} |",
+        f"| drained | {'yes' if result.drained else 'NO'} |",
+        f"| drain time after the last fault | {result.drain_s_after_last_fault} s |",
+        f"| rows lost (oracle rows missing from a table) | {result.rows_lost} |",
+        f"| rows doubled or stale (table rows not in the oracle) | {result.rows_doubled} |",
+        f"| verdict | {'survived' if result.survived else 'FAILED'} |",
+        "",
+        "Per table:",
+        "",
+        "| table | missing | extra | doubles off | batch SQL oracle (missing, extra) |",
+        "|---|---|---|---|---|",
+    ]
+    for table, o in result.oracle.items():
+        batch = o.get("batch_sql", {})
+        lines.append(
+            f"| {table} | {o['missing']} | {o['extra']} | {o.get('mismatched', 0)} | "
+            f"{batch.get('missing', '-')}, {batch.get('extra', '-')} |"
+        )
+    lines += ["", "Faults in order:", "", "| at (s) | kind | target |", "|---|---|---|"]
+    lines += [f"| {f.at_s} | {f.kind} | {f.target} |" for f in result.faults]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--faults", type=int, default=50)
+    parser.add_argument("--duration", type=int, default=900, help="event-time seconds")
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--rate", type=float, default=300.0)
+    parser.add_argument("--drain-timeout", type=float, default=900.0)
+    parser.add_argument("--out", type=Path, default=ChaosConfig.out_dir)
+    parser.add_argument("--report", type=Path, help="write the Markdown report here")
+    args = parser.parse_args(argv)
+    if args.faults < 1 or args.duration < 20:
+        parser.error("--faults must be at least 1 and --duration at least 20 s")
+    config = ChaosConfig(
+        faults=args.faults,
+        duration_s=args.duration,
+        seed=args.seed,
+        rate=args.rate,
+        drain_timeout_s=args.drain_timeout,
+        out_dir=args.out,
+    )
+    result = run_chaos(config)
+    command = "python -m freshness_pipeline.chaos " + " ".join(argv or sys.argv[1:])
+    text = report_markdown(result, command.strip())
+    if args.report:
+        args.report.write_text(text)
+    print(text)
+    return 0 if result.survived else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
