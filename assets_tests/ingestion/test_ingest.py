@@ -146,3 +146,40 @@ def test_exactly_once_across_killed_ingestion(spark, lakehouse: Settings):
     raw = spark.read.format("hudi").load(lakehouse.table_uri("trade_raw"))
     sample = json.loads(json.dumps(raw.select("symbol", "price", "size").first().asDict()))
     assert sample["price"] > 0 and sample["size"] > 0
+
+
+def test_a_stop_ingests_everything_that_landed_before_it(spark, lakehouse: Settings):
+    """Issue 15: Ctrl-C no longer leaves landed events behind. SIGINT to a running
+    `freshness ingest` with a backlog lands every file in the raw tables before it exits."""
+    load_company_master(spark, lakehouse, UNIVERSE)
+    expected = land(lakehouse, seconds=20, rate=300, malformed=0.02, seed=9)
+    argv = [
+        sys.executable,
+        "-m",
+        "freshness_pipeline.cli",
+        "ingest",
+        "--commit-interval",
+        "60",
+        "--max-files",
+        "4",
+    ]
+    proc = subprocess.Popen(
+        argv, env=child_env(lakehouse), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    deadline = time.monotonic() + 180
+    # Wait for the first commit (4 of 20 files per stream), then stop it.
+    while time.monotonic() < deadline and not _committed(lakehouse, "trade_raw"):
+        time.sleep(0.2)
+    proc.send_signal(signal.SIGINT)
+    assert proc.wait(timeout=240) == 0
+    assert not list_landed(lakehouse.landing_dir, "price")
+    assert not list_landed(lakehouse.landing_dir, "trade")
+    for stream, table in (("price", "price_raw"), ("trade", "trade_raw")):
+        assert table_counts(spark, lakehouse, table) == (expected[stream][0],) * 2
+
+
+def _committed(settings: Settings, table: str) -> bool:
+    try:
+        return HudiTableMetadata(settings.table_uri(table)).latest_commit() is not None
+    except Exception:
+        return False

@@ -12,6 +12,7 @@ from freshness_pipeline.ingestion.reader import LandedBatchReader, ReadBatch
 from freshness_pipeline.landing import write_landed
 
 SYMBOLS = frozenset({"AAPL", "MSFT"})
+T0 = 1_767_364_200_000_000  # 2026-01-02 14:30 UTC, epoch microseconds
 
 
 def price_lines(seq: int, count: int = 3) -> list[str]:
@@ -22,8 +23,8 @@ def price_lines(seq: int, count: int = 3) -> list[str]:
                 "side": "B",
                 "price": 100.0 + seq,
                 "size": 10 + n,
-                "event_ts": 1_000 + seq,
-                "arrival_ts": 2_000 + seq,
+                "event_ts": T0 + 1_000 + seq,
+                "arrival_ts": T0 + 2_000 + seq,
             }
         )
         for n in range(count)
@@ -33,7 +34,7 @@ def price_lines(seq: int, count: int = 3) -> list[str]:
 
 def land(landing: Path, seqs: range) -> None:
     for seq in seqs:
-        write_landed(landing, "price", seq, 5_000 + seq, price_lines(seq))
+        write_landed(landing, "price", seq, T0 + 5_000 + seq, price_lines(seq))
 
 
 def plain_read(landing: Path, after_seq: int, max_files: int = 10) -> ReadBatch:

@@ -7,21 +7,22 @@ import pytest
 from freshness_pipeline.ingestion.validate import REJECT_REASONS, validate_lines, validate_record
 
 SYMBOLS = frozenset({"AAPL", "MSFT"})
+T0 = 1_767_364_200_000_000  # 2026-01-02 14:30 UTC, epoch microseconds
 PRICE = {
     "symbol": "AAPL",
     "side": "B",
     "price": 190.12,
     "size": 100,
-    "event_ts": 1,
-    "arrival_ts": 2,
+    "event_ts": T0 + 1,
+    "arrival_ts": T0 + 2,
 }
 TRADE = {
     "symbol": "MSFT",
     "price": 410.5,
     "size": 37,
     "trade_id": 9,
-    "event_ts": 1,
-    "arrival_ts": 2,
+    "event_ts": T0 + 1,
+    "arrival_ts": T0 + 2,
 }
 
 
@@ -47,6 +48,15 @@ def line(record: dict, **change) -> str:
         ("trade", line(TRADE, size=-100), "negative_value"),
         ("trade", line(TRADE, size=0), "negative_value"),
         ("price", line(PRICE, symbol="ZZZZ9"), "unknown_symbol"),
+        ("price", line(PRICE, extra=1), "extra_field"),
+        ("price", line(PRICE).replace("190.12", "NaN"), "non_finite"),
+        ("price", line(PRICE).replace("190.12", "-Infinity"), "non_finite"),
+        ("trade", line(TRADE).replace("410.5", "1e999"), "non_finite"),
+        ("trade", line(TRADE, price=2e9), "out_of_range"),
+        ("trade", line(TRADE, size=10**12), "out_of_range"),
+        ("trade", line(TRADE, event_ts=5), "out_of_range"),
+        ("trade", line(TRADE, event_ts=9 * 10**18), "out_of_range"),
+        ("trade", line(TRADE, trade_id=2**70), "out_of_range"),
     ],
 )
 def test_each_kind_of_bad_record_gets_its_reason(stream, raw, reason):
@@ -64,7 +74,7 @@ def test_good_records_pass(stream, record):
 
 def test_batch_keeps_good_rows_and_quarantines_the_rest():
     lines = [line(PRICE), "garbage", line(PRICE, price=200), "", line(PRICE, symbol="NOPE")]
-    batch = validate_lines("price", "000000000007", 123, lines, SYMBOLS)
+    batch = validate_lines("price", "000000000007", T0 + 123, lines, SYMBOLS)
     assert batch.row_count == 2
     assert batch.rows["event_id"] == ["000000000007:0", "000000000007:2"]
     assert batch.rows["symbol_prefix"] == ["A", "A"]
@@ -74,4 +84,4 @@ def test_batch_keeps_good_rows_and_quarantines_the_rest():
     ]
     assert batch.rejects[0].raw_line == "garbage"
     assert batch.rejects[1].reject_id == "price:000000000007:4"
-    assert batch.rejects[1].landed_us == 123
+    assert batch.rejects[1].landed_us == T0 + 123

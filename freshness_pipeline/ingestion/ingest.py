@@ -26,7 +26,7 @@ from freshness_pipeline.hudi_metadata import (
 from freshness_pipeline.hudi_write import RAW_LAYOUTS, write_options
 from freshness_pipeline.ingestion.reader import LandedBatchReader
 from freshness_pipeline.ingestion.validate import Reject, ValidatedBatch
-from freshness_pipeline.landing import remove_ingested
+from freshness_pipeline.landing import list_landed, remove_ingested
 from freshness_pipeline.settings import MASTER_TABLE, REJECTS_TABLE, STREAM_TABLE, STREAMS, Settings
 
 log = logging.getLogger(__name__)
@@ -40,6 +40,10 @@ class IngestConfig:
     # Validate the next stream's files while this one commits (see ingestion/reader.py);
     # off only to measure what it gains (`bench-ingest`).
     read_ahead: bool = True
+    # On a stop, keep committing until every file that landed before it is ingested (the
+    # stack stops the replayer first), for at most this long; the rest waits for the next
+    # start, which ingests it exactly once (the checkpoint is in the Hudi commit).
+    drain_on_stop_s: float = 90.0
 
     def __post_init__(self) -> None:
         if self.commit_interval_s <= 0:
@@ -212,19 +216,51 @@ class Ingestor:
 
     def run(self, should_stop: Callable[[], bool] = lambda: False) -> None:
         """Commits every `commit_interval_s` until `should_stop()`; a stop request lets the
-        current commit finish, so the tables stay consistent."""
+        current commit finish, then ingests what had landed (up to `drain_on_stop_s`)."""
         try:
-            while not should_stop():
-                started = time.monotonic()
-                try:
-                    self.ingest_once()
-                except Exception:
-                    # A failed commit is rolled back by Hudi on the next write; retry
-                    # next cycle.
-                    log.exception("ingestion cycle failed; retrying after the interval")
-                remaining = self.config.commit_interval_s - (time.monotonic() - started)
-                deadline = time.monotonic() + max(0.0, remaining)
-                while not should_stop() and time.monotonic() < deadline:
-                    time.sleep(min(0.2, deadline - time.monotonic()))
+            self._run_until(should_stop)
+            self.drain_landed(self.config.drain_on_stop_s)
         finally:
             self.close()
+
+    def landed_files(self) -> int:
+        """Landed files not yet committed, over both streams."""
+        return sum(
+            len(list_landed(self.settings.landing_dir, s, self.checkpoint(s)[0])) for s in STREAMS
+        )
+
+    def drain_landed(self, timeout_s: float) -> int:
+        """Commits until no landed file is left or `timeout_s` passes; returns how many
+        files are left (0: everything that landed is in the raw tables)."""
+        deadline = time.monotonic() + timeout_s
+        left = self.landed_files()
+        while left and time.monotonic() < deadline:
+            try:
+                self.ingest_once()
+            except Exception:
+                log.exception("ingestion cycle failed while draining at stop")
+                break
+            left = self.landed_files()
+        if left:
+            log.warning(
+                "stopping with %d landed file(s) not ingested; the next start "
+                "ingests them exactly once",
+                left,
+            )
+        else:
+            log.info("stopped with every landed file ingested")
+        return left
+
+    def _run_until(self, should_stop: Callable[[], bool]) -> None:
+        while not should_stop():
+            started = time.monotonic()
+            try:
+                self.ingest_once()
+            except Exception:
+                # A failed commit is rolled back by Hudi on the next write; retry
+                # next cycle.
+                log.exception("ingestion cycle failed; retrying after the interval")
+            remaining = self.config.commit_interval_s - (time.monotonic() - started)
+            deadline = time.monotonic() + max(0.0, remaining)
+            while not should_stop() and time.monotonic() < deadline:
+                time.sleep(min(0.2, deadline - time.monotonic()))

@@ -112,7 +112,8 @@ class LandedBatchReader:
     def _validate(self, stream: str, landed: tuple[LandedFile, ...]) -> ValidatedBatch:
         parts = []
         for item in landed:
-            with open(item.path, encoding="utf-8") as handle:
+            # Bytes, line by line: a line that is not UTF-8 is one reject, not a crash.
+            with open(item.path, "rb") as handle:
                 parts.append(
                     validate_lines(stream, f"{item.seq:012d}", item.landed_us, handle, self.symbols)
                 )

@@ -7,6 +7,7 @@ silently and one bad record never stops the batch.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterable, Set
 from dataclasses import dataclass, field
 from typing import Any
@@ -33,6 +34,17 @@ SCHEMAS: dict[str, tuple[tuple[str, tuple[type, ...]], ...]] = {
     ),
 }
 _POSITIVE = ("price", "size", "event_ts", "arrival_ts")
+# Bounds that keep every value exact downstream: prices become DECIMAL(18,2) (a larger one
+# would turn into a NULL there), sizes are summed as 64-bit integers.
+MAX_PRICE = 1e9
+MAX_SIZE = 1_000_000_000
+# Timestamps (epoch microseconds): nothing before 2000 or after 2100, and no arrival later
+# than an hour past the moment the file landed.
+MIN_TS_US = 946_684_800_000_000
+MAX_TS_US = 4_102_444_800_000_000
+ARRIVAL_SLACK_US = 3_600_000_000
+MAX_LINE_BYTES = 64 * 1024  # a record is ~150 bytes; a longer line is not one
+RAW_LINE_KEEP = 2048  # how much of a rejected line raw_rejects keeps
 
 
 @dataclass(frozen=True)
@@ -63,16 +75,27 @@ class ValidatedBatch:
         return len(self.rows["event_id"])
 
 
-REJECT_REASONS = ("bad_json", "missing_field", "wrong_type", "negative_value", "unknown_symbol")
+REJECT_REASONS = (
+    "bad_encoding", "oversized", "bad_json", "missing_field", "extra_field", "wrong_type",
+    "non_finite", "negative_value", "out_of_range", "unknown_symbol", "duplicate_id",
+)  # fmt: skip
 
 
-def validate_record(stream: str, raw_line: str, symbols: Set[str]) -> tuple[dict | None, str]:
+def _reject_constant(name: str) -> float:
+    raise ValueError(f"{name} is not a number")
+
+
+def validate_record(
+    stream: str, raw_line: str, symbols: Set[str], landed_us: int | None = None
+) -> tuple[dict | None, str]:
     """Returns (record, "") when valid, else (None, "<reason>: <detail>") where reason is
     one of REJECT_REASONS."""
     try:
-        record = json.loads(raw_line)
+        record = json.loads(raw_line, parse_constant=_reject_constant)
     except ValueError as exc:
-        return None, f"bad_json: {exc.msg} at char {exc.pos}"
+        if "is not a number" in str(exc):
+            return None, f"non_finite: {exc}"
+        return None, f"bad_json: {getattr(exc, 'msg', exc)} at char {getattr(exc, 'pos', '?')}"
     if not isinstance(record, dict):
         return None, f"bad_json: expected an object, got {type(record).__name__}"
     for name, types in SCHEMAS[stream]:
@@ -81,36 +104,86 @@ def validate_record(stream: str, raw_line: str, symbols: Set[str]) -> tuple[dict
         value = record[name]
         if isinstance(value, bool) or not isinstance(value, types):
             return None, f"wrong_type: {name} is {type(value).__name__}"
+    extra = sorted(set(record) - {name for name, _ in SCHEMAS[stream]})
+    if extra:
+        return None, f"extra_field: {', '.join(extra)[:200]}"
+    return _check_values(stream, record, symbols, landed_us)
+
+
+def _check_values(
+    stream: str, record: dict, symbols: Set[str], landed_us: int | None
+) -> tuple[dict | None, str]:
+    if isinstance(record["price"], float) and not math.isfinite(record["price"]):
+        return None, f"non_finite: price={record['price']}"  # 1e999 parses as inf
     for name in _POSITIVE:
-        if name in record and record[name] <= 0:
+        if record[name] <= 0:
             return None, f"negative_value: {name}={record[name]}"
+    if record["price"] > MAX_PRICE or record["size"] > MAX_SIZE:
+        return None, f"out_of_range: price={record['price']} size={record['size']}"
+    latest_arrival = MAX_TS_US if landed_us is None else landed_us + ARRIVAL_SLACK_US
+    for name, high in (("event_ts", MAX_TS_US), ("arrival_ts", latest_arrival)):
+        if not MIN_TS_US <= record[name] <= high:
+            return None, f"out_of_range: {name}={record[name]} outside [{MIN_TS_US}, {high}]"
+    if stream == "trade" and record["trade_id"] > 2**63 - 1:
+        return None, f"out_of_range: trade_id={record['trade_id']}"
     if stream == "price" and record["side"] not in ("B", "S"):
         return None, f"wrong_type: side must be 'B' or 'S', got {record['side']!r}"
     if record["symbol"] not in symbols:
-        return None, f"unknown_symbol: {record['symbol']}"
+        return None, f"unknown_symbol: {record['symbol'][:64]}"
     return record, ""
+
+
+def decode_line(raw: bytes) -> tuple[str, str]:
+    """(text, "") or (a printable form of the bytes, "<reason>: <detail>")."""
+    if len(raw) > MAX_LINE_BYTES:
+        return raw[:RAW_LINE_KEEP].decode("utf-8", "replace"), (
+            f"oversized: {len(raw)} bytes (at most {MAX_LINE_BYTES})"
+        )
+    try:
+        return raw.decode("utf-8"), ""
+    except UnicodeDecodeError as exc:
+        return raw.decode("utf-8", "replace"), f"bad_encoding: {exc.reason} at byte {exc.start}"
 
 
 def validate_lines(
     stream: str,
     landing_file: str,
     landed_us: int,
-    lines: Iterable[str],
+    lines: Iterable[str | bytes],
     symbols: Set[str],
 ) -> ValidatedBatch:
-    """Splits one landed file's lines into typed rows and rejects."""
+    """Splits one landed file's lines (text, or raw bytes as read from the file) into
+    typed rows and rejects."""
     names = ["event_id"] + [name for name, _ in SCHEMAS[stream]] + ["symbol_prefix"]
     batch = ValidatedBatch(stream, {name: [] for name in names})
     rows = batch.rows
-    for line_no, raw_line in enumerate(lines):
-        raw_line = raw_line.rstrip("\n")
-        if not raw_line.strip():
+    seen_trade_ids: set[tuple[str, int]] = set()
+    for line_no, line in enumerate(lines):
+        raw_line, reason = decode_line(line) if isinstance(line, bytes) else (line, "")
+        raw_line = raw_line.rstrip("\r\n")
+        if not reason and not raw_line.strip():
             continue
-        record, reason = validate_record(stream, raw_line, symbols)
+        record = None
+        if not reason:
+            record, reason = validate_record(stream, raw_line, symbols, landed_us)
+        if record is not None and stream == "trade":
+            # The same trade twice would be counted twice: the second one is quarantined.
+            trade = (record["symbol"], record["trade_id"])
+            if trade in seen_trade_ids:
+                record, reason = None, f"duplicate_id: trade_id {trade[1]} of {trade[0]}"
+            seen_trade_ids.add(trade)
         if record is None:
             kind, _, detail = reason.partition(": ")
             batch.rejects.append(
-                Reject(stream, landing_file, line_no, kind, detail, raw_line, landed_us)
+                Reject(
+                    stream,
+                    landing_file,
+                    line_no,
+                    kind,
+                    detail[:500],
+                    raw_line[:RAW_LINE_KEEP],
+                    landed_us,
+                )
             )
             continue
         rows["event_id"].append(f"{landing_file}:{line_no}")
