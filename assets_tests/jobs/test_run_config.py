@@ -10,6 +10,7 @@ from assets_tests.jobs.conftest import StreamFeeder
 from freshness_pipeline.jobs.catalog import JOBS
 from freshness_pipeline.jobs.run_config import RunConfigError, parse_cutoff, resolve_run
 from freshness_pipeline.jobs.runner import JobRunner
+from freshness_pipeline.lakehouse import Lakehouse
 from freshness_pipeline.settings import Settings
 
 TRADE_AGGR = JOBS["trade_aggr"]
@@ -28,7 +29,7 @@ def test_parse_cutoff_accepts_micros_and_iso():
 def fed(spark, tmp_path_factory):
     root = tmp_path_factory.mktemp("runcfg")
     settings = Settings(
-        str(root / "tables"), root / "landing", Path(".cache/jars"), "local[2]", None
+        Lakehouse.parse(str(root / "tables")), root / "landing", Path(".cache/jars"), "local[2]"
     )
     feeder = StreamFeeder(spark, settings, seed=5)
     feeder.land(3)
