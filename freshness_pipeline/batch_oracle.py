@@ -6,18 +6,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from freshness_pipeline.jobs.catalog import JOBS
-from freshness_pipeline.jobs.runner import HOODIE_COLUMNS
+from freshness_pipeline.hudi_metadata import HOODIE_COLUMNS
+from freshness_pipeline.jobs.catalog import JOBS, PIPELINE_ORDER
 from freshness_pipeline.jobs.sql import sql_sections
 
-ORDER = (
-    "trade_aggr",
-    "price_aggr",
-    "market_features",
-    "enriched_features",
-    "sector_vwap",
-    "industry_spike",
-)
+ORDER = PIPELINE_ORDER
 
 
 def read_table(spark, uri: str):

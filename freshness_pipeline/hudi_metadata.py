@@ -29,6 +29,14 @@ import pyarrow.parquet as pq
 from freshness_pipeline.lakehouse import Location
 
 META_PREFIX = "freshness."
+# Hudi's own columns in every base file; readers of row data drop them.
+HOODIE_COLUMNS = (
+    "_hoodie_commit_time",
+    "_hoodie_commit_seqno",
+    "_hoodie_record_key",
+    "_hoodie_partition_path",
+    "_hoodie_file_name",
+)
 WATERMARK_KEY = "freshness.watermark_us"
 ARRIVAL_MIN_KEY = "freshness.arrival_min_us"
 ARRIVAL_MAX_KEY = "freshness.arrival_max_us"

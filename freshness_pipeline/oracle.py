@@ -19,16 +19,9 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from freshness_pipeline.hudi_metadata import HudiTableMetadata, TableNotFound
+from freshness_pipeline.hudi_metadata import HOODIE_COLUMNS, HudiTableMetadata, TableNotFound
 from freshness_pipeline.lakehouse import Location
 
-HOODIE_COLUMNS = (
-    "_hoodie_commit_time",
-    "_hoodie_commit_seqno",
-    "_hoodie_record_key",
-    "_hoodie_partition_path",
-    "_hoodie_file_name",
-)
 KEYS = {
     "trade_aggr": ("second", "symbol"),
     "price_aggr": ("second", "symbol"),

@@ -27,13 +27,19 @@ class HudiBundleMissing(RuntimeError):
     """The Hudi Spark bundle jar has not been fetched (run `make setup`)."""
 
 
-def find_jar(jars_dir: Path, pattern: str, what: str, artifact: str) -> Path:
-    """The newest jar matching `pattern`, or HudiBundleMissing saying how to fetch it."""
+def find_jar(jars_dir: Path, pattern: str, what: str, artifact: str | None = None) -> Path:
+    """The newest jar matching `pattern`, or HudiBundleMissing saying how to get it: from
+    Maven Central (`artifact`), or built by `make setup` from our sources (None)."""
     jars = sorted(jars_dir.glob(pattern))
     if not jars:
+        how = (
+            f"it fetches {artifact} from Maven Central with mvn"
+            if artifact
+            else "it compiles freshness_pipeline/jvm/*.java with javac"
+        )
         raise HudiBundleMissing(
-            f"No {what} in {jars_dir}. Run `make setup` (it fetches {artifact} from Maven "
-            "Central with mvn), or set FRESHNESS_JARS_DIR to a folder that holds it."
+            f"No {what} in {jars_dir}. Run `make setup` ({how}), or set FRESHNESS_JARS_DIR "
+            "to a folder that holds it."
         )
     return jars[-1]
 
@@ -49,13 +55,7 @@ def find_hudi_bundle(jars_dir: Path) -> Path:
 
 def find_guard_jar(jars_dir: Path) -> Path:
     """Our Hudi conflict strategy (freshness_pipeline/jvm): a stale plan never commits."""
-    jars = sorted(jars_dir.glob(GUARD_JAR_NAME))
-    if not jars:
-        raise HudiBundleMissing(
-            f"No {GUARD_JAR_NAME} in {jars_dir}. Run `make setup` (it compiles "
-            "freshness_pipeline/jvm/*.java against the Hudi bundle with javac)."
-        )
-    return jars[-1]
+    return find_jar(jars_dir, GUARD_JAR_NAME, "Hudi guard jar")
 
 
 def hudi_jars(jars_dir: Path) -> list[Path]:

@@ -17,14 +17,7 @@ import statistics
 import sys
 import time
 
-ORDER = (
-    "trade_aggr",
-    "price_aggr",
-    "market_features",
-    "enriched_features",
-    "sector_vwap",
-    "industry_spike",
-)
+from freshness_pipeline.jobs.catalog import PIPELINE_ORDER as ORDER
 
 
 def main() -> int:

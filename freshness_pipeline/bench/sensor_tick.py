@@ -70,7 +70,7 @@ def real_lakehouse(files: int, ticks: int) -> int:
     from pathlib import Path
 
     from freshness_pipeline.hudi_metadata import HudiTableMetadata
-    from freshness_pipeline.jobs.catalog import JOBS
+    from freshness_pipeline.jobs.catalog import JOBS, PIPELINE_ORDER
     from freshness_pipeline.jobs.run_config import resolve_run
     from freshness_pipeline.jobs.runner import JobRunner
     from freshness_pipeline.settings import load_settings, set_process_settings
@@ -87,15 +87,7 @@ def real_lakehouse(files: int, ticks: int) -> int:
     feeder.land(2)
     feeder.ingest()
     runner = JobRunner(spark, settings.table_uri)
-    order = [
-        "trade_aggr",
-        "price_aggr",
-        "market_features",
-        "enriched_features",
-        "sector_vwap",
-        "industry_spike",
-    ]
-    for job in order:  # every table exists and has a watermark
+    for job in PIPELINE_ORDER:  # every table exists and has a watermark
         runner.run(JOBS[job], resolve_run(JOBS[job], [], None, feeder.meta))
     started = time.monotonic()
 

@@ -112,6 +112,8 @@ JOBS: dict[str, JobSpec] = {
         ),
     )
 }
+# Dependency order: every job after the jobs it reads.
+PIPELINE_ORDER: tuple[str, ...] = tuple(JOBS)
 
 
 def downstream_of(job: str, t_dones: dict[str, int | None]) -> tuple[Downstream, ...]:

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from freshness_pipeline.hudi_metadata import (
     ARRIVAL_MAX_KEY,
     ARRIVAL_MIN_KEY,
+    HOODIE_COLUMNS,
     WATERMARK_KEY,
     HudiTableMetadata,
     TableNotFound,
@@ -35,13 +36,6 @@ T_DONE_BEFORE_KEY = "freshness.t_done_before_us"
 FILES_READ_KEY = "freshness.files_read"
 DERIVED_MAX_FILE_BYTES = 4 * 1024 * 1024
 DERIVED_SMALL_FILE_BYTES = 2 * 1024 * 1024
-HOODIE_COLUMNS = (
-    "_hoodie_commit_time",
-    "_hoodie_commit_seqno",
-    "_hoodie_record_key",
-    "_hoodie_partition_path",
-    "_hoodie_file_name",
-)
 
 
 class InjectedFailure(RuntimeError):

@@ -22,7 +22,18 @@ from freshness_pipeline.landing import next_seq, write_landed
 from freshness_pipeline.settings import STREAMS
 from freshness_pipeline.stream.generator import EventBatch, MarketEventGenerator, StreamConfig
 
-MALFORMED_KINDS = ("bad_json", "missing_field", "wrong_type", "negative_value", "unknown_symbol")
+# The reject reasons a corrupted text record can show; the byte-level ones (bad_encoding,
+# oversized) and duplicate_id come from the fuzzer (ingestion/fuzz.py) instead.
+MALFORMED_KINDS = (
+    "bad_json",
+    "missing_field",
+    "wrong_type",
+    "negative_value",
+    "unknown_symbol",
+    "extra_field",
+    "non_finite",
+    "out_of_range",
+)
 
 
 @dataclass(frozen=True)
@@ -131,6 +142,12 @@ class Corruptor:
             bad["size"] = "lots"
         elif kind == "negative_value":
             bad["price"] = -abs(bad["price"])
+        elif kind == "extra_field":
+            bad["venue"] = "XNYS"
+        elif kind == "non_finite":
+            bad["price"] = float("nan")  # json.dumps writes NaN, which JSON does not allow
+        elif kind == "out_of_range":
+            bad["size"] = 10**12
         else:
             bad["symbol"] = "ZZZZZ9"
         return json.dumps(bad, separators=(",", ":"))
