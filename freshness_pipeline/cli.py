@@ -18,6 +18,7 @@ from pathlib import Path
 
 from freshness_pipeline.settings import PROJECT_ROOT, SettingsError, load_settings
 from freshness_pipeline.stack import INGEST_READY, StopFlag
+from freshness_pipeline.stream.universe import DEFAULT_UNIVERSE_SIZE
 
 log = logging.getLogger("freshness")
 
@@ -258,7 +259,7 @@ def build_parser() -> argparse.ArgumentParser:
     def stream_args(p: argparse.ArgumentParser) -> None:
         p.add_argument("--seed", type=int, default=42)
         p.add_argument("--rate", type=float, default=2000.0, help="events per event-time second")
-        p.add_argument("--universe-size", type=int, default=5257)
+        p.add_argument("--universe-size", type=int, default=DEFAULT_UNIVERSE_SIZE)
         burst_args(p)
 
     demo = sub.add_parser("demo", help="replay + ingestion + Dagster on embedded defaults")
@@ -309,7 +310,7 @@ def build_parser() -> argparse.ArgumentParser:
     experiment.add_argument("--rate", type=float, help="events per event-time second")
     burst_args(experiment)
     experiment.add_argument("--speedup", type=float, default=1.0)
-    experiment.add_argument("--universe-size", type=int, default=5257)
+    experiment.add_argument("--universe-size", type=int, default=DEFAULT_UNIVERSE_SIZE)
     experiment.add_argument("--k", type=int, default=3, help="concurrent runs")
     experiment.add_argument("--tick", type=int, default=5, help="sensor tick seconds")
     experiment.add_argument(
@@ -330,7 +331,7 @@ def build_parser() -> argparse.ArgumentParser:
     service.set_defaults(func=cmd_spark_service)
 
     master = sub.add_parser("load-master", help="load the company master table")
-    master.add_argument("--universe-size", type=int, default=5257)
+    master.add_argument("--universe-size", type=int, default=DEFAULT_UNIVERSE_SIZE)
     master.set_defaults(func=cmd_load_master)
     return parser
 

@@ -21,7 +21,7 @@ from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import PurePosixPath
-from typing import Generic, TypeVar
+from typing import Generic, NamedTuple, TypeVar
 
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
@@ -169,7 +169,7 @@ class BoundedCache(Generic[K, V]):
 #   LRU over instants they stayed until 10k commits pushed them out: hours of raw commits).
 # - latest slices: per table, its newest listing, replaced when a commit lands. Only a
 #   consumer older than the active timeline needs one (see `pending_files`).
-FOOTER_CACHE: BoundedCache[str, tuple[int | None, int | None]] = BoundedCache(20_000)
+FOOTER_CACHE: BoundedCache[str, FooterRange] = BoundedCache(20_000)
 COMMIT_CACHE: BoundedCache[str, dict[tuple[str, str], Commit]] = BoundedCache(256)
 SLICE_CACHE: BoundedCache[str, tuple[str, list[FileSlice]]] = BoundedCache(256)
 
@@ -179,7 +179,14 @@ def _filesystem(uri: str | Location) -> tuple[pafs.FileSystem, str]:
     return location.filesystem()
 
 
-def footer_arrival_range(uri: str, column: str = ARRIVAL_COLUMN) -> tuple[int | None, int | None]:
+class FooterRange(NamedTuple):
+    """Min and max of a timestamp column over a Parquet file (None: no statistics)."""
+
+    low: int | None
+    high: int | None
+
+
+def footer_arrival_range(uri: str, column: str = ARRIVAL_COLUMN) -> FooterRange:
     """Min and max of a timestamp `column` (epoch microseconds) from a Parquet footer only."""
     cache_key = f"{column}@{uri}"
     cached = FOOTER_CACHE.get(cache_key)
@@ -198,8 +205,9 @@ def footer_arrival_range(uri: str, column: str = ARRIVAL_COLUMN) -> tuple[int | 
         gmin, gmax = _as_micros(stats.min), _as_micros(stats.max)
         low = gmin if low is None else min(low, gmin)
         high = gmax if high is None else max(high, gmax)
-    FOOTER_CACHE.put(cache_key, (low, high))
-    return low, high
+    found = FooterRange(low, high)
+    FOOTER_CACHE.put(cache_key, found)
+    return found
 
 
 def _as_micros(value: object) -> int:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import time
 import warnings
-from datetime import datetime, timezone
 
 from dagster import (
     AssetsDefinition,
@@ -21,6 +20,7 @@ from dagster import (
 
 from freshness_pipeline.hudi_metadata import TableNotFound
 from freshness_pipeline.resources import HudiMetadataResource
+from freshness_pipeline.timefmt import iso
 
 RAW_GROUP = "raw"
 DESCRIPTIONS = {
@@ -31,10 +31,6 @@ DESCRIPTIONS = {
     "company_master": "Company master data (symbol, name, sector, industry), loaded once.",
     "raw_rejects": "Quarantined stream records: landing position, reason, detail, raw text.",
 }
-
-
-def _iso(us: int) -> str:
-    return datetime.fromtimestamp(us / 1e6, tz=timezone.utc).isoformat(timespec="milliseconds")
 
 
 def observe_table(hudi_meta: HudiMetadataResource, table: str) -> ObserveResult:
@@ -60,7 +56,7 @@ def observe_table(hudi_meta: HudiMetadataResource, table: str) -> ObserveResult:
         metadata["latest_files_written"] = len(latest.written)
     watermark = meta.watermark_us()
     if watermark is not None:
-        metadata["watermark"] = _iso(watermark)
+        metadata["watermark"] = iso(watermark, "milliseconds")
         metadata["watermark_us"] = watermark
         metadata["watermark_lag_s"] = round(time.time() - watermark / 1e6, 3)
     return ObserveResult(

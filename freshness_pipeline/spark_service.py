@@ -12,7 +12,6 @@ ingestion share the cores instead of queueing behind each other's jobs.
 
 from __future__ import annotations
 
-import os
 import signal
 import socket
 import subprocess
@@ -20,6 +19,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from freshness_pipeline.processes import stop_process_group
 from freshness_pipeline.settings import child_environment
 from freshness_pipeline.spark import find_jar, hudi_jars, hudi_spark_conf
 
@@ -193,12 +193,7 @@ class SparkService:
         proc = self.process
         if proc is None or proc.poll() is not None:
             return
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=timeout_s)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+        stop_process_group(proc, signal.SIGTERM, timeout_s)
 
     def __enter__(self) -> SparkService:
         return self.start() if self.process is None else self

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
+from freshness_pipeline.processes import stop_process_group
 from freshness_pipeline.settings import PROJECT_ROOT, child_environment, load_settings
 from freshness_pipeline.spark_service import SparkService, SparkServiceConfig
 from freshness_pipeline.stream.generator import StreamConfig
@@ -76,18 +77,7 @@ def stop_child(name: str, proc: subprocess.Popen, timeout: float) -> None:
     if proc.poll() is not None:
         return
     log.info("stopping %s", name)
-    proc.send_signal(signal.SIGINT)
-    try:
-        proc.wait(timeout=timeout)
-        return
-    except subprocess.TimeoutExpired:
-        pass
-    os.killpg(proc.pid, signal.SIGTERM)
-    try:
-        proc.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
+    stop_process_group(proc, signal.SIGINT, timeout)
 
 
 def kill_group(proc: subprocess.Popen) -> None:

@@ -6,6 +6,7 @@ import tempfile
 from pathlib import Path
 
 from freshness_pipeline.settings import set_process_settings
+from freshness_pipeline.stream.universe import DEFAULT_UNIVERSE_SIZE
 
 
 def temp_lakehouse(prefix: str):
@@ -19,5 +20,5 @@ def temp_lakehouse(prefix: str):
     from freshness_pipeline.spark import build_spark_session
 
     spark = build_spark_session(app_name=prefix.strip("_"), remote="")  # own driver
-    load_company_master(spark, settings, 5257)
+    load_company_master(spark, settings, DEFAULT_UNIVERSE_SIZE)
     return settings, spark

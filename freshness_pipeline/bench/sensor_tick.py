@@ -76,6 +76,7 @@ def real_lakehouse(files: int, ticks: int) -> int:
     from freshness_pipeline.settings import load_settings, set_process_settings
     from freshness_pipeline.spark import build_spark_session
     from freshness_pipeline.stream.feeder import StreamFeeder
+    from freshness_pipeline.stream.universe import DEFAULT_UNIVERSE_SIZE
 
     root = Path(tempfile.mkdtemp(prefix="bench_tick_"))
     set_process_settings(
@@ -83,7 +84,7 @@ def real_lakehouse(files: int, ticks: int) -> int:
     )
     settings = load_settings()
     spark = build_spark_session(app_name="bench_tick", remote="")
-    feeder = StreamFeeder(spark, settings, seed=7, rate=2000, universe=5257)
+    feeder = StreamFeeder(spark, settings, seed=7, rate=2000, universe=DEFAULT_UNIVERSE_SIZE)
     feeder.land(2)
     feeder.ingest()
     runner = JobRunner(spark, settings.table_uri)

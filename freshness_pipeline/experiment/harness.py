@@ -150,8 +150,12 @@ def record(config: ExperimentConfig, seed: int) -> Path:
 
 
 def _dagster_yaml(k: int) -> str:
-    text = (PROJECT_ROOT / "dagster.yaml").read_text()
-    return text.replace("max_concurrent_runs: 3", f"max_concurrent_runs: {k}")
+    """The project's instance settings with the run queue at K (edited as data)."""
+    import yaml
+
+    instance = yaml.safe_load((PROJECT_ROOT / "dagster.yaml").read_text())
+    instance["concurrency"]["runs"]["max_concurrent_runs"] = k
+    return yaml.safe_dump(instance, sort_keys=False)
 
 
 def run_variant(config: ExperimentConfig, variant: Variant, seed: int, stream: Path) -> dict:

@@ -22,6 +22,7 @@ from pathlib import Path
 
 from freshness_pipeline.jobs.catalog import JOBS
 from freshness_pipeline.run_plan import RunPlan
+from freshness_pipeline.timefmt import iso
 
 S = 1_000_000
 TARGETS = (("random", 0.80), ("max_benefit", 0.90))
@@ -38,12 +39,6 @@ def _load(exp_dir: Path) -> tuple[dict, list[dict]]:
     if not runs:
         raise FileNotFoundError(f"no finished runs (seed*/<variant>/summary.json) in {exp_dir}")
     return facts, runs
-
-
-def _iso(us: int | None) -> str:
-    if us is None:
-        return "-"
-    return datetime.fromtimestamp(us / S, tz=timezone.utc).strftime("%H:%M:%S")
 
 
 def _mean_sd(values: list[float]) -> tuple[float, float]:
@@ -388,9 +383,9 @@ def decision_rows(run: dict) -> list[str]:
         return ["(no job was runnable at any snapshot: all were running or waiting)"]
     job = max(decision["jobs"], key=lambda j: len(j["candidates"]))
     lines = [
-        f"Job `{job['job']}` at {_iso(decision['now_us'])} UTC: {job['pending_files']} "
+        f"Job `{job['job']}` at {_clock(decision['now_us'])} UTC: {job['pending_files']} "
         f"pending files, {len(job['candidates'])} candidate cutoffs; the planner chose "
-        f"u = {_iso(job['u_us'])} with {job['files']} files (eta {job['eta']:.3f}).",
+        f"u = {_clock(job['u_us'])} with {job['files']} files (eta {job['eta']:.3f}).",
         "",
         "| k | u | files | scan MiB | E (s) | G (s) | eta |",
         "|---|---|---|---|---|---|---|",
@@ -400,7 +395,7 @@ def decision_rows(run: dict) -> list[str]:
         mark = " (chosen)" if row["u_us"] == job["u_us"] else ""
         mark += " (full set)" if k == len(rows) else ""
         lines.append(
-            f"| {k} | {_iso(row['u_us'])} | {row['files']} | {row['scan_bytes'] / 2**20:.2f} | "
+            f"| {k} | {_clock(row['u_us'])} | {row['files']} | {row['scan_bytes'] / 2**20:.2f} | "
             f"{row['cost_s']:.2f} | {row['gain_s']:.1f} | {row['eta']:.3f}{mark} |"
         )
     others = [
@@ -421,6 +416,10 @@ def _bursts(config: dict) -> str:
         f" Bursts: every {every} s, the first {config.get('burst_s', 10)} s at {factor:g}x "
         "the rate."
     )
+
+
+def _clock(us: int | None) -> str:
+    return iso(us, "clock", none="-")
 
 
 def setting_rows(exp_dir: Path, facts: dict, runs: list[dict]) -> list[str]:

@@ -20,6 +20,7 @@ from datetime import datetime, timezone
 from freshness_pipeline.hudi_metadata import HudiTableMetadata, PendingFile, TableNotFound
 from freshness_pipeline.jobs.catalog import JobSpec
 from freshness_pipeline.lakehouse import Location, LocationError
+from freshness_pipeline.timefmt import iso
 
 # Hudi base file name: <fileId>_<writeToken>_<instant>.parquet
 _BASE_FILE = re.compile(r"^(?P<file_id>.+?)_(?P<token>\d+-\d+-\d+)_(?P<instant>\d+)\.parquet$")
@@ -78,10 +79,7 @@ def parse_cutoff(value: str | int | None) -> int | None:
     return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
 
 
-def iso(us: int | None) -> str:
-    if us is None:
-        return "none"
-    return datetime.fromtimestamp(us / 1e6, tz=timezone.utc).isoformat(timespec="microseconds")
+__all__ = ["iso"]  # re-exported: run configs and metadata print times this way
 
 
 def _norm(path: str) -> str:
