@@ -86,22 +86,32 @@ def run_history(instance, job: str, limit: int = 40) -> tuple[list[RunSample], i
     return samples, last_refresh_us
 
 
-def failure_streak(instance, job: str, limit: int = 20) -> tuple[int, int | None]:
-    """(consecutive failed or canceled sensor runs of `job` since its last success, when the
-    newest of them ended). A failed decision is then retried under a new run key, after a
-    backoff, instead of being dropped as a duplicate for ever (issue 15: stuck after a
-    failure once the stream goes quiet)."""
+def failure_streaks(
+    instance, jobs: Iterable[str], per_job: int = 20
+) -> dict[str, tuple[int, int | None]]:
+    """Per job: (consecutive failed or canceled sensor runs since its last success, when
+    the newest of them ended), from one query. A failed decision is then retried under a
+    new run key, after a backoff, instead of being dropped as a duplicate for ever (issue
+    15: stuck after a failure once the stream goes quiet)."""
+    jobs = list(jobs)
     records = instance.get_run_records(
-        filters=RunsFilter(tags={ASSET_TAG: job}, statuses=FINISHED_STATUSES), limit=limit
+        filters=RunsFilter(tags={ASSET_TAG: jobs}, statuses=FINISHED_STATUSES),
+        limit=per_job * len(jobs),
     )
-    streak, last_end = 0, None
+    streaks: dict[str, tuple[int, int | None]] = {job: (0, None) for job in jobs}
+    settled: set[str] = set()
     for record in records:  # newest first
+        job = record.dagster_run.tags.get(ASSET_TAG)
+        if job not in streaks or job in settled:
+            continue
         if record.dagster_run.status == DagsterRunStatus.SUCCESS:
-            break
-        streak += 1
+            settled.add(job)
+            continue
+        count, last_end = streaks[job]
         if last_end is None and record.end_time is not None:
             last_end = int(record.end_time * 1_000_000)
-    return streak, last_end
+        streaks[job] = (count + 1, last_end)
+    return streaks
 
 
 def job_state(
@@ -156,14 +166,16 @@ def evaluate_tick(
     now_us: int,
     jobs: Iterable[JobSpec] = JOBS.values(),
 ) -> tuple[Plan, list[RunRequest]]:
+    jobs = list(jobs)
     busy = running_jobs(instance)
+    streaks = failure_streaks(instance, [spec.name for spec in jobs])
     states, fitted, t_dones, attempts = [], {}, {}, {}
     for spec in jobs:
         history, last_refresh_us = run_history(instance, spec.name)
         fitted[spec.name] = fit_cost_model(history, settings.cost_mode)
         state = job_state(spec, hudi_meta, fitted[spec.name], spec.name in busy, settings.tmin_mode)
         t_dones[spec.name] = state.t_done_us
-        failed, last_failure_us = failure_streak(instance, spec.name)
+        failed, last_failure_us = streaks[spec.name]
         attempts[spec.name] = failed
         retry_after = None
         if failed and last_failure_us is not None:
