@@ -115,7 +115,7 @@ experiment-long: setup
 
 # 50 faults on a live pipeline, then a drain and both oracles; writes docs/RELIABILITY.md.
 chaos: setup
-	$(VENV)/bin/python -m freshness_pipeline.chaos --faults 50 --duration 900 \
+	$(VENV)/bin/python -m freshness_pipeline.chaos --faults 50 --duration 600 \
 	  --report docs/RELIABILITY.md
 
 simulate: setup

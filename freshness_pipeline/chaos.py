@@ -1,7 +1,7 @@
 """`make chaos`: a live pipeline with faults injected at random points, then a drain and
 both oracles (issue 15).
 
-    python -m freshness_pipeline.chaos --faults 50 --duration 900 --report docs/RELIABILITY.md
+    python -m freshness_pipeline.chaos --faults 50 --duration 600 --report docs/RELIABILITY.md
     python -m freshness_pipeline.chaos --faults 4 --duration 60      # the short version
 
 The stack (Spark service, ingestion, Dagster daemon with the sensor) runs a seeded stream

@@ -31,6 +31,7 @@ INGEST_READY = "ingestion ready: Spark is up, waiting for landed files"
 # How long a stop waits for runs in flight to finish before the Spark service goes; a run
 # that outlives it is cut off and fails (the service stops under it).
 DRAIN_TIMEOUT_S = 240.0
+ORPHAN_CHECK_S = 5.0  # how often the supervisor looks for runs whose worker died
 
 
 class StopFlag:
@@ -165,6 +166,8 @@ class Stack:
         self.service: SparkService | None = None
         self.children: list[tuple[str, subprocess.Popen, float]] = []
         self.restarts: dict[str, int] = {}
+        self._instance = None  # the supervisor's Dagster instance, opened on first use
+        self._next_orphan_check = 0.0
         self._log_offsets: dict[str, int] = {}
         self.started_at = datetime.now(timezone.utc)
 
@@ -375,23 +378,32 @@ class Stack:
         process is gone (killed): the default run launcher does not watch its workers."""
         import dagster as dg
 
-        events = []
+        events: list[str] = []
+        # Every few seconds, on one instance kept open: opening one costs more than a check.
+        if time.monotonic() < self._next_orphan_check:
+            return events
+        self._next_orphan_check = time.monotonic() + ORPHAN_CHECK_S
         if not (self.dagster_home / "dagster.yaml").exists():
             return events
+        if self._instance is None:
+            self._instance = dg.DagsterInstance.from_config(str(self.dagster_home))
+        instance = self._instance
         started = dg.RunsFilter(
             statuses=[dg.DagsterRunStatus.STARTED], created_after=self.started_at
         )
-        with dg.DagsterInstance.from_config(str(self.dagster_home)) as instance:
-            for run in instance.get_runs(started):
-                pid = run_worker_pid(instance, run.run_id)
-                if pid is not None and not pid_alive(pid):
-                    instance.report_run_failed(
-                        run, message=f"run worker (pid {pid}) is gone; marked failed to retry"
-                    )
-                    events.append(f"run {run.run_id} lost its worker (pid {pid}); marked failed")
+        for run in instance.get_runs(started):
+            pid = run_worker_pid(instance, run.run_id)
+            if pid is not None and not pid_alive(pid):
+                instance.report_run_failed(
+                    run, message=f"run worker (pid {pid}) is gone; marked failed to retry"
+                )
+                events.append(f"run {run.run_id} lost its worker (pid {pid}); marked failed")
         return events
 
     def stop(self, drain_timeout_s: float = DRAIN_TIMEOUT_S) -> None:
+        if self._instance is not None:
+            self._instance.dispose()
+            self._instance = None
         for name, proc, timeout in self.children:
             stop_child(name, proc, timeout)
             if name == "dagster":
