@@ -247,12 +247,12 @@ def test_a_failed_decision_is_retried_after_a_backoff_under_a_new_key():
         failed_at = instance.get_run_record_by_id(run.run_id).end_time
         assert failed_at is not None
         settings = SchedulerSettings()
-        during = int((failed_at + 5) * S)
+        during = int((failed_at + 2) * S)
         result, requests = evaluate_tick(raw_lake(), instance, settings, now_us=during)
         assert "trade_aggr" not in [r.tags[ASSET_TAG] for r in requests]
         reason = {s.job: s.reason for s in result.skipped}["trade_aggr"]
         assert reason.startswith("backing off after 1 failed run(s)")
-        after = int((failed_at + 11) * S)
+        after = int((failed_at + 6) * S)
         _, requests = evaluate_tick(raw_lake(), instance, settings, now_us=after)
         retry = next(r for r in requests if r.tags[ASSET_TAG] == "trade_aggr")
         assert retry.run_key != trade.run_key

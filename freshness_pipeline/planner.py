@@ -138,13 +138,14 @@ class Plan:
         return not self.launches
 
 
-RETRY_BACKOFF_BASE_S = 10.0
-RETRY_BACKOFF_MAX_S = 300.0
+RETRY_BACKOFF_BASE_S = 5.0
+RETRY_BACKOFF_MAX_S = 60.0
 
 
 def retry_backoff_s(failed_runs: int) -> float:
-    """Wait before the next run of a job whose last `failed_runs` runs failed: 10 s, 20 s,
-    40 s, ... up to 5 minutes, so a persistent fault is retried, never hammered."""
+    """Wait before the next run of a job whose last `failed_runs` runs failed: 5 s, 10 s,
+    20 s, ... up to a minute, so a persistent fault is retried, never hammered. (A
+    5-minute cap left a job waiting most of the 50-fault chaos drain: docs/RELIABILITY.md.)"""
     if failed_runs <= 0:
         return 0.0
     return min(RETRY_BACKOFF_MAX_S, RETRY_BACKOFF_BASE_S * 2 ** (failed_runs - 1))
