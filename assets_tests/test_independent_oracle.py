@@ -18,6 +18,14 @@ def ts(seconds: float) -> pd.Timestamp:
     return T0 + pd.Timedelta(seconds=seconds)
 
 
+def trade_frame(rows) -> pd.DataFrame:
+    """rows: (symbol, price, size, trade_id, event s, arrival s)."""
+    names = ("symbol", "price", "size", "trade_id", "event_ts", "arrival_ts")
+    return pd.DataFrame(
+        [dict(zip(names, (s, p, n, i, ts(e), ts(a)), strict=True)) for s, p, n, i, e, a in rows]
+    )
+
+
 def trades() -> pd.DataFrame:
     rows = [  # symbol, price, size, trade_id, event s, arrival s
         ("AAA", 10.00, 100, 2, 0.5, 1.0),
@@ -25,19 +33,7 @@ def trades() -> pd.DataFrame:
         ("AAA", 9.99, 10, 3, 0.9, 2.0),
         ("BBB", 20.00, 5, 7, 61.2, 62.0),
     ]
-    return pd.DataFrame(
-        [
-            {
-                "symbol": s,
-                "price": p,
-                "size": n,
-                "trade_id": i,
-                "event_ts": ts(e),
-                "arrival_ts": ts(a),
-            }
-            for s, p, n, i, e, a in rows
-        ]
-    )
+    return trade_frame(rows)
 
 
 def prices() -> pd.DataFrame:
@@ -98,19 +94,7 @@ def test_features_sectors_and_spikes():
 
 def test_window_is_the_sixty_seconds_before():
     rows = [("AAA", 10.0, 60, i, s, s + 0.5) for i, s in enumerate([0.1, 30.2, 60.3, 61.1])]
-    frame = pd.DataFrame(
-        [
-            {
-                "symbol": s,
-                "price": p,
-                "size": n,
-                "trade_id": i,
-                "event_ts": ts(e),
-                "arrival_ts": ts(a),
-            }
-            for s, p, n, i, e, a in rows
-        ]
-    )
+    frame = trade_frame(rows)
     spikes = oracle.recompute(prices().iloc[0:0], frame, master())["industry_spike"]
     by_second = spikes.set_index("second")["trailing_volume_avg"]
     # second 60 sees seconds 0 and 30; second 61 sees 30 and 60 (0 is 61 s before it).
