@@ -287,7 +287,11 @@ def compare_with_oracles(lakehouse: Lakehouse, scratch: Path) -> dict[str, dict]
             "mismatched": sum(difference.mismatched.values()),
             "examples": list(difference.examples),
         }
-    spark = build_spark_session(master="local[2]", remote="", app_name="chaos_oracle")
+    from pyspark.sql import SparkSession
+
+    # A session already running in this process (the test suite's) is reused, not stopped.
+    existing = SparkSession.getActiveSession()
+    spark = existing or build_spark_session(master="local[2]", remote="", app_name="chaos_oracle")
     try:
         expected = batch_recompute(spark, lakehouse.table_uri, scratch)
         for job in JOBS:
@@ -296,7 +300,8 @@ def compare_with_oracles(lakehouse: Lakehouse, scratch: Path) -> dict[str, dict]
             found[job]["extra"] = max(found[job]["extra"], int(extra))
             found[job]["batch_sql"] = {"missing": int(missing), "extra": int(extra)}
     finally:
-        spark.stop()
+        if existing is None:
+            spark.stop()
     return found
 
 
