@@ -251,12 +251,9 @@ class Stack:
         # Ingestion keeps its own Spark driver even when a service runs: its exactly-once
         # guarantee rests on a killed ingestor's half-done commit dying with it, which a
         # shared server (that finishes work for a vanished client) would not give.
-        ingest_env = {k: v for k, v in self.env.items() if k != "FRESHNESS_SPARK_REMOTE"}
+        # (_child_env leaves FRESHNESS_SPARK_REMOTE out of ingestion's environment.)
         self._spawn(
-            "ingest",
-            self._cli("ingest", "--commit-interval", str(cfg.commit_interval_s)),
-            120,
-            env=ingest_env,
+            "ingest", self._cli("ingest", "--commit-interval", str(cfg.commit_interval_s)), 120
         )
         self._replay_argv = self._cli(*replay)
         bin_dir = Path(sys.executable).parent
@@ -276,7 +273,7 @@ class Stack:
             dagster = [str(bin_dir / "dagster-daemon"), "run", "-w", workspace]
         # Run from DAGSTER_HOME so dagster does not mistake the checkout's dagster.yaml for
         # a second instance config (the one in DAGSTER_HOME is a link to it).
-        self._spawn("dagster", dagster, 60, cwd=self.dagster_home)
+        self._spawn("dagster", dagster, 60)  # cwd: DAGSTER_HOME (_child_cwd)
         # The stream starts once ingestion's Spark is up, so landed files do not pile up
         # behind a starting JVM (the first commit would otherwise be a burst).
         self._wait_for_log("ingest", INGEST_READY, timeout_s=240)
@@ -300,18 +297,15 @@ class Stack:
             time.sleep(0.5)
         raise RuntimeError(f"{name} did not get ready within {timeout_s:.0f} s; see {path}")
 
-    def _spawn(
-        self,
-        name: str,
-        argv: list[str],
-        stop_timeout: float,
-        env: dict[str, str] | None = None,
-        cwd: Path = PROJECT_ROOT,
-    ) -> None:
+    def _spawn(self, name: str, argv: list[str], stop_timeout: float) -> None:
+        self.children.append((name, self._launch(name, argv), stop_timeout))
+
+    def _launch(self, name: str, argv: list[str]) -> subprocess.Popen:
+        """Starts (or restarts) child `name`; its log is appended to, and readiness checks
+        read only what this start writes."""
         log_path = self.config.logs_dir / f"{name}.log"
         self._log_offsets[name] = log_path.stat().st_size if log_path.exists() else 0
-        proc = spawn(name, argv, env or self.env, self.config.logs_dir, cwd)
-        self.children.append((name, proc, stop_timeout))
+        return spawn(name, argv, self._child_env(name), self.config.logs_dir, self._child_cwd(name))
 
     # -- watch and stop --------------------------------------------------------------------
 
@@ -354,11 +348,7 @@ class Stack:
                 continue
             code = proc.returncode
             kill_group(proc)  # whatever it left behind (dagster dev's daemon, webserver)
-            log_path = self.config.logs_dir / f"{name}.log"
-            self._log_offsets[name] = log_path.stat().st_size if log_path.exists() else 0
-            restarted = spawn(
-                name, proc.args, self._child_env(name), self.config.logs_dir, self._child_cwd(name)
-            )
+            restarted = self._launch(name, proc.args)
             self.children[index] = (name, restarted, timeout)
             self.restarts[name] = self.restarts.get(name, 0) + 1
             events.append(f"{name} exited ({code}); restarted (pid {restarted.pid})")
