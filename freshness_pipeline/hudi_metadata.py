@@ -8,6 +8,14 @@ is read from the timeline folder's file names (the same listing Hudi itself does
 Our own writers put these keys into every commit's extra metadata (METHOD 5.2, 5.5):
 `freshness.watermark_us` (the table's t_latest after the commit), `freshness.arrival_min_us`
 and `freshness.arrival_max_us` (range of arrival_ts among the rows the commit wrote).
+
+A table someone else writes (an `external` input: Hudi Streamer, Flink, a plain Spark job)
+has none of these keys, so each commit's arrival range comes from the first of:
+our keys; the declared arrival column's min/max in the Parquet footers of the base files
+the commit wrote; else the commit's completion time, an upper bound (an approximation the
+run tags and metadata say). With no arrival column declared, a row's arrival is defined as
+the completion time of the commit that wrote it (`_hoodie_commit_time`), exactly. Merge-on-
+read tables' delta commits are read too; their log files are read by Hudi's own reader.
 """
 
 from __future__ import annotations
@@ -49,10 +57,40 @@ K = TypeVar("K")
 V = TypeVar("V")
 
 _COMPLETED = re.compile(r"^(\d{17})(?:_(\d{17}))?\.(commit|replacecommit|deltacommit)$")
+_COMPLETED_ACTIONS = ("commit", "replacecommit", "deltacommit")
+
+# Where a commit's arrival range came from, strongest first (see the module docstring).
+SOURCE_KEYS = "freshness_keys"
+SOURCE_FOOTER = "arrival_column"
+SOURCE_COMPLETION = "completion_time"
+ARRIVAL_SOURCES = (SOURCE_KEYS, SOURCE_FOOTER, SOURCE_COMPLETION)
+APPROXIMATE_SOURCES = frozenset({SOURCE_COMPLETION})
+CLUSTERING_OPERATIONS = frozenset({"CLUSTER", "cluster"})
+
+
+def instant_to_us(instant: str, local_zone: bool = False) -> int:
+    """A Hudi instant (`yyyyMMddHHmmssSSS`) as epoch micros; the table's timeline zone is
+    UTC or (`hoodie.table.timeline.timezone=LOCAL`, Hudi's default) this machine's zone."""
+    import datetime as dt
+
+    stamp = dt.datetime.strptime(instant[:17], "%Y%m%d%H%M%S%f")
+    aware = stamp.astimezone() if local_zone else stamp.replace(tzinfo=dt.timezone.utc)
+    return _as_micros(aware)
+
+
+def us_to_instant(us: int) -> str:
+    import datetime as dt
+
+    stamp = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc) + dt.timedelta(microseconds=us)
+    return stamp.strftime("%Y%m%d%H%M%S") + f"{stamp.microsecond // 1000:03d}"
 
 
 class TableNotFound(FileNotFoundError):
     """The table URI holds no Hudi table."""
+
+
+class ArrivalColumnMissing(ValueError):
+    """A table's files lack the arrival column declared for it."""
 
 
 @dataclass(frozen=True)
@@ -61,17 +99,32 @@ class WrittenFile:
 
     partition: str
     file_id: str
-    path: str  # relative to the table root
+    path: str  # relative to the table root; a log file for a merge-on-read log write
     size_bytes: int
     num_writes: int
     num_inserts: int
     num_update_writes: int
     prev_commit: str
 
+    @property
+    def is_log(self) -> bool:
+        """A merge-on-read log write (`.<fileId>_<instant>.log.<n>_<token>`)."""
+        return ".log." in PurePosixPath(self.path).name
+
+
+class ArrivalRange(NamedTuple):
+    """A commit's arrival range and where it came from; `low` None: unknown (only an upper
+    bound is known), so a reader must treat the commit as pending from its t_done on."""
+
+    low: int | None
+    high: int
+    source: str
+
 
 @dataclass(frozen=True)
 class Commit:
-    """A completed commit or replacecommit, with what it wrote and its extra metadata."""
+    """A completed commit, deltacommit or replacecommit, with what it wrote and its extra
+    metadata."""
 
     instant: str
     completion: str
@@ -94,15 +147,24 @@ class Commit:
         low, high = self.extra_int(ARRIVAL_MIN_KEY), self.extra_int(ARRIVAL_MAX_KEY)
         return (low, high) if low is not None and high is not None else None
 
+    @property
+    def is_clustering(self) -> bool:
+        """A replacecommit that rewrote rows without adding any (clustering): its written
+        groups inherit the pending ranges of the groups it replaced."""
+        return self.action == "replacecommit" and (
+            self.operation in CLUSTERING_OPERATIONS
+            or (self.operation == "" and self.arrival_range_us is None)
+        )
+
 
 @dataclass(frozen=True)
 class FileSlice:
-    """The latest base file of a file group."""
+    """The latest base file of a file group (and, merge-on-read, the bytes of its logs)."""
 
     partition: str
     file_id: str
-    path: str  # relative to the table root
-    size_bytes: int
+    path: str  # relative to the table root; "" for a merge-on-read group with logs only
+    size_bytes: int  # base file plus log files
     base_instant: str
 
 
@@ -117,6 +179,11 @@ class PendingFile:
     pending_commits: tuple[str, ...]
     footer_min_us: int | None = None  # whole-file footer statistics (published mode)
     footer_max_us: int | None = None
+    arrival_source: str = SOURCE_KEYS  # the weakest source among its pending commits
+
+    @property
+    def approximate(self) -> bool:
+        return self.arrival_source in APPROXIMATE_SOURCES
 
 
 class BoundedCache(Generic[K, V]):
@@ -195,6 +262,8 @@ def footer_arrival_range(uri: str, column: str = ARRIVAL_COLUMN) -> FooterRange:
     fs, path = _filesystem(uri)
     with fs.open_input_file(path) as handle:
         meta = pq.ParquetFile(handle).metadata
+    if column not in meta.schema.names:
+        raise ArrivalColumnMissing(f"{uri} has no column {column!r} (the declared arrival column)")
     index = meta.schema.names.index(column)
     low: int | None = None
     high: int | None = None
@@ -230,8 +299,18 @@ class HudiTableMetadata:
     pass sees one consistent state; create a new object to see newer commits.
     """
 
-    def __init__(self, table: str | Location) -> None:
+    def __init__(
+        self,
+        table: str | Location,
+        arrival_column: str | None = ARRIVAL_COLUMN,
+        external: bool = False,
+    ) -> None:
         self.location = table if isinstance(table, Location) else Location.parse(table)
+        # An external table (written by someone else) resolves arrival ranges through the
+        # whole chain and has a watermark without our keys; ours use our keys only.
+        self.arrival_column = arrival_column
+        self.external = external
+        self._arrivals: dict[str, ArrivalRange | None] = {}
         # The Spark spelling: file URIs handed to runs and run configs are spelled so.
         self.table_uri = self.location.spark
         fs, root = self.location.filesystem()
@@ -242,6 +321,7 @@ class HudiTableMetadata:
         self._written_by_id: dict[str, FileSlice] | None = None
         self._replaced: frozenset[str] | None = None
         self._names: list[str] | None = None
+        self._mtimes: dict[str, int] = {}
         props = self._read_properties()
         for _ in range(_RETRIES):
             if "hoodie.table.name" in props:
@@ -253,7 +333,11 @@ class HudiTableMetadata:
         else:
             raise TableNotFound(f"Hudi table at {self.table_uri} is still being created")
         self.table_name = props.get("hoodie.table.name", PurePosixPath(root).name)
+        self.table_type = props.get("hoodie.table.type", "COPY_ON_WRITE")
+        self.table_version = int(props.get("hoodie.table.version", "0") or 0)
+        self._local_zone = props.get("hoodie.table.timeline.timezone", "LOCAL") == "LOCAL"
         layout = props.get("hoodie.timeline.layout.version", "1")
+        self._layout_v2 = layout == "2"
         timeline_dir = props.get("hoodie.timeline.path", "timeline") if layout == "2" else ""
         self._timeline_path = f"{self._root}/.hoodie" + (f"/{timeline_dir}" if timeline_dir else "")
         history = props.get("hoodie.timeline.history.path", "history") if layout == "2" else ""
@@ -293,24 +377,39 @@ class HudiTableMetadata:
 
     # --- timeline -----------------------------------------------------------------------
 
+    @property
+    def is_merge_on_read(self) -> bool:
+        return self.table_type == "MERGE_ON_READ"
+
     def _timeline_names(self) -> list[str]:
         """File names in the active timeline folder, listed once per snapshot."""
         if self._names is None:
             infos = self._fs.get_file_info(pafs.FileSelector(self._timeline_path))
-            self._names = sorted(
-                PurePosixPath(i.path).name for i in infos if i.type == pafs.FileType.File
-            )
+            files = [i for i in infos if i.type == pafs.FileType.File]
+            self._names = sorted(PurePosixPath(i.path).name for i in files)
+            # Timeline layout 1 (table version 6) names a completed instant without its
+            # completion time; the completed file's modification time is when it completed.
+            self._mtimes = {PurePosixPath(i.path).name: i.mtime_ns for i in files}
         return self._names
 
     def _completion_times(self) -> dict[str, tuple[str, str]]:
-        """instant -> (completion time, action) for completed commits and replacecommits."""
+        """instant -> (completion time, action) for completed commits, deltacommits and
+        replacecommits."""
         found: dict[str, tuple[str, str]] = {}
         for name in self._timeline_names():
             match = _COMPLETED.match(name)
-            if match and match.group(3) in ("commit", "replacecommit"):
+            if match and match.group(3) in _COMPLETED_ACTIONS:
                 instant, completion, action = match.groups()
+                if completion is None and not self._layout_v2:
+                    mtime_ns = self._mtimes.get(name)
+                    if mtime_ns is not None:
+                        completion = max(us_to_instant(mtime_ns // 1000), instant)
                 found[instant] = (completion or instant, action)
         return found
+
+    def completion_us(self, commit: Commit) -> int:
+        """When a commit completed, as epoch micros."""
+        return instant_to_us(commit.completion, self._local_zone and self._layout_v2)
 
     def commits(self) -> list[Commit]:
         """Completed commits and replacecommits still on the active timeline, in
@@ -327,8 +426,10 @@ class HudiTableMetadata:
         found = {i: cached.get((i, done)) for i, (done, _) in completion.items()}
         if any(c is None for c in found.values()):
             timeline = self._hudi().get_timeline()
-            instants = list(timeline.get_completed_commits()) + list(
-                timeline.get_completed_replacecommits()
+            instants = (
+                list(timeline.get_completed_commits())
+                + list(timeline.get_completed_replacecommits())
+                + list(timeline.get_completed_deltacommits())
             )
             for instant in instants:
                 name = instant.timestamp
@@ -347,11 +448,49 @@ class HudiTableMetadata:
         return commits[-1] if commits else None
 
     def watermark_us(self) -> int | None:
-        """The table's t_latest: the watermark of its newest commit that carries one."""
+        """The table's t_latest: the watermark of its newest commit that carries one; for an
+        external table without our keys, the highest arrival any commit wrote."""
         for commit in reversed(self.commits()):
             if commit.watermark_us is not None:
                 return commit.watermark_us
-        return None
+        if not self.external:
+            return None
+        highs = [r.high for r in map(self.commit_arrival, self.commits()) if r is not None]
+        return max(highs) if highs else None
+
+    def commit_arrival(self, commit: Commit) -> ArrivalRange | None:
+        """The arrival range of the rows `commit` wrote, from the strongest source there is
+        (module docstring); None for a commit that wrote no rows of its own (clustering,
+        an empty bootstrap commit) or, in one of our tables, carries no keys."""
+        key = f"{commit.instant}_{commit.completion}"
+        if key in self._arrivals:
+            return self._arrivals[key]
+        found = self._resolve_arrival(commit)
+        self._arrivals[key] = found
+        return found
+
+    def _resolve_arrival(self, commit: Commit) -> ArrivalRange | None:
+        span = commit.arrival_range_us
+        if span is not None:
+            return ArrivalRange(span[0], span[1], SOURCE_KEYS)
+        if not self.external or commit.is_clustering or not commit.written:
+            return None
+        completed = self.completion_us(commit)
+        if self.arrival_column is None:
+            # Arrival is defined as the completion of the commit that wrote the row.
+            return ArrivalRange(completed, completed, SOURCE_COMPLETION)
+        base_files = [w for w in commit.written if not w.is_log]
+        if base_files and len(base_files) == len(commit.written):
+            ranges = [
+                footer_arrival_range(self.file_uri(w.path), self.arrival_column) for w in base_files
+            ]
+            lows = [r.low for r in ranges if r.low is not None]
+            highs = [r.high for r in ranges if r.high is not None]
+            if lows and highs:
+                return ArrivalRange(min(lows), max(highs), SOURCE_FOOTER)
+        # Log files (merge-on-read) carry no footer: the completion time bounds the rows'
+        # arrival from above; below, nothing is known, so the groups stay pending from t_done.
+        return ArrivalRange(None, completed, SOURCE_COMPLETION)
 
     def latest_extra(self, key: str) -> str | None:
         for commit in reversed(self.commits()):
@@ -414,9 +553,22 @@ class HudiTableMetadata:
                     for fid in fids:
                         written.pop((part, fid), None)
                 for w in commit.written:
-                    written[(w.partition, w.file_id)] = FileSlice(
-                        w.partition, w.file_id, w.path, w.size_bytes, commit.instant
-                    )
+                    key = (w.partition, w.file_id)
+                    if w.is_log:
+                        # A merge-on-read log write: the group's base file is unchanged.
+                        old = written.get(key)
+                        base, size, since = (
+                            (old.path, old.size_bytes, old.base_instant)
+                            if old
+                            else ("", 0, commit.instant)
+                        )
+                        written[key] = FileSlice(
+                            w.partition, w.file_id, base, size + w.size_bytes, since
+                        )
+                    else:
+                        written[key] = FileSlice(
+                            w.partition, w.file_id, w.path, w.size_bytes, commit.instant
+                        )
             self._written = written
         return self._written
 
@@ -460,10 +612,10 @@ class HudiTableMetadata:
         the file groups it replaced on to the file groups it wrote.
         """
         floor = -1 if t_done_us is None else t_done_us
-        ranges: dict[tuple[str, str], tuple[int, int, tuple[str, ...]]] = {}
+        # (partition, file id) -> (low, high, commits, sources)
+        ranges: dict[tuple[str, str], tuple[int, int, tuple[str, ...], frozenset[str]]] = {}
         commits = self.commits()
         for commit in commits:
-            span = commit.arrival_range_us
             # A replaced group is gone from the table; its pending rows are either
             # rewritten into the groups this commit wrote (clustering, inherited below) or
             # overwritten (insert_overwrite, which carries its own arrival range).
@@ -473,28 +625,37 @@ class HudiTableMetadata:
                 for fid in fids
                 if (part, fid) in ranges
             ]
-            if span is None and commit.action == "replacecommit":
+            if commit.is_clustering:
                 if inherited:
                     low = min(r[0] for r in inherited)
                     high = max(r[1] for r in inherited)
                     names = tuple(sorted({n for r in inherited for n in r[2]} | {commit.instant}))
+                    sources = frozenset().union(*(r[3] for r in inherited))
                     for written in commit.written:
-                        ranges[(written.partition, written.file_id)] = (low, high, names)
+                        ranges[(written.partition, written.file_id)] = (low, high, names, sources)
                 continue
-            if span is None or span[1] <= floor:
+            span = self.commit_arrival(commit)
+            if span is None or span.high <= floor:
                 continue
-            low, high = max(span[0], floor + 1), span[1]
+            low = floor + 1 if span.low is None else max(span.low, floor + 1)
+            high, source = span.high, frozenset({span.source})
             for written in commit.written:
                 key = (written.partition, written.file_id)
                 if key in ranges:
                     old = ranges[key]
-                    ranges[key] = (min(old[0], low), max(old[1], high), old[2] + (commit.instant,))
+                    ranges[key] = (
+                        min(old[0], low),
+                        max(old[1], high),
+                        old[2] + (commit.instant,),
+                        old[3] | source,
+                    )
                 else:
-                    ranges[key] = (low, high, (commit.instant,))
+                    ranges[key] = (low, high, (commit.instant,), source)
         # Commits archived off the active timeline are older than every active one; if
         # t_done predates the oldest active commit they may still be pending, so groups no
         # active commit names fall back to their footer range (conservative, never misses).
-        arrival_floors = [c.arrival_range_us[0] for c in commits if c.arrival_range_us]
+        resolved = [self.commit_arrival(c) for c in commits]
+        arrival_floors = [r.low if r.low is not None else -1 for r in resolved if r is not None]
         archive_may_be_pending = self.has_archived_commits() and (
             not arrival_floors or floor < min(arrival_floors)
         )
@@ -514,14 +675,38 @@ class HudiTableMetadata:
             found = ranges.get((fs.partition, fs.file_id))
             uri = self.file_uri(fs.path)
             if found is None and archive_may_be_pending:
-                low, high = footer_arrival_range(uri)
-                if high is not None and high > floor:
-                    found = (max(low if low is not None else floor + 1, floor + 1), high, ())
+                found = self._archived_range(fs, uri, floor, commits)
             if found is None:
                 continue
-            footer = footer_arrival_range(uri) if with_footer else (None, None)
-            pending.append(PendingFile(fs, uri, found[0], found[1], found[2], *footer))
+            footer = (
+                footer_arrival_range(uri, self.arrival_column)
+                if with_footer and self.arrival_column and fs.path
+                else (None, None)
+            )
+            weakest = max(found[3], key=ARRIVAL_SOURCES.index) if found[3] else SOURCE_KEYS
+            pending.append(PendingFile(fs, uri, found[0], found[1], found[2], *footer, weakest))
         return pending
+
+    def _archived_range(
+        self, fs: FileSlice, uri: str, floor: int, commits: list[Commit]
+    ) -> tuple[int, int, tuple[str, ...], frozenset[str]] | None:
+        """The pending range of a group only archived commits wrote (older than every
+        active commit): its footer range of the arrival column, or, with none declared,
+        up to the oldest active commit's completion (every archived one completed before)."""
+        if self.arrival_column is not None and fs.path:
+            low, high = footer_arrival_range(uri, self.arrival_column)
+            source = SOURCE_FOOTER
+        else:
+            low, high = None, min(self.completion_us(c) for c in commits) if commits else None
+            source = SOURCE_COMPLETION
+        if high is None or high <= floor:
+            return None
+        return (
+            max(low if low is not None else floor + 1, floor + 1),
+            high,
+            (),
+            frozenset({source}),
+        )
 
 
 def _commit_from_json(instant: str, completion: str, action: str, meta: dict) -> Commit:
