@@ -18,7 +18,7 @@ from dagster import (
 from pydantic import Field
 
 from freshness_pipeline import faults
-from freshness_pipeline.hudi_metadata import TableNotFound
+from freshness_pipeline.hudi_metadata import APPROXIMATE_SOURCES, TableNotFound
 from freshness_pipeline.jobs.catalog import JOBS, JobSpec
 from freshness_pipeline.jobs.run_config import (
     ResolvedRun,
@@ -149,6 +149,12 @@ def plan_metadata(
         "files_pending": resolved.pending_files,
         "bytes_pending": resolved.pending_bytes,
     }
+    # Where the chosen files' arrival ranges came from (our keys, an external table's
+    # arrival column, or its commits' completion times: an approximation, said so).
+    sources = sorted({p.arrival_source for files in resolved.files.values() for p in files})
+    if sources:
+        metadata["arrival_source"] = ", ".join(sources)
+        metadata["arrival_approximate"] = any(s in APPROXIMATE_SOURCES for s in sources)
     if planned is not None:
         metadata |= {
             "policy": planned.policy,
@@ -221,7 +227,7 @@ def build_asset(spec: JobSpec) -> AssetsDefinition:
                 )
             for table in resolved.replanned_tables:
                 context.log.warning(f"a selected file group of {table} was replaced; re-planned")
-            runner = JobRunner(spark.spark_session, hudi_meta.table_uri)
+            runner = JobRunner(spark.spark_session, hudi_meta.table_uri, hudi_meta.table)
             resolved, report, lost = run_until_committed(
                 context, spec, config, resolved, runner, hudi_meta.table
             )

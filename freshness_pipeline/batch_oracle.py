@@ -8,6 +8,7 @@ from pathlib import Path
 
 from freshness_pipeline.hudi_metadata import HOODIE_COLUMNS
 from freshness_pipeline.jobs.catalog import JOBS, PIPELINE_ORDER
+from freshness_pipeline.jobs.external_read import read_external
 from freshness_pipeline.jobs.sql import sql_sections
 
 ORDER = PIPELINE_ORDER
@@ -18,16 +19,29 @@ def read_table(spark, uri: str):
     return df.drop(*[c for c in HOODIE_COLUMNS if c in df.columns])
 
 
-def batch_recompute(spark, table_uri, scratch: Path) -> dict[str, object]:
+def batch_recompute(
+    spark, table_uri, scratch: Path, table_meta=None, arrival_cutoff_us: int | None = None
+) -> dict[str, object]:
     """Every job's SQL over the full raw tables, chained; returns job -> DataFrame.
 
-    Each result is written to Parquet under `scratch` and read back before the next job
-    replaces the temp views: through Spark Connect a SQL DataFrame is re-analysed when it
-    runs, so it must not depend on views that change later (and localCheckpoint is not
-    available there)."""
+    `table_meta` (Lakehouse.metadata) says which raw inputs are external;
+    `arrival_cutoff_us` keeps only raw rows that arrived by then. Each result is written
+    to Parquet under `scratch` and read back before the next job replaces the temp views:
+    through Spark Connect a SQL DataFrame is re-analysed when it runs, so it must not
+    depend on views that change later (and localCheckpoint is not available there)."""
     frames: dict[str, object] = {}
     for name in ("price_raw", "trade_raw", "company_master"):
-        frames[name] = read_table(spark, table_uri(name))
+        meta = table_meta(name) if table_meta is not None else None
+        if meta is not None and meta.external:
+            # Someone else's table: arrival by the same rule the runs use.
+            frames[name] = read_external(spark, meta)
+        else:
+            frames[name] = read_table(spark, table_uri(name))
+        if arrival_cutoff_us is not None and name != "company_master":
+            # What a job capped at this watermark has seen: its inputs' rows up to it.
+            frames[name] = frames[name].where(
+                f"arrival_ts <= timestamp_micros({arrival_cutoff_us})"
+            )
     for name in ORDER:
         spec = JOBS[name]
         sections = sql_sections(name)

@@ -19,6 +19,9 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import pyarrow.fs as pafs
 
+    from freshness_pipeline.hudi_metadata import HudiTableMetadata
+    from freshness_pipeline.inputs import DeclaredInput
+
 LOCAL, S3 = "file", "s3"
 
 
@@ -110,18 +113,39 @@ class Location:
 
 @dataclass(frozen=True)
 class Lakehouse:
-    """The root of the tables and how to reach it."""
+    """The root of the tables and how to reach it, plus the declared input tables that
+    live elsewhere (inputs.py): a declared input's location wins over the root."""
 
     root: Location
+    inputs: Mapping[str, DeclaredInput] = field(default_factory=dict, compare=False)
 
     @classmethod
     def parse(cls, uri: str, storage_options: Mapping[str, str] | None = None) -> Lakehouse:
         return cls(Location.parse(uri, storage_options))
 
+    def with_inputs(self, inputs: Mapping[str, DeclaredInput]) -> Lakehouse:
+        return Lakehouse(self.root, dict(inputs))
+
     def table(self, name: str) -> Location:
         if not name or "/" in name or name in (".", ".."):
             raise LocationError(f"{name!r} is not a table name")
-        return self.root.child(name)
+        declared = self.inputs.get(name)
+        return declared.location if declared is not None else self.root.child(name)
+
+    def is_external(self, name: str) -> bool:
+        """Whether someone other than this project writes the table."""
+        declared = self.inputs.get(name)
+        return declared is not None and declared.external
+
+    def metadata(self, name: str) -> HudiTableMetadata:
+        """The table's Hudi metadata reader, told its arrival column and whether it is
+        ours. Raises hudi_metadata.TableNotFound (naming the path) when it does not exist."""
+        from freshness_pipeline.hudi_metadata import ARRIVAL_COLUMN, HudiTableMetadata
+
+        declared = self.inputs.get(name)
+        if declared is None:
+            return HudiTableMetadata(self.table(name), ARRIVAL_COLUMN)
+        return HudiTableMetadata(declared.location, declared.arrival_column, declared.external)
 
     def table_uri(self, name: str) -> str:
         """The table as Spark spells it (what runs read and write, and run configs name)."""

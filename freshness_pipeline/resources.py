@@ -18,13 +18,14 @@ class HudiMetadataResource(ConfigurableResource):
     )
 
     def lakehouse(self) -> Lakehouse:
+        settings = load_settings()
         if self.lakehouse_root:
-            return Lakehouse.parse(self.lakehouse_root)
-        return load_settings().lakehouse
+            return Lakehouse.parse(self.lakehouse_root).with_inputs(settings.lakehouse.inputs)
+        return settings.lakehouse
 
     def table_uri(self, table: str) -> str:
         return self.lakehouse().table_uri(table)
 
     def table(self, table: str) -> HudiTableMetadata:
         """Raises TableNotFound (naming the path) when the table does not exist yet."""
-        return HudiTableMetadata(self.lakehouse().table(table))
+        return self.lakehouse().metadata(table)

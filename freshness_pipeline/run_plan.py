@@ -15,6 +15,7 @@ from freshness_pipeline.cost_model import FittedCost
 from freshness_pipeline.planner import MIB, JobChoice
 
 TAG_PREFIX = "freshness/"
+APPROXIMATE = "completion_time"  # hudi_metadata.SOURCE_COMPLETION (pure module: no import)
 ASSET_TAG = f"{TAG_PREFIX}asset"
 
 
@@ -45,6 +46,9 @@ class RunPlan:
     cost_fit: str  # how well they fit, for people
     attempt: int = 0  # failed runs of the job since its last success (retries get a new key)
     files: tuple[str, ...] = ()  # the files themselves travel in run config only
+    # Where the pending files' arrival ranges came from (hudi_metadata.ARRIVAL_SOURCES);
+    # "completion_time" marks an approximation (an external table without arrival column).
+    arrival_sources: tuple[str, ...] = ()
 
     @property
     def is_subset(self) -> bool:
@@ -56,7 +60,12 @@ class RunPlan:
 
     @classmethod
     def from_choice(
-        cls, choice: JobChoice, t_done_us: int | None, cost: FittedCost, attempt: int = 0
+        cls,
+        choice: JobChoice,
+        t_done_us: int | None,
+        cost: FittedCost,
+        attempt: int = 0,
+        arrival_sources: tuple[str, ...] = (),
     ) -> RunPlan:
         fit = (
             f"{cost.samples_used} runs, rmse {cost.rmse_s:.2f}s"
@@ -82,6 +91,7 @@ class RunPlan:
             cost_fit=fit,
             attempt=attempt,
             files=tuple(choice.files),
+            arrival_sources=tuple(sorted(arrival_sources)),
         )
 
     # --- written here ---------------------------------------------------------------------
@@ -128,6 +138,8 @@ class RunPlan:
             _tag("cost_source"): self.cost_model,
             _tag("cost_fit"): self.cost_fit,
             _tag("attempt"): str(self.attempt),
+            _tag("arrival_source"): ",".join(self.arrival_sources),
+            _tag("arrival_approximate"): str(APPROXIMATE in self.arrival_sources).lower(),
         }
 
     # --- read back here -------------------------------------------------------------------
@@ -165,6 +177,7 @@ class RunPlan:
             cost_fit=tags.get(_tag("cost_fit"), ""),
             attempt=int(tags.get(_tag("attempt"), "0")),
             files=files,
+            arrival_sources=tuple(s for s in tags.get(_tag("arrival_source"), "").split(",") if s),
         )
 
     @classmethod

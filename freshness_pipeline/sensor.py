@@ -120,7 +120,10 @@ def job_state(
     cost: FittedCost,
     running: bool,
     tmin_mode: str,
+    arrival_sources: set[str] | None = None,
 ) -> JobState:
+    """The job's state for the planner; `arrival_sources`, if given, collects where its
+    pending files' arrival ranges came from (for the run's tags)."""
     try:
         t_done = hudi_meta.table(spec.name).watermark_us()
     except TableNotFound:
@@ -144,13 +147,19 @@ def job_state(
             else:
                 tmin, tmax = p.pending_min_us, p.pending_max_us
             pending.append(PendingInput(p.uri, p.slice.size_bytes, tmin, tmax))
+            if arrival_sources is not None:
+                arrival_sources.add(p.arrival_source)
     return JobState(spec.name, t_done, min(watermarks), tuple(pending), cost.model, running)
 
 
 def run_request(
-    choice: JobChoice, t_done: int | None, cost: FittedCost, attempt: int = 0
+    choice: JobChoice,
+    t_done: int | None,
+    cost: FittedCost,
+    attempt: int = 0,
+    arrival_sources: tuple[str, ...] = (),
 ) -> RunRequest:
-    plan_record = RunPlan.from_choice(choice, t_done, cost, attempt)
+    plan_record = RunPlan.from_choice(choice, t_done, cost, attempt, arrival_sources)
     return RunRequest(
         run_key=plan_record.run_key,
         asset_selection=[AssetKey(plan_record.asset)],
@@ -170,10 +179,19 @@ def evaluate_tick(
     busy = running_jobs(instance)
     streaks = failure_streaks(instance, [spec.name for spec in jobs])
     states, fitted, t_dones, attempts = [], {}, {}, {}
+    sources: dict[str, set[str]] = {}
     for spec in jobs:
         history, last_refresh_us = run_history(instance, spec.name)
         fitted[spec.name] = fit_cost_model(history, settings.cost_mode)
-        state = job_state(spec, hudi_meta, fitted[spec.name], spec.name in busy, settings.tmin_mode)
+        sources[spec.name] = set()
+        state = job_state(
+            spec,
+            hudi_meta,
+            fitted[spec.name],
+            spec.name in busy,
+            settings.tmin_mode,
+            sources[spec.name],
+        )
         t_dones[spec.name] = state.t_done_us
         failed, last_failure_us = streaks[spec.name]
         attempts[spec.name] = failed
@@ -193,7 +211,8 @@ def evaluate_tick(
         states = [replace(s, downstream=downstream_of(s.job, t_dones)) for s in states]
     result = plan(states, settings.k, now_us, settings.policy, settings.seed)
     requests = [
-        run_request(c, t_dones[c.job], fitted[c.job], attempts[c.job]) for c in result.launches
+        run_request(c, t_dones[c.job], fitted[c.job], attempts[c.job], tuple(sources[c.job]))
+        for c in result.launches
     ]
     return result, requests
 

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from freshness_pipeline.cost_model import COST_MODES
+from freshness_pipeline.inputs import InputsError, load_inputs
 from freshness_pipeline.lakehouse import Lakehouse, LocationError
 from freshness_pipeline.planner import POLICIES
 from freshness_pipeline.scheduler_settings import MIN_TICK_S, TMIN_MODES, SchedulerSettings
@@ -126,6 +127,9 @@ SETTINGS: tuple[Setting, ...] = (
             "`three_term`: E = a + b*bytes + c*files; `two_term`: the published a + b*bytes",
             " or ".join(COST_MODES), _choice(tuple(COST_MODES))),
     Setting("FRESHNESS_SEED", "0", "seed of the `random` policy", "an integer", int),
+    Setting("FRESHNESS_INPUTS", None,
+            "TOML file declaring input tables written by others (README: your own tables "
+            "and topics); unset: both raw tables are ours", "a file", _folder),
     Setting("FRESHNESS_FAULTS_DIR", None,
             "fault injection for tests and `make chaos` (`faults.py`); unset: off", "a folder",
             _folder),
@@ -151,6 +155,10 @@ class Settings:
     def table_uri(self, table: str) -> str:
         """A table as Spark spells it (the lakehouse's spelling; see lakehouse.py)."""
         return self.lakehouse.table_uri(table)
+
+    def is_external(self, table: str) -> bool:
+        """Whether a declared input is written by someone else (ingestion leaves it be)."""
+        return self.lakehouse.is_external(table)
 
     def table_path(self, table: str) -> Path:
         """Local path of a table (a local lakehouse only)."""
@@ -188,8 +196,13 @@ def load_settings(
         )
     except ValueError as exc:
         raise SettingsError(str(exc)) from exc
+    lakehouse = values["FRESHNESS_LAKEHOUSE"]
+    try:
+        lakehouse = lakehouse.with_inputs(load_inputs(values["FRESHNESS_INPUTS"], lakehouse))
+    except InputsError as exc:
+        raise SettingsError(f"FRESHNESS_INPUTS: {exc}") from exc
     return Settings(
-        lakehouse=values["FRESHNESS_LAKEHOUSE"],
+        lakehouse=lakehouse,
         landing_dir=values["FRESHNESS_LANDING"],
         jars_dir=values["FRESHNESS_JARS_DIR"],
         spark_master=values["FRESHNESS_SPARK_MASTER"],

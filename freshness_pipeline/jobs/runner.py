@@ -29,6 +29,7 @@ from freshness_pipeline.hudi_write import (
     write_options,
 )
 from freshness_pipeline.jobs.catalog import WINDOW_SECONDS, JobSpec
+from freshness_pipeline.jobs.external_read import read_external
 from freshness_pipeline.jobs.run_config import ResolvedRun
 from freshness_pipeline.jobs.sql import sql_sections
 
@@ -101,13 +102,18 @@ def _stale_plan_reason(message: str, job: str) -> str:
 
 
 class JobRunner:
-    def __init__(self, spark, table_uri) -> None:
+    def __init__(self, spark, table_uri, table_meta=None) -> None:
         self.spark = spark
         self.table_uri = table_uri  # callable: table name -> URI
+        # callable: table name -> HudiTableMetadata, told which inputs are external
+        # (Lakehouse.metadata); without it every table is read as one of ours.
+        self._table_meta = table_meta
         self._views: set[str] = set()
         self._cached: list = []  # frames this run cached; released when it ends
 
     def meta(self, table: str) -> HudiTableMetadata:
+        if self._table_meta is not None:
+            return self._table_meta(table)
         return HudiTableMetadata(self.table_uri(table))
 
     # --- reads --------------------------------------------------------------------------
@@ -140,7 +146,12 @@ class JobRunner:
         return _drop_hoodie(self.spark.read.parquet(meta.file_uri(any_slice.path)).limit(0))
 
     def _delta(self, table: str, resolved: ResolvedRun):
-        df = self._read_files([p.uri for p in resolved.files[table]], table)
+        meta = self.meta(table)
+        if meta.external:
+            # Someone else's table: Hudi's reader (log files too), its arrival rule.
+            df = read_external(self.spark, meta, [p.slice.file_id for p in resolved.files[table]])
+        else:
+            df = self._read_files([p.uri for p in resolved.files[table]], table)
         low = -1 if resolved.t_done_us is None else resolved.t_done_us
         return df.where(
             f"arrival_ts > {_us_literal(low)} AND arrival_ts <= {_us_literal(resolved.cutoff_us)}"

@@ -1,0 +1,54 @@
+"""Reading an external input table (one someone else writes, see inputs.py) for a run.
+
+Through Hudi's own reader, never plain Parquet: a merge-on-read slice's log files hold rows
+a Parquet read of its base file misses. The rows get an `arrival_ts` column by the same
+rule the scheduler planned with (hudi_metadata.py): the declared arrival column, or, with
+none declared, the completion time of the commit that wrote the row (`_hoodie_commit_time`
+names it). The batch oracle reads external inputs with the same function, so both sides
+agree on what a row's arrival is.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from freshness_pipeline.hudi_metadata import HOODIE_COLUMNS, HudiTableMetadata
+
+ARRIVAL = "arrival_ts"
+
+
+def arrival_expression(meta: HudiTableMetadata) -> str:
+    """Spark SQL for a row's arrival time in `meta`'s table."""
+    if meta.arrival_column is not None:
+        return f"CAST(`{meta.arrival_column}` AS TIMESTAMP)"
+    commits = meta.commits()
+    completed = {c.instant: meta.completion_us(c) for c in commits}
+    # Rows of commits archived off the active timeline completed before every active one:
+    # the oldest active completion bounds them (hudi_metadata plans them the same way).
+    oldest = min(completed.values()) if completed else 0
+    cases = " ".join(f"WHEN '{instant}' THEN {us}" for instant, us in completed.items())
+    mapped = f"CASE _hoodie_commit_time {cases} ELSE {oldest} END" if cases else str(oldest)
+    return f"timestamp_micros({mapped})"
+
+
+def read_external(spark, meta: HudiTableMetadata, file_ids: Iterable[str] | None = None):
+    """The table's current rows (all, or those of `file_ids`' file groups) with
+    `arrival_ts`, without Hudi's own columns."""
+    df = spark.read.format("hudi").load(meta.table_uri)
+    if file_ids is not None:
+        ids = sorted(set(file_ids))
+        if not ids:
+            df = df.limit(0)
+        else:
+            # A base file is named `<fileId>_<token>_<instant>.parquet`; a row merged from a
+            # log carries the bare file id: the part before the first `_` is the group.
+            quoted = ", ".join(f"'{fid}'" for fid in ids)
+            df = df.where(f"split(_hoodie_file_name, '_')[0] IN ({quoted})")
+    df = df.withColumn(ARRIVAL, _expr(arrival_expression(meta)))
+    return df.drop(*[c for c in HOODIE_COLUMNS if c in df.columns])
+
+
+def _expr(sql: str):
+    from pyspark.sql import functions as F
+
+    return F.expr(sql)
