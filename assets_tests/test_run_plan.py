@@ -47,6 +47,19 @@ def test_round_trip_through_tags_and_config(t_done):
     )
 
 
+def test_arrival_sources_travel_in_tags_and_mark_an_approximation():
+    ours = RunPlan.from_choice(a_choice(0), 0, FIT, arrival_sources=("freshness_keys",))
+    assert ours.tags()["freshness/arrival_approximate"] == "false"
+    theirs = RunPlan.from_choice(
+        a_choice(0), 0, FIT, arrival_sources=("completion_time", "arrival_column")
+    )
+    tags = theirs.tags()
+    assert tags["freshness/arrival_source"] == "arrival_column,completion_time"
+    assert tags["freshness/arrival_approximate"] == "true"
+    back = RunPlan.from_tags(tags)
+    assert back is not None and back.arrival_sources == ("arrival_column", "completion_time")
+
+
 def test_config_carries_the_contract_and_the_planned_watermark():
     plan = RunPlan.from_choice(a_choice(0), 0, FIT)
     op = plan.run_config()["ops"]["trade_aggr"]["config"]

@@ -20,6 +20,7 @@ from dagster import (
 
 from freshness_pipeline.hudi_metadata import TableNotFound
 from freshness_pipeline.resources import HudiMetadataResource
+from freshness_pipeline.settings import load_settings
 from freshness_pipeline.timefmt import iso
 
 RAW_GROUP = "raw"
@@ -54,6 +55,9 @@ def observe_table(hudi_meta: HudiMetadataResource, table: str) -> ObserveResult:
         metadata["latest_commit_completed"] = latest.completion
         metadata["latest_operation"] = latest.operation
         metadata["latest_files_written"] = len(latest.written)
+    if meta.external:
+        metadata["written_by"] = "external (FRESHNESS_INPUTS)"
+        metadata["arrival_column"] = meta.arrival_column or "none: commit completion time"
     watermark = meta.watermark_us()
     if watermark is not None:
         metadata["watermark"] = iso(watermark, "milliseconds")
@@ -61,6 +65,19 @@ def observe_table(hudi_meta: HudiMetadataResource, table: str) -> ObserveResult:
         metadata["watermark_lag_s"] = round(time.time() - watermark / 1e6, 3)
     return ObserveResult(
         data_version=DataVersion(latest.instant if latest else "empty"), metadata=metadata
+    )
+
+
+def describe(table: str) -> str:
+    """The table's description; a declared external input (inputs.py) says where it is,
+    that someone else writes it and where its arrival times come from."""
+    declared = load_settings().lakehouse.inputs.get(table)
+    if declared is None or not declared.external:
+        return DESCRIPTIONS[table]
+    return (
+        f"External Hudi table at {declared.location.spark}, declared in FRESHNESS_INPUTS as "
+        f"the jobs' {table} (read by {', '.join(declared.read_by)}); written by someone "
+        f"else. Arrival times: {declared.arrival_source}."
     )
 
 
@@ -76,7 +93,7 @@ def _raw_source(table: str) -> SourceAsset | AssetsDefinition:
     @observable_source_asset(
         name=table,
         group_name=RAW_GROUP,
-        description=DESCRIPTIONS[table],
+        description=describe(table),
         tags={"dagster/kind/hudi": "", "dagster/kind/spark": ""},
     )
     def _observe(hudi_meta: HudiMetadataResource) -> ObserveResult:

@@ -130,6 +130,8 @@ class Ingestor:
         return results
 
     def ingest_stream(self, stream: str) -> CommitResult | None:
+        if self.settings.is_external(STREAM_TABLE[stream]):
+            return None  # a declared input someone else writes (inputs.py): never ours to write
         started = time.monotonic()
         checkpoint, watermark = self.checkpoint(stream)
         read = self.reader.read(stream, checkpoint)
