@@ -45,7 +45,15 @@ from freshness_pipeline.spark_service import free_port
 from freshness_pipeline.stream.generator import StreamConfig
 
 log = logging.getLogger("freshness.chaos")
-FAULT_KINDS = ("kill_run", "kill_spark_service", "kill_ingest", "kill_daemon", "fail_write")
+FAULT_KINDS = (
+    "kill_run",
+    "kill_spark_service",
+    "kill_ingest",
+    "kill_daemon",
+    "fail_write",
+    "kill_in_commit",
+)
+IN_COMMIT_WAIT_S = 20.0  # how long kill_in_commit watches for an inflight commit per try
 
 
 @dataclass(frozen=True)
@@ -107,8 +115,11 @@ class Injector:
     """Injects one fault of a kind into a running stack; returns what it hit, or None when
     the target is not there right now (no run in flight), so the caller tries later."""
 
-    def __init__(self, stack, faults_dir: Path, rng: random.Random) -> None:
+    def __init__(
+        self, stack, faults_dir: Path, rng: random.Random, lakehouse: Lakehouse | None = None
+    ) -> None:
         self.stack, self.faults_dir, self.rng = stack, faults_dir, rng
+        self.lakehouse = lakehouse
 
     def __call__(self, kind: str) -> str | None:
         return getattr(self, kind)()
@@ -153,10 +164,43 @@ class Injector:
         os.killpg(proc.pid, signal.SIGKILL)
         return f"Dagster daemon process group {proc.pid}"
 
+    def kill_in_commit(self) -> str | None:
+        """SIGKILL the Spark service while a job's Hudi commit is inflight (its files are
+        written, its commit is not complete): the worst moment for a writer. The half-done
+        commit must be rolled back (lazily, once its heartbeat expires) and never read."""
+        service = self.stack.service
+        if self.lakehouse is None or service is None or service.process is None:
+            return None
+        deadline = time.monotonic() + IN_COMMIT_WAIT_S
+        while time.monotonic() < deadline:
+            if service.process.poll() is not None:
+                return None
+            found = _inflight_commit(self.lakehouse)
+            if found is not None:
+                os.kill(service.pid, signal.SIGKILL)
+                return f"Spark service pid {service.pid} during {found[0]}'s commit {found[1]}"
+            time.sleep(0.05)
+        return None
+
     def fail_write(self) -> str | None:
         job = self.rng.choice(list(JOBS))
         faults.arm(self.faults_dir, job, 1)
         return f"next {job} run fails before its commit"
+
+
+def _inflight_commit(lakehouse: Lakehouse) -> tuple[str, str] | None:
+    """(job, instant) of a job commit that is inflight right now, if any."""
+    for job in JOBS:
+        timeline = lakehouse.table(job).local_path() / ".hoodie" / "timeline"
+        try:
+            names = os.listdir(timeline)
+        except FileNotFoundError:
+            continue
+        done = {n.split("_", 1)[0] for n in names if n.endswith(".commit") and "_" in n}
+        for name in names:
+            if name.endswith(".commit.inflight") and name.split(".", 1)[0] not in done:
+                return job, name.split(".", 1)[0]
+    return None
 
 
 def fault_schedule(config: ChaosConfig, rng: random.Random) -> list[tuple[float, str]]:
@@ -202,7 +246,7 @@ def run_chaos(config: ChaosConfig) -> ChaosResult:
         )
     )
     result = ChaosResult(config={**asdict(config), "out_dir": str(run_dir)})
-    inject = Injector(stack, faults_dir, rng)
+    inject = Injector(stack, faults_dir, rng, lakehouse)
     log.info(
         "chaos: %d faults over %d s of stream in %s", config.faults, config.duration_s, run_dir
     )
