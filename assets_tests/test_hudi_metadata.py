@@ -13,7 +13,6 @@ from freshness_pipeline.hudi_metadata import (
     ARRIVAL_MIN_KEY,
     WATERMARK_KEY,
     HudiTableMetadata,
-    TableNotFound,
     footer_arrival_range,
 )
 from freshness_pipeline.hudi_write import TableLayout, write_options
@@ -192,11 +191,6 @@ def test_footer_range_matches_a_data_scan(spark, probe_table):
         assert (low, high) == (row["lo"], row["hi"])
 
 
-def test_missing_table_says_which(tmp_path):
-    with pytest.raises(TableNotFound, match="nowhere"):
-        HudiTableMetadata(str(tmp_path / "nowhere"))
-
-
 def test_clustering_hands_pending_ranges_to_the_new_file_groups(spark, tmp_path):
     path = str(tmp_path / "clustered")
     bulk = {"hoodie.bulkinsert.sort.mode": "NONE"}
@@ -342,23 +336,3 @@ def test_archived_commits_fall_back_to_the_listing_only_when_they_may_be_pending
     assert {p.slice.file_id for p in newer} == {w.file_id for c in active[1:] for w in c.written}
     with pytest.raises(AssertionError, match="listed the whole table"):
         HudiTableMetadata(path).pending_files(None)
-
-
-def test_instant_times_and_write_kinds():
-    """Completion instants parse to micros and back; a log write and a clustering are
-    told apart from the commit metadata alone."""
-    from freshness_pipeline.hudi_metadata import Commit, WrittenFile, instant_to_us, us_to_instant
-
-    us = instant_to_us("20261123144739244")
-    assert us_to_instant(us) == "20261123144739244"
-    assert us % 1000 == 0 and instant_to_us("20261123144739245") - us == 1000
-    log = WrittenFile("2", "f-0", "2/.f-0_20261123144848488.log.1_2-18-54", 1, 1, 1, 0, "")
-    base = WrittenFile("2", "f-0", "2/f-0_2-3-14_20261123144843094.parquet", 1, 1, 1, 0, "")
-    assert log.is_log and not base.is_log
-
-    def commit(action: str, operation: str, extra: dict[str, str]) -> Commit:
-        return Commit("1", "2", action, operation, (base,), {}, extra)
-
-    assert commit("replacecommit", "CLUSTER", {}).is_clustering
-    assert not commit("replacecommit", "INSERT_OVERWRITE", {}).is_clustering
-    assert not commit("commit", "UPSERT", {}).is_clustering
