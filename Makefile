@@ -14,6 +14,11 @@ CONNECT_JAR := $(JARS_DIR)/spark-connect_2.12-$(SPARK_VERSION).jar
 # pyspark's own jars; javac comes with the JDK.
 GUARD_SRC := $(wildcard freshness_pipeline/jvm/*.java)
 GUARD_JAR := $(JARS_DIR)/freshness-hudi-guard.jar
+# The single-node Kafka broker (KRaft) for `freshness demo --source kafka`: kafka_2.13 and
+# its runtime dependencies from Maven Central (infra/kafka/pom.xml) into .cache/kafka.
+KAFKA_VERSION ?= 4.1.1
+KAFKA_DIR ?= .cache/kafka
+KAFKA_STAMP := $(KAFKA_DIR)/.kafka-$(KAFKA_VERSION)
 export FRESHNESS_JARS_DIR := $(abspath $(JARS_DIR))
 export DAGSTER_HOME ?= $(abspath .dagster_home)
 
@@ -69,7 +74,17 @@ $(DAGSTER_HOME)/dagster.yaml: dagster.yaml
 	mkdir -p $(DAGSTER_HOME)
 	ln -sf $(abspath dagster.yaml) $@
 
-setup: $(VENV)/.installed $(HUDI_JAR) $(CONNECT_JAR) $(GUARD_JAR) $(DAGSTER_HOME)/dagster.yaml
+$(KAFKA_STAMP): infra/kafka/pom.xml
+	rm -rf $(KAFKA_DIR) && mkdir -p $(KAFKA_DIR)
+	mvn --batch-mode --quiet -f infra/kafka/pom.xml dependency:copy-dependencies \
+	  -Dkafka.version=$(KAFKA_VERSION) -DincludeScope=runtime -DoutputDirectory=$(abspath $(KAFKA_DIR))
+	touch $@
+
+.PHONY: kafka
+kafka: $(KAFKA_STAMP)
+
+setup: $(VENV)/.installed $(HUDI_JAR) $(CONNECT_JAR) $(GUARD_JAR) $(DAGSTER_HOME)/dagster.yaml \
+	$(KAFKA_STAMP)
 
 demo: setup
 	$(VENV)/bin/freshness demo
