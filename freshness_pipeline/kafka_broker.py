@@ -20,12 +20,18 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from freshness_pipeline.processes import stop_process_group
-from freshness_pipeline.settings import KafkaSettings, child_environment
+from freshness_pipeline.settings import KafkaSettings, Settings, child_environment
 from freshness_pipeline.spark_service import free_port, port_is_open
 
 SERVER_CLASS = "kafka.Kafka"
 STORAGE_TOOL_CLASS = "kafka.tools.StorageTool"
 NODE_ID = 1
+
+
+def broker_state_dir(settings: Settings) -> Path:
+    """The local broker's data, beside the landing folder: both are the stream's way in,
+    and the raw tables' checkpoints point into it (`make clean-data` removes both)."""
+    return settings.landing_dir.parent / "kafka"
 
 
 class KafkaBrokerError(RuntimeError):
