@@ -22,7 +22,7 @@ KAFKA_STAMP := $(KAFKA_DIR)/.kafka-$(KAFKA_VERSION)
 export FRESHNESS_JARS_DIR := $(abspath $(JARS_DIR))
 export DAGSTER_HOME ?= $(abspath .dagster_home)
 
-.PHONY: setup demo test test-fast lint format bench-ingest bench-growth bench-tick \
+.PHONY: setup demo demo-kafka test test-fast lint format bench-ingest bench-kafka-ingest bench-growth bench-tick \
 	bench-tick-real bench-overhead bench-memory experiment experiment-long simulate chaos \
 	clean-data
 
@@ -106,6 +106,12 @@ format: setup
 
 bench-ingest: setup
 	$(VENV)/bin/python -m freshness_pipeline.bench.ingest_rate
+
+bench-kafka-ingest: setup
+	$(VENV)/bin/python -m freshness_pipeline.bench.kafka_ingest_rate
+
+demo-kafka: setup
+	$(VENV)/bin/freshness demo --source kafka
 
 bench-growth: setup
 	$(VENV)/bin/python -m freshness_pipeline.bench.incremental_growth

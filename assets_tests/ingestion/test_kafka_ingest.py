@@ -38,6 +38,7 @@ from freshness_pipeline.stream.universe import company_universe
 pytestmark = pytest.mark.spark
 
 PARTITIONS = 3
+NOW_US = int(time.time() * 1_000_000)  # an accept time for re-validating messages here
 KAFKA_JARS = load_settings({}).kafka.jars_dir
 
 
@@ -99,7 +100,7 @@ def topic_contents(settings: Settings, stream: str) -> tuple[set[str], dict[str,
                 key = f"{topic}:{partition}:{message.offset()}"
                 symbol_partitions.setdefault(message.key().decode(), set()).add(partition)
                 record, reason = validate_record(
-                    stream, message.value().decode("utf-8", "replace"), symbols, None, 1
+                    stream, message.value().decode("utf-8", "replace"), symbols, None, NOW_US
                 )
                 if record is not None and stream == "trade":
                     trade = (record["symbol"], record["trade_id"])

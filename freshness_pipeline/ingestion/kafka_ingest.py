@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from freshness_pipeline.hudi_metadata import HudiTableMetadata, TableNotFound
@@ -86,11 +87,13 @@ class KafkaIngestor(Ingestor):
         spark,
         settings: Settings,
         config: IngestConfig | None = None,
-        max_messages: int = DEFAULT_MAX_MESSAGES,
+        max_messages: int | Mapping[str, int] = DEFAULT_MAX_MESSAGES,
     ) -> None:
         self.spark = spark
         self.settings = settings
         self.config = config or IngestConfig()
+        # per commit and stream (a mapping: per stream, e.g. the same event-time window
+        # as a landing commit holds, for the benchmark)
         self.max_messages = max_messages
         self.symbols = load_symbols(spark, settings)
         self.readers = {s: KafkaTopicReader(settings.kafka, s, self.symbols) for s in STREAMS}
@@ -103,7 +106,12 @@ class KafkaIngestor(Ingestor):
     def ingest_stream(self, stream: str) -> KafkaCommitResult | None:  # type: ignore[override]
         started = time.monotonic()
         checkpoint, watermark = table_checkpoint(self.settings, stream)
-        read = self.readers[stream].read(checkpoint, self.max_messages)
+        limit = (
+            self.max_messages[stream]
+            if isinstance(self.max_messages, Mapping)
+            else self.max_messages
+        )
+        read = self.readers[stream].read(checkpoint, limit)
         if read.messages == 0 and checkpoint is not None:
             return None
         if read.messages == 0 and not any(read.end.values()):
