@@ -279,3 +279,34 @@ def test_exactly_once_with_ingestion_killed_at_random_points(spark, kafka_lakeho
             if r.kafka_topic == topic
         } == set(bad)
     assert len(reject_rows) == len({r.reject_id for r in reject_rows})
+
+
+def test_the_stack_starts_the_broker_before_ingestion_and_stops_it(tmp_path: Path):
+    """`freshness demo --source kafka`: the stack's broker step (no Spark, no Dagster)."""
+    from confluent_kafka.admin import AdminClient
+
+    from freshness_pipeline.stack import Stack, StackConfig
+
+    port = free_port()
+    env = {
+        "FRESHNESS_SOURCE": "kafka",
+        "FRESHNESS_KAFKA_BROKER_PORT": str(port),
+        "FRESHNESS_LANDING": str(tmp_path / "landing"),
+        "FRESHNESS_KAFKA_BOOTSTRAP": None,
+    }
+    stack = Stack(StackConfig(env=env, logs_dir=tmp_path / "logs", dagster_home=tmp_path / "dh"))
+    stack._start_kafka_broker()
+    try:
+        assert stack.env["FRESHNESS_KAFKA_BOOTSTRAP"] == f"127.0.0.1:{port}"
+        assert stack.kafka_bootstrap == f"127.0.0.1:{port}"
+        pid = stack.pids()["kafka-broker"]
+        topics = AdminClient({"bootstrap.servers": stack.kafka_bootstrap}).list_topics(timeout=10)
+        assert {n: len(topics.topics[n].partitions) for n in ("prices", "trades")} == {
+            "prices": 4,
+            "trades": 4,
+        }
+        assert (tmp_path / "kafka" / "data" / "meta.properties").exists()  # beside landing
+    finally:
+        stack.stop(drain_timeout_s=0)
+    assert not Path(f"/proc/{pid}").exists() or stack.broker.process.poll() is not None
+    assert not port_is_open("127.0.0.1", port)
