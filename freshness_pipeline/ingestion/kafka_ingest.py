@@ -15,11 +15,13 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Mapping
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 
 from freshness_pipeline.hudi_metadata import HudiTableMetadata, TableNotFound
 from freshness_pipeline.ingestion.ingest import IngestConfig, Ingestor, load_symbols
-from freshness_pipeline.ingestion.kafka_reader import KafkaTopicReader, high_watermarks
+from freshness_pipeline.ingestion.kafka_reader import KafkaBatch, KafkaTopicReader, high_watermarks
+from freshness_pipeline.ingestion.reader import merge_batches
 from freshness_pipeline.ingestion.streamer_checkpoint import (
     STREAMER_CHECKPOINT_KEY,
     TopicCheckpoint,
@@ -97,21 +99,68 @@ class KafkaIngestor(Ingestor):
         self.max_messages = max_messages
         self.symbols = load_symbols(spark, settings)
         self.readers = {s: KafkaTopicReader(settings.kafka, s, self.symbols) for s in STREAMS}
+        # As on the landing path (reader.py): the next stream's topic is read and validated
+        # while this one commits, overlapping Python's work with the JVM's. A batch read
+        # ahead is used only if its stream's checkpoint has not moved since it started.
+        self._pool = ThreadPoolExecutor(1, "kafka-read-ahead") if self.config.read_ahead else None
+        self._ahead: dict[str, Future[tuple[str | None, KafkaBatch]]] = {}
 
     def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pool = None
+        self._ahead.clear()
         for reader in self.readers.values():
             reader.close()
         self.readers = {}
 
+    def _limit(self, stream: str) -> int:
+        if isinstance(self.max_messages, Mapping):
+            return self.max_messages[stream]
+        return self.max_messages
+
+    def _read(self, stream: str, checkpoint: TopicCheckpoint | None) -> KafkaBatch:
+        return self.readers[stream].read(checkpoint, self._limit(stream))
+
+    def _top_up(self, stream: str, ahead: KafkaBatch) -> KafkaBatch:
+        """A batch read ahead, plus what arrived since (up to the limit): a head start
+        never holds data back for a cycle."""
+        room = self._limit(stream) - ahead.messages
+        if room <= 0:
+            return ahead
+        rest = self.readers[stream].read(ahead.checkpoint, room)
+        if rest.messages == 0:
+            return ahead
+        merged = merge_batches(stream, [ahead.batch, rest.batch])
+        return KafkaBatch(
+            ahead.topic, ahead.start, rest.end, ahead.messages + rest.messages, merged
+        )
+
+    def _read_ahead(self, stream: str) -> tuple[str | None, KafkaBatch]:
+        checkpoint, _ = table_checkpoint(self.settings, stream)
+        return (str(checkpoint) if checkpoint else None), self._read(stream, checkpoint)
+
+    def _take_ahead(self, stream: str, checkpoint: TopicCheckpoint | None) -> KafkaBatch | None:
+        future = self._ahead.pop(stream, None)
+        if future is None:
+            return None
+        try:
+            started_from, read = future.result()
+        except Exception:
+            log.warning("read-ahead of %s failed; reading again", stream, exc_info=True)
+            return None
+        return read if started_from == (str(checkpoint) if checkpoint else None) else None
+
     def ingest_stream(self, stream: str) -> KafkaCommitResult | None:  # type: ignore[override]
         started = time.monotonic()
         checkpoint, watermark = table_checkpoint(self.settings, stream)
-        limit = (
-            self.max_messages[stream]
-            if isinstance(self.max_messages, Mapping)
-            else self.max_messages
-        )
-        read = self.readers[stream].read(checkpoint, limit)
+        ahead = self._take_ahead(stream, checkpoint)
+        read = self._top_up(stream, ahead) if ahead else self._read(stream, checkpoint)
+        if self._pool is not None:
+            # The other stream's checkpoint cannot move during this commit: only this
+            # thread commits, one stream at a time.
+            following = STREAMS[(STREAMS.index(stream) + 1) % len(STREAMS)]
+            self._ahead[following] = self._pool.submit(self._read_ahead, following)
         if read.messages == 0 and checkpoint is not None:
             return None
         if read.messages == 0 and not any(read.end.values()):
@@ -133,6 +182,7 @@ class KafkaIngestor(Ingestor):
 
     def landed_files(self) -> int:
         """Messages not yet committed, over both topics (the drain at stop waits for 0)."""
+        wait(list(self._ahead.values()))  # the consumers are not shared between threads
         return sum(
             consumer_lag(self.settings, s, self.readers[s].consumer)["total"] for s in STREAMS
         )

@@ -28,7 +28,7 @@ from freshness_pipeline.settings import KafkaSettings
 
 log = logging.getLogger(__name__)
 
-POLL_BATCH = 10_000  # messages per consume() call
+POLL_BATCH = 50_000  # messages per consume() call
 METADATA_TIMEOUT_S = 10.0
 
 
@@ -61,6 +61,8 @@ def consumer_config(kafka: KafkaSettings, **extra: object) -> dict[str, object]:
         "enable.auto.offset.store": False,
         "auto.offset.reset": "earliest",
         "fetch.min.bytes": 1,
+        # A backlog comes in large fetches (the default is 1 MB per partition).
+        "max.partition.fetch.bytes": 8 * 1024 * 1024,
         "queued.max.messages.kbytes": 262_144,
         **extra,
     }
