@@ -16,6 +16,7 @@ Kafka / landing (targets: Kafka at least 15,000 events/s and at least 0.9 of the
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import statistics
 import sys
@@ -90,7 +91,7 @@ def main() -> int:
 
         def window(per_stream: dict[str, int], seconds: int) -> dict[str, int]:
             """Messages per commit and stream: `batch_s` seconds of that stream."""
-            return {s: max(1, round(n / seconds * args.batch_s)) for s, n in per_stream.items()}
+            return {s: max(1, math.ceil(n / seconds * args.batch_s)) for s, n in per_stream.items()}
 
         def run(path: str, per_stream: dict[str, int], seconds: int) -> tuple[float, int, int]:
             if path == "landing":
