@@ -14,10 +14,15 @@ CONNECT_JAR := $(JARS_DIR)/spark-connect_2.12-$(SPARK_VERSION).jar
 # pyspark's own jars; javac comes with the JDK.
 GUARD_SRC := $(wildcard freshness_pipeline/jvm/*.java)
 GUARD_JAR := $(JARS_DIR)/freshness-hudi-guard.jar
+# The single-node Kafka broker (KRaft) for `freshness demo --source kafka`: kafka_2.13 and
+# its runtime dependencies from Maven Central (infra/kafka/pom.xml) into .cache/kafka.
+KAFKA_VERSION ?= 4.1.1
+KAFKA_DIR ?= .cache/kafka
+KAFKA_STAMP := $(KAFKA_DIR)/.kafka-$(KAFKA_VERSION)
 export FRESHNESS_JARS_DIR := $(abspath $(JARS_DIR))
 export DAGSTER_HOME ?= $(abspath .dagster_home)
 
-.PHONY: setup demo test test-fast lint format bench-ingest bench-growth bench-tick \
+.PHONY: setup demo demo-kafka test test-fast lint format bench-ingest bench-kafka-ingest bench-growth bench-tick \
 	bench-tick-real bench-overhead bench-memory experiment experiment-long simulate chaos \
 	clean-data
 
@@ -69,7 +74,17 @@ $(DAGSTER_HOME)/dagster.yaml: dagster.yaml
 	mkdir -p $(DAGSTER_HOME)
 	ln -sf $(abspath dagster.yaml) $@
 
-setup: $(VENV)/.installed $(HUDI_JAR) $(CONNECT_JAR) $(GUARD_JAR) $(DAGSTER_HOME)/dagster.yaml
+$(KAFKA_STAMP): infra/kafka/pom.xml
+	rm -rf $(KAFKA_DIR) && mkdir -p $(KAFKA_DIR)
+	mvn --batch-mode --quiet -f infra/kafka/pom.xml dependency:copy-dependencies \
+	  -Dkafka.version=$(KAFKA_VERSION) -DincludeScope=runtime -DoutputDirectory=$(abspath $(KAFKA_DIR))
+	touch $@
+
+.PHONY: kafka
+kafka: $(KAFKA_STAMP)
+
+setup: $(VENV)/.installed $(HUDI_JAR) $(CONNECT_JAR) $(GUARD_JAR) $(DAGSTER_HOME)/dagster.yaml \
+	$(KAFKA_STAMP)
 
 demo: setup
 	$(VENV)/bin/freshness demo
@@ -91,6 +106,12 @@ format: setup
 
 bench-ingest: setup
 	$(VENV)/bin/python -m freshness_pipeline.bench.ingest_rate
+
+bench-kafka-ingest: setup
+	$(VENV)/bin/python -m freshness_pipeline.bench.kafka_ingest_rate
+
+demo-kafka: setup
+	$(VENV)/bin/freshness demo --source kafka
 
 bench-growth: setup
 	$(VENV)/bin/python -m freshness_pipeline.bench.incremental_growth

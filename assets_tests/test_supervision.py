@@ -25,7 +25,8 @@ def test_fault_schedule_is_seeded_spread_and_rotates_every_kind():
     times = [t for t, _ in first]
     assert times == sorted(times) and times[0] >= 5 and times[-1] <= 0.9 * 900
     kinds = [k for _, k in first]
-    assert {kinds.count(k) for k in FAULT_KINDS} == {10}
+    counts = [kinds.count(k) for k in FAULT_KINDS]
+    assert sum(counts) == 50 and max(counts) - min(counts) <= 1  # every kind, in turn
 
 
 def test_armed_faults_are_taken_once_each(tmp_path):

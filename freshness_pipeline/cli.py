@@ -1,5 +1,5 @@
-"""`freshness` command line: demo, experiment, spark-service, replay, ingest, record,
-load-master.
+"""`freshness` command line: demo, experiment, spark-service, kafka-broker, replay, ingest,
+record, load-master.
 
 `freshness demo` is the README's main command: it starts the shared Spark service, loads
 the company master, then starts the replayer, ingestion and Dagster (webserver + daemon)
@@ -63,7 +63,15 @@ def cmd_replay(args: argparse.Namespace) -> int:
     batches = (
         recorded_batches(Path(args.file)) if args.file else generated_batches(_stream_config(args))
     )
-    landed = replay(batches, args.settings.landing_dir, config, should_stop=StopFlag())
+    settings = args.settings
+    if settings.source == "kafka":
+        from freshness_pipeline.stream.kafka_sink import KafkaSink
+
+        sink = KafkaSink(settings.kafka)
+        produced = replay(batches, sink, config, should_stop=StopFlag())
+        print(f"produced {produced} to {settings.kafka.bootstrap_servers}")
+        return 0
+    landed = replay(batches, settings.landing_dir, config, should_stop=StopFlag())
     print(f"landed {landed}")
     return 0
 
@@ -88,7 +96,12 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     # After Spark: PySpark's own SIGINT handler cancels running jobs; ours lets the
     # current commit finish instead.
     stop = StopFlag()
-    ingestor = Ingestor(spark, args.settings, config)
+    if args.settings.source == "kafka":
+        from freshness_pipeline.ingestion.kafka_ingest import KafkaIngestor
+
+        ingestor = KafkaIngestor(spark, args.settings, config, max_messages=args.max_messages)
+    else:
+        ingestor = Ingestor(spark, args.settings, config)
     log.info(INGEST_READY)  # the stack starts the stream only once this is logged
     if args.once:
         for result in ingestor.ingest_once():
@@ -119,6 +132,25 @@ def cmd_spark_service(args: argparse.Namespace) -> int:
             flush=True,
         )
         while not stop() and service.process.poll() is None:
+            stop.wait(1.0)
+    return 0 if stop() else 1
+
+
+def cmd_kafka_broker(args: argparse.Namespace) -> int:
+    from freshness_pipeline.kafka_broker import KafkaBroker, KafkaBrokerConfig, broker_state_dir
+
+    settings = args.settings
+    config = KafkaBrokerConfig.from_settings(settings.kafka, broker_state_dir(settings))
+    stop = StopFlag()
+    with KafkaBroker(config) as broker:
+        print(
+            f"Kafka broker listening at {broker.bootstrap_servers} (log: {config.log_path}; "
+            f"topics {dict(config.topics or {})}).\n"
+            "Point the replayer and ingestion at it with: export FRESHNESS_SOURCE=kafka "
+            f"FRESHNESS_KAFKA_BOOTSTRAP={broker.bootstrap_servers}\nPress Ctrl-C to stop.",
+            flush=True,
+        )
+        while not stop() and broker.process.poll() is None:
             stop.wait(1.0)
     return 0 if stop() else 1
 
@@ -208,14 +240,20 @@ def cmd_demo(args: argparse.Namespace) -> int:
         spark_mode=settings.spark_mode,
         host=args.host,
         port=args.port,
+        env={"FRESHNESS_SOURCE": settings.source},
     )
     stop = StopFlag()
     stack = Stack(config)
     print("Starting the Spark service and loading the company master (about 30 s)...", flush=True)
     stack.start()
     spark = stack.spark_url or "a local Spark per run (--spark local)"
+    source = (
+        f"Kafka at {stack.kafka_bootstrap} (topics {', '.join(settings.kafka.topics.values())})"
+        if settings.source == "kafka"
+        else str(settings.landing_dir)
+    )
     print(
-        f"\nLakehouse:  {settings.lakehouse_root}\nLanding:    {settings.landing_dir}\n"
+        f"\nLakehouse:  {settings.lakehouse_root}\nStream in:  {source}\n"
         f"Logs:       {config.logs_dir}\nSpark:      {spark}\n"
         f"Dagster UI: http://{args.host}:{args.port}\n"
         "Press Ctrl-C to stop (the stream stops first, ingestion finishes its commit).\n",
@@ -277,6 +315,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="service: one shared Spark Connect server for all runs (default, "
         "FRESHNESS_SPARK_MODE); local: every run starts its own Spark",
     )
+    demo.add_argument(
+        "--source",
+        choices=["landing", "kafka"],
+        default=None,
+        help="landing: the stream goes through the landing folder; kafka: through Kafka "
+        "topics, on a local broker the demo starts unless FRESHNESS_KAFKA_BOOTSTRAP is set "
+        "(default FRESHNESS_SOURCE)",
+    )
     demo.set_defaults(func=cmd_demo)
 
     replay = sub.add_parser("replay", help="replay the stream into the landing area")
@@ -298,6 +344,9 @@ def build_parser() -> argparse.ArgumentParser:
     ingest.add_argument("--commit-interval", type=float, default=10.0)
     ingest.add_argument("--max-files", type=int, default=120, help="landed files per commit")
     ingest.add_argument("--once", action="store_true", help="one cycle, then exit")
+    ingest.add_argument(
+        "--max-messages", type=int, default=200_000, help="Kafka messages per commit and topic"
+    )
     ingest.set_defaults(func=cmd_ingest)
 
     experiment = sub.add_parser(
@@ -330,6 +379,12 @@ def build_parser() -> argparse.ArgumentParser:
     service.add_argument("--port", type=int, default=None, help="default 15002")
     service.set_defaults(func=cmd_spark_service)
 
+    broker = sub.add_parser(
+        "kafka-broker", help="run the local Kafka broker alone (127.0.0.1, KRaft, one node)"
+    )
+    broker.add_argument("--port", type=int, default=None, help="default 9092")
+    broker.set_defaults(func=cmd_kafka_broker)
+
     master = sub.add_parser("load-master", help="load the company master table")
     master.add_argument("--universe-size", type=int, default=DEFAULT_UNIVERSE_SIZE)
     master.set_defaults(func=cmd_load_master)
@@ -357,6 +412,10 @@ def _setting_flags(args: argparse.Namespace) -> dict[str, str | None]:
         flags["FRESHNESS_SPARK_MODE"] = args.spark
     if getattr(args, "func", None) is cmd_spark_service and args.port:
         flags["FRESHNESS_SPARK_SERVICE_PORT"] = str(args.port)
+    if getattr(args, "func", None) is cmd_kafka_broker and args.port:
+        flags["FRESHNESS_KAFKA_BROKER_PORT"] = str(args.port)
+    if getattr(args, "source", None):
+        flags["FRESHNESS_SOURCE"] = args.source
     return flags
 
 

@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from freshness_pipeline.hudi_metadata import META_PREFIX
+from freshness_pipeline.ingestion.streamer_checkpoint import STREAMER_CHECKPOINT_KEY
 
 
 @dataclass(frozen=True)
@@ -80,9 +81,18 @@ def write_options(
             "org.apache.hudi.keygen.NonpartitionedKeyGenerator"
         )
     for key, value in (commit_metadata or {}).items():
-        if not key.startswith(META_PREFIX):
-            raise ValueError(f"commit metadata key {key!r} must start with {META_PREFIX!r}")
+        if not key.startswith(META_PREFIX) and key != STREAMER_CHECKPOINT_KEY:
+            raise ValueError(
+                f"commit metadata key {key!r} must start with {META_PREFIX!r} or be "
+                f"{STREAMER_CHECKPOINT_KEY!r}"
+            )
         options[key] = str(value)
+    if STREAMER_CHECKPOINT_KEY in (commit_metadata or {}):
+        # Hudi's Spark writer copies into the commit's extra metadata only the options whose
+        # key starts with the prefix, and Streamer's key shares no prefix with ours: the
+        # empty prefix copies every option of this write (its Hudi config, a few KB) along
+        # with the checkpoint, in the same commit. Readers look up their own keys only.
+        options["hoodie.datasource.write.commitmeta.key.prefix"] = ""
     return options
 
 

@@ -63,6 +63,7 @@ def observe_table(hudi_meta: HudiMetadataResource, table: str) -> ObserveResult:
         metadata["watermark"] = iso(watermark, "milliseconds")
         metadata["watermark_us"] = watermark
         metadata["watermark_lag_s"] = round(time.time() - watermark / 1e6, 3)
+    metadata.update(kafka_lag_metadata(table))
     return ObserveResult(
         data_version=DataVersion(latest.instant if latest else "empty"), metadata=metadata
     )
@@ -79,6 +80,31 @@ def describe(table: str) -> str:
         f"the jobs' {table} (read by {', '.join(declared.read_by)}); written by someone "
         f"else. Arrival times: {declared.arrival_source}."
     )
+
+
+def kafka_lag_metadata(table: str) -> dict[str, object]:
+    """With the Kafka source, a raw table's consumer lag: messages in its topic after the
+    table's Streamer checkpoint (high watermark minus checkpoint, per partition and in
+    all), asked of the broker without Spark. An unreachable broker is reported, not raised."""
+    from freshness_pipeline.settings import STREAM_TABLE, load_settings
+
+    settings = load_settings()
+    streams = [s for s, t in STREAM_TABLE.items() if t == table]
+    if settings.source != "kafka" or not streams:
+        return {}
+    from freshness_pipeline.ingestion.kafka_ingest import consumer_lag
+
+    topic = settings.kafka.topics[streams[0]]
+    try:
+        lag = consumer_lag(settings, streams[0])
+    except Exception as exc:
+        return {"kafka_topic": topic, "kafka_lag_status": f"unavailable: {exc}"[:300]}
+    total = lag.pop("total")
+    return {
+        "kafka_topic": topic,
+        "kafka_consumer_lag": total,
+        "kafka_lag_by_partition": MetadataValue.json(lag),
+    }
 
 
 def raw_source(table: str) -> SourceAsset | AssetsDefinition:

@@ -11,6 +11,7 @@ and a test keeps the two equal.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,6 +31,10 @@ REJECTS_TABLE = "raw_rejects"
 STREAMS = ("price", "trade")  # landing sub-folder per stream
 STREAM_TABLE = {"price": "price_raw", "trade": "trade_raw"}
 SPARK_MODES = ("service", "local")
+SOURCES = ("landing", "kafka")  # where ingestion reads the stream and the replayer writes it
+# Kafka's own rule for topic names (kafka.common.internals.Topic): at most 249 of these.
+_TOPIC_NAME = re.compile(r"^[a-zA-Z0-9._-]{1,249}$")
+_HOST_PORT = re.compile(r"^[A-Za-z0-9.\-]+:(\d{1,5})$")
 
 
 class SettingsError(ValueError):
@@ -88,6 +93,28 @@ def _text(text: str) -> str:
     return text
 
 
+def _port(text: str) -> int:
+    number = int(text)
+    if not 1 <= number <= 65535:
+        raise ValueError("outside 1-65535")
+    return number
+
+
+def _bootstrap(text: str) -> str:
+    """host:port[,host:port...] as a Kafka client takes it."""
+    for server in text.split(","):
+        match = _HOST_PORT.match(server.strip())
+        if not match or not 1 <= int(match.group(1)) <= 65535:
+            raise ValueError(f"{server!r} is not host:port")
+    return ",".join(server.strip() for server in text.split(","))
+
+
+def _topic(text: str) -> str:
+    if not _TOPIC_NAME.match(text) or text in (".", ".."):
+        raise ValueError("a Kafka topic name has 1-249 of a-z A-Z 0-9 . _ -")
+    return text
+
+
 SETTINGS: tuple[Setting, ...] = (
     Setting("FRESHNESS_LAKEHOUSE", "<checkout>/.lakehouse/tables",
             "root of the Hudi tables", "a folder, file://..., or s3://bucket/prefix",
@@ -130,11 +157,55 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("FRESHNESS_INPUTS", None,
             "TOML file declaring input tables written by others (README: your own tables "
             "and topics); unset: both raw tables are ours", "a file", _folder),
+    Setting("FRESHNESS_SOURCE", "landing",
+            "where the stream enters: `landing` (JSON-lines files in FRESHNESS_LANDING) or "
+            "`kafka` (the topics below); the replayer writes there and ingestion reads there",
+            " or ".join(SOURCES), _choice(SOURCES)),
+    Setting("FRESHNESS_KAFKA_BOOTSTRAP", None,
+            "bootstrap servers of your own Kafka; unset: the demo starts a local broker on "
+            "FRESHNESS_KAFKA_BROKER_PORT and uses it", "host:port[,host:port...]", _bootstrap),
+    Setting("FRESHNESS_KAFKA_BROKER_PORT", "9092",
+            "port of the local Kafka broker (127.0.0.1) the demo starts", "a port number 1-65535",
+            _port),
+    Setting("FRESHNESS_KAFKA_JARS_DIR", "<checkout>/.cache/kafka",
+            "folder of the Kafka broker's jars (`make setup` fetches them)", "a folder", _folder),
+    Setting("FRESHNESS_KAFKA_PRICE_TOPIC", "prices", "topic of price-level updates (-> price_raw)",
+            "a Kafka topic name", _topic),
+    Setting("FRESHNESS_KAFKA_TRADE_TOPIC", "trades", "topic of trades (-> trade_raw)",
+            "a Kafka topic name", _topic),
+    Setting("FRESHNESS_KAFKA_PARTITIONS", "4",
+            "partitions of each topic the local broker creates (your own topics keep theirs)",
+            "an integer of at least 1", _int_at_least(1)),
+    Setting("FRESHNESS_KAFKA_GROUP", "freshness-ingest",
+            "client group id of ingestion; offsets are never committed to it (the Hudi commit "
+            "holds them)", "a group id", _text),
     Setting("FRESHNESS_FAULTS_DIR", None,
             "fault injection for tests and `make chaos` (`faults.py`); unset: off", "a folder",
             _folder),
 )  # fmt: skip
 _BY_ENV = {s.env: s for s in SETTINGS}
+
+
+@dataclass(frozen=True)
+class KafkaSettings:
+    """Where the Kafka source is: bootstrap servers (None: the local broker the demo starts
+    on `broker_port`), a topic per stream, and how the local broker creates them."""
+
+    bootstrap: str | None = None
+    broker_port: int = 9092
+    jars_dir: Path = PROJECT_ROOT / ".cache" / "kafka"
+    topics: Mapping[str, str] = field(
+        default_factory=lambda: {"price": "prices", "trade": "trades"}
+    )
+    partitions: int = 4
+    group: str = "freshness-ingest"
+
+    @property
+    def bootstrap_servers(self) -> str:
+        return self.bootstrap or f"127.0.0.1:{self.broker_port}"
+
+    def stream_of(self, topic: str) -> str:
+        return next(stream for stream, name in self.topics.items() if name == topic)
 
 
 @dataclass(frozen=True)
@@ -151,6 +222,8 @@ class Settings:
     spark_service_memory: str = "4g"
     scheduler: SchedulerSettings = field(default_factory=SchedulerSettings)
     faults_dir: Path | None = None  # fault injection (faults.py); None: off
+    source: str = "landing"  # "landing" folder or "kafka" topics
+    kafka: KafkaSettings = field(default_factory=KafkaSettings)
 
     def table_uri(self, table: str) -> str:
         """A table as Spark spells it (the lakehouse's spelling; see lakehouse.py)."""
@@ -201,6 +274,21 @@ def load_settings(
         lakehouse = lakehouse.with_inputs(load_inputs(values["FRESHNESS_INPUTS"], lakehouse))
     except InputsError as exc:
         raise SettingsError(f"FRESHNESS_INPUTS: {exc}") from exc
+    topics = {"price": values["FRESHNESS_KAFKA_PRICE_TOPIC"],
+              "trade": values["FRESHNESS_KAFKA_TRADE_TOPIC"]}  # fmt: skip
+    if topics["price"] == topics["trade"]:
+        raise SettingsError(
+            f"FRESHNESS_KAFKA_PRICE_TOPIC and FRESHNESS_KAFKA_TRADE_TOPIC are both "
+            f"{topics['price']!r}: expected two different topics (one per raw table)"
+        )
+    kafka = KafkaSettings(
+        bootstrap=values["FRESHNESS_KAFKA_BOOTSTRAP"] or None,
+        broker_port=values["FRESHNESS_KAFKA_BROKER_PORT"],
+        jars_dir=values["FRESHNESS_KAFKA_JARS_DIR"],
+        topics=topics,
+        partitions=values["FRESHNESS_KAFKA_PARTITIONS"],
+        group=values["FRESHNESS_KAFKA_GROUP"],
+    )
     return Settings(
         lakehouse=lakehouse,
         landing_dir=values["FRESHNESS_LANDING"],
@@ -212,6 +300,8 @@ def load_settings(
         spark_service_memory=values["FRESHNESS_SPARK_SERVICE_MEMORY"],
         scheduler=scheduler,
         faults_dir=values["FRESHNESS_FAULTS_DIR"],
+        source=values["FRESHNESS_SOURCE"],
+        kafka=kafka,
     )
 
 

@@ -1,5 +1,6 @@
-"""The running system as child processes: the shared Spark service, the stream replayer,
-ingestion and Dagster, started in that order and stopped in reverse.
+"""The running system as child processes: the shared Spark service, the Kafka broker (with
+`FRESHNESS_SOURCE=kafka`), the stream replayer, ingestion and Dagster, started in that
+order and stopped in reverse.
 
 `freshness demo` runs one stack until Ctrl-C; `freshness experiment` runs one per policy
 on a fresh lakehouse. Stopping is ordered so the lakehouse is left consistent: the stream
@@ -21,6 +22,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
+from freshness_pipeline.kafka_broker import KafkaBroker, KafkaBrokerConfig, broker_state_dir
 from freshness_pipeline.processes import stop_process_group
 from freshness_pipeline.settings import PROJECT_ROOT, child_environment, load_settings
 from freshness_pipeline.spark_service import SparkService, SparkServiceConfig
@@ -164,6 +166,7 @@ class Stack:
         self.dagster_home = home.resolve()
         self.env["DAGSTER_HOME"] = str(self.dagster_home)
         self.service: SparkService | None = None
+        self.broker: KafkaBroker | None = None  # the local Kafka broker, when we start one
         self.children: list[tuple[str, subprocess.Popen, float]] = []
         self.restarts: dict[str, int] = {}
         self._instance = None  # the supervisor's Dagster instance, opened on first use
@@ -181,6 +184,7 @@ class Stack:
         try:
             self._prepare_dagster_home()
             self._start_spark_service()
+            self._start_kafka_broker()
             self._load_master()
             self._start_children()
         except BaseException:
@@ -216,6 +220,32 @@ class Stack:
         log.info("starting the shared Spark service on %s", config.url)
         self.service = SparkService(config).start()
         self.env["FRESHNESS_SPARK_REMOTE"] = config.url
+
+    @property
+    def kafka_bootstrap(self) -> str | None:
+        settings = load_settings(self.env)
+        return settings.kafka.bootstrap_servers if settings.source == "kafka" else None
+
+    def _start_kafka_broker(self) -> None:
+        """With the Kafka source and no FRESHNESS_KAFKA_BOOTSTRAP, a local broker: before
+        the replayer and ingestion, stopped after them."""
+        settings = load_settings(self.env)
+        if settings.source != "kafka":
+            return
+        if settings.kafka.bootstrap:
+            from freshness_pipeline.kafka_broker import create_topics
+
+            log.info("using the Kafka cluster at %s", settings.kafka.bootstrap)
+            # Topics of your own Kafka are used as they are; missing ones are created.
+            create_topics(
+                settings.kafka.bootstrap,
+                dict.fromkeys(settings.kafka.topics.values(), settings.kafka.partitions),
+            )
+            return
+        config = KafkaBrokerConfig.from_settings(settings.kafka, broker_state_dir(settings))
+        log.info("starting the local Kafka broker on %s", config.bootstrap_servers)
+        self.broker = KafkaBroker(config).start()
+        self.env["FRESHNESS_KAFKA_BOOTSTRAP"] = config.bootstrap_servers
 
     def _cli(self, *args: str) -> list[str]:
         return [sys.executable, "-m", "freshness_pipeline.cli", *args]
@@ -319,12 +349,16 @@ class Stack:
         ]
         if self.service and self.service.process and self.service.process.poll() is not None:
             gone.append(("spark-service", self.service.process.returncode))
+        if self.broker and self.broker.process and self.broker.process.poll() is not None:
+            gone.append(("kafka-broker", self.broker.process.returncode))
         return gone
 
     def pids(self) -> dict[str, int]:
         pids = {name: proc.pid for name, proc, _ in self.children}
         if self.service and self.service.pid:
             pids["spark-service"] = self.service.pid
+        if self.broker and self.broker.pid:
+            pids["kafka-broker"] = self.broker.pid
         return pids
 
     # -- supervise ---------------------------------------------------------------------------
@@ -343,6 +377,14 @@ class Stack:
                 events.append(f"Spark service exited ({code}); restarted at {self.service.url}")
             except Exception as exc:  # tried again on the next pass
                 events.append(f"Spark service exited ({code}); restart failed: {exc}")
+        if self.broker and self.broker.process and self.broker.process.poll() is not None:
+            code = self.broker.process.returncode
+            try:
+                self.broker.start()  # same port and log dir: offsets and topics survive
+                self.restarts["kafka-broker"] = self.restarts.get("kafka-broker", 0) + 1
+                events.append(f"Kafka broker exited ({code}); restarted")
+            except Exception as exc:  # tried again on the next pass
+                events.append(f"Kafka broker exited ({code}); restart failed: {exc}")
         for index, (name, proc, timeout) in enumerate(self.children):
             if proc.poll() is None or name == "replay":
                 continue
@@ -402,6 +444,9 @@ class Stack:
                 # stops, or they fail on a stopped SparkContext.
                 self.drain_runs(drain_timeout_s)
                 kill_group(proc)
+        if self.broker:
+            log.info("stopping the Kafka broker")
+            self.broker.stop()
         if self.service:
             log.info("stopping the Spark service")
             self.service.stop()

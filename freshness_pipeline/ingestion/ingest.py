@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from freshness_pipeline.hudi_metadata import (
@@ -148,7 +148,7 @@ class Ingestor:
             self.reader.read_ahead(following, lambda: self.checkpoint(following)[0])
         if batch.rejects:
             self._write_rejects(batch.rejects)
-        self._write_raw(stream, batch, new_checkpoint, watermark)
+        self._write_raw(stream, batch, {CHECKPOINT_KEY: new_checkpoint}, watermark)
         if not self.config.keep_landed:
             remove_ingested(self.settings.landing_dir, stream, new_checkpoint)
         result = CommitResult(
@@ -163,14 +163,20 @@ class Ingestor:
         return result
 
     def _write_raw(
-        self, stream: str, batch: ValidatedBatch, checkpoint: int, watermark: int | None
+        self,
+        stream: str,
+        batch: ValidatedBatch,
+        checkpoint: Mapping[str, object],
+        watermark: int | None,
     ) -> None:
+        """Inserts `batch` into the stream's raw table in one commit whose extra metadata
+        holds `checkpoint` (the source's position after the batch) and the arrivals."""
         import pandas as pd
 
         table = STREAM_TABLE[stream]
         frame = pd.DataFrame(batch.rows, columns=list(batch.rows))
         arrivals = frame["arrival_ts"]
-        metadata: dict[str, object] = {CHECKPOINT_KEY: checkpoint}
+        metadata: dict[str, object] = dict(checkpoint)
         if len(frame):
             low, high = int(arrivals.min()), int(arrivals.max())
             metadata[ARRIVAL_MIN_KEY] = low
@@ -198,17 +204,26 @@ class Ingestor:
             {
                 "reject_id": [r.reject_id for r in rejects],
                 "stream": [r.stream for r in rejects],
-                "landing_file": [r.landing_file for r in rejects],
-                "line_no": [r.line_no for r in rejects],
+                # A Kafka message has no landing position: null there, its offset below.
+                "landing_file": [None if r.topic else r.landing_file for r in rejects],
+                "line_no": pd.Series(
+                    [None if r.topic else r.line_no for r in rejects], dtype=object
+                ),
                 "reason": [r.reason for r in rejects],
                 "detail": [r.detail for r in rejects],
                 "raw_line": [r.raw_line for r in rejects],
                 "landed_ts": pd.to_datetime([r.landed_us for r in rejects], unit="us", utc=True),
+                "kafka_topic": [r.topic for r in rejects],
+                "kafka_partition": pd.Series([r.partition for r in rejects], dtype=object),
+                "kafka_offset": pd.Series([r.offset for r in rejects], dtype=object),
             }
         )
+        # The Kafka columns were added after the landing ones (null for a landed line):
+        # adding nullable columns is a compatible Hudi schema change for an existing table.
         schema = (
             "reject_id string, stream string, landing_file string, line_no int, "
-            "reason string, detail string, raw_line string, landed_ts timestamp"
+            "reason string, detail string, raw_line string, landed_ts timestamp, "
+            "kafka_topic string, kafka_partition int, kafka_offset bigint"
         )
         df = self.spark.createDataFrame(frame, schema=schema)
         options = write_options(RAW_LAYOUTS[REJECTS_TABLE], "upsert")

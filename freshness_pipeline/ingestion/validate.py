@@ -56,11 +56,18 @@ class Reject:
     detail: str
     raw_line: str
     landed_us: int
+    # Where a Kafka message came from (None for a landed line).
+    topic: str | None = None
+    partition: int | None = None
+    offset: int | None = None
 
     @property
     def reject_id(self) -> str:
-        # The landing position identifies a record across retries, so re-ingesting the
-        # same file after a crash upserts the same reject instead of adding another.
+        # The landing position (or the Kafka topic, partition and offset) identifies a
+        # record across retries, so re-ingesting it after a crash upserts the same reject
+        # instead of adding another.
+        if self.topic is not None:
+            return f"{self.stream}:kafka:{self.topic}:{self.partition}:{self.offset}"
         return f"{self.stream}:{self.landing_file}:{self.line_no}"
 
 
@@ -86,10 +93,15 @@ def _reject_constant(name: str) -> float:
 
 
 def validate_record(
-    stream: str, raw_line: str, symbols: Set[str], landed_us: int | None = None
+    stream: str,
+    raw_line: str,
+    symbols: Set[str],
+    landed_us: int | None = None,
+    arrival_us: int | None = None,
 ) -> tuple[dict | None, str]:
     """Returns (record, "") when valid, else (None, "<reason>: <detail>") where reason is
-    one of REJECT_REASONS."""
+    one of REJECT_REASONS. With `arrival_us` (the Kafka source: the moment ingestion
+    accepted the record) that is the record's arrival_ts, whatever the message says."""
     try:
         record = json.loads(raw_line, parse_constant=_reject_constant)
     except ValueError as exc:
@@ -98,6 +110,8 @@ def validate_record(
         return None, f"bad_json: {getattr(exc, 'msg', exc)} at char {getattr(exc, 'pos', '?')}"
     if not isinstance(record, dict):
         return None, f"bad_json: expected an object, got {type(record).__name__}"
+    if arrival_us is not None:
+        record["arrival_ts"] = arrival_us
     for name, types in SCHEMAS[stream]:
         if name not in record or record[name] is None:
             return None, f"missing_field: {name}"

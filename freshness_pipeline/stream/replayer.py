@@ -1,9 +1,12 @@
-"""Replays the stream into the landing area at event-time pacing, stamping arrival_ts.
+"""Replays the stream into the landing area (or Kafka) at event-time pacing, stamping
+arrival_ts.
 
 Events are due at `start_wall + (event_ts - first_event_ts) / speedup`. Every flush
 interval the replayer takes the events that are due, stamps each with `arrival_ts`
-(UTC microseconds, the moment it is enqueued) and lands one file per stream.
-A share of events can be corrupted on purpose (seeded) to exercise quarantine.
+(UTC microseconds, the moment it is enqueued) and lands one file per stream, or produces
+each event to its stream's Kafka topic (stream/kafka_sink.py) with the stamp as the
+message timestamp. A share of events can be corrupted on purpose (seeded) to exercise
+quarantine; the same seed corrupts the same events whichever the sink.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -71,7 +74,7 @@ class VirtualClock:
 
 def land_instantly(
     batches: Iterator[EventBatch],
-    landing_dir: Path,
+    landing_dir: Path | RecordSink,
     seconds: float,
     clock: VirtualClock,
     malformed_rate: float = 0.0,
@@ -153,9 +156,40 @@ class Corruptor:
         return json.dumps(bad, separators=(",", ":"))
 
 
+class RecordSink(Protocol):
+    """Where the replayer puts one flush of a stream's events."""
+
+    def write(
+        self, stream: str, arrival_us: int, events: list[dict[str, Any]], corruptor: Corruptor
+    ) -> int:
+        """Writes `events` (serialized through `corruptor`); returns how many."""
+        ...
+
+    def close(self) -> None: ...
+
+
+class LandingSink:
+    """One landed JSON-lines file per stream and flush, each record with its arrival_ts."""
+
+    def __init__(self, landing_dir: Path) -> None:
+        self.landing_dir = landing_dir
+        self.seqs = {stream: next_seq(landing_dir, stream) for stream in STREAMS}
+
+    def write(
+        self, stream: str, arrival_us: int, events: list[dict[str, Any]], corruptor: Corruptor
+    ) -> int:
+        lines = [corruptor.serialize({**event, "arrival_ts": arrival_us}) for event in events]
+        write_landed(self.landing_dir, stream, self.seqs[stream], arrival_us, lines)
+        self.seqs[stream] += 1
+        return len(lines)
+
+    def close(self) -> None:
+        pass
+
+
 def replay(
     batches: Iterator[EventBatch],
-    landing_dir: Path,
+    landing_dir: Path | RecordSink,
     config: ReplayConfig,
     *,
     clock: Callable[[], float] = time.time,
@@ -167,7 +201,7 @@ def replay(
     Returns the number of records landed per stream.
     """
     corruptor = Corruptor(config.malformed_rate, config.malformed_seed)
-    seqs = {stream: next_seq(landing_dir, stream) for stream in STREAMS}
+    sink = LandingSink(landing_dir) if isinstance(landing_dir, Path) else landing_dir
     landed = dict.fromkeys(STREAMS, 0)
     pending: dict[str, list[dict[str, Any]]] = {s: [] for s in STREAMS}
     start_wall = clock()
@@ -183,7 +217,7 @@ def replay(
         due_wall = start_wall + (elapsed_event_s + 1) / config.speedup
         while (now := clock()) < due_wall:
             if now >= next_flush:
-                _flush(pending, landing_dir, seqs, landed, corruptor, clock)
+                _flush(pending, sink, landed, corruptor, clock)
                 next_flush = now + config.flush_interval_s
             sleep(max(0.0, min(next_flush, due_wall) - now))
             if should_stop():
@@ -191,21 +225,25 @@ def replay(
         pending["price"].extend(batch.prices)
         pending["trade"].extend(batch.trades)
         if clock() >= next_flush:
-            _flush(pending, landing_dir, seqs, landed, corruptor, clock)
+            _flush(pending, sink, landed, corruptor, clock)
             next_flush = clock() + config.flush_interval_s
         if should_stop():
             break
-    _flush(pending, landing_dir, seqs, landed, corruptor, clock)
+    _flush(pending, sink, landed, corruptor, clock)
+    sink.close()
     return landed
 
 
-def _flush(pending, landing_dir, seqs, landed, corruptor, clock) -> None:
+def _flush(
+    pending: dict[str, list[dict[str, Any]]],
+    sink: RecordSink,
+    landed: dict[str, int],
+    corruptor: Corruptor,
+    clock: Callable[[], float],
+) -> None:
     arrival_us = int(clock() * 1_000_000)
     for stream, events in pending.items():
         if not events:
             continue
-        lines = [corruptor.serialize({**event, "arrival_ts": arrival_us}) for event in events]
-        write_landed(landing_dir, stream, seqs[stream], arrival_us, lines)
-        seqs[stream] += 1
-        landed[stream] += len(lines)
+        landed[stream] += sink.write(stream, arrival_us, events, corruptor)
         events.clear()
