@@ -54,6 +54,7 @@ FAULT_KINDS = (
     "kill_in_commit",
 )
 IN_COMMIT_WAIT_S = 20.0  # how long kill_in_commit watches for an inflight commit per try
+LIVE_INFLIGHT_S = 15.0  # an inflight commit younger than this is taken to be in progress
 
 
 @dataclass(frozen=True)
@@ -189,7 +190,9 @@ class Injector:
 
 
 def _inflight_commit(lakehouse: Lakehouse) -> tuple[str, str] | None:
-    """(job, instant) of a job commit that is inflight right now, if any."""
+    """(job, instant) of a job commit that is inflight right now, if any. Timeline layout 2
+    names an inflight commit `<instant>.inflight` (other actions `<instant>.<action>.inflight`)
+    and a completed one `<instant>_<completion>.commit`."""
     for job in JOBS:
         timeline = lakehouse.table(job).local_path() / ".hoodie" / "timeline"
         try:
@@ -198,8 +201,17 @@ def _inflight_commit(lakehouse: Lakehouse) -> tuple[str, str] | None:
             continue
         done = {n.split("_", 1)[0] for n in names if n.endswith(".commit") and "_" in n}
         for name in names:
-            if name.endswith(".commit.inflight") and name.split(".", 1)[0] not in done:
-                return job, name.split(".", 1)[0]
+            if name.endswith((".commit.inflight", ".inflight")) and name.count(".") <= 2:
+                instant = name.split(".", 1)[0]
+                if instant.isdigit() and instant not in done and ".rollback." not in name:
+                    # A failed write's inflight stays until it is rolled back (lazily);
+                    # only one begun in the last seconds is a commit in progress.
+                    try:
+                        age_s = time.time() - os.stat(timeline / name).st_mtime
+                    except FileNotFoundError:
+                        continue  # completed meanwhile
+                    if age_s < LIVE_INFLIGHT_S:
+                        return job, instant
     return None
 
 
