@@ -186,9 +186,10 @@ class FooterRange(NamedTuple):
     high: int | None
 
 
-def footer_arrival_range(uri: str, column: str = ARRIVAL_COLUMN) -> FooterRange:
-    """Min and max of a timestamp `column` (epoch microseconds) from a Parquet footer only."""
-    cache_key = f"{column}@{uri}"
+def footer_arrival_range(uri: str | Location, column: str = ARRIVAL_COLUMN) -> FooterRange:
+    """Min and max of a timestamp `column` (epoch microseconds) from a Parquet footer only.
+    An S3 file is a Location (it carries the store's storage options)."""
+    cache_key = f"{column}@{uri.spark if isinstance(uri, Location) else uri}"
     cached = FOOTER_CACHE.get(cache_key)
     if cached is not None:
         return cached
@@ -442,12 +443,16 @@ class HudiTableMetadata:
     def file_uri(self, relative_path: str) -> str:
         return self.location.spark_file(relative_path)
 
+    def file_location(self, relative_path: str) -> Location:
+        """A file of this table for pyarrow readers (with the table's storage options)."""
+        return self.location.child(relative_path)
+
     def row_count(self) -> int:
         """Rows in the latest snapshot, from Parquet footers (no data scan)."""
         total = 0
         for fs in self.latest_file_slices():
-            handle_fs, path = _filesystem(self.file_uri(fs.path))
-            with handle_fs.open_input_file(path) as handle:
+            path = self.file_location(fs.path).path
+            with self._fs.open_input_file(path) as handle:
                 total += pq.ParquetFile(handle).metadata.num_rows
         return total
 
@@ -513,13 +518,14 @@ class HudiTableMetadata:
         for fs in candidates:
             found = ranges.get((fs.partition, fs.file_id))
             uri = self.file_uri(fs.path)
+            file = self.file_location(fs.path)
             if found is None and archive_may_be_pending:
-                low, high = footer_arrival_range(uri)
+                low, high = footer_arrival_range(file)
                 if high is not None and high > floor:
                     found = (max(low if low is not None else floor + 1, floor + 1), high, ())
             if found is None:
                 continue
-            footer = footer_arrival_range(uri) if with_footer else (None, None)
+            footer = footer_arrival_range(file) if with_footer else (None, None)
             pending.append(PendingFile(fs, uri, found[0], found[1], found[2], *footer))
         return pending
 

@@ -130,14 +130,16 @@ class ObjectStoreServer:
     def _properties(self) -> str:
         config = self.config
         # jclouds.* is the backend (a folder); s3proxy.* what clients see: SigV2 or V4
-        # signatures with this one key pair, on 127.0.0.1 only.
+        # signatures with this one key pair, on 127.0.0.1 only. jclouds' `filesystem`
+        # backend, not s3proxy's `filesystem-nio2`: nio2 answers HEAD of a folder as an
+        # object, so s3a's mkdirs of a Hudi table path failed ("since it is a file").
         return "\n".join(
             [
                 f"s3proxy.endpoint={self.endpoint}",
                 "s3proxy.authorization=aws-v2-or-v4",
                 f"s3proxy.identity={config.access_key}",
                 f"s3proxy.credential={config.secret_key}",
-                "jclouds.provider=filesystem-nio2",
+                "jclouds.provider=filesystem",
                 f"jclouds.filesystem.basedir={config.data_dir}",
                 f"jclouds.identity={config.access_key}",
                 f"jclouds.credential={config.secret_key}",

@@ -18,9 +18,10 @@ class HudiMetadataResource(ConfigurableResource):
     )
 
     def lakehouse(self) -> Lakehouse:
+        settings = load_settings()
         if self.lakehouse_root:
-            return Lakehouse.parse(self.lakehouse_root)
-        return load_settings().lakehouse
+            return settings.lakehouse_at(self.lakehouse_root)
+        return settings.lakehouse
 
     def table_uri(self, table: str) -> str:
         return self.lakehouse().table_uri(table)

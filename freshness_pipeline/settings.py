@@ -218,11 +218,16 @@ class S3Settings:
     def spark_conf(self) -> dict[str, str]:
         """`spark.hadoop.fs.s3a.*` for Spark's s3a file system; no secrets (Spark logs its
         configuration): the keys reach the JVM through its environment (the AWS chain) or,
-        for a process's own driver, its Hadoop configuration (spark.apply_s3_credentials)."""
+        for a process's own driver, its Hadoop configuration (spark.apply_lakehouse_conf)."""
         conf = {
             "spark.hadoop.fs.s3a.impl": "org.apache.hadoop.fs.s3a.S3AFileSystem",
             "spark.hadoop.fs.s3a.path.style.access": str(self.path_style).lower(),
             "spark.hadoop.fs.s3a.endpoint.region": self.region,
+            # Keep directory markers: by default s3a deletes every parent marker after each
+            # write (one bulk delete per file), which costs a request per file on AWS and
+            # which folder-backed stores (s3proxy) refuse for a non-empty folder, so s3a
+            # retried it for minutes per write. Hudi never relies on markers.
+            "spark.hadoop.fs.s3a.directory.marker.retention": "keep",
             # Keys set in the Hadoop configuration first, then the standard AWS chain
             # (environment, system properties, profile, container and instance roles).
             "spark.hadoop.fs.s3a.aws.credentials.provider": ",".join(
@@ -259,6 +264,17 @@ class Settings:
     def table_uri(self, table: str) -> str:
         """A table as Spark spells it (the lakehouse's spelling; see lakehouse.py)."""
         return self.lakehouse.table_uri(table)
+
+    def lakehouse_at(self, uri: str) -> Lakehouse:
+        """Another lakehouse root reached like this one (the same store, keys and lock
+        folder), e.g. a resource's `lakehouse_root`."""
+        lakehouse = Lakehouse.parse(uri)
+        if lakehouse.root.is_local:
+            return lakehouse
+        return Lakehouse(
+            lakehouse.root.with_storage_options(self.s3.storage_options()),
+            self.lakehouse.lock_dir or str(PROJECT_ROOT / ".lakehouse" / "locks"),
+        )
 
     def table_path(self, table: str) -> Path:
         """Local path of a table (a local lakehouse only)."""

@@ -13,7 +13,6 @@ from dagster import ConfigurableResource
 from dagster_pyspark.resources import spark_session_from_config
 from pydantic import Field, PrivateAttr
 
-from freshness_pipeline.lakehouse import Lakehouse
 from freshness_pipeline.settings import Settings, load_settings
 
 if TYPE_CHECKING:
@@ -86,18 +85,26 @@ def lakehouse_spark_conf(settings: Settings) -> dict[str, str]:
     return {} if settings.is_local else settings.s3.spark_conf()
 
 
-def apply_s3_credentials(session: SparkSession, settings: Settings) -> None:
-    """Puts explicit S3 keys into the Hadoop configuration of this process's own driver,
-    for the lakehouse's bucket only (s3a's per-bucket keys), where s3a's first credential
-    provider reads them: the JVM may have started before they were set in the environment,
-    and Spark's configuration (which it logs) never holds them."""
-    s3 = settings.s3
-    if settings.is_local or not s3.access_key_id:
+def apply_lakehouse_conf(session: SparkSession, settings: Settings) -> None:
+    """Points this process's own driver at an S3 lakehouse at run time: the s3a settings
+    and explicit keys go into its Hadoop configuration for the lakehouse's bucket only
+    (s3a's per-bucket keys), so a session started before (getOrCreate, the tests' shared
+    session) reaches it too, and the keys, read there by s3a's first credential provider,
+    never enter Spark's configuration, which Spark logs. Needs the s3a jars on the
+    classpath (hudi_jars with an S3 lakehouse, or s3a_jars)."""
+    if settings.is_local:
         return
     bucket = settings.lakehouse.root.path.split("/", 1)[0]
     hadoop = session.sparkContext._jsc.hadoopConfiguration()
-    hadoop.set(f"fs.s3a.bucket.{bucket}.access.key", s3.access_key_id)
-    hadoop.set(f"fs.s3a.bucket.{bucket}.secret.key", s3.secret_access_key or "")
+    for key, value in settings.s3.spark_conf().items():
+        name = key.removeprefix("spark.hadoop.")
+        if name != "fs.s3a.impl":
+            name = name.replace("fs.s3a.", f"fs.s3a.bucket.{bucket}.", 1)
+        hadoop.set(name, value)
+    s3 = settings.s3
+    if s3.access_key_id:
+        hadoop.set(f"fs.s3a.bucket.{bucket}.access.key", s3.access_key_id)
+        hadoop.set(f"fs.s3a.bucket.{bucket}.secret.key", s3.secret_access_key or "")
     if s3.session_token:
         hadoop.set(f"fs.s3a.bucket.{bucket}.session.token", s3.session_token)
 
@@ -175,7 +182,7 @@ def build_spark_session(
     )
     session = spark_session_from_config(conf)
     session.sparkContext.setLogLevel("ERROR")
-    apply_s3_credentials(session, settings)
+    apply_lakehouse_conf(session, settings)
     return session
 
 
@@ -219,5 +226,5 @@ class HudiSparkResource(ConfigurableResource):
 
     def table_uri(self, table: str) -> str:
         if self.lakehouse_root:
-            return Lakehouse.parse(self.lakehouse_root).table_uri(table)
+            return load_settings().lakehouse_at(self.lakehouse_root).table_uri(table)
         return load_settings().table_uri(table)
