@@ -128,3 +128,40 @@ def test_stale_plan_is_refused_on_s3(spark, s3_lakehouse):
         runner.run(spec, second)
     assert feeder.meta(spec.name).watermark_us() == watermark
     assert len(feeder.meta(spec.name).commits()) == commits  # nothing committed
+
+
+def test_a_run_through_the_spark_service_writes_to_s3(spark, store, s3_lakehouse, tmp_path):
+    """The shared Spark service started with an S3 lakehouse's settings (s3a jars and
+    configuration on its command line, keys only in its environment) runs a job."""
+    from freshness_pipeline.spark import build_spark_session
+    from freshness_pipeline.spark_service import SparkService, SparkServiceConfig, free_port
+
+    settings = s3_lakehouse
+    feeder = StreamFeeder(spark, settings, seed=23)  # ingestion: its own driver, as in the demo
+    feeder.land(2)
+    feeder.ingest()
+    config = SparkServiceConfig(
+        jars_dir=settings.jars_dir,
+        state_dir=tmp_path / "service",
+        port=free_port(),
+        driver_memory="2g",
+        settings=settings,
+    )
+    spec = JOBS["trade_aggr"]
+    with SparkService(config) as service:
+        remote = build_spark_session(remote=service.url, app_name="s3_service_test")
+        try:
+            resolved = resolve_run(spec, [], None, feeder.meta)
+            JobRunner(remote, settings.lakehouse).run(spec, resolved)
+        finally:
+            remote.stop()
+    assert feeder.meta(spec.name).watermark_us() == resolved.cutoff_us
+    expected = batch_recompute(spark, settings.table_uri, tmp_path / "oracle")
+    missing, extra, examples = differences(
+        spark, expected[spec.name], settings.table_uri(spec.name)
+    )
+    assert (missing, extra) == (0, 0), f"trade_aggr differs: {examples}"
+    assert (
+        settings.s3.secret_access_key
+        not in (tmp_path / "service" / "spark-service.log").read_text()
+    )
