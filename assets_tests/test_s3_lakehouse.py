@@ -165,3 +165,20 @@ def test_a_run_through_the_spark_service_writes_to_s3(spark, store, s3_lakehouse
         settings.s3.secret_access_key
         not in (tmp_path / "service" / "spark-service.log").read_text()
     )
+
+
+def test_raw_source_observation_reads_s3_and_keeps_keys_out(spark, store, s3_lakehouse):
+    """The raw tables' observation (commit, rows from footers, watermark) on S3; no key
+    in the metadata Dagster records."""
+    from freshness_pipeline.raw_sources import observe_table
+
+    settings = s3_lakehouse
+    feeder = StreamFeeder(spark, settings, seed=24)
+    feeder.land(1)
+    feeder.ingest()
+    observed = observe_table(HudiMetadataResource(), "trade_raw")
+    rows = spark.read.format("hudi").load(settings.table_uri("trade_raw")).count()
+    assert observed.metadata["dagster/row_count"] == rows > 0
+    assert observed.metadata["watermark_us"] == feeder.meta("trade_raw").watermark_us()
+    shown = str(observed.metadata)
+    assert store.config.secret_key not in shown and store.config.access_key not in shown
