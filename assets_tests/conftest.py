@@ -22,9 +22,15 @@ def lakehouse(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Settings:
 
 @pytest.fixture(scope="session")
 def spark() -> Iterator[object]:
-    from freshness_pipeline.spark import build_spark_session
+    from freshness_pipeline.spark import build_spark_session, hudi_jars, s3a_jars
 
-    session = build_spark_session(master="local[2]", app_name="assets_tests")
+    # With s3a's jars whatever the lakehouse: the S3 lakehouse tests point this session at
+    # their object store at run time (spark.apply_lakehouse_conf).
+    jars_dir = load_settings().jars_dir
+    jars = ",".join(str(j) for j in [*hudi_jars(jars_dir), *s3a_jars(jars_dir)])
+    session = build_spark_session(
+        master="local[2]", app_name="assets_tests", extra={"spark.jars": jars}
+    )
     yield session
     session.stop()
 

@@ -91,7 +91,7 @@ def _drain(lakehouse_settings, spark, instance, sources_seen: dict[str, set[str]
     """Sensor ticks, each launched plan run by the runner, until a tick launches nothing."""
     hudi_meta = HudiMetadataResource()
     lake = lakehouse_settings.lakehouse
-    runner = JobRunner(spark, lakehouse_settings.table_uri, lake.metadata)
+    runner = JobRunner(spark, lake)
     runs = 0
     for _ in range(40):
         now_us = int(time.time() * 1_000_000)

@@ -227,7 +227,7 @@ def build_asset(spec: JobSpec) -> AssetsDefinition:
                 )
             for table in resolved.replanned_tables:
                 context.log.warning(f"a selected file group of {table} was replaced; re-planned")
-            runner = JobRunner(spark.spark_session, hudi_meta.table_uri, hudi_meta.table)
+            runner = JobRunner(spark.spark_session, hudi_meta.lakehouse())
             resolved, report, lost = run_until_committed(
                 context, spec, config, resolved, runner, hudi_meta.table
             )

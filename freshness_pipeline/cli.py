@@ -16,6 +16,7 @@ import sys
 import time
 from pathlib import Path
 
+from freshness_pipeline.object_store import ObjectStoreError
 from freshness_pipeline.settings import PROJECT_ROOT, SettingsError, load_settings
 from freshness_pipeline.stack import INGEST_READY, StopFlag
 from freshness_pipeline.stream.universe import DEFAULT_UNIVERSE_SIZE
@@ -38,8 +39,10 @@ def _stream_config(args: argparse.Namespace):
 
 def cmd_load_master(args: argparse.Namespace) -> int:
     from freshness_pipeline.ingestion.master import load_company_master
+    from freshness_pipeline.object_store import check_object_store
     from freshness_pipeline.spark import build_spark_session
 
+    check_object_store(args.settings)  # a bad S3 lakehouse fails here, before Spark starts
     spark = build_spark_session(app_name="load_master")
     loaded = load_company_master(spark, args.settings, args.universe_size)
     print("company_master loaded" if loaded else "company_master already up to date")
@@ -91,6 +94,9 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     config = IngestConfig(
         commit_interval_s=args.commit_interval, max_files_per_commit=args.max_files
     )
+    from freshness_pipeline.object_store import check_object_store
+
+    check_object_store(args.settings)  # a bad S3 lakehouse fails here, before Spark starts
     # Always its own Spark driver, never the shared service (see stack.py for why).
     spark = build_spark_session(app_name="ingestion", remote="")
     # After Spark: PySpark's own SIGINT handler cancels running jobs; ours lets the
@@ -402,7 +408,10 @@ def main(argv: list[str] | None = None) -> int:
         args.settings = load_settings(overrides=_setting_flags(args))
     except SettingsError as exc:
         parser.error(str(exc))
-    return int(args.func(args) or 0)
+    try:
+        return int(args.func(args) or 0)
+    except ObjectStoreError as exc:  # the preflight's one clear error, without a traceback
+        parser.exit(2, f"freshness: {exc}\n")
 
 
 def _setting_flags(args: argparse.Namespace) -> dict[str, str | None]:

@@ -253,9 +253,10 @@ class FooterRange(NamedTuple):
     high: int | None
 
 
-def footer_arrival_range(uri: str, column: str = ARRIVAL_COLUMN) -> FooterRange:
-    """Min and max of a timestamp `column` (epoch microseconds) from a Parquet footer only."""
-    cache_key = f"{column}@{uri}"
+def footer_arrival_range(uri: str | Location, column: str = ARRIVAL_COLUMN) -> FooterRange:
+    """Min and max of a timestamp `column` (epoch microseconds) from a Parquet footer only.
+    An S3 file is a Location (it carries the store's storage options)."""
+    cache_key = f"{column}@{uri.spark if isinstance(uri, Location) else uri}"
     cached = FOOTER_CACHE.get(cache_key)
     if cached is not None:
         return cached
@@ -482,7 +483,8 @@ class HudiTableMetadata:
         base_files = [w for w in commit.written if not w.is_log]
         if base_files and len(base_files) == len(commit.written):
             ranges = [
-                footer_arrival_range(self.file_uri(w.path), self.arrival_column) for w in base_files
+                footer_arrival_range(self.file_location(w.path), self.arrival_column)
+                for w in base_files
             ]
             lows = [r.low for r in ranges if r.low is not None]
             highs = [r.high for r in ranges if r.high is not None]
@@ -594,12 +596,16 @@ class HudiTableMetadata:
     def file_uri(self, relative_path: str) -> str:
         return self.location.spark_file(relative_path)
 
+    def file_location(self, relative_path: str) -> Location:
+        """A file of this table for pyarrow readers (with the table's storage options)."""
+        return self.location.child(relative_path)
+
     def row_count(self) -> int:
         """Rows in the latest snapshot, from Parquet footers (no data scan)."""
         total = 0
         for fs in self.latest_file_slices():
-            handle_fs, path = _filesystem(self.file_uri(fs.path))
-            with handle_fs.open_input_file(path) as handle:
+            path = self.file_location(fs.path).path
+            with self._fs.open_input_file(path) as handle:
                 total += pq.ParquetFile(handle).metadata.num_rows
         return total
 
@@ -674,12 +680,13 @@ class HudiTableMetadata:
         for fs in candidates:
             found = ranges.get((fs.partition, fs.file_id))
             uri = self.file_uri(fs.path)
+            file = self.file_location(fs.path)
             if found is None and archive_may_be_pending:
-                found = self._archived_range(fs, uri, floor, commits)
+                found = self._archived_range(fs, file, floor, commits)
             if found is None:
                 continue
             footer = (
-                footer_arrival_range(uri, self.arrival_column)
+                footer_arrival_range(file, self.arrival_column)
                 if with_footer and self.arrival_column and fs.path
                 else (None, None)
             )
@@ -688,7 +695,7 @@ class HudiTableMetadata:
         return pending
 
     def _archived_range(
-        self, fs: FileSlice, uri: str, floor: int, commits: list[Commit]
+        self, fs: FileSlice, uri: str | Location, floor: int, commits: list[Commit]
     ) -> tuple[int, int, tuple[str, ...], frozenset[str]] | None:
         """The pending range of a group only archived commits wrote (older than every
         active commit): its footer range of the arrival column, or, with none declared,

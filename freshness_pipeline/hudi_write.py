@@ -105,9 +105,14 @@ STALE_PLAN_STRATEGY = "io.freshness.hudi.WatermarkConflictResolutionStrategy"
 STALE_PLAN_MARKER = "STALE_PLAN"
 
 
-def guarded_writer_options() -> dict[str, str]:
-    """Optimistic concurrency with a lock provider, for every writer of a derived table."""
-    return {
+def guarded_writer_options(lock_path: str | None = None) -> dict[str, str]:
+    """Optimistic concurrency with a lock provider, for every writer of a derived table.
+
+    The provider takes the lock by creating a file, which must be atomic on its file
+    system: Hudi refuses s3a for it. `lock_path` (lakehouse.Lakehouse.lock_path: one folder
+    per table, on a file system every writer shares) moves the lock file off the table;
+    None keeps it in the table's own `.hoodie` folder (a local lakehouse)."""
+    options = {
         "hoodie.write.concurrency.mode": "optimistic_concurrency_control",
         "hoodie.write.lock.provider": (
             "org.apache.hudi.client.transaction.lock.FileSystemBasedLockProvider"
@@ -120,3 +125,9 @@ def guarded_writer_options() -> dict[str, str]:
         # once its heartbeat has expired, not by the next writer (which may be concurrent).
         "hoodie.clean.failed.writes.policy": "LAZY",
     }
+    if lock_path is not None:
+        # the scheme is explicit: a bare path would resolve against a cluster's fs.defaultFS
+        options["hoodie.write.lock.filesystem.path"] = (
+            lock_path if "://" in lock_path else f"file://{lock_path}"
+        )
+    return options

@@ -72,8 +72,11 @@ def default_inputs(lakehouse: Lakehouse) -> dict[str, DeclaredInput]:
     }
 
 
-def load_inputs(path: Path | None, lakehouse: Lakehouse) -> dict[str, DeclaredInput]:
-    """The declaration in `path` over the defaults (a table not declared stays ours)."""
+def load_inputs(
+    path: Path | None, lakehouse: Lakehouse, s3_options: Mapping[str, str] | None = None
+) -> dict[str, DeclaredInput]:
+    """The declaration in `path` over the defaults (a table not declared stays ours);
+    `s3_options` reach a declared `s3://` table (endpoint, keys: settings.S3Settings)."""
     declared = default_inputs(lakehouse)
     if path is None:
         return declared
@@ -90,11 +93,13 @@ def load_inputs(path: Path | None, lakehouse: Lakehouse) -> dict[str, DeclaredIn
             f"{path}: expected only [inputs.<table>] sections, found {sorted(document)}"
         )
     for name, entry in tables.items():
-        declared[name] = _parse_entry(path, name, entry, lakehouse)
+        declared[name] = _parse_entry(path, name, entry, s3_options or {})
     return declared
 
 
-def _parse_entry(path: Path, name: str, entry: object, lakehouse: Lakehouse) -> DeclaredInput:
+def _parse_entry(
+    path: Path, name: str, entry: object, s3_options: Mapping[str, str]
+) -> DeclaredInput:
     where = f"{path} [inputs.{name}]"
     if name not in RAW_INPUTS:
         raise InputsError(
@@ -110,7 +115,9 @@ def _parse_entry(path: Path, name: str, entry: object, lakehouse: Lakehouse) -> 
     if not isinstance(uri, str) or not uri:
         raise InputsError(f"{where}: `uri` is required (a folder, file://... or s3://...)")
     try:
-        location = Location.parse(uri, lakehouse.root.storage_options)
+        location = Location.parse(uri)
+        if not location.is_local:
+            location = location.with_storage_options(s3_options)
     except LocationError as exc:
         raise InputsError(f"{where}: {exc}") from exc
     column = entry.get("arrival_column")

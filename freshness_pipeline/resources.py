@@ -20,7 +20,7 @@ class HudiMetadataResource(ConfigurableResource):
     def lakehouse(self) -> Lakehouse:
         settings = load_settings()
         if self.lakehouse_root:
-            return Lakehouse.parse(self.lakehouse_root).with_inputs(settings.lakehouse.inputs)
+            return settings.lakehouse_at(self.lakehouse_root).with_inputs(settings.lakehouse.inputs)
         return settings.lakehouse
 
     def table_uri(self, table: str) -> str:

@@ -16,6 +16,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from freshness_pipeline.cost_model import COST_MODES
 from freshness_pipeline.inputs import InputsError, load_inputs
@@ -52,6 +53,7 @@ class Setting:
     meaning: str
     accepted: str
     parse: Callable[[str], Any]
+    secret: bool = False  # its value never appears in an error, a log or a repr
 
     def value(self, text: str | None) -> Any:
         if text is None or text == "":
@@ -61,6 +63,10 @@ class Setting:
         try:
             return self.parse(text)
         except (ValueError, LocationError) as exc:
+            if self.secret:
+                raise SettingsError(
+                    f"{self.env} is not accepted: expected {self.accepted}"
+                ) from exc
             raise SettingsError(
                 f"{self.env}={text!r} is not accepted: expected {self.accepted} ({exc})"
             ) from exc
@@ -113,6 +119,22 @@ def _topic(text: str) -> str:
     if not _TOPIC_NAME.match(text) or text in (".", ".."):
         raise ValueError("a Kafka topic name has 1-249 of a-z A-Z 0-9 . _ -")
     return text
+
+
+def _endpoint(text: str) -> str:
+    parts = urlsplit(text)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError("not an http:// or https:// URL with a host")
+    if parts.path not in ("", "/") or parts.query:
+        raise ValueError("an endpoint has no path")
+    return text.rstrip("/")
+
+
+def _bool(text: str) -> bool:
+    lowered = text.strip().lower()
+    if lowered not in ("true", "false", "1", "0", "yes", "no"):
+        raise ValueError("not true or false")
+    return lowered in ("true", "1", "yes")
 
 
 SETTINGS: tuple[Setting, ...] = (
@@ -179,6 +201,26 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("FRESHNESS_KAFKA_GROUP", "freshness-ingest",
             "client group id of ingestion; offsets are never committed to it (the Hudi commit "
             "holds them)", "a group id", _text),
+    Setting("FRESHNESS_S3_ENDPOINT", None,
+            "S3 API endpoint of an `s3://` lakehouse (unset: AWS S3 in the region)",
+            "http://host:port or https://host", _endpoint),
+    Setting("FRESHNESS_S3_REGION", "us-east-1", "region of an `s3://` lakehouse's bucket",
+            "an AWS region name", _text),
+    Setting("FRESHNESS_S3_PATH_STYLE", "false",
+            "path-style requests (`endpoint/bucket/key`), as most S3-compatible stores want",
+            "true or false", _bool),
+    Setting("AWS_ACCESS_KEY_ID", None,
+            "access key of an `s3://` lakehouse (unset: the standard AWS chain: profile, "
+            "role); never written to logs, run config, tags or metadata", "a key id", _text,
+            secret=True),
+    Setting("AWS_SECRET_ACCESS_KEY", None, "its secret key (never printed)", "a secret key",
+            _text, secret=True),
+    Setting("AWS_SESSION_TOKEN", None, "session token of temporary credentials (optional)",
+            "a token", _text, secret=True),
+    Setting("FRESHNESS_LOCK_DIR", None,
+            "folder of the writers' table locks, shared by every writer (unset: each table's "
+            "`.hoodie` for a local lakehouse, `<checkout>/.lakehouse/locks` for `s3://`)",
+            "a folder every writer's driver sees", _folder),
     Setting("FRESHNESS_FAULTS_DIR", None,
             "fault injection for tests and `make chaos` (`faults.py`); unset: off", "a folder",
             _folder),
@@ -209,6 +251,76 @@ class KafkaSettings:
 
 
 @dataclass(frozen=True)
+class S3Settings:
+    """How to reach an `s3://` lakehouse. The keys are None when the standard AWS chain
+    (profile, instance or pod role) provides them; they never appear in a repr."""
+
+    endpoint: str | None = None
+    region: str = "us-east-1"
+    path_style: bool = False
+    access_key_id: str | None = field(default=None, repr=False)
+    secret_access_key: str | None = field(default=None, repr=False)
+    session_token: str | None = field(default=None, repr=False)
+
+    def storage_options(self) -> dict[str, str]:
+        """For hudi-rs (object_store keys) and pyarrow (lakehouse.Location.filesystem)."""
+        options = {"aws_region": self.region}
+        if self.endpoint:
+            options["aws_endpoint_url"] = self.endpoint
+            options["aws_allow_http"] = str(self.endpoint.startswith("http://")).lower()
+        options["aws_virtual_hosted_style_request"] = str(not self.path_style).lower()
+        for key, value in (
+            ("aws_access_key_id", self.access_key_id),
+            ("aws_secret_access_key", self.secret_access_key),
+            ("aws_session_token", self.session_token),
+        ):
+            if value:
+                options[key] = value
+        return options
+
+    def credential_env(self) -> dict[str, str]:
+        """The keys as the standard AWS chain's environment variables (for a child JVM)."""
+        env = {}
+        for name, value in (
+            ("AWS_ACCESS_KEY_ID", self.access_key_id),
+            ("AWS_SECRET_ACCESS_KEY", self.secret_access_key),
+            ("AWS_SESSION_TOKEN", self.session_token),
+        ):
+            if value:
+                env[name] = value
+        return env
+
+    def spark_conf(self) -> dict[str, str]:
+        """`spark.hadoop.fs.s3a.*` for Spark's s3a file system; no secrets (Spark logs its
+        configuration): the keys reach the JVM through its environment (the AWS chain) or,
+        for a process's own driver, its Hadoop configuration (spark.apply_lakehouse_conf)."""
+        conf = {
+            "spark.hadoop.fs.s3a.impl": "org.apache.hadoop.fs.s3a.S3AFileSystem",
+            "spark.hadoop.fs.s3a.path.style.access": str(self.path_style).lower(),
+            "spark.hadoop.fs.s3a.endpoint.region": self.region,
+            # Keep directory markers: by default s3a deletes every parent marker after each
+            # write (one bulk delete per file), which costs a request per file on AWS and
+            # which folder-backed stores (s3proxy) refuse for a non-empty folder, so s3a
+            # retried it for minutes per write. Hudi never relies on markers.
+            "spark.hadoop.fs.s3a.directory.marker.retention": "keep",
+            # Keys set in the Hadoop configuration first, then the standard AWS chain
+            # (environment, system properties, profile, container and instance roles).
+            "spark.hadoop.fs.s3a.aws.credentials.provider": ",".join(
+                [
+                    "org.apache.hadoop.fs.s3a.SimpleAWSCredentialsProvider",
+                    "com.amazonaws.auth.DefaultAWSCredentialsProviderChain",
+                ]
+            ),
+        }
+        if self.endpoint:
+            conf["spark.hadoop.fs.s3a.endpoint"] = self.endpoint
+            conf["spark.hadoop.fs.s3a.connection.ssl.enabled"] = str(
+                self.endpoint.startswith("https://")
+            ).lower()
+        return conf
+
+
+@dataclass(frozen=True)
 class Settings:
     """The resolved settings of one process."""
 
@@ -224,6 +336,7 @@ class Settings:
     faults_dir: Path | None = None  # fault injection (faults.py); None: off
     source: str = "landing"  # "landing" folder or "kafka" topics
     kafka: KafkaSettings = field(default_factory=KafkaSettings)
+    s3: S3Settings = field(default_factory=S3Settings)
 
     def table_uri(self, table: str) -> str:
         """A table as Spark spells it (the lakehouse's spelling; see lakehouse.py)."""
@@ -232,6 +345,17 @@ class Settings:
     def is_external(self, table: str) -> bool:
         """Whether a declared input is written by someone else (ingestion leaves it be)."""
         return self.lakehouse.is_external(table)
+
+    def lakehouse_at(self, uri: str) -> Lakehouse:
+        """Another lakehouse root reached like this one (the same store, keys and lock
+        folder), e.g. a resource's `lakehouse_root`."""
+        lakehouse = Lakehouse.parse(uri)
+        if lakehouse.root.is_local:
+            return lakehouse
+        return Lakehouse(
+            lakehouse.root.with_storage_options(self.s3.storage_options()),
+            self.lakehouse.lock_dir or str(PROJECT_ROOT / ".lakehouse" / "locks"),
+        )
 
     def table_path(self, table: str) -> Path:
         """Local path of a table (a local lakehouse only)."""
@@ -269,9 +393,32 @@ def load_settings(
         )
     except ValueError as exc:
         raise SettingsError(str(exc)) from exc
-    lakehouse = values["FRESHNESS_LAKEHOUSE"]
+    s3 = S3Settings(
+        endpoint=values["FRESHNESS_S3_ENDPOINT"],
+        region=values["FRESHNESS_S3_REGION"],
+        path_style=values["FRESHNESS_S3_PATH_STYLE"],
+        access_key_id=values["AWS_ACCESS_KEY_ID"] or None,
+        secret_access_key=values["AWS_SECRET_ACCESS_KEY"] or None,
+        session_token=values["AWS_SESSION_TOKEN"] or None,
+    )
+    if bool(s3.access_key_id) != bool(s3.secret_access_key):
+        raise SettingsError(
+            "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY are set together or not at all "
+            "(unset both to use the standard AWS credential chain)"
+        )
+    lakehouse: Lakehouse = values["FRESHNESS_LAKEHOUSE"]
+    lock_dir: Path | None = values["FRESHNESS_LOCK_DIR"]
+    if not lakehouse.root.is_local:
+        lakehouse = Lakehouse(
+            lakehouse.root.with_storage_options(s3.storage_options()),
+            str(lock_dir or PROJECT_ROOT / ".lakehouse" / "locks"),
+        )
+    elif lock_dir is not None:
+        lakehouse = Lakehouse(lakehouse.root, str(lock_dir))
     try:
-        lakehouse = lakehouse.with_inputs(load_inputs(values["FRESHNESS_INPUTS"], lakehouse))
+        lakehouse = lakehouse.with_inputs(
+            load_inputs(values["FRESHNESS_INPUTS"], lakehouse, s3.storage_options())
+        )
     except InputsError as exc:
         raise SettingsError(f"FRESHNESS_INPUTS: {exc}") from exc
     topics = {"price": values["FRESHNESS_KAFKA_PRICE_TOPIC"],
@@ -302,6 +449,7 @@ def load_settings(
         faults_dir=values["FRESHNESS_FAULTS_DIR"],
         source=values["FRESHNESS_SOURCE"],
         kafka=kafka,
+        s3=s3,
     )
 
 
@@ -328,6 +476,16 @@ def set_process_settings(changes: Mapping[str, str | None]) -> Settings:
         else:
             os.environ[name] = value
     return load_settings()
+
+
+def compatible_s3_checksums() -> None:
+    """AWS SDK knobs, not our settings: since 2025 the SDK inside pyarrow sends and asks
+    for flexible checksums by default, which S3-compatible stores (s3proxy, older MinIO
+    and Ceph) refuse ("Unknown header x-amz-checksum-mode", SHA-256 mismatch on upload);
+    "when_required" is the SDK's earlier behaviour, which AWS accepts as well. Set before
+    a pyarrow S3 client is built, for a store behind an endpoint override only."""
+    for name in ("AWS_REQUEST_CHECKSUM_CALCULATION", "AWS_RESPONSE_CHECKSUM_VALIDATION"):
+        os.environ.setdefault(name, "when_required")
 
 
 def settings_table() -> str:

@@ -23,6 +23,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from freshness_pipeline.kafka_broker import KafkaBroker, KafkaBrokerConfig, broker_state_dir
+from freshness_pipeline.object_store import check_object_store
 from freshness_pipeline.processes import stop_process_group
 from freshness_pipeline.settings import PROJECT_ROOT, child_environment, load_settings
 from freshness_pipeline.spark_service import SparkService, SparkServiceConfig
@@ -178,8 +179,9 @@ class Stack:
 
     def start(self) -> Stack:
         # Bad scheduler settings are refused here, before any JVM starts, rather than by
-        # the code server failing to load the sensor.
-        load_settings(self.env)
+        # the code server failing to load the sensor; an S3 lakehouse's endpoint, bucket
+        # and credentials likewise, before anything is written.
+        check_object_store(load_settings(self.env))
         self.started_at = datetime.now(timezone.utc)
         try:
             self._prepare_dagster_home()
@@ -216,6 +218,7 @@ class Stack:
             port=settings.spark_service_port,
             master=settings.spark_master,
             driver_memory=settings.spark_service_memory,
+            settings=settings,
         )
         log.info("starting the shared Spark service on %s", config.url)
         self.service = SparkService(config).start()

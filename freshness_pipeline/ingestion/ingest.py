@@ -89,7 +89,7 @@ def raw_schema(stream: str):
 def load_symbols(spark, settings: Settings) -> frozenset[str]:
     uri = settings.table_uri(MASTER_TABLE)
     try:
-        HudiTableMetadata(uri)
+        HudiTableMetadata(settings.lakehouse.table(MASTER_TABLE))
     except TableNotFound as exc:
         raise TableNotFound(
             f"{exc}. Load the company master first: `freshness load-master`."
@@ -115,7 +115,7 @@ class Ingestor:
     def checkpoint(self, stream: str) -> tuple[int, int | None]:
         """(last committed landing sequence, current watermark) of a stream's raw table."""
         try:
-            meta = HudiTableMetadata(self.settings.table_uri(STREAM_TABLE[stream]))
+            meta = HudiTableMetadata(self.settings.lakehouse.table(STREAM_TABLE[stream]))
         except TableNotFound:
             return -1, None
         checkpoint = meta.latest_extra(CHECKPOINT_KEY)

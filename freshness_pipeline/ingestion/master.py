@@ -16,7 +16,8 @@ def load_company_master(spark, settings: Settings, universe_size: int) -> bool:
     fingerprint = universe_fingerprint(companies)
     uri = settings.table_uri(MASTER_TABLE)
     try:
-        if HudiTableMetadata(uri).latest_extra(FINGERPRINT_KEY) == fingerprint:
+        meta = HudiTableMetadata(settings.lakehouse.table(MASTER_TABLE))
+        if meta.latest_extra(FINGERPRINT_KEY) == fingerprint:
             return False
     except TableNotFound:
         pass

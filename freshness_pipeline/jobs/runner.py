@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from freshness_pipeline.hudi_metadata import (
@@ -32,6 +33,7 @@ from freshness_pipeline.jobs.catalog import WINDOW_SECONDS, JobSpec
 from freshness_pipeline.jobs.external_read import read_external
 from freshness_pipeline.jobs.run_config import ResolvedRun
 from freshness_pipeline.jobs.sql import sql_sections
+from freshness_pipeline.lakehouse import Lakehouse, Location
 
 T_DONE_BEFORE_KEY = "freshness.t_done_before_us"
 FILES_READ_KEY = "freshness.files_read"
@@ -102,19 +104,34 @@ def _stale_plan_reason(message: str, job: str) -> str:
 
 
 class JobRunner:
-    def __init__(self, spark, table_uri, table_meta=None) -> None:
+    def __init__(self, spark, tables: Lakehouse | Callable[[str], str]) -> None:
+        """`tables`: the lakehouse (its tables' locations, storage options and lock
+        folder), or a callable table name -> URI (a local lakehouse)."""
         self.spark = spark
-        self.table_uri = table_uri  # callable: table name -> URI
-        # callable: table name -> HudiTableMetadata, told which inputs are external
-        # (Lakehouse.metadata); without it every table is read as one of ours.
-        self._table_meta = table_meta
+        self.lakehouse = tables if isinstance(tables, Lakehouse) else None
+        self._table_uri = None if isinstance(tables, Lakehouse) else tables
         self._views: set[str] = set()
         self._cached: list = []  # frames this run cached; released when it ends
 
+    def table_uri(self, table: str) -> str:
+        """A table as Spark spells it."""
+        if self.lakehouse is not None:
+            return self.lakehouse.table_uri(table)
+        assert self._table_uri is not None
+        return self._table_uri(table)
+
+    def location(self, table: str) -> Location:
+        if self.lakehouse is not None:
+            return self.lakehouse.table(table)
+        return Location.parse(self.table_uri(table))
+
+    def lock_path(self, table: str) -> str | None:
+        return self.lakehouse.lock_path(table) if self.lakehouse is not None else None
+
     def meta(self, table: str) -> HudiTableMetadata:
-        if self._table_meta is not None:
-            return self._table_meta(table)
-        return HudiTableMetadata(self.table_uri(table))
+        if self.lakehouse is not None:
+            return self.lakehouse.metadata(table)  # declared inputs: external, their column
+        return HudiTableMetadata(self.location(table))
 
     # --- reads --------------------------------------------------------------------------
 
@@ -130,7 +147,7 @@ class JobRunner:
             if partitions is not None and fs.partition not in partitions:
                 continue
             uri = meta.file_uri(fs.path)
-            low, high = footer_arrival_range(uri, "second")
+            low, high = footer_arrival_range(meta.file_location(fs.path), "second")
             if low is None or (low <= hi_us and high >= lo_us):
                 uris.append(uri)
         return uris
@@ -330,7 +347,10 @@ class JobRunner:
         if stats["n"]:
             metadata[ARRIVAL_MIN_KEY] = stats["lo"]
             metadata[ARRIVAL_MAX_KEY] = stats["hi"]
-        options = {**write_options(spec.layout, "upsert", metadata), **guarded_writer_options()}
+        options = {
+            **write_options(spec.layout, "upsert", metadata),
+            **guarded_writer_options(self.lock_path(spec.name)),
+        }
         options.update(_job_write_options(spec))
         self._create_if_missing(spec, result, options)
         if fail:

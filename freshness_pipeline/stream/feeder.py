@@ -32,4 +32,4 @@ class StreamFeeder:
                 pass
 
     def meta(self, table: str) -> HudiTableMetadata:
-        return HudiTableMetadata(self.settings.table_uri(table))
+        return HudiTableMetadata(self.settings.lakehouse.table(table))
