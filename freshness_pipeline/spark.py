@@ -14,7 +14,7 @@ from dagster_pyspark.resources import spark_session_from_config
 from pydantic import Field, PrivateAttr
 
 from freshness_pipeline.lakehouse import Lakehouse
-from freshness_pipeline.settings import load_settings
+from freshness_pipeline.settings import Settings, load_settings
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -106,6 +106,20 @@ def hudi_spark_conf(
     return conf
 
 
+def deployment_conf(master: str, settings: Settings) -> dict[str, str]:
+    """What a driver needs beyond `hudi_spark_conf` on a cluster master: its share of the
+    cluster (an application takes every core otherwise, and the next one would wait) and
+    the address executors reach it on. Empty for a local master without a driver host."""
+    conf: dict[str, str] = {}
+    if master.startswith("spark://"):
+        conf["spark.cores.max"] = str(settings.spark_cores_max)
+        conf["spark.executor.memory"] = settings.spark_executor_memory
+    if settings.spark_driver_host:
+        conf["spark.driver.host"] = settings.spark_driver_host
+        conf["spark.driver.bindAddress"] = settings.spark_driver_host
+    return conf
+
+
 def build_spark_session(
     master: str | None = None,
     remote: str | None = None,
@@ -127,9 +141,9 @@ def build_spark_session(
         for key, value in (extra or {}).items():
             builder = builder.config(key, value)
         return builder.getOrCreate()
-    conf = hudi_spark_conf(
-        master or settings.spark_master, jars_dir or settings.jars_dir, app_name, extra
-    )
+    master = master or settings.spark_master
+    extra = {**deployment_conf(master, settings), **(extra or {})}
+    conf = hudi_spark_conf(master, jars_dir or settings.jars_dir, app_name, extra)
     session = spark_session_from_config(conf)
     session.sparkContext.setLogLevel("ERROR")
     return session

@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from freshness_pipeline.processes import stop_process_group
-from freshness_pipeline.settings import child_environment
-from freshness_pipeline.spark import find_jar, hudi_jars, hudi_spark_conf
+from freshness_pipeline.settings import Settings, child_environment
+from freshness_pipeline.spark import deployment_conf, find_jar, hudi_jars, hudi_spark_conf
 
 CONNECT_SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
 DEFAULT_PORT = 15002
@@ -85,6 +85,8 @@ class SparkServiceConfig:
     master: str = "local[*]"
     driver_memory: str = "4g"
     host: str = "localhost"
+    # Spark settings for the master (deployment_conf: the cluster share, the driver host)
+    extra_conf: tuple[tuple[str, str], ...] = ()
 
     @property
     def url(self) -> str:
@@ -95,9 +97,29 @@ class SparkServiceConfig:
         return self.state_dir / "spark-service.log"
 
 
+def service_config(
+    settings: Settings, state_dir: Path, port: int | None = None
+) -> SparkServiceConfig:
+    """The shared service as the settings describe it: its port, driver memory and master,
+    with the master's deployment settings (cluster share, driver host)."""
+    return SparkServiceConfig(
+        jars_dir=settings.jars_dir,
+        state_dir=state_dir,
+        port=port or settings.spark_service_port,
+        master=settings.spark_master,
+        driver_memory=settings.spark_service_memory,
+        extra_conf=tuple(sorted(deployment_conf(settings.spark_master, settings).items())),
+    )
+
+
 def server_command(config: SparkServiceConfig) -> list[str]:
     """`spark-submit` of the Connect server with the Hudi bundle and our session defaults."""
-    conf = hudi_spark_conf(config.master, config.jars_dir, app_name="freshness_spark_service")
+    conf = hudi_spark_conf(
+        config.master,
+        config.jars_dir,
+        app_name="freshness_spark_service",
+        extra=dict(config.extra_conf),
+    )
     conf.pop("spark.master")
     conf.pop("spark.jars")
     conf.pop("spark.driver.memory")

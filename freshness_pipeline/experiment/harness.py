@@ -27,6 +27,7 @@ import time
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
+from freshness_pipeline.dagster_instance import write_instance_yaml
 from freshness_pipeline.experiment.staleness import S, StalenessSampler, total_staleness
 from freshness_pipeline.hudi_metadata import HudiTableMetadata, TableNotFound
 from freshness_pipeline.jobs.catalog import JOBS
@@ -149,15 +150,6 @@ def record(config: ExperimentConfig, seed: int) -> Path:
     return path
 
 
-def _dagster_yaml(k: int) -> str:
-    """The project's instance settings with the run queue at K (edited as data)."""
-    import yaml
-
-    instance = yaml.safe_load((PROJECT_ROOT / "dagster.yaml").read_text())
-    instance["concurrency"]["runs"]["max_concurrent_runs"] = k
-    return yaml.safe_dump(instance, sort_keys=False)
-
-
 def run_variant(config: ExperimentConfig, variant: Variant, seed: int, stream: Path) -> dict:
     """One variant on one seed, on a fresh lakehouse; returns its summary."""
     from freshness_pipeline.stack import Stack, StackConfig
@@ -166,8 +158,7 @@ def run_variant(config: ExperimentConfig, variant: Variant, seed: int, stream: P
     if run_dir.exists():
         shutil.rmtree(run_dir)
     lakehouse, home = run_dir / "tables", run_dir / "dagster_home"
-    home.mkdir(parents=True)
-    (home / "dagster.yaml").write_text(_dagster_yaml(config.k))
+    write_instance_yaml(home, k=config.k)
     env = {
         "FRESHNESS_LAKEHOUSE": str(lakehouse),
         "FRESHNESS_LANDING": str(run_dir / "landing"),
