@@ -96,7 +96,11 @@ def _spark_master(text: str) -> str:
         host, _, port = text[len("spark://") :].rpartition(":")
         if not host or not port.isdigit():
             raise ValueError("a standalone master is spark://host:port")
-    elif not (text in ("yarn", "local[*]") or re.fullmatch(r"local\[\d+\]", text)):
+    elif not (
+        text in ("yarn", "local[*]")
+        or re.fullmatch(r"local\[\d+\]", text)
+        or text.startswith("k8s://")
+    ):
         raise ValueError("not a Spark master URL")
     return text
 
@@ -138,7 +142,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("FRESHNESS_SPARK_MASTER", "local[*]",
             "Spark master of the Spark service and of a process's own Spark (ingestion, "
             "`--spark local` runs); the cluster profile sets its own master's URL",
-            "local[N], local[*], spark://host:port, yarn", _spark_master),
+            "local[N], local[*], spark://host:port, yarn, k8s://...", _spark_master),
     Setting("FRESHNESS_SPARK_DRIVER_HOST", None,
             "address a driver binds and executors call back on (`spark.driver.host` and "
             "`bindAddress`); unset: Spark's choice", "a host name or IP address", _text),
