@@ -185,6 +185,9 @@ class SparkService:
         (config.state_dir / "log4j2.properties").write_text(LOG4J2_PROPERTIES)
         env = child_environment()
         env.pop("SPARK_HOME", None)  # the server comes from the pyspark wheel we pinned
+        bind = dict(config.extra_conf).get("spark.driver.bindAddress")
+        if bind:
+            env["SPARK_LOCAL_IP"] = bind  # read by the JVM before any setting
         log = config.log_path.open("ab")
         self.process = subprocess.Popen(
             argv, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True
