@@ -12,6 +12,16 @@ CONNECT_ARTIFACT ?= org.apache.spark:spark-connect_2.12:$(SPARK_VERSION)
 CONNECT_JAR := $(JARS_DIR)/spark-connect_2.12-$(SPARK_VERSION).jar
 # Our Hudi conflict strategy (a stale plan never commits), compiled against the bundle and
 # pyspark's own jars; javac comes with the JDK.
+# An s3:// lakehouse: Spark's s3a file system (hadoop-aws must match the Hadoop of the
+# pinned pyspark wheel, 3.3.4 for pyspark 3.5.7; aws-java-sdk-bundle is the SDK version
+# that hadoop-aws release was built against).
+HADOOP_AWS_VERSION ?= 3.3.4
+AWS_SDK_BUNDLE_VERSION ?= 1.12.262
+HADOOP_AWS_JAR := $(JARS_DIR)/hadoop-aws-$(HADOOP_AWS_VERSION).jar
+AWS_SDK_BUNDLE_JAR := $(JARS_DIR)/aws-java-sdk-bundle-$(AWS_SDK_BUNDLE_VERSION).jar
+# The local S3 API server (s3proxy, pinned in infra/s3proxy/pom.xml) and its dependencies.
+S3PROXY_DIR ?= .cache/s3proxy
+S3PROXY_STAMP := $(S3PROXY_DIR)/.installed
 GUARD_SRC := $(wildcard freshness_pipeline/jvm/*.java)
 GUARD_JAR := $(JARS_DIR)/freshness-hudi-guard.jar
 export FRESHNESS_JARS_DIR := $(abspath $(JARS_DIR))
@@ -57,6 +67,25 @@ $(CONNECT_JAR):
 	mkdir -p $(JARS_DIR)
 	mvn --batch-mode --quiet dependency:copy -Dartifact=$(CONNECT_ARTIFACT) -DoutputDirectory=$(JARS_DIR)
 
+$(HADOOP_AWS_JAR):
+	mkdir -p $(JARS_DIR)
+	mvn --batch-mode --quiet dependency:copy \
+	  -Dartifact=org.apache.hadoop:hadoop-aws:$(HADOOP_AWS_VERSION) -DoutputDirectory=$(JARS_DIR)
+
+$(AWS_SDK_BUNDLE_JAR):
+	mkdir -p $(JARS_DIR)
+	mvn --batch-mode --quiet dependency:copy \
+	  -Dartifact=com.amazonaws:aws-java-sdk-bundle:$(AWS_SDK_BUNDLE_VERSION) -DoutputDirectory=$(JARS_DIR)
+
+$(S3PROXY_STAMP): infra/s3proxy/pom.xml
+	rm -rf $(S3PROXY_DIR) && mkdir -p $(S3PROXY_DIR)
+	mvn --batch-mode --quiet -f infra/s3proxy/pom.xml dependency:copy-dependencies \
+	  -DincludeScope=runtime -DoutputDirectory=$(abspath $(S3PROXY_DIR))
+	touch $@
+
+.PHONY: s3-deps
+s3-deps: $(HADOOP_AWS_JAR) $(AWS_SDK_BUNDLE_JAR) $(S3PROXY_STAMP)
+
 $(GUARD_JAR): $(GUARD_SRC) $(HUDI_JAR) $(VENV)/.installed
 	rm -rf $(JARS_DIR)/guard-classes && mkdir -p $(JARS_DIR)/guard-classes
 	javac --release 11 -nowarn -d $(JARS_DIR)/guard-classes \
@@ -78,7 +107,8 @@ postgres:
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql; \
 	fi
 
-setup: $(VENV)/.installed $(HUDI_JAR) $(CONNECT_JAR) $(GUARD_JAR) $(DAGSTER_HOME)/dagster.yaml postgres
+setup: $(VENV)/.installed $(HUDI_JAR) $(CONNECT_JAR) $(GUARD_JAR) s3-deps \
+	$(DAGSTER_HOME)/dagster.yaml postgres
 
 demo: setup
 	$(VENV)/bin/freshness demo

@@ -53,7 +53,8 @@ class Location:
 
     scheme: str
     path: str  # local: absolute path; s3: bucket/key
-    storage_options: Mapping[str, str] = field(default_factory=dict, compare=False)
+    # Endpoint and credentials: never in a repr (logs, run metadata).
+    storage_options: Mapping[str, str] = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
     def parse(cls, uri: str, storage_options: Mapping[str, str] | None = None) -> Location:
@@ -82,8 +83,14 @@ class Location:
         """For hudi-rs (object_store), with `storage_options` beside it."""
         return self.path if self.is_local else f"s3://{self.path}"
 
-    def filesystem(self) -> tuple[pafs.FileSystem, str]:
-        """A pyarrow file system and this location's path on it."""
+    def with_storage_options(self, storage_options: Mapping[str, str]) -> Location:
+        return Location(self.scheme, self.path, dict(storage_options))
+
+    def filesystem(
+        self, connect_timeout_s: float | None = None, retries: int | None = None
+    ) -> tuple[pafs.FileSystem, str]:
+        """A pyarrow file system and this location's path on it (S3: from the storage
+        options; without keys in them, the standard AWS credential chain)."""
         import pyarrow.fs as pafs
 
         if self.is_local:
@@ -93,12 +100,26 @@ class Location:
         scheme = None
         if endpoint and "://" in endpoint:
             scheme, endpoint = endpoint.split("://", 1)
+        extra: dict[str, object] = {}
+        if connect_timeout_s is not None:
+            extra["connect_timeout"] = connect_timeout_s
+            extra["request_timeout"] = connect_timeout_s
+        if endpoint:
+            # settings.py is the one module that touches the environment
+            from freshness_pipeline.settings import compatible_s3_checksums
+
+            compatible_s3_checksums()
+        if retries is not None:
+            extra["retry_strategy"] = pafs.AwsStandardS3RetryStrategy(max_attempts=retries)
         fs = pafs.S3FileSystem(
             access_key=options.get("aws_access_key_id"),
             secret_key=options.get("aws_secret_access_key"),
+            session_token=options.get("aws_session_token"),
             region=options.get("aws_region"),
             endpoint_override=endpoint,
             scheme=scheme or "https",
+            force_virtual_addressing=options.get("aws_virtual_hosted_style_request") == "true",
+            **extra,
         )
         return fs, self.path
 
@@ -113,10 +134,26 @@ class Lakehouse:
     """The root of the tables and how to reach it."""
 
     root: Location
+    # Folder of the writers' table locks (Hudi's FileSystemBasedLockProvider), one
+    # sub-folder per table; None: each table's own `.hoodie` folder (local lakehouse).
+    # An object store has no atomic create, so an S3 lakehouse keeps its locks on a file
+    # system every writer shares (see docs/DEPLOY-objectstore.md).
+    lock_dir: str | None = None
 
     @classmethod
-    def parse(cls, uri: str, storage_options: Mapping[str, str] | None = None) -> Lakehouse:
-        return cls(Location.parse(uri, storage_options))
+    def parse(
+        cls,
+        uri: str,
+        storage_options: Mapping[str, str] | None = None,
+        lock_dir: str | None = None,
+    ) -> Lakehouse:
+        return cls(Location.parse(uri, storage_options), lock_dir)
+
+    def lock_path(self, name: str) -> str | None:
+        """Where writers of table `name` take their lock (None: Hudi's default, the
+        table's own metadata folder)."""
+        self.table(name)  # checks the name
+        return posixpath.join(self.lock_dir, name) if self.lock_dir else None
 
     def table(self, name: str) -> Location:
         if not name or "/" in name or name in (".", ".."):

@@ -50,6 +50,7 @@ class Setting:
     meaning: str
     accepted: str
     parse: Callable[[str], Any]
+    secret: bool = False  # its value never appears in an error, a log or a repr
 
     def value(self, text: str | None) -> Any:
         if text is None or text == "":
@@ -59,6 +60,11 @@ class Setting:
         try:
             return self.parse(text)
         except (ValueError, LocationError) as exc:
+            if self.secret:
+                # The reason, never the value (our parsers' reasons never quote it).
+                raise SettingsError(
+                    f"{self.env} is not accepted: expected {self.accepted} ({exc})"
+                ) from exc
             raise SettingsError(
                 f"{self.env}={text!r} is not accepted: expected {self.accepted} ({exc})"
             ) from exc
@@ -125,6 +131,22 @@ def _postgres_url(text: str) -> str:
     return text
 
 
+def _endpoint(text: str) -> str:
+    parts = urlsplit(text)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError("not an http:// or https:// URL with a host")
+    if parts.path not in ("", "/") or parts.query:
+        raise ValueError("an endpoint has no path")
+    return text.rstrip("/")
+
+
+def _bool(text: str) -> bool:
+    lowered = text.strip().lower()
+    if lowered not in ("true", "false", "1", "0", "yes", "no"):
+        raise ValueError("not true or false")
+    return lowered in ("true", "1", "yes")
+
+
 SETTINGS: tuple[Setting, ...] = (
     Setting("FRESHNESS_LAKEHOUSE", "<checkout>/.lakehouse/tables",
             "root of the Hudi tables", "a folder, file://..., or s3://bucket/prefix",
@@ -165,10 +187,11 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("FRESHNESS_POSTGRES_URL", None,
             "Dagster's storage (runs, event log, schedules) in this Postgres database; unset: "
             "SQLite in DAGSTER_HOME (the cluster profile starts a local Postgres)",
-            f"{POSTGRES_SCHEME}://user@host:port/database", _postgres_url),
+            f"{POSTGRES_SCHEME}://user@host:port/database", _postgres_url,
+            secret=True),  # a bad one may hold a password: the error never quotes it
     Setting("FRESHNESS_POSTGRES_PASSWORD", None,
             "password of FRESHNESS_POSTGRES_URL's user (Dagster reads it from this variable; "
-            "never written to a file)", "text", _text),
+            "never written to a file)", "text", _text, secret=True),
     Setting("FRESHNESS_POLICY", "pmb",
             "scheduling policy: `pmb`, `max_benefit` (all pending input), `random` (seeded), "
             "and the experiment's variants", ", ".join(POLICIES), _choice(POLICIES)),
@@ -185,11 +208,96 @@ SETTINGS: tuple[Setting, ...] = (
             "`three_term`: E = a + b*bytes + c*files; `two_term`: the published a + b*bytes",
             " or ".join(COST_MODES), _choice(tuple(COST_MODES))),
     Setting("FRESHNESS_SEED", "0", "seed of the `random` policy", "an integer", int),
+    Setting("FRESHNESS_S3_ENDPOINT", None,
+            "S3 API endpoint of an `s3://` lakehouse (unset: AWS S3 in the region)",
+            "http://host:port or https://host", _endpoint),
+    Setting("FRESHNESS_S3_REGION", "us-east-1", "region of an `s3://` lakehouse's bucket",
+            "an AWS region name", _text),
+    Setting("FRESHNESS_S3_PATH_STYLE", "false",
+            "path-style requests (`endpoint/bucket/key`), as most S3-compatible stores want",
+            "true or false", _bool),
+    Setting("AWS_ACCESS_KEY_ID", None,
+            "access key of an `s3://` lakehouse (unset: the standard AWS chain: profile, "
+            "role); never written to logs, run config, tags or metadata", "a key id", _text,
+            secret=True),
+    Setting("AWS_SECRET_ACCESS_KEY", None, "its secret key (never printed)", "a secret key",
+            _text, secret=True),
+    Setting("AWS_SESSION_TOKEN", None, "session token of temporary credentials (optional)",
+            "a token", _text, secret=True),
+    Setting("FRESHNESS_LOCK_DIR", None,
+            "folder of the writers' table locks, shared by every writer (unset: each table's "
+            "`.hoodie` for a local lakehouse, `<checkout>/.lakehouse/locks` for `s3://`)",
+            "a folder every writer's driver sees", _folder),
     Setting("FRESHNESS_FAULTS_DIR", None,
             "fault injection for tests and `make chaos` (`faults.py`); unset: off", "a folder",
             _folder),
 )  # fmt: skip
 _BY_ENV = {s.env: s for s in SETTINGS}
+
+
+@dataclass(frozen=True)
+class S3Settings:
+    """How to reach an `s3://` lakehouse. The keys are None when the standard AWS chain
+    (profile, instance or pod role) provides them; they never appear in a repr."""
+
+    endpoint: str | None = None
+    region: str = "us-east-1"
+    path_style: bool = False
+    access_key_id: str | None = field(default=None, repr=False)
+    secret_access_key: str | None = field(default=None, repr=False)
+    session_token: str | None = field(default=None, repr=False)
+
+    def storage_options(self) -> dict[str, str]:
+        """For hudi-rs (object_store keys) and pyarrow (lakehouse.Location.filesystem)."""
+        options = {"aws_region": self.region}
+        if self.endpoint:
+            options["aws_endpoint_url"] = self.endpoint
+            options["aws_allow_http"] = str(self.endpoint.startswith("http://")).lower()
+        options["aws_virtual_hosted_style_request"] = str(not self.path_style).lower()
+        for key, value in (
+            ("aws_access_key_id", self.access_key_id),
+            ("aws_secret_access_key", self.secret_access_key),
+            ("aws_session_token", self.session_token),
+        ):
+            if value:
+                options[key] = value
+        return options
+
+    def credential_env(self) -> dict[str, str]:
+        """The keys as the standard AWS chain's environment variables (for a child JVM)."""
+        env = {}
+        for name, value in (
+            ("AWS_ACCESS_KEY_ID", self.access_key_id),
+            ("AWS_SECRET_ACCESS_KEY", self.secret_access_key),
+            ("AWS_SESSION_TOKEN", self.session_token),
+        ):
+            if value:
+                env[name] = value
+        return env
+
+    def spark_conf(self) -> dict[str, str]:
+        """`spark.hadoop.fs.s3a.*` for Spark's s3a file system; no secrets (Spark logs its
+        configuration): the keys reach the JVM through its environment (the AWS chain) or,
+        for a process's own driver, its Hadoop configuration (spark.apply_s3_credentials)."""
+        conf = {
+            "spark.hadoop.fs.s3a.impl": "org.apache.hadoop.fs.s3a.S3AFileSystem",
+            "spark.hadoop.fs.s3a.path.style.access": str(self.path_style).lower(),
+            "spark.hadoop.fs.s3a.endpoint.region": self.region,
+            # Keys set in the Hadoop configuration first, then the standard AWS chain
+            # (environment, system properties, profile, container and instance roles).
+            "spark.hadoop.fs.s3a.aws.credentials.provider": ",".join(
+                [
+                    "org.apache.hadoop.fs.s3a.SimpleAWSCredentialsProvider",
+                    "com.amazonaws.auth.DefaultAWSCredentialsProviderChain",
+                ]
+            ),
+        }
+        if self.endpoint:
+            conf["spark.hadoop.fs.s3a.endpoint"] = self.endpoint
+            conf["spark.hadoop.fs.s3a.connection.ssl.enabled"] = str(
+                self.endpoint.startswith("https://")
+            ).lower()
+        return conf
 
 
 @dataclass(frozen=True)
@@ -212,6 +320,7 @@ class Settings:
     spark_service_memory: str = "4g"
     scheduler: SchedulerSettings = field(default_factory=SchedulerSettings)
     faults_dir: Path | None = None  # fault injection (faults.py); None: off
+    s3: S3Settings = field(default_factory=S3Settings)
 
     def table_uri(self, table: str) -> str:
         """A table as Spark spells it (the lakehouse's spelling; see lakehouse.py)."""
@@ -253,8 +362,30 @@ def load_settings(
         )
     except ValueError as exc:
         raise SettingsError(str(exc)) from exc
+    s3 = S3Settings(
+        endpoint=values["FRESHNESS_S3_ENDPOINT"],
+        region=values["FRESHNESS_S3_REGION"],
+        path_style=values["FRESHNESS_S3_PATH_STYLE"],
+        access_key_id=values["AWS_ACCESS_KEY_ID"] or None,
+        secret_access_key=values["AWS_SECRET_ACCESS_KEY"] or None,
+        session_token=values["AWS_SESSION_TOKEN"] or None,
+    )
+    if bool(s3.access_key_id) != bool(s3.secret_access_key):
+        raise SettingsError(
+            "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY are set together or not at all "
+            "(unset both to use the standard AWS credential chain)"
+        )
+    lakehouse: Lakehouse = values["FRESHNESS_LAKEHOUSE"]
+    lock_dir: Path | None = values["FRESHNESS_LOCK_DIR"]
+    if not lakehouse.root.is_local:
+        lakehouse = Lakehouse(
+            lakehouse.root.with_storage_options(s3.storage_options()),
+            str(lock_dir or PROJECT_ROOT / ".lakehouse" / "locks"),
+        )
+    elif lock_dir is not None:
+        lakehouse = Lakehouse(lakehouse.root, str(lock_dir))
     return Settings(
-        lakehouse=values["FRESHNESS_LAKEHOUSE"],
+        lakehouse=lakehouse,
         landing_dir=values["FRESHNESS_LANDING"],
         jars_dir=values["FRESHNESS_JARS_DIR"],
         profile=values["FRESHNESS_PROFILE"],
@@ -270,6 +401,7 @@ def load_settings(
         spark_service_memory=values["FRESHNESS_SPARK_SERVICE_MEMORY"],
         scheduler=scheduler,
         faults_dir=values["FRESHNESS_FAULTS_DIR"],
+        s3=s3,
     )
 
 
@@ -296,6 +428,16 @@ def set_process_settings(changes: Mapping[str, str | None]) -> Settings:
         else:
             os.environ[name] = value
     return load_settings()
+
+
+def compatible_s3_checksums() -> None:
+    """AWS SDK knobs, not our settings: since 2025 the SDK inside pyarrow sends and asks
+    for flexible checksums by default, which S3-compatible stores (s3proxy, older MinIO
+    and Ceph) refuse ("Unknown header x-amz-checksum-mode", SHA-256 mismatch on upload);
+    "when_required" is the SDK's earlier behaviour, which AWS accepts as well. Set before
+    a pyarrow S3 client is built, for a store behind an endpoint override only."""
+    for name in ("AWS_REQUEST_CHECKSUM_CALCULATION", "AWS_RESPONSE_CHECKSUM_VALIDATION"):
+        os.environ.setdefault(name, "when_required")
 
 
 def settings_table() -> str:

@@ -58,9 +58,48 @@ def find_guard_jar(jars_dir: Path) -> Path:
     return find_jar(jars_dir, GUARD_JAR_NAME, "Hudi guard jar")
 
 
-def hudi_jars(jars_dir: Path) -> list[Path]:
-    """Every jar a Spark that writes our Hudi tables needs on its classpath."""
-    return [find_hudi_bundle(jars_dir), find_guard_jar(jars_dir)]
+def s3a_jars(jars_dir: Path) -> list[Path]:
+    """Spark's s3a file system: hadoop-aws (the Hadoop of the pyspark wheel) and its SDK."""
+    return [
+        find_jar(jars_dir, "hadoop-aws-*.jar", "hadoop-aws jar", "org.apache.hadoop:hadoop-aws"),
+        find_jar(
+            jars_dir,
+            "aws-java-sdk-bundle-*.jar",
+            "AWS SDK bundle jar",
+            "com.amazonaws:aws-java-sdk-bundle",
+        ),
+    ]
+
+
+def hudi_jars(jars_dir: Path, settings: Settings | None = None) -> list[Path]:
+    """Every jar a Spark that writes our Hudi tables needs on its classpath (with s3a's
+    when the lakehouse is on S3)."""
+    jars = [find_hudi_bundle(jars_dir), find_guard_jar(jars_dir)]
+    if settings is not None and not settings.is_local:
+        jars += s3a_jars(jars_dir)
+    return jars
+
+
+def lakehouse_spark_conf(settings: Settings) -> dict[str, str]:
+    """What Spark needs to reach the lakehouse: nothing for a local one, the s3a settings
+    (endpoint, path style, credential chain; never the keys) for S3."""
+    return {} if settings.is_local else settings.s3.spark_conf()
+
+
+def apply_s3_credentials(session: SparkSession, settings: Settings) -> None:
+    """Puts explicit S3 keys into the Hadoop configuration of this process's own driver,
+    for the lakehouse's bucket only (s3a's per-bucket keys), where s3a's first credential
+    provider reads them: the JVM may have started before they were set in the environment,
+    and Spark's configuration (which it logs) never holds them."""
+    s3 = settings.s3
+    if settings.is_local or not s3.access_key_id:
+        return
+    bucket = settings.lakehouse.root.path.split("/", 1)[0]
+    hadoop = session.sparkContext._jsc.hadoopConfiguration()
+    hadoop.set(f"fs.s3a.bucket.{bucket}.access.key", s3.access_key_id)
+    hadoop.set(f"fs.s3a.bucket.{bucket}.secret.key", s3.secret_access_key or "")
+    if s3.session_token:
+        hadoop.set(f"fs.s3a.bucket.{bucket}.session.token", s3.session_token)
 
 
 def hudi_spark_conf(
@@ -68,12 +107,15 @@ def hudi_spark_conf(
     jars_dir: Path,
     app_name: str = "freshness_pipeline",
     extra: dict[str, str] | None = None,
+    settings: Settings | None = None,
 ) -> dict[str, str]:
-    """Spark settings Hudi needs, plus small-machine defaults that keep local runs quick."""
+    """Spark settings Hudi needs, plus small-machine defaults that keep local runs quick,
+    and the lakehouse's file system settings (`settings`, default: this process's)."""
+    settings = settings or load_settings()
     conf = {
         "spark.master": master,
         "spark.app.name": app_name,
-        "spark.jars": ",".join(str(j) for j in hudi_jars(jars_dir)),
+        "spark.jars": ",".join(str(j) for j in hudi_jars(jars_dir, settings)),
         "spark.serializer": "org.apache.spark.serializer.KryoSerializer",
         "spark.kryo.registrator": "org.apache.spark.HoodieSparkKryoRegistrar",
         "spark.sql.extensions": "org.apache.spark.sql.hudi.HoodieSparkSessionExtension",
@@ -102,6 +144,7 @@ def hudi_spark_conf(
         "spark.driver.extraJavaOptions": "-Duser.timezone=UTC",
         "spark.executor.extraJavaOptions": "-Duser.timezone=UTC",
     }
+    conf.update(lakehouse_spark_conf(settings))
     conf.update(extra or {})
     return conf
 
@@ -143,9 +186,10 @@ def build_spark_session(
         return builder.getOrCreate()
     master = master or settings.spark_master
     extra = {**deployment_conf(master, settings), **(extra or {})}
-    conf = hudi_spark_conf(master, jars_dir or settings.jars_dir, app_name, extra)
+    conf = hudi_spark_conf(master, jars_dir or settings.jars_dir, app_name, extra, settings)
     session = spark_session_from_config(conf)
     session.sparkContext.setLogLevel("ERROR")
+    apply_s3_credentials(session, settings)
     return session
 
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from freshness_pipeline.processes import stop_process_group
-from freshness_pipeline.settings import Settings, child_environment
+from freshness_pipeline.settings import Settings, child_environment, load_settings
 from freshness_pipeline.spark import deployment_conf, find_jar, hudi_jars, hudi_spark_conf
 
 CONNECT_SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
@@ -87,6 +87,10 @@ class SparkServiceConfig:
     host: str = "localhost"
     # Spark settings for the master (deployment_conf: the cluster share, the driver host)
     extra_conf: tuple[tuple[str, str], ...] = ()
+    # The lakehouse the service writes (s3a settings and jars for an S3 one); None: the
+    # settings of the process that starts it. S3 keys reach the server through its
+    # environment (the standard AWS chain), never its command line.
+    settings: Settings | None = None
 
     @property
     def url(self) -> str:
@@ -109,16 +113,19 @@ def service_config(
         master=settings.spark_master,
         driver_memory=settings.spark_service_memory,
         extra_conf=tuple(sorted(deployment_conf(settings.spark_master, settings).items())),
+        settings=settings,
     )
 
 
 def server_command(config: SparkServiceConfig) -> list[str]:
     """`spark-submit` of the Connect server with the Hudi bundle and our session defaults."""
+    settings = config.settings or load_settings()
     conf = hudi_spark_conf(
         config.master,
         config.jars_dir,
         app_name="freshness_spark_service",
         extra=dict(config.extra_conf),
+        settings=settings,
     )
     conf.pop("spark.master")
     conf.pop("spark.jars")
@@ -135,7 +142,7 @@ def server_command(config: SparkServiceConfig) -> list[str]:
         }
     )
     connect_jar = find_connect_jar(config.jars_dir)
-    jars = ",".join(str(j) for j in [*hudi_jars(config.jars_dir), connect_jar])
+    jars = ",".join(str(j) for j in [*hudi_jars(config.jars_dir, settings), connect_jar])
     argv = [
         str(spark_submit_path()),
         "--class",
@@ -183,7 +190,7 @@ class SparkService:
         config.state_dir.mkdir(parents=True, exist_ok=True)
         (config.state_dir / "fairscheduler.xml").write_text(FAIR_SCHEDULER_XML)
         (config.state_dir / "log4j2.properties").write_text(LOG4J2_PROPERTIES)
-        env = child_environment()
+        env = child_environment((config.settings or load_settings()).s3.credential_env())
         env.pop("SPARK_HOME", None)  # the server comes from the pyspark wheel we pinned
         bind = dict(config.extra_conf).get("spark.driver.bindAddress")
         if bind:
