@@ -1,7 +1,7 @@
 """The cluster profile end to end: Postgres, a Spark standalone master + worker, the
 shared Spark service and ingestion as applications of that master, Dagster's storage in
-Postgres. A short stream must drain through the sensor's runs to the independent oracle's
-answer (`oracle.py`), with the queue's K and the runs' tags as in the local profile."""
+Postgres. A short stream must drain through the sensor's runs to the independent
+oracle's answer (`oracle.py`)."""
 
 from __future__ import annotations
 
@@ -52,11 +52,14 @@ def _drain(stack: Stack, lakehouse: Lakehouse, landing: Path) -> bool:
 def test_a_short_stream_drains_through_the_cluster_profile_to_the_oracles_answer(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ):
-    lakehouse = Lakehouse.parse(str(tmp_path / "tables"))
     landing = tmp_path / "landing"
     monkeypatch.delenv("FRESHNESS_SPARK_REMOTE", raising=False)
     for name, value in {
-        "FRESHNESS_LAKEHOUSE": lakehouse.uri,
+        # The lakehouse stays a folder: the merged object store (branch s3) does not yet
+        # carry Hudi writes (s3proxy refuses s3a's directory-marker deletes), so
+        # FRESHNESS_CLUSTER_LAKEHOUSE=object_store is not tested end to end here.
+        "FRESHNESS_LAKEHOUSE": str(tmp_path / "tables"),
+        "FRESHNESS_CLUSTER_LAKEHOUSE": "folder",
         "FRESHNESS_LANDING": str(landing),
         "FRESHNESS_TICK_S": "5",
         "FRESHNESS_SPARK_SERVICE_PORT": str(free_port()),
@@ -69,6 +72,7 @@ def test_a_short_stream_drains_through_the_cluster_profile_to_the_oracles_answer
         with ClusterProfile(load_settings(), Path(root)) as profile:
             for name, value in profile.settings_env.items():
                 monkeypatch.setenv(name, value)  # the supervisor opens the same instance
+            lakehouse = load_settings().lakehouse
             stack = Stack(
                 StackConfig(
                     stream=StreamConfig(seed=7, rate=200, universe_size=80),
@@ -99,6 +103,6 @@ def test_a_short_stream_drains_through_the_cluster_profile_to_the_oracles_answer
                     if r.status == dg.DagsterRunStatus.SUCCESS
                 }
                 assert succeeded == set(JOBS)
-    differences = oracle.check_lakehouse(lakehouse.table)
+            differences = oracle.check_lakehouse(lakehouse.table)
     assert len(differences) == len(JOBS)
     assert all(d.equal for d in differences), [d for d in differences if not d.equal]

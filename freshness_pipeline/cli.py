@@ -175,6 +175,7 @@ def cmd_experiment(args: argparse.Namespace) -> int:
         burst_factor=args.burst_factor,
         keep_lakehouses=args.keep_lakehouses,
         resume=args.resume,
+        profile=args.settings.profile,
     )
     runs = len(config.variants) * len(config.seeds)
     print(
@@ -352,6 +353,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--resume",
         action="store_true",
         help="keep (seed, variant) runs already finished in --out; run only the rest",
+    )
+    experiment.add_argument(
+        "--profile",
+        choices=["local", "cluster"],
+        default=None,
+        help="cluster: each run on its own Postgres and Spark master + worker (FRESHNESS_PROFILE)",
     )
     experiment.set_defaults(func=cmd_experiment)
 

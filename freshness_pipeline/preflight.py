@@ -1,7 +1,7 @@
 """Before anything starts: is every server the settings name reachable?
 
-A wrong Spark master, Postgres URL or password (and, with the object store, a wrong
-endpoint, bucket or key) would otherwise surface minutes later as a failed run or a
+A wrong Spark master, Postgres URL or password, or object store endpoint, bucket or key
+would otherwise surface minutes later as a failed run or a
 Dagster process that dies at start, after ingestion had begun writing. `preflight` checks
 each named server once, briefly, and raises one `PreflightError` naming every one that
 failed, before the stack starts anything.
@@ -56,6 +56,18 @@ def check_postgres(postgres_url: str | None, password: str | None) -> str | None
         return f"Postgres {postgres_url} (FRESHNESS_POSTGRES_URL) refused us: {reason}"
 
 
+def check_lakehouse_store(settings: Settings) -> str | None:
+    """None for a local lakehouse, or an `s3://` one whose endpoint, bucket and
+    credentials work (object_store.check_object_store says which failed)."""
+    from freshness_pipeline.object_store import ObjectStoreError, check_object_store
+
+    try:
+        check_object_store(settings)
+        return None
+    except ObjectStoreError as exc:
+        return str(exc)
+
+
 def preflight(settings: Settings) -> None:
     """Raises PreflightError naming every unreachable server; returns when all answer."""
     failures = [
@@ -63,6 +75,7 @@ def preflight(settings: Settings) -> None:
         for failure in (
             check_spark_master(settings.spark_master),
             check_postgres(settings.postgres_url, settings.postgres_password),
+            check_lakehouse_store(settings),
         )
         if failure
     ]

@@ -32,6 +32,7 @@ STREAMS = ("price", "trade")  # landing sub-folder per stream
 STREAM_TABLE = {"price": "price_raw", "trade": "trade_raw"}
 SPARK_MODES = ("service", "local")
 PROFILES = ("local", "cluster")
+CLUSTER_LAKEHOUSES = ("folder", "object_store")
 POSTGRES_SCHEME = "postgresql+psycopg2"
 
 
@@ -161,6 +162,11 @@ SETTINGS: tuple[Setting, ...] = (
             "`local`: embedded defaults; `cluster`: the demo also starts Postgres, a Spark "
             "standalone master + worker (and the object store) and points everything at them",
             " or ".join(PROFILES), _choice(PROFILES)),
+    Setting("FRESHNESS_CLUSTER_LAKEHOUSE", "folder",
+            "where the cluster profile keeps a lakehouse FRESHNESS_LAKEHOUSE leaves local: "
+            "`folder` (that folder) or `object_store` (the local S3 store it starts; "
+            "s3://lakehouse/tables)", " or ".join(CLUSTER_LAKEHOUSES),
+            _choice(CLUSTER_LAKEHOUSES)),
     Setting("FRESHNESS_SPARK_MASTER", "local[*]",
             "Spark master of the Spark service and of a process's own Spark (ingestion, "
             "`--spark local` runs); the cluster profile sets its own master's URL",
@@ -308,6 +314,7 @@ class Settings:
     landing_dir: Path
     jars_dir: Path
     profile: str = "local"
+    cluster_lakehouse: str = "folder"
     spark_master: str = "local[*]"
     spark_driver_host: str | None = None
     spark_cores_max: int = 2
@@ -389,6 +396,7 @@ def load_settings(
         landing_dir=values["FRESHNESS_LANDING"],
         jars_dir=values["FRESHNESS_JARS_DIR"],
         profile=values["FRESHNESS_PROFILE"],
+        cluster_lakehouse=values["FRESHNESS_CLUSTER_LAKEHOUSE"],
         spark_master=values["FRESHNESS_SPARK_MASTER"],
         spark_driver_host=values["FRESHNESS_SPARK_DRIVER_HOST"] or None,
         spark_cores_max=values["FRESHNESS_SPARK_CORES_MAX"],
