@@ -34,7 +34,7 @@ export DAGSTER_HOME ?= $(abspath .dagster_home)
 
 .PHONY: setup demo demo-kafka test test-fast lint format bench-ingest bench-kafka-ingest bench-growth bench-tick \
 	bench-tick-real bench-overhead bench-memory experiment experiment-long simulate chaos \
-	clean-data
+	clean-data postgres demo-cluster
 
 # Reproducible install: requirements.lock pins every Python package (transitive, with
 # hashes) for CPython 3.11 on linux x86_64; setup installs exactly that, then the project
@@ -112,11 +112,24 @@ $(KAFKA_STAMP): infra/kafka/pom.xml
 .PHONY: kafka
 kafka: $(KAFKA_STAMP)
 
+# Debian's PostgreSQL server for the cluster profile's Dagster storage; installed only when
+# no server binaries are there (freshness_pipeline/postgres_server.py finds them).
+postgres:
+	@if ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1; then \
+	  echo "PostgreSQL present: $$(ls /usr/lib/postgresql/*/bin/postgres)"; \
+	else \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql; \
+	fi
+
 setup: $(VENV)/.installed $(HUDI_JAR) $(CONNECT_JAR) $(GUARD_JAR) s3-deps \
-	$(DAGSTER_HOME)/dagster.yaml $(KAFKA_STAMP)
+	$(DAGSTER_HOME)/dagster.yaml $(KAFKA_STAMP) postgres
 
 demo: setup
 	$(VENV)/bin/freshness demo
+
+# The same pipeline on Postgres and a Spark standalone cluster (master + worker), all local.
+demo-cluster: setup
+	$(VENV)/bin/freshness demo --profile cluster
 
 test: setup
 	$(VENV)/bin/ruff check freshness_pipeline assets_tests

@@ -45,6 +45,11 @@ def test_defaults_are_the_embedded_ones():
         ("FRESHNESS_SPARK_SERVICE_PORT", "-1", "a port number"),
         ("FRESHNESS_LAKEHOUSE", "hdfs://nn/lake", "s3://bucket/prefix"),
         ("FRESHNESS_LAKEHOUSE", "s3:///lake", "s3://bucket/prefix"),
+        ("FRESHNESS_PROFILE", "k8s", "local or cluster"),
+        ("FRESHNESS_SPARK_MASTER", "spark://no-port", "spark://host:port"),
+        ("FRESHNESS_SPARK_MASTER", "mesos://m:5050", "spark://host:port"),
+        ("FRESHNESS_SPARK_CORES_MAX", "0", "an integer of at least 1"),
+        ("FRESHNESS_SPARK_EXECUTOR_MEMORY", "lots", "a JVM size"),
     ],
 )
 def test_a_bad_value_names_the_variable_the_value_and_what_is_accepted(name, value, accepted):
@@ -91,3 +96,31 @@ def test_only_the_settings_module_reads_the_environment():
         if re.search(r"\bos\.(environ|getenv|putenv|unsetenv)\b", text):
             readers.append(str(Path(path).relative_to(PROJECT_ROOT)))
     assert readers == []
+
+
+def test_the_postgres_password_never_shows_in_the_settings_repr():
+    settings = load_settings(
+        {
+            "FRESHNESS_POSTGRES_URL": "postgresql+psycopg2://dagster@db:5432/dagster",
+            "FRESHNESS_POSTGRES_PASSWORD": "s3cret-value",
+        }
+    )
+    assert settings.postgres_password == "s3cret-value"
+    assert "s3cret-value" not in repr(settings)
+
+
+@pytest.mark.parametrize(
+    ("value", "reason"),
+    [
+        ("postgresql://u@h:5432/db", "the scheme must be postgresql+psycopg2://"),
+        ("postgresql+psycopg2://u:pw-in-url@h:5432/db", "keep the password out of the URL"),
+        ("postgresql+psycopg2://h:5432/", "user, host and database are all required"),
+    ],
+)
+def test_a_bad_postgres_url_is_refused_with_the_reason_and_never_quoted(value, reason):
+    with pytest.raises(SettingsError) as caught:
+        load_settings({"FRESHNESS_POSTGRES_URL": value})
+    message = str(caught.value)
+    assert message.startswith("FRESHNESS_POSTGRES_URL is not accepted: expected ")
+    assert "postgresql+psycopg2://user@host:port/database" in message and reason in message
+    assert value not in message and "pw-in-url" not in message

@@ -17,7 +17,12 @@ import time
 from pathlib import Path
 
 from freshness_pipeline.object_store import ObjectStoreError
-from freshness_pipeline.settings import PROJECT_ROOT, SettingsError, load_settings
+from freshness_pipeline.settings import (
+    PROJECT_ROOT,
+    SettingsError,
+    load_settings,
+    set_process_settings,
+)
 from freshness_pipeline.stack import INGEST_READY, StopFlag
 from freshness_pipeline.stream.universe import DEFAULT_UNIVERSE_SIZE
 
@@ -119,16 +124,9 @@ def cmd_ingest(args: argparse.Namespace) -> int:
 
 
 def cmd_spark_service(args: argparse.Namespace) -> int:
-    from freshness_pipeline.spark_service import SparkService, SparkServiceConfig
+    from freshness_pipeline.spark_service import SparkService, service_config
 
-    settings = args.settings
-    config = SparkServiceConfig(
-        jars_dir=settings.jars_dir,
-        state_dir=PROJECT_ROOT / ".lakehouse" / "logs",
-        port=settings.spark_service_port,
-        master=settings.spark_master,
-        driver_memory=settings.spark_service_memory,
-    )
+    config = service_config(args.settings, PROJECT_ROOT / ".lakehouse" / "logs")
     stop = StopFlag()
     with SparkService(config) as service:
         print(
@@ -215,6 +213,7 @@ def cmd_experiment(args: argparse.Namespace) -> int:
         burst_factor=args.burst_factor,
         keep_lakehouses=args.keep_lakehouses,
         resume=args.resume,
+        profile=args.settings.profile,
     )
     runs = len(config.variants) * len(config.seeds)
     print(
@@ -235,9 +234,20 @@ def cmd_experiment(args: argparse.Namespace) -> int:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
+    from freshness_pipeline.cluster_profile import ClusterProfile
     from freshness_pipeline.stack import Stack, StackConfig
 
     settings = args.settings
+    stop = StopFlag()
+    profile = None
+    env: dict[str, str] = {}
+    if settings.profile == "cluster":
+        # The servers a deployment already has (Postgres, a Spark master and worker),
+        # started here; the stack then sees nothing but settings pointing at them.
+        print("Starting Postgres and the Spark master and worker...", flush=True)
+        profile = ClusterProfile(settings).start()
+        env = profile.env
+        set_process_settings(profile.settings_env)
     config = StackConfig(
         stream=_stream_config(args),
         speedup=args.speedup,
@@ -246,21 +256,29 @@ def cmd_demo(args: argparse.Namespace) -> int:
         spark_mode=settings.spark_mode,
         host=args.host,
         port=args.port,
-        env={"FRESHNESS_SOURCE": settings.source},
+        dagster_home=profile.dagster_home if profile else None,
+        env={**env, "FRESHNESS_SOURCE": settings.source},
     )
-    stop = StopFlag()
     stack = Stack(config)
     print("Starting the Spark service and loading the company master (about 30 s)...", flush=True)
-    stack.start()
+    try:
+        stack.start()
+    except BaseException:
+        if profile:
+            profile.stop()
+        raise
     spark = stack.spark_url or "a local Spark per run (--spark local)"
+    stack_settings = load_settings(stack.env)
     source = (
         f"Kafka at {stack.kafka_bootstrap} (topics {', '.join(settings.kafka.topics.values())})"
-        if settings.source == "kafka"
-        else str(settings.landing_dir)
+        if stack_settings.source == "kafka"
+        else str(stack_settings.landing_dir)
     )
     print(
-        f"\nLakehouse:  {settings.lakehouse_root}\nStream in:  {source}\n"
-        f"Logs:       {config.logs_dir}\nSpark:      {spark}\n"
+        f"\nLakehouse:  {stack_settings.lakehouse_root}\nStream in:  {source}\n"
+        f"Logs:       {config.logs_dir}\nSpark:      {spark} (master "
+        f"{stack_settings.spark_master})\n"
+        f"Dagster:    {stack_settings.postgres_url or 'SQLite'} in {stack.dagster_home}\n"
         f"Dagster UI: http://{args.host}:{args.port}\n"
         "Press Ctrl-C to stop (the stream stops first, ingestion finishes its commit).\n",
         flush=True,
@@ -281,7 +299,11 @@ def cmd_demo(args: argparse.Namespace) -> int:
                 break
             stop.wait(1.0)
     finally:
-        stack.stop()
+        try:
+            stack.stop()
+        finally:
+            if profile:
+                profile.stop()  # after the stack: the Spark cluster, then Postgres
     print("stopped; all child processes have exited")
     return failed
 
@@ -328,6 +350,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="landing: the stream goes through the landing folder; kafka: through Kafka "
         "topics, on a local broker the demo starts unless FRESHNESS_KAFKA_BOOTSTRAP is set "
         "(default FRESHNESS_SOURCE)",
+    )
+    demo.add_argument(
+        "--profile",
+        choices=["local", "cluster"],
+        default=None,
+        help="local: embedded defaults (FRESHNESS_PROFILE); cluster: also start Postgres "
+        "and a Spark standalone master + worker and run everything on them",
     )
     demo.set_defaults(func=cmd_demo)
 
@@ -379,6 +408,12 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="keep (seed, variant) runs already finished in --out; run only the rest",
     )
+    experiment.add_argument(
+        "--profile",
+        choices=["local", "cluster"],
+        default=None,
+        help="cluster: each run on its own Postgres and Spark master + worker (FRESHNESS_PROFILE)",
+    )
     experiment.set_defaults(func=cmd_experiment)
 
     service = sub.add_parser("spark-service", help="run the shared Spark service alone")
@@ -417,6 +452,8 @@ def main(argv: list[str] | None = None) -> int:
 def _setting_flags(args: argparse.Namespace) -> dict[str, str | None]:
     """CLI flags that set a setting, under the setting's variable name."""
     flags: dict[str, str | None] = {}
+    if getattr(args, "profile", None):
+        flags["FRESHNESS_PROFILE"] = args.profile
     if getattr(args, "spark", None):
         flags["FRESHNESS_SPARK_MODE"] = args.spark
     if getattr(args, "func", None) is cmd_spark_service and args.port:

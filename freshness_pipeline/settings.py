@@ -36,6 +36,9 @@ SOURCES = ("landing", "kafka")  # where ingestion reads the stream and the repla
 # Kafka's own rule for topic names (kafka.common.internals.Topic): at most 249 of these.
 _TOPIC_NAME = re.compile(r"^[a-zA-Z0-9._-]{1,249}$")
 _HOST_PORT = re.compile(r"^[A-Za-z0-9.\-]+:(\d{1,5})$")
+PROFILES = ("local", "cluster")
+CLUSTER_LAKEHOUSES = ("folder", "object_store")
+POSTGRES_SCHEME = "postgresql+psycopg2"
 
 
 class SettingsError(ValueError):
@@ -64,8 +67,9 @@ class Setting:
             return self.parse(text)
         except (ValueError, LocationError) as exc:
             if self.secret:
+                # The reason, never the value (our parsers' reasons never quote it).
                 raise SettingsError(
-                    f"{self.env} is not accepted: expected {self.accepted}"
+                    f"{self.env} is not accepted: expected {self.accepted} ({exc})"
                 ) from exc
             raise SettingsError(
                 f"{self.env}={text!r} is not accepted: expected {self.accepted} ({exc})"
@@ -121,6 +125,40 @@ def _topic(text: str) -> str:
     return text
 
 
+def _spark_master(text: str) -> str:
+    if text.startswith("spark://"):
+        host, _, port = text[len("spark://") :].rpartition(":")
+        if not host or not port.isdigit():
+            raise ValueError("a standalone master is spark://host:port")
+    elif not (
+        text in ("yarn", "local[*]")
+        or re.fullmatch(r"local\[\d+\]", text)
+        or text.startswith("k8s://")
+    ):
+        raise ValueError("not a Spark master URL")
+    return text
+
+
+def _jvm_size(text: str) -> str:
+    if not re.fullmatch(r"\d+[kmgt]?", text.lower()):
+        raise ValueError("a number with an optional k, m, g or t suffix")
+    return text
+
+
+def _postgres_url(text: str) -> str:
+    """SQLAlchemy's spelling of a Postgres database for dagster-postgres, scheme explicit
+    (newer SQLAlchemy would pick psycopg 3 for a bare postgresql://), no password inside."""
+    parsed = urlsplit(text)
+    if parsed.scheme != POSTGRES_SCHEME:
+        raise ValueError(f"the scheme must be {POSTGRES_SCHEME}://")
+    if parsed.password is not None:
+        raise ValueError("keep the password out of the URL: set FRESHNESS_POSTGRES_PASSWORD")
+    if not parsed.username or not parsed.hostname or not parsed.path.strip("/"):
+        raise ValueError("user, host and database are all required")
+    _ = parsed.port  # raises ValueError on a bad port
+    return text
+
+
 def _endpoint(text: str) -> str:
     parts = urlsplit(text)
     if parts.scheme not in ("http", "https") or not parts.hostname:
@@ -147,9 +185,28 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("FRESHNESS_JARS_DIR", "<checkout>/.cache/jars",
             "folder of the Hudi bundle, the Spark Connect jar and our Hudi guard jar",
             "a folder", _folder),
+    Setting("FRESHNESS_PROFILE", "local",
+            "`local`: embedded defaults; `cluster`: the demo also starts Postgres, a Spark "
+            "standalone master + worker (and the object store) and points everything at them",
+            " or ".join(PROFILES), _choice(PROFILES)),
+    Setting("FRESHNESS_CLUSTER_LAKEHOUSE", "folder",
+            "where the cluster profile keeps a lakehouse FRESHNESS_LAKEHOUSE leaves local: "
+            "`folder` (that folder) or `object_store` (the local S3 store it starts; "
+            "s3://lakehouse/tables)", " or ".join(CLUSTER_LAKEHOUSES),
+            _choice(CLUSTER_LAKEHOUSES)),
     Setting("FRESHNESS_SPARK_MASTER", "local[*]",
-            "Spark master of a process's own Spark (ingestion, `--spark local` runs)",
-            "local[N], local[*], spark://host:port, yarn", _text),
+            "Spark master of the Spark service and of a process's own Spark (ingestion, "
+            "`--spark local` runs); the cluster profile sets its own master's URL",
+            "local[N], local[*], spark://host:port, yarn, k8s://...", _spark_master),
+    Setting("FRESHNESS_SPARK_DRIVER_HOST", None,
+            "address a driver binds and executors call back on (`spark.driver.host` and "
+            "`bindAddress`); unset: Spark's choice", "a host name or IP address", _text),
+    Setting("FRESHNESS_SPARK_CORES_MAX", "2",
+            "cores one application (the Spark service, ingestion) takes on a `spark://` "
+            "master (`spark.cores.max`)", "an integer of at least 1", _int_at_least(1)),
+    Setting("FRESHNESS_SPARK_EXECUTOR_MEMORY", "2g",
+            "executor memory of an application on a `spark://` master",
+            "a JVM size such as 2g", _jvm_size),
     Setting("FRESHNESS_SPARK_REMOTE", None,
             "Spark Connect URL of your own Connect server; runs use it and the demo starts "
             "none", "sc://host:port", _text),
@@ -159,7 +216,15 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("FRESHNESS_SPARK_SERVICE_PORT", "15002", "port of the local Spark service",
             "a port number 1-65535", _int_at_least(1)),
     Setting("FRESHNESS_SPARK_SERVICE_MEMORY", "4g", "driver memory of the local Spark service",
-            "a JVM size such as 4g", _text),
+            "a JVM size such as 4g", _jvm_size),
+    Setting("FRESHNESS_POSTGRES_URL", None,
+            "Dagster's storage (runs, event log, schedules) in this Postgres database; unset: "
+            "SQLite in DAGSTER_HOME (the cluster profile starts a local Postgres)",
+            f"{POSTGRES_SCHEME}://user@host:port/database", _postgres_url,
+            secret=True),  # a bad one may hold a password: the error never quotes it
+    Setting("FRESHNESS_POSTGRES_PASSWORD", None,
+            "password of FRESHNESS_POSTGRES_URL's user (Dagster reads it from this variable; "
+            "never written to a file)", "text", _text, secret=True),
     Setting("FRESHNESS_POLICY", "pmb",
             "scheduling policy: `pmb`, `max_benefit` (all pending input), `random` (seeded), "
             "and the experiment's variants", ", ".join(POLICIES), _choice(POLICIES)),
@@ -327,7 +392,14 @@ class Settings:
     lakehouse: Lakehouse
     landing_dir: Path
     jars_dir: Path
+    profile: str = "local"
+    cluster_lakehouse: str = "folder"
     spark_master: str = "local[*]"
+    spark_driver_host: str | None = None
+    spark_cores_max: int = 2
+    spark_executor_memory: str = "2g"
+    postgres_url: str | None = None
+    postgres_password: str | None = field(default=None, repr=False)  # a secret: never printed
     spark_remote: str | None = None
     spark_mode: str = "service"  # the shared Spark service (spark_service.py) or "local"
     spark_service_port: int = 15002
@@ -440,7 +512,14 @@ def load_settings(
         lakehouse=lakehouse,
         landing_dir=values["FRESHNESS_LANDING"],
         jars_dir=values["FRESHNESS_JARS_DIR"],
+        profile=values["FRESHNESS_PROFILE"],
+        cluster_lakehouse=values["FRESHNESS_CLUSTER_LAKEHOUSE"],
         spark_master=values["FRESHNESS_SPARK_MASTER"],
+        spark_driver_host=values["FRESHNESS_SPARK_DRIVER_HOST"] or None,
+        spark_cores_max=values["FRESHNESS_SPARK_CORES_MAX"],
+        spark_executor_memory=values["FRESHNESS_SPARK_EXECUTOR_MEMORY"],
+        postgres_url=values["FRESHNESS_POSTGRES_URL"] or None,
+        postgres_password=values["FRESHNESS_POSTGRES_PASSWORD"] or None,
         spark_remote=values["FRESHNESS_SPARK_REMOTE"] or None,
         spark_mode=values["FRESHNESS_SPARK_MODE"],
         spark_service_port=values["FRESHNESS_SPARK_SERVICE_PORT"],

@@ -156,6 +156,20 @@ def hudi_spark_conf(
     return conf
 
 
+def deployment_conf(master: str, settings: Settings) -> dict[str, str]:
+    """What a driver needs beyond `hudi_spark_conf` on a cluster master: its share of the
+    cluster (an application takes every core otherwise, and the next one would wait) and
+    the address executors reach it on. Empty for a local master without a driver host."""
+    conf: dict[str, str] = {}
+    if master.startswith("spark://"):
+        conf["spark.cores.max"] = str(settings.spark_cores_max)
+        conf["spark.executor.memory"] = settings.spark_executor_memory
+    if settings.spark_driver_host:
+        conf["spark.driver.host"] = settings.spark_driver_host
+        conf["spark.driver.bindAddress"] = settings.spark_driver_host
+    return conf
+
+
 def build_spark_session(
     master: str | None = None,
     remote: str | None = None,
@@ -177,9 +191,9 @@ def build_spark_session(
         for key, value in (extra or {}).items():
             builder = builder.config(key, value)
         return builder.getOrCreate()
-    conf = hudi_spark_conf(
-        master or settings.spark_master, jars_dir or settings.jars_dir, app_name, extra, settings
-    )
+    master = master or settings.spark_master
+    extra = {**deployment_conf(master, settings), **(extra or {})}
+    conf = hudi_spark_conf(master, jars_dir or settings.jars_dir, app_name, extra, settings)
     session = spark_session_from_config(conf)
     session.sparkContext.setLogLevel("ERROR")
     apply_lakehouse_conf(session, settings)

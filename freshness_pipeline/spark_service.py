@@ -21,7 +21,7 @@ from pathlib import Path
 
 from freshness_pipeline.processes import stop_process_group
 from freshness_pipeline.settings import Settings, child_environment, load_settings
-from freshness_pipeline.spark import find_jar, hudi_jars, hudi_spark_conf
+from freshness_pipeline.spark import deployment_conf, find_jar, hudi_jars, hudi_spark_conf
 
 CONNECT_SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
 DEFAULT_PORT = 15002
@@ -85,6 +85,8 @@ class SparkServiceConfig:
     master: str = "local[*]"
     driver_memory: str = "4g"
     host: str = "localhost"
+    # Spark settings for the master (deployment_conf: the cluster share, the driver host)
+    extra_conf: tuple[tuple[str, str], ...] = ()
     # The lakehouse the service writes (s3a settings and jars for an S3 one); None: the
     # settings of the process that starts it. S3 keys reach the server through its
     # environment (the standard AWS chain), never its command line.
@@ -99,11 +101,31 @@ class SparkServiceConfig:
         return self.state_dir / "spark-service.log"
 
 
+def service_config(
+    settings: Settings, state_dir: Path, port: int | None = None
+) -> SparkServiceConfig:
+    """The shared service as the settings describe it: its port, driver memory and master,
+    with the master's deployment settings (cluster share, driver host)."""
+    return SparkServiceConfig(
+        jars_dir=settings.jars_dir,
+        state_dir=state_dir,
+        port=port or settings.spark_service_port,
+        master=settings.spark_master,
+        driver_memory=settings.spark_service_memory,
+        extra_conf=tuple(sorted(deployment_conf(settings.spark_master, settings).items())),
+        settings=settings,
+    )
+
+
 def server_command(config: SparkServiceConfig) -> list[str]:
     """`spark-submit` of the Connect server with the Hudi bundle and our session defaults."""
     settings = config.settings or load_settings()
     conf = hudi_spark_conf(
-        config.master, config.jars_dir, app_name="freshness_spark_service", settings=settings
+        config.master,
+        config.jars_dir,
+        app_name="freshness_spark_service",
+        extra=dict(config.extra_conf),
+        settings=settings,
     )
     conf.pop("spark.master")
     conf.pop("spark.jars")
@@ -170,6 +192,9 @@ class SparkService:
         (config.state_dir / "log4j2.properties").write_text(LOG4J2_PROPERTIES)
         env = child_environment((config.settings or load_settings()).s3.credential_env())
         env.pop("SPARK_HOME", None)  # the server comes from the pyspark wheel we pinned
+        bind = dict(config.extra_conf).get("spark.driver.bindAddress")
+        if bind:
+            env["SPARK_LOCAL_IP"] = bind  # read by the JVM before any setting
         log = config.log_path.open("ab")
         self.process = subprocess.Popen(
             argv, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True

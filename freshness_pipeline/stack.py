@@ -22,11 +22,12 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
+from freshness_pipeline.dagster_instance import write_instance_yaml
 from freshness_pipeline.kafka_broker import KafkaBroker, KafkaBrokerConfig, broker_state_dir
-from freshness_pipeline.object_store import check_object_store
+from freshness_pipeline.preflight import preflight
 from freshness_pipeline.processes import stop_process_group
-from freshness_pipeline.settings import PROJECT_ROOT, child_environment, load_settings
-from freshness_pipeline.spark_service import SparkService, SparkServiceConfig
+from freshness_pipeline.settings import PROJECT_ROOT, Settings, child_environment, load_settings
+from freshness_pipeline.spark_service import SparkService, service_config
 from freshness_pipeline.stream.generator import StreamConfig
 
 log = logging.getLogger("freshness")
@@ -179,12 +180,14 @@ class Stack:
 
     def start(self) -> Stack:
         # Bad scheduler settings are refused here, before any JVM starts, rather than by
-        # the code server failing to load the sensor; an S3 lakehouse's endpoint, bucket
-        # and credentials likewise, before anything is written.
-        check_object_store(load_settings(self.env))
+        # the code server failing to load the sensor.
+        settings = load_settings(self.env)
+        # Every server the settings name (Spark master, Postgres) answers, or one error
+        # naming each that does not, before anything is started or written.
+        preflight(settings)
         self.started_at = datetime.now(timezone.utc)
         try:
-            self._prepare_dagster_home()
+            self._prepare_dagster_home(settings)
             self._start_spark_service()
             self._start_kafka_broker()
             self._load_master()
@@ -198,7 +201,11 @@ class Stack:
     def spark_url(self) -> str | None:
         return self.env.get("FRESHNESS_SPARK_REMOTE")
 
-    def _prepare_dagster_home(self) -> None:
+    def _prepare_dagster_home(self, settings: Settings) -> None:
+        if settings.postgres_url:
+            # Storage in Postgres: the repo's instance settings plus the storage block.
+            write_instance_yaml(self.dagster_home, settings.postgres_url, settings.scheduler.k)
+            return
         self.dagster_home.mkdir(parents=True, exist_ok=True)
         dagster_yaml = self.dagster_home / "dagster.yaml"
         if not dagster_yaml.exists():
@@ -212,14 +219,7 @@ class Stack:
             log.info("Spark service off: every run starts its own Spark")
             return
         settings = load_settings(self.env)
-        config = SparkServiceConfig(
-            jars_dir=settings.jars_dir,
-            state_dir=self.config.logs_dir,
-            port=settings.spark_service_port,
-            master=settings.spark_master,
-            driver_memory=settings.spark_service_memory,
-            settings=settings,
-        )
+        config = service_config(settings, self.config.logs_dir)
         log.info("starting the shared Spark service on %s", config.url)
         self.service = SparkService(config).start()
         self.env["FRESHNESS_SPARK_REMOTE"] = config.url
@@ -439,20 +439,28 @@ class Stack:
         if self._instance is not None:
             self._instance.dispose()
             self._instance = None
-        for name, proc, timeout in self.children:
-            stop_child(name, proc, timeout)
-            if name == "dagster":
-                # The daemon is gone, so no tick or dequeue launches anything new; the code
-                # server outlives it until its runs end. Let them end before the Spark service
-                # stops, or they fail on a stopped SparkContext.
-                self.drain_runs(drain_timeout_s)
-                kill_group(proc)
-        if self.broker:
-            log.info("stopping the Kafka broker")
-            self.broker.stop()
-        if self.service:
-            log.info("stopping the Spark service")
-            self.service.stop()
+        try:
+            for name, proc, timeout in self.children:
+                stop_child(name, proc, timeout)
+                if name == "dagster":
+                    # The daemon is gone, so no tick or dequeue launches anything new; the
+                    # code server outlives it until its runs end. Let them end before the
+                    # Spark service stops, or they fail on a stopped SparkContext.
+                    try:
+                        self.drain_runs(drain_timeout_s)
+                    finally:
+                        kill_group(proc)
+        finally:
+            # Whatever failed above (a Dagster instance that cannot be opened), the
+            # children left and the Spark service are still stopped.
+            for name, proc, timeout in self.children:
+                stop_child(name, proc, timeout)
+            if self.broker:
+                log.info("stopping the Kafka broker")
+                self.broker.stop()
+            if self.service:
+                log.info("stopping the Spark service")
+                self.service.stop()
 
     def drain_runs(self, timeout_s: float) -> None:
         """Cancel this stack's queued runs (nothing would launch them) and wait for its

@@ -1,6 +1,6 @@
 """Fixed per-run overhead: through the shared Spark service against a Spark per run.
 
-    python -m freshness_pipeline.bench.run_overhead [--runs 5]
+    python -m freshness_pipeline.bench.run_overhead [--runs 5] [--profile cluster]
 
 Side by side in one process, alternating the two modes so machine noise hits both alike:
 
@@ -11,7 +11,9 @@ Side by side in one process, alternating the two modes so machine noise hits bot
    of it the job itself reports (`duration_s`: reads, SQL, Hudi commit).
 
 Everything runs on a throwaway lakehouse with a service on a free port; the project's
-own data and a running demo are untouched.
+own data and a running demo are untouched. `--profile cluster` runs the same on the
+cluster profile (cluster_profile.py): Dagster's storage in Postgres, the service and each
+per-run driver as applications of a local Spark standalone master + worker.
 """
 
 from __future__ import annotations
@@ -25,8 +27,13 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from freshness_pipeline.settings import PROJECT_ROOT, child_environment, set_process_settings
+from freshness_pipeline.settings import child_environment, set_process_settings
+
+if TYPE_CHECKING:
+    from freshness_pipeline.spark_service import SparkServiceConfig
+    from freshness_pipeline.stream.feeder import StreamFeeder
 
 SESSION_PROBE = """
 import time, sys
@@ -82,9 +89,11 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--runs", type=int, default=5, help="runs per mode")
     parser.add_argument("--json", help="also write the figures to this file")
+    parser.add_argument("--profile", choices=["local", "cluster"], default="local")
     args = parser.parse_args()
 
     root = Path(tempfile.mkdtemp(prefix="bench_overhead_"))
+    os.chmod(root, 0o711)  # the cluster profile's Postgres runs as the `postgres` user
     settings = set_process_settings(
         {
             "FRESHNESS_LAKEHOUSE": str(root / "tables"),
@@ -92,51 +101,48 @@ def main() -> int:
             "FRESHNESS_SPARK_REMOTE": None,
         }
     )
+    from freshness_pipeline.cluster_profile import ClusterProfile
+    from freshness_pipeline.dagster_instance import write_instance_yaml
     from freshness_pipeline.spark import build_spark_session
-    from freshness_pipeline.spark_service import SparkService, SparkServiceConfig, free_port
+    from freshness_pipeline.spark_service import free_port, service_config
     from freshness_pipeline.stream.feeder import StreamFeeder
 
-    spark = build_spark_session(app_name="bench_overhead_ingest", remote="")
+    profile = None
+    if args.profile == "cluster":
+        profile = ClusterProfile(settings, root / "cluster").start()
+        settings = set_process_settings(profile.settings_env)
+    # The benchmark's own ingestion is data preparation, not measured: a local driver, so
+    # it takes none of the cluster's cores.
+    spark = build_spark_session(master="local[2]", app_name="bench_overhead_ingest", remote="")
     feeder = StreamFeeder(spark, settings, seed=5, rate=300)
     home = root / "dagster_home"
-    home.mkdir()
-    (home / "dagster.yaml").write_text((PROJECT_ROOT / "dagster.yaml").read_text())
-    service_config = SparkServiceConfig(
-        jars_dir=settings.jars_dir, state_dir=root / "service", port=free_port()
-    )
-    base_env = child_environment({"DAGSTER_HOME": str(home)})
+    write_instance_yaml(home, settings.postgres_url, settings.scheduler.k)
+    service = service_config(settings, root / "service", port=free_port())
+    base_env = child_environment({**(profile.env if profile else {}), "DAGSTER_HOME": str(home)})
     modes = {
-        "service": {**base_env, "FRESHNESS_SPARK_REMOTE": service_config.url},
+        "service": {**base_env, "FRESHNESS_SPARK_REMOTE": service.url},
         "local": base_env,
     }
     session: dict[str, list[float]] = {m: [] for m in modes}
     wall: dict[str, list[float]] = {m: [] for m in modes}
     body: dict[str, list[float]] = {m: [] for m in modes}
-    with SparkService(service_config):
-        # warm-up, not counted: the service's first queries and the first run compile code
-        feeder.land(2)
-        feeder.ingest()
-        _session_seconds(modes["service"])
-        _materialize(modes["service"], home)
-        for i in range(args.runs):
-            for mode in modes if i % 2 == 0 else reversed(list(modes)):
-                session[mode].append(_session_seconds(modes[mode]))
-                feeder.land(1)
-                feeder.ingest()
-                w, b, spark_used = _materialize(modes[mode], home)
-                assert spark_used.startswith("shared" if mode == "service" else "own"), spark_used
-                wall[mode].append(w)
-                body[mode].append(b)
-                print(
-                    f"  {mode:7s} session {session[mode][-1]:5.2f} s | run wall {w:5.2f} s, "
-                    f"job {b:5.2f} s",
-                    flush=True,
-                )
+    try:
+        _measure(args.runs, modes, feeder, home, service, session, wall, body)
+    finally:
+        spark.stop()
+        if profile:
+            profile.stop()
     med = {
         k: {m: statistics.median(v[m]) for m in modes}
         for k, v in (("session", session), ("wall", wall), ("job", body))
     }
-    print(f"\nmachine: {os.cpu_count()} cores; {args.runs} runs per mode, alternating; medians:")
+    where = (
+        f"cluster profile (master {settings.spark_master}, Dagster on Postgres)"
+        if profile
+        else "local profile (local[*], Dagster on SQLite)"
+    )
+    print(f"\nmachine: {os.cpu_count()} cores; {where}; {args.runs} runs per mode, alternating;")
+    print("medians:")
     for mode in modes:
         print(
             f"  {mode:7s}: session + SELECT 1 in a new process {med['session'][mode]:5.2f} s; "
@@ -150,8 +156,42 @@ def main() -> int:
     )
     if args.json:
         Path(args.json).write_text(json.dumps({"session": session, "wall": wall, "job": body}))
-    spark.stop()
     return 0
+
+
+def _measure(
+    runs: int,
+    modes: dict[str, dict[str, str]],
+    feeder: StreamFeeder,
+    home: Path,
+    service: SparkServiceConfig,
+    session: dict[str, list[float]],
+    wall: dict[str, list[float]],
+    body: dict[str, list[float]],
+) -> None:
+    """Alternating runs of both modes; appends each figure to its list."""
+    from freshness_pipeline.spark_service import SparkService
+
+    with SparkService(service):
+        # warm-up, not counted: the service's first queries and the first run compile code
+        feeder.land(2)
+        feeder.ingest()
+        _session_seconds(modes["service"])
+        _materialize(modes["service"], home)
+        for i in range(runs):
+            for mode in modes if i % 2 == 0 else reversed(list(modes)):
+                session[mode].append(_session_seconds(modes[mode]))
+                feeder.land(1)
+                feeder.ingest()
+                w, b, spark_used = _materialize(modes[mode], home)
+                assert spark_used.startswith("shared" if mode == "service" else "own"), spark_used
+                wall[mode].append(w)
+                body[mode].append(b)
+                print(
+                    f"  {mode:7s} session {session[mode][-1]:5.2f} s | run wall {w:5.2f} s, "
+                    f"job {b:5.2f} s",
+                    flush=True,
+                )
 
 
 if __name__ == "__main__":

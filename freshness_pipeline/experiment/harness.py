@@ -27,6 +27,7 @@ import time
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
+from freshness_pipeline.dagster_instance import write_instance_yaml
 from freshness_pipeline.experiment.staleness import S, StalenessSampler, total_staleness
 from freshness_pipeline.hudi_metadata import HudiTableMetadata, TableNotFound
 from freshness_pipeline.jobs.catalog import JOBS
@@ -101,6 +102,9 @@ class ExperimentConfig:
     burst_factor: float = 1.0
     keep_lakehouses: bool = False
     resume: bool = False  # keep finished (seed, variant) runs found in out_dir
+    # "cluster": each run on its own cluster profile (Postgres, Spark master + worker;
+    # the lakehouse stays a local folder, so the sampler reads it as in "local")
+    profile: str = "local"
 
     @property
     def window_s(self) -> float:
@@ -149,15 +153,6 @@ def record(config: ExperimentConfig, seed: int) -> Path:
     return path
 
 
-def _dagster_yaml(k: int) -> str:
-    """The project's instance settings with the run queue at K (edited as data)."""
-    import yaml
-
-    instance = yaml.safe_load((PROJECT_ROOT / "dagster.yaml").read_text())
-    instance["concurrency"]["runs"]["max_concurrent_runs"] = k
-    return yaml.safe_dump(instance, sort_keys=False)
-
-
 def run_variant(config: ExperimentConfig, variant: Variant, seed: int, stream: Path) -> dict:
     """One variant on one seed, on a fresh lakehouse; returns its summary."""
     from freshness_pipeline.stack import Stack, StackConfig
@@ -166,8 +161,6 @@ def run_variant(config: ExperimentConfig, variant: Variant, seed: int, stream: P
     if run_dir.exists():
         shutil.rmtree(run_dir)
     lakehouse, home = run_dir / "tables", run_dir / "dagster_home"
-    home.mkdir(parents=True)
-    (home / "dagster.yaml").write_text(_dagster_yaml(config.k))
     env = {
         "FRESHNESS_LAKEHOUSE": str(lakehouse),
         "FRESHNESS_LANDING": str(run_dir / "landing"),
@@ -180,6 +173,19 @@ def run_variant(config: ExperimentConfig, variant: Variant, seed: int, stream: P
     }
     env.pop("FRESHNESS_SPARK_REMOTE", None)
     set_process_settings({"FRESHNESS_SPARK_REMOTE": None})  # a fresh service per run
+    profile = None
+    if config.profile == "cluster":
+        from freshness_pipeline.cluster_profile import ClusterProfile
+        from freshness_pipeline.settings import load_settings
+
+        env["FRESHNESS_CLUSTER_LAKEHOUSE"] = "folder"  # the sampler reads run_dir/tables
+        profile = ClusterProfile(load_settings(env), run_dir / "cluster").start()
+        env.update(profile.env)
+        home = profile.dagster_home
+        # this process opens the run's Dagster instance too (sampler, collection)
+        set_process_settings(profile.settings_env)
+    else:
+        write_instance_yaml(home, k=config.k)
     stack = Stack(
         StackConfig(
             stream=config.stream_config(seed),  # the universe; the events come from the file
@@ -194,7 +200,12 @@ def run_variant(config: ExperimentConfig, variant: Variant, seed: int, stream: P
         )
     )
     log.info("seed %d, %s: starting the stack in %s", seed, variant.name, run_dir)
-    stack.start()
+    try:
+        stack.start()
+    except BaseException:
+        if profile:
+            profile.stop()
+        raise
     read = _watermark_reader(lakehouse)
     sampler = None
     decision = None
@@ -222,13 +233,23 @@ def run_variant(config: ExperimentConfig, variant: Variant, seed: int, stream: P
                 if _richness(snapshot) > _richness(decision):
                     decision = snapshot
             time.sleep(0.5)
+    except BaseException:
+        stack.stop()
+        if profile:
+            profile.stop()
+        raise
     finally:
         samples = sampler.stop() if sampler else []
-        # Runs in flight at the window's end finish (the stop drains them); they count
-        # as runs, not as staleness: the samples stopped above. The report tells them
-        # apart by their end time against start_us + window_s.
+    # Runs in flight at the window's end finish (the stop drains them); they count as
+    # runs, not as staleness: the samples stopped above. The report tells them apart by
+    # their end time against start_us + window_s.
+    try:
         stack.stop()
-    summary = _collect(config, variant, seed, run_dir, lakehouse, home, samples, start_us)
+        summary = _collect(config, variant, seed, run_dir, lakehouse, home, samples, start_us)
+    finally:
+        if profile:
+            profile.stop()
+            set_process_settings({name: None for name in profile.settings_env})
     (run_dir / "decision.json").write_text(json.dumps(decision, indent=1))
     if not config.keep_lakehouses:
         shutil.rmtree(lakehouse, ignore_errors=True)
@@ -382,6 +403,8 @@ def _conditions(config: ExperimentConfig) -> dict:
         "tick_s": config.tick_s,
         "commit_interval_s": config.commit_interval_s,
     }
+    if config.profile != "local":
+        conditions["profile"] = config.profile  # only then: earlier local runs still match
     if config.stream_config(0).bursty:
         # Only then: runs of a steady stream recorded before bursts existed still match.
         conditions.update(
