@@ -42,20 +42,27 @@ def batch_recompute(
             frames[name] = frames[name].where(
                 f"arrival_ts <= timestamp_micros({arrival_cutoff_us})"
             )
-    for name in ORDER:
-        spec = JOBS[name]
-        sections = sql_sections(name)
-        for table in spec.inputs:
-            frames[table].createOrReplaceTempView(f"delta_{table}")
-        for table in spec.dimensions:
-            frames[table].createOrReplaceTempView(table)
-        if spec.kind != "merge":
-            frames[spec.inputs[0]].createOrReplaceTempView("group_rows")
-        partial = spark.sql(sections["partial"])
-        partial.createOrReplaceTempView("partial")
-        partial.limit(0).createOrReplaceTempView("existing")
-        spark.sql(sections["merge"]).write.mode("overwrite").parquet(str(scratch / name))
-        frames[name] = spark.read.parquet(str(scratch / name))
+    views: set[str] = set()
+    try:
+        for name in ORDER:
+            spec = JOBS[name]
+            sections = sql_sections(name)
+            named = {f"delta_{table}": frames[table] for table in spec.inputs}
+            named |= {table: frames[table] for table in spec.dimensions}
+            if spec.kind != "merge":
+                named["group_rows"] = frames[spec.inputs[0]]
+            for view, frame in named.items():
+                frame.createOrReplaceTempView(view)
+            partial = spark.sql(sections["partial"])
+            partial.createOrReplaceTempView("partial")
+            partial.limit(0).createOrReplaceTempView("existing")
+            views |= set(named) | {"partial", "existing"}
+            spark.sql(sections["merge"]).write.mode("overwrite").parquet(str(scratch / name))
+            frames[name] = spark.read.parquet(str(scratch / name))
+    finally:
+        # The session may be shared (tests, the chaos campaign): leave no view behind.
+        for view in views:
+            spark.catalog.dropTempView(view)
     return {name: frames[name] for name in ORDER}
 
 
