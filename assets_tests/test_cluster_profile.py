@@ -49,17 +49,17 @@ def _drain(stack: Stack, lakehouse: Lakehouse, landing: Path) -> bool:
     return False
 
 
-@pytest.mark.parametrize("lakehouse_kind", ["folder", "object_store"])
 def test_a_short_stream_drains_through_the_cluster_profile_to_the_oracles_answer(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, lakehouse_kind: str
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ):
     landing = tmp_path / "landing"
     monkeypatch.delenv("FRESHNESS_SPARK_REMOTE", raising=False)
     for name, value in {
-        # A folder, or (object_store) the profile starts s3proxy and points the
-        # lakehouse at s3://<bucket>/tables on it.
+        # The whole profile: the lakehouse on the object store (the profile starts s3proxy
+        # and points the lakehouse at s3://<bucket>/tables), not this folder. (One test
+        # for CI's time; the folder variant is FRESHNESS_CLUSTER_LAKEHOUSE=folder.)
         "FRESHNESS_LAKEHOUSE": str(tmp_path / "tables"),
-        "FRESHNESS_CLUSTER_LAKEHOUSE": lakehouse_kind,
+        "FRESHNESS_CLUSTER_LAKEHOUSE": "object_store",
         "FRESHNESS_LANDING": str(landing),
         "FRESHNESS_TICK_S": "5",
         "FRESHNESS_SPARK_SERVICE_PORT": str(free_port()),
@@ -73,7 +73,7 @@ def test_a_short_stream_drains_through_the_cluster_profile_to_the_oracles_answer
             for name, value in profile.settings_env.items():
                 monkeypatch.setenv(name, value)  # the supervisor opens the same instance
             lakehouse = load_settings().lakehouse
-            assert lakehouse.root.is_local == (lakehouse_kind == "folder")
+            assert not lakehouse.root.is_local, lakehouse.uri  # on the object store
             stack = Stack(
                 StackConfig(
                     stream=StreamConfig(seed=7, rate=200, universe_size=80),
