@@ -189,7 +189,7 @@ SETTINGS: tuple[Setting, ...] = (
             "`local`: embedded defaults; `cluster`: the demo also starts Postgres, a Spark "
             "standalone master + worker (and the object store) and points everything at them",
             " or ".join(PROFILES), _choice(PROFILES)),
-    Setting("FRESHNESS_CLUSTER_LAKEHOUSE", "folder",
+    Setting("FRESHNESS_CLUSTER_LAKEHOUSE", "object_store",
             "where the cluster profile keeps a lakehouse FRESHNESS_LAKEHOUSE leaves local: "
             "`folder` (that folder) or `object_store` (the local S3 store it starts; "
             "s3://lakehouse/tables)", " or ".join(CLUSTER_LAKEHOUSES),
