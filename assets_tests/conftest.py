@@ -67,3 +67,30 @@ def child_env(settings: Settings) -> dict[str, str]:
     env["FRESHNESS_LAKEHOUSE"] = settings.lakehouse_root
     env["FRESHNESS_LANDING"] = str(settings.landing_dir)
     return env
+
+
+def table_watermark(lakehouse, table: str) -> int | None:
+    """A table's watermark, None while it does not exist (stack tests poll it)."""
+    from freshness_pipeline.hudi_metadata import HudiTableMetadata, TableNotFound
+
+    try:
+        return HudiTableMetadata(lakehouse.table(table)).watermark_us()
+    except TableNotFound:
+        return None
+
+
+def short_stack_config(tmp_path: Path, env: dict[str, str], dagster_home: Path, seed: int):
+    """The stack of the short end-to-end tests: 20 s of stream at 200 events/s."""
+    from freshness_pipeline.stack import StackConfig
+    from freshness_pipeline.stream.generator import StreamConfig
+
+    return StackConfig(
+        stream=StreamConfig(seed=seed, rate=200, universe_size=80),
+        malformed_rate=0.0,
+        commit_interval_s=5.0,
+        duration_s=20,
+        webserver=False,
+        dagster_home=dagster_home,
+        logs_dir=tmp_path / "logs",
+        env=env,
+    )

@@ -13,26 +13,18 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
+from assets_tests.conftest import short_stack_config, table_watermark
 from freshness_pipeline import oracle
 from freshness_pipeline.cluster_profile import ClusterProfile
-from freshness_pipeline.hudi_metadata import HudiTableMetadata, TableNotFound
 from freshness_pipeline.jobs.catalog import JOBS
 from freshness_pipeline.lakehouse import Lakehouse
 from freshness_pipeline.run_plan import RunPlan
 from freshness_pipeline.settings import RAW_TABLES, load_settings
 from freshness_pipeline.spark_service import free_port
-from freshness_pipeline.stack import Stack, StackConfig
-from freshness_pipeline.stream.generator import StreamConfig
+from freshness_pipeline.stack import Stack
 
 pytestmark = pytest.mark.spark
 DRAIN_TIMEOUT_S = 480  # 6.4 min whole test at a load average of 11 (four agents)
-
-
-def _watermark(lakehouse: Lakehouse, table: str) -> int | None:
-    try:
-        return HudiTableMetadata(lakehouse.table(table)).watermark_us()
-    except TableNotFound:
-        return None
 
 
 def _drain(stack: Stack, lakehouse: Lakehouse, landing: Path) -> bool:
@@ -42,8 +34,8 @@ def _drain(stack: Stack, lakehouse: Lakehouse, landing: Path) -> bool:
     while time.monotonic() < deadline:
         stack.supervise()
         if stack.process("replay").poll() is not None and not any(landing.rglob("*.jsonl")):
-            raw = [_watermark(lakehouse, t) for t in RAW_TABLES]
-            if None not in raw and all(_watermark(lakehouse, j) == min(raw) for j in JOBS):
+            raw = [table_watermark(lakehouse, t) for t in RAW_TABLES]
+            if None not in raw and all(table_watermark(lakehouse, j) == min(raw) for j in JOBS):
                 return True
         time.sleep(2)
     return False
@@ -74,18 +66,7 @@ def test_a_short_stream_drains_through_the_cluster_profile_to_the_oracles_answer
                 monkeypatch.setenv(name, value)  # the supervisor opens the same instance
             lakehouse = load_settings().lakehouse
             assert not lakehouse.root.is_local, lakehouse.uri  # on the object store
-            stack = Stack(
-                StackConfig(
-                    stream=StreamConfig(seed=7, rate=200, universe_size=80),
-                    malformed_rate=0.0,
-                    commit_interval_s=5.0,
-                    duration_s=20,
-                    webserver=False,
-                    dagster_home=profile.dagster_home,
-                    logs_dir=tmp_path / "logs",
-                    env=profile.env,
-                )
-            )
+            stack = Stack(short_stack_config(tmp_path, profile.env, profile.dagster_home, seed=7))
             stack.start()
             try:
                 drained = _drain(stack, lakehouse, landing)
