@@ -11,7 +11,6 @@ like the Spark service.
 from __future__ import annotations
 
 import base64
-import signal
 import subprocess
 import time
 import uuid
@@ -19,7 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from freshness_pipeline.processes import stop_process_group
+from freshness_pipeline.processes import ServerProcess
 from freshness_pipeline.settings import KafkaSettings, Settings, child_environment
 from freshness_pipeline.spark_service import free_port, port_is_open
 
@@ -119,7 +118,7 @@ def java_command(config: KafkaBrokerConfig, main_class: str, *args: str) -> list
     ]
 
 
-class KafkaBroker:
+class KafkaBroker(ServerProcess):
     """Starts, waits for and stops one local Kafka broker (a child process)."""
 
     def __init__(self, config: KafkaBrokerConfig) -> None:
@@ -129,10 +128,6 @@ class KafkaBroker:
     @property
     def bootstrap_servers(self) -> str:
         return self.config.bootstrap_servers
-
-    @property
-    def pid(self) -> int | None:
-        return self.process.pid if self.process else None
 
     def start(self, timeout_s: float = 90.0) -> KafkaBroker:
         config = self.config
@@ -207,19 +202,6 @@ class KafkaBroker:
     def create_topics(self, topics: Mapping[str, int]) -> None:
         """Creates each missing topic with its partition count (an existing one is kept)."""
         create_topics(self.bootstrap_servers, topics)
-
-    def stop(self, timeout_s: float = 30.0) -> None:
-        """SIGTERM to its process group (a clean shutdown), SIGKILL if it hangs."""
-        proc = self.process
-        if proc is None or proc.poll() is not None:
-            return
-        stop_process_group(proc, signal.SIGTERM, timeout_s)
-
-    def __enter__(self) -> KafkaBroker:
-        return self.start() if self.process is None else self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
 
 
 def create_topics(bootstrap_servers: str, topics: Mapping[str, int], timeout_s: float = 30) -> None:

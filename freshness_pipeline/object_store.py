@@ -14,7 +14,6 @@ the bucket or the credentials is wrong, in one error.
 from __future__ import annotations
 
 import shutil
-import signal
 import socket
 import subprocess
 import time
@@ -23,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
-from freshness_pipeline.processes import stop_process_group
+from freshness_pipeline.processes import ServerProcess
 from freshness_pipeline.settings import PROJECT_ROOT, child_environment, compatible_s3_checksums
 
 if TYPE_CHECKING:
@@ -92,7 +91,7 @@ def _java() -> str:
     return java
 
 
-class ObjectStoreServer:
+class ObjectStoreServer(ServerProcess):
     """Starts s3proxy on 127.0.0.1 over `config.data_dir`, creates the bucket, and stops
     the process group it started (never by name)."""
 
@@ -104,10 +103,6 @@ class ObjectStoreServer:
     @property
     def endpoint(self) -> str:
         return f"http://127.0.0.1:{self.port}"
-
-    @property
-    def pid(self) -> int | None:
-        return self.process.pid if self.process else None
 
     def command(self) -> list[str]:
         jars = self.config.s3proxy_dir
@@ -213,13 +208,6 @@ class ObjectStoreServer:
         if fs.get_file_info(self.config.bucket).type == pafs.FileType.NotFound:
             fs.create_dir(self.config.bucket)
 
-    def stop(self, timeout_s: float = 30.0) -> None:
-        """SIGTERM to the process group we started, SIGKILL if it hangs."""
-        proc = self.process
-        if proc is None or proc.poll() is not None:
-            return
-        stop_process_group(proc, signal.SIGTERM, timeout_s)
-
     def settings_env(self, prefix: str = "tables") -> dict[str, str]:
         """Environment variables that point a process's Settings at this store: the
         lakehouse `s3://bucket/prefix`, the endpoint, path-style access and the key pair
@@ -233,12 +221,6 @@ class ObjectStoreServer:
             "AWS_ACCESS_KEY_ID": self.config.access_key,
             "AWS_SECRET_ACCESS_KEY": self.config.secret_key,
         }
-
-    def __enter__(self) -> ObjectStoreServer:
-        return self.start() if self.process is None else self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
 
 
 # --- preflight ---------------------------------------------------------------------------

@@ -21,7 +21,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from freshness_pipeline.processes import stop_process_group
+from freshness_pipeline.processes import ServerProcess
 from freshness_pipeline.spark_service import free_port, port_is_open
 
 HOST = "127.0.0.1"
@@ -82,7 +82,7 @@ def _check_reachable_by(path: Path, user: str) -> None:
             )
 
 
-class PostgresServer:
+class PostgresServer(ServerProcess):
     """Initialises (once), starts and stops one Postgres server; `dsn` reaches it."""
 
     def __init__(self, config: PostgresConfig) -> None:
@@ -90,10 +90,6 @@ class PostgresServer:
         self.port = config.port or free_port()
         self.process: subprocess.Popen | None = None
         self.bin_dir = postgres_bin_dir()
-
-    @property
-    def pid(self) -> int | None:
-        return self.process.pid if self.process else None
 
     @property
     def password(self) -> str:
@@ -226,17 +222,13 @@ class PostgresServer:
         finally:
             conn.close()
 
+    stop_signal = signal.SIGINT
+
     def stop(self, timeout_s: float = 30.0) -> None:
         """SIGINT to the process group started here: Postgres's fast shutdown (clients are
-        disconnected, the data is checkpointed); SIGKILL if it hangs."""
+        disconnected, the data is checkpointed); SIGKILL if it hangs. The group, since
+        the child we started is `runuser` and Postgres its child."""
         proc = self.process
-        if proc is None or proc.poll() is not None:
-            return
-        os.killpg(proc.pid, signal.SIGINT)
-        stop_process_group(proc, signal.SIGINT, timeout_s)
-
-    def __enter__(self) -> PostgresServer:
-        return self.start() if self.process is None else self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
+        if proc is not None and proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGINT)
+        super().stop(timeout_s)

@@ -30,3 +30,34 @@ def stop_process_group(
             return
         except subprocess.TimeoutExpired:
             continue
+
+
+class ServerProcess:
+    """A server this project starts as one child process in its own process group and
+    stops by that process id: `stop`, the context manager and `pid` for every such server
+    (the Spark service, the Kafka broker, the object store, Postgres). A subclass starts
+    `self.process` in `start()` and may change `stop_signal`."""
+
+    process: subprocess.Popen | None = None
+    stop_signal: int = signal.SIGTERM  # a JVM's shutdown hooks run on SIGTERM
+
+    @property
+    def pid(self) -> int | None:
+        return self.process.pid if self.process else None
+
+    def start(self, timeout_s: float):  # pragma: no cover - every subclass has its own
+        raise NotImplementedError
+
+    def stop(self, timeout_s: float = 30.0) -> None:
+        """`stop_signal` to the process we started, then SIGTERM and SIGKILL to its group
+        if it hangs."""
+        proc = self.process
+        if proc is None or proc.poll() is not None:
+            return
+        stop_process_group(proc, self.stop_signal, timeout_s)
+
+    def __enter__(self):
+        return self.start() if self.process is None else self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()

@@ -12,14 +12,13 @@ ingestion share the cores instead of queueing behind each other's jobs.
 
 from __future__ import annotations
 
-import signal
 import socket
 import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from freshness_pipeline.processes import stop_process_group
+from freshness_pipeline.processes import ServerProcess
 from freshness_pipeline.settings import Settings, child_environment, load_settings
 from freshness_pipeline.spark import deployment_conf, find_jar, hudi_jars, hudi_spark_conf
 
@@ -168,7 +167,7 @@ def port_is_open(host: str, port: int, timeout: float = 0.2) -> bool:
         return False
 
 
-class SparkService:
+class SparkService(ServerProcess):
     """Starts, waits for and stops one local Spark Connect server (a child process)."""
 
     def __init__(self, config: SparkServiceConfig) -> None:
@@ -215,20 +214,3 @@ class SparkService:
             f"the Spark Connect server did not listen on port {config.port} within "
             f"{timeout_s:.0f} s; see {config.log_path}"
         )
-
-    @property
-    def pid(self) -> int | None:
-        return self.process.pid if self.process else None
-
-    def stop(self, timeout_s: float = 30.0) -> None:
-        """SIGTERM (Spark's shutdown hooks stop the context), SIGKILL if it hangs."""
-        proc = self.process
-        if proc is None or proc.poll() is not None:
-            return
-        stop_process_group(proc, signal.SIGTERM, timeout_s)
-
-    def __enter__(self) -> SparkService:
-        return self.start() if self.process is None else self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()

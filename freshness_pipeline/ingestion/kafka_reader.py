@@ -22,6 +22,7 @@ from freshness_pipeline.ingestion.validate import (
     Reject,
     ValidatedBatch,
     decode_line,
+    refuse_repeated_trade,
     validate_record,
 )
 from freshness_pipeline.settings import KafkaSettings
@@ -112,11 +113,7 @@ def validate_messages(
         record = None
         if not reason:
             record, reason = validate_record(stream, raw_line, symbols, accept_us, accept_us)
-        if record is not None and stream == "trade":
-            trade = (record["symbol"], record["trade_id"])
-            if trade in seen_trade_ids:
-                record, reason = None, f"duplicate_id: trade_id {trade[1]} of {trade[0]}"
-            seen_trade_ids.add(trade)
+        record, reason = refuse_repeated_trade(stream, record, reason, seen_trade_ids)
         if record is None:
             kind, _, detail = reason.partition(": ")
             batch.rejects.append(

@@ -159,6 +159,19 @@ def decode_line(raw: bytes) -> tuple[str, str]:
         return raw.decode("utf-8", "replace"), f"bad_encoding: {exc.reason} at byte {exc.start}"
 
 
+def refuse_repeated_trade(
+    stream: str, record: dict | None, reason: str, seen_trade_ids: set[tuple[str, int]]
+) -> tuple[dict | None, str]:
+    """The same trade twice in one batch would be counted twice: the second one is
+    quarantined as `duplicate_id` (the landing and the Kafka path alike)."""
+    if record is not None and stream == "trade":
+        trade = (record["symbol"], record["trade_id"])
+        if trade in seen_trade_ids:
+            record, reason = None, f"duplicate_id: trade_id {trade[1]} of {trade[0]}"
+        seen_trade_ids.add(trade)
+    return record, reason
+
+
 def validate_lines(
     stream: str,
     landing_file: str,
@@ -180,12 +193,7 @@ def validate_lines(
         record = None
         if not reason:
             record, reason = validate_record(stream, raw_line, symbols, landed_us)
-        if record is not None and stream == "trade":
-            # The same trade twice would be counted twice: the second one is quarantined.
-            trade = (record["symbol"], record["trade_id"])
-            if trade in seen_trade_ids:
-                record, reason = None, f"duplicate_id: trade_id {trade[1]} of {trade[0]}"
-            seen_trade_ids.add(trade)
+        record, reason = refuse_repeated_trade(stream, record, reason, seen_trade_ids)
         if record is None:
             kind, _, detail = reason.partition(": ")
             batch.rejects.append(
