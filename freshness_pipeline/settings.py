@@ -334,26 +334,15 @@ class S3Settings:
             options["aws_endpoint_url"] = self.endpoint
             options["aws_allow_http"] = str(self.endpoint.startswith("http://")).lower()
         options["aws_virtual_hosted_style_request"] = str(not self.path_style).lower()
-        for key, value in (
-            ("aws_access_key_id", self.access_key_id),
-            ("aws_secret_access_key", self.secret_access_key),
-            ("aws_session_token", self.session_token),
-        ):
-            if value:
-                options[key] = value
+        # object_store's option names are the environment variables' in lower case.
+        options |= {name.lower(): value for name, value in self.credential_env().items()}
         return options
 
     def credential_env(self) -> dict[str, str]:
         """The keys as the standard AWS chain's environment variables (for a child JVM)."""
-        env = {}
-        for name, value in (
-            ("AWS_ACCESS_KEY_ID", self.access_key_id),
-            ("AWS_SECRET_ACCESS_KEY", self.secret_access_key),
-            ("AWS_SESSION_TOKEN", self.session_token),
-        ):
-            if value:
-                env[name] = value
-        return env
+        keys = (self.access_key_id, self.secret_access_key, self.session_token)
+        names = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN")
+        return {name: value for name, value in zip(names, keys, strict=True) if value}
 
     def spark_conf(self) -> dict[str, str]:
         """`spark.hadoop.fs.s3a.*` for Spark's s3a file system; no secrets (Spark logs its
