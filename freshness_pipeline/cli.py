@@ -234,7 +234,7 @@ def cmd_experiment(args: argparse.Namespace) -> int:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    from freshness_pipeline.cluster_profile import ClusterProfile
+    from freshness_pipeline.cluster_profile import ClusterProfile, start_stack
     from freshness_pipeline.stack import Stack, StackConfig
 
     settings = args.settings
@@ -261,12 +261,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     )
     stack = Stack(config)
     print("Starting the Spark service and loading the company master (about 30 s)...", flush=True)
-    try:
-        stack.start()
-    except BaseException:
-        if profile:
-            profile.stop()
-        raise
+    start_stack(stack, profile)
     spark = stack.spark_url or "a local Spark per run (--spark local)"
     stack_settings = load_settings(stack.env)
     source = (

@@ -126,3 +126,14 @@ class ClusterProfile:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+def start_stack(stack, profile: ClusterProfile | None) -> None:
+    """Starts `stack`; if that fails, the profile's servers (if any) stop too, so a failed
+    start leaves nothing running."""
+    try:
+        stack.start()
+    except BaseException:
+        if profile:
+            profile.stop()
+        raise

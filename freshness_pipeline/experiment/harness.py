@@ -200,12 +200,9 @@ def run_variant(config: ExperimentConfig, variant: Variant, seed: int, stream: P
         )
     )
     log.info("seed %d, %s: starting the stack in %s", seed, variant.name, run_dir)
-    try:
-        stack.start()
-    except BaseException:
-        if profile:
-            profile.stop()
-        raise
+    from freshness_pipeline.cluster_profile import start_stack
+
+    start_stack(stack, profile)
     read = _watermark_reader(lakehouse)
     sampler = None
     decision = None
