@@ -24,6 +24,10 @@ S3PROXY_DIR ?= .cache/s3proxy
 S3PROXY_STAMP := $(S3PROXY_DIR)/.installed
 GUARD_SRC := $(wildcard freshness_pipeline/jvm/*.java)
 GUARD_JAR := $(JARS_DIR)/freshness-hudi-guard.jar
+# Spark's Connect server bound to 127.0.0.1 (Spark 3.5's own binds every interface),
+# compiled against pyspark's jars and the Connect jar.
+LAUNCHER_SRC := $(wildcard freshness_pipeline/jvm/connect/*.java)
+LAUNCHER_JAR := $(JARS_DIR)/freshness-connect-launcher.jar
 # The single-node Kafka broker (KRaft) for `freshness demo --source kafka`: kafka_2.13 and
 # its runtime dependencies from Maven Central (infra/kafka/pom.xml) into .cache/kafka.
 KAFKA_VERSION ?= 4.1.1
@@ -99,6 +103,14 @@ $(GUARD_JAR): $(GUARD_SRC) $(HUDI_JAR) $(VENV)/.installed
 	jar cf $@ -C $(JARS_DIR)/guard-classes .
 	rm -rf $(JARS_DIR)/guard-classes
 
+$(LAUNCHER_JAR): $(LAUNCHER_SRC) $(CONNECT_JAR) $(VENV)/.installed
+	rm -rf $(JARS_DIR)/launcher-classes && mkdir -p $(JARS_DIR)/launcher-classes
+	javac --release 11 -nowarn -d $(JARS_DIR)/launcher-classes \
+	  -cp "$(CONNECT_JAR):$$($(VENV)/bin/python -c 'import os, pyspark; print(os.path.dirname(pyspark.__file__))')/jars/*" \
+	  $(LAUNCHER_SRC)
+	jar cf $@ -C $(JARS_DIR)/launcher-classes .
+	rm -rf $(JARS_DIR)/launcher-classes
+
 $(DAGSTER_HOME)/dagster.yaml: dagster.yaml
 	mkdir -p $(DAGSTER_HOME)
 	ln -sf $(abspath dagster.yaml) $@
@@ -121,7 +133,7 @@ postgres:
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql; \
 	fi
 
-setup: $(VENV)/.installed $(HUDI_JAR) $(CONNECT_JAR) $(GUARD_JAR) s3-deps \
+setup: $(VENV)/.installed $(HUDI_JAR) $(CONNECT_JAR) $(GUARD_JAR) $(LAUNCHER_JAR) s3-deps \
 	$(DAGSTER_HOME)/dagster.yaml $(KAFKA_STAMP) postgres
 
 demo: setup

@@ -61,6 +61,15 @@ def connect_spark(spark_service) -> Iterator[object]:
     session.stop()
 
 
+def assert_listens_on_loopback_only(addresses: set[tuple[str, int]], what: str) -> None:
+    """The project's rule for every server it starts: bound to 127.0.0.1, nothing wider."""
+    from freshness_pipeline.processes import is_loopback
+
+    assert addresses, f"{what} listens on no TCP port"
+    wide = sorted(a for a in addresses if not is_loopback(a[0]))
+    assert not wide, f"{what} listens beyond the loopback interface: {wide}"
+
+
 def child_env(settings: Settings) -> dict[str, str]:
     """Environment for a child process that must see the same lakehouse."""
     env = dict(os.environ)

@@ -12,9 +12,11 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
+from assets_tests.conftest import assert_listens_on_loopback_only
 from freshness_pipeline.dagster_instance import write_instance_yaml
 from freshness_pipeline.postgres_server import PostgresConfig, PostgresServer
 from freshness_pipeline.preflight import PreflightError, preflight
+from freshness_pipeline.processes import listening_addresses
 from freshness_pipeline.settings import load_settings
 from freshness_pipeline.spark_cluster import SparkCluster, SparkClusterConfig
 from freshness_pipeline.spark_service import free_port, port_is_open
@@ -40,6 +42,8 @@ def test_master_and_worker_start_on_loopback_and_stop_by_pid(tmp_path: Path):
         assert state["url"] == cluster.master_url == f"spark://127.0.0.1:{cluster.master_port}"
         assert state["aliveworkers"] == 1 and state["cores"] == 2 and state["memory"] == 1024
         assert state["workers"][0]["host"] == "127.0.0.1"
+        for name, pid in pids.items():
+            assert_listens_on_loopback_only(listening_addresses(pid), name)
         preflight(load_settings({"FRESHNESS_SPARK_MASTER": cluster.master_url}))
     assert not any(pid_alive(pid) for pid in pids.values())
     assert not port_is_open("127.0.0.1", cluster.master_port)
@@ -50,6 +54,7 @@ def test_postgres_starts_creates_the_database_and_stops_by_pid(postgres_dir: Pat
     with PostgresServer(PostgresConfig(postgres_dir, database="freshness_test")) as server:
         pid = server.pid
         assert pid_alive(pid)
+        assert_listens_on_loopback_only(server.listening(), "Postgres")
         conn = server._connect("freshness_test")
         with conn.cursor() as cursor:
             cursor.execute("SHOW listen_addresses")

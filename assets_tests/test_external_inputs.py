@@ -25,7 +25,7 @@ from freshness_pipeline.jobs.runner import JobRunner
 from freshness_pipeline.resources import HudiMetadataResource
 from freshness_pipeline.run_plan import RunPlan
 from freshness_pipeline.scheduler_settings import SchedulerSettings
-from freshness_pipeline.sensor import evaluate_tick
+from freshness_pipeline.sensor import arrival_warnings, evaluate_tick
 from freshness_pipeline.settings import load_settings
 
 pytestmark = pytest.mark.spark
@@ -154,6 +154,8 @@ def test_sensor_schedules_external_tables_to_the_oracle(spark, tmp_path, monkeyp
         assert actions.count("replacecommit") >= 2, actions  # the overwrite and clustering
         second = _drain(settings, spark, instance, seen)
         assert second > 0
+        # A rewrite and a clustering hold old arrivals but are not a regression.
+        assert after.arrival_regressions() == []
 
     assert seen["trade_aggr"] == {SOURCE_COMPLETION}
     assert seen["price_aggr"] == {SOURCE_FOOTER}
@@ -176,6 +178,19 @@ def test_sensor_schedules_external_tables_to_the_oracle(spark, tmp_path, monkeyp
         expected = (capped if joined else everything)[job]
         missing, extra, examples = differences(spark, expected, settings.table_uri(job))
         assert (missing, extra) == (0, 0), f"{job}: {missing} missing, {extra} extra: {examples}"
+
+    # Their writer then stamps a commit an hour back: its rows fall below what the jobs
+    # already read, which the sensor must say rather than skip them silently.
+    late = spark.read.format("hudi").load(prices_uri).limit(5)
+    keep = [c for c in late.columns if not c.startswith("_hoodie_")]
+    late = late.select(*keep).withColumn("event_id", F.concat(F.col("event_id"), F.lit("-late")))
+    late = late.withColumn("ingested_at", F.expr("current_timestamp() - INTERVAL 1 HOUR"))
+    _write(late, prices_uri, PRICES, "insert")
+    regressions = HudiTableMetadata(prices_uri, "ingested_at", external=True).arrival_regressions()
+    newest = HudiTableMetadata(prices_uri, "ingested_at", external=True).latest_commit()
+    assert [r.instant for r in regressions] == [newest.instant]
+    warnings = arrival_warnings(HudiMetadataResource())
+    assert len(warnings) == 1 and f"price_raw: commit {newest.instant}" in warnings[0]
 
 
 def _copy_new_commits(spark, feeder: StreamFeeder, trades_uri: str, prices_uri: str) -> None:

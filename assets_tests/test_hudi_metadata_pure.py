@@ -6,10 +6,16 @@ from __future__ import annotations
 import pytest
 
 from freshness_pipeline.hudi_metadata import (
+    SOURCE_COMPLETION,
+    SOURCE_FOOTER,
+    SOURCE_KEYS,
+    ArrivalRange,
+    ArrivalRegression,
     Commit,
     HudiTableMetadata,
     TableNotFound,
     WrittenFile,
+    arrival_regressions,
     instant_to_us,
     us_to_instant,
 )
@@ -36,3 +42,24 @@ def test_instant_times_and_write_kinds():
 def test_missing_table_says_which(tmp_path):
     with pytest.raises(TableNotFound, match="nowhere"):
         HudiTableMetadata(str(tmp_path / "nowhere"))
+
+
+def test_a_decreasing_arrival_column_is_found():
+    """Footer ranges in completion order: a commit that starts below what earlier commits
+    reached is named; touching ranges, our keys and completion times are not compared."""
+    ranges = [
+        ("1", ArrivalRange(100, 200, SOURCE_FOOTER)),
+        ("2", ArrivalRange(200, 300, SOURCE_FOOTER)),  # touches: fine
+        ("3", ArrivalRange(None, 50, SOURCE_COMPLETION)),  # another clock
+        ("4", ArrivalRange(10, 20, SOURCE_KEYS)),  # ours never decrease
+        ("5", ArrivalRange(250, 400, SOURCE_FOOTER)),  # starts below 300
+        ("6", ArrivalRange(350, 500, SOURCE_FOOTER)),  # below 400
+        ("7", ArrivalRange(500, 600, SOURCE_FOOTER)),
+    ]
+    assert arrival_regressions(ranges) == [
+        ArrivalRegression("5", 250, 300),
+        ArrivalRegression("6", 350, 400),
+    ]
+    assert arrival_regressions(ranges[:3]) == []
+    text = ArrivalRegression("5", 250, 300).describe("price_raw", "ingested_at")
+    assert "price_raw: commit 5 wrote ingested_at from 1970-01-01" in text

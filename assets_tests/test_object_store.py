@@ -11,6 +11,7 @@ from pathlib import Path
 import pyarrow.fs as pafs
 import pytest
 
+from assets_tests.conftest import assert_listens_on_loopback_only
 from freshness_pipeline.object_store import (
     ObjectStoreConfig,
     ObjectStoreError,
@@ -46,6 +47,7 @@ def test_start_creates_bucket_and_stop_ends_the_pid(tmp_path: Path) -> None:
         pid = server.pid
         assert pid is not None and _alive(pid)
         assert server.endpoint.startswith("http://127.0.0.1:")
+        assert_listens_on_loopback_only(server.listening(), "the object store")
         fs = server.filesystem()
         assert fs.get_file_info("fresh-bucket").type == pafs.FileType.Directory
         with fs.open_output_stream("fresh-bucket/tables/probe.txt") as out:

@@ -11,7 +11,14 @@ import sys
 import dagster as dg
 
 from freshness_pipeline import faults
-from freshness_pipeline.chaos import FAULT_KINDS, ChaosConfig, fault_schedule
+from freshness_pipeline.chaos import (
+    FAULT_KINDS,
+    GIVE_UP_S,
+    ChaosConfig,
+    ChaosResult,
+    _inject_next_due,
+    fault_schedule,
+)
 from freshness_pipeline.resources import HudiMetadataResource
 from freshness_pipeline.scheduler_settings import SchedulerSettings
 from freshness_pipeline.sensor import build_sensor, service_down
@@ -27,6 +34,21 @@ def test_fault_schedule_is_seeded_spread_and_rotates_every_kind():
     kinds = [k for _, k in first]
     counts = [kinds.count(k) for k in FAULT_KINDS]
     assert sum(counts) == 50 and max(counts) - min(counts) <= 1  # every kind, in turn
+
+
+def test_a_fault_without_a_target_does_not_hold_up_the_ones_behind_it():
+    # kill_run finds no run in flight; the daemon kill due after it must still happen.
+    targets = {"kill_run": None, "kill_daemon": "daemon 42", "kill_ingest": "ingest 7"}
+    result, config = ChaosResult(config={}), ChaosConfig(faults=3)
+    pending = [(1.0, "kill_run"), (2.0, "kill_daemon"), (50.0, "kill_ingest")]
+    _inject_next_due(pending, 10.0, targets.get, result, config)
+    assert [(f.kind, f.target) for f in result.faults] == [("kill_daemon", "daemon 42")]
+    assert pending == [(1.0, "kill_run"), (50.0, "kill_ingest")]
+    _inject_next_due(pending, 20.0, targets.get, result, config)  # kill_ingest not yet due
+    assert len(result.faults) == 1
+    _inject_next_due(pending, 1.0 + GIVE_UP_S + 1, targets.get, result, config)
+    assert (result.faults[-1].kind, result.faults[-1].injected) == ("kill_run", False)
+    assert pending == [(50.0, "kill_ingest")]
 
 
 def test_armed_faults_are_taken_once_each(tmp_path):

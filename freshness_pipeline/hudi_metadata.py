@@ -35,6 +35,7 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from freshness_pipeline.lakehouse import Location
+from freshness_pipeline.timefmt import iso
 
 META_PREFIX = "freshness."
 # Hudi's own columns in every base file; readers of row data drop them.
@@ -119,6 +120,35 @@ class ArrivalRange(NamedTuple):
     low: int | None
     high: int
     source: str
+
+
+class ArrivalRegression(NamedTuple):
+    """A commit whose declared arrival column starts below what earlier commits reached."""
+
+    instant: str
+    low: int
+    earlier_high: int
+
+    def describe(self, table: str, column: str) -> str:
+        return (
+            f"{table}: commit {self.instant} wrote {column} from {iso(self.low)}, below "
+            f"{iso(self.earlier_high)} that earlier commits reached; a job that planned "
+            "between them skips those rows (the arrival column must not decrease)"
+        )
+
+
+def arrival_regressions(ranges: list[tuple[str, ArrivalRange]]) -> list[ArrivalRegression]:
+    """Commits, in completion order, whose arrival-column range begins below the highest
+    arrival an earlier commit wrote. Only footer ranges are compared: our keys and
+    completion times never decrease, and a completion time is on another clock."""
+    found, reached = [], None
+    for instant, span in ranges:
+        if span.source != SOURCE_FOOTER or span.low is None:
+            continue
+        if reached is not None and span.low < reached:
+            found.append(ArrivalRegression(instant, span.low, reached))
+        reached = span.high if reached is None else max(reached, span.high)
+    return found
 
 
 @dataclass(frozen=True)
@@ -493,6 +523,16 @@ class HudiTableMetadata:
         # Log files (merge-on-read) carry no footer: the completion time bounds the rows'
         # arrival from above; below, nothing is known, so the groups stay pending from t_done.
         return ArrivalRange(None, completed, SOURCE_COMPLETION)
+
+    def arrival_regressions(self) -> list[ArrivalRegression]:
+        """Where a declared arrival column went backwards (see `arrival_regressions`). A
+        replacecommit rewrites rows that are already there (insert_overwrite, clustering),
+        so only commits that add rows are checked."""
+        if not self.external or self.arrival_column is None:
+            return []
+        adding = [c for c in self.commits() if c.action != "replacecommit"]
+        ranges = [(c.instant, r) for c in adding if (r := self.commit_arrival(c)) is not None]
+        return arrival_regressions(ranges)
 
     def latest_extra(self, key: str) -> str | None:
         for commit in reversed(self.commits()):

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import contextlib
+import ipaddress
 import os
 import signal
 import subprocess
+from pathlib import Path
 
 
 def stop_process_group(
@@ -32,6 +34,61 @@ def stop_process_group(
             continue
 
 
+def _group_pids(pgid: int) -> list[int]:
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            with contextlib.suppress(OSError, IndexError, ValueError):
+                # the fields after the parenthesised command name: state, ppid, pgrp, ...
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+                if int(fields[2]) == pgid:
+                    pids.append(int(entry.name))
+    return pids
+
+
+def _socket_inodes(pid: int) -> set[str]:
+    inodes = set()
+    with contextlib.suppress(OSError):
+        for fd in (Path("/proc") / str(pid) / "fd").iterdir():
+            with contextlib.suppress(OSError):
+                target = os.readlink(fd)
+                if target.startswith("socket:["):
+                    inodes.add(target[8:-1])
+    return inodes
+
+
+def _hex_address(text: str) -> tuple[str, int]:
+    host, port = text.split(":")
+    raw = bytes.fromhex(host)
+    # /proc/net/tcp* prints the address as host-order 32-bit words
+    words = b"".join(raw[i : i + 4][::-1] for i in range(0, len(raw), 4))
+    ip = ipaddress.ip_address(words)
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        ip = ip.ipv4_mapped  # a JVM's IPv4 socket shows as ::ffff:a.b.c.d
+    return str(ip), int(port, 16)
+
+
+def listening_addresses(pgid: int) -> set[tuple[str, int]]:
+    """(address, port) of every TCP socket a process group listens on (Linux /proc): how a
+    test proves a server we start binds 127.0.0.1 only."""
+    inodes = set().union(*(_socket_inodes(pid) for pid in _group_pids(pgid)))
+    found = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        with contextlib.suppress(OSError):
+            for line in Path(table).read_text().splitlines()[1:]:
+                fields = line.split()
+                if fields[3] == "0A" and fields[9] in inodes:  # 0A: LISTEN
+                    found.add(_hex_address(fields[1]))
+    return found
+
+
+def is_loopback(address: str) -> bool:
+    ip = ipaddress.ip_address(address)
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        ip = ip.ipv4_mapped
+    return ip.is_loopback
+
+
 class ServerProcess:
     """A server this project starts as one child process in its own process group and
     stops by that process id: `stop`, the context manager and `pid` for every such server
@@ -44,6 +101,10 @@ class ServerProcess:
     @property
     def pid(self) -> int | None:
         return self.process.pid if self.process else None
+
+    def listening(self) -> set[tuple[str, int]]:
+        """Every (address, port) the server's process group listens on."""
+        return listening_addresses(self.pid) if self.pid else set()
 
     def start(self, timeout_s: float):  # pragma: no cover - every subclass has its own
         raise NotImplementedError

@@ -39,7 +39,7 @@ from freshness_pipeline.planner import (
 from freshness_pipeline.resources import HudiMetadataResource
 from freshness_pipeline.run_plan import ASSET_TAG, RunPlan
 from freshness_pipeline.scheduler_settings import SchedulerSettings
-from freshness_pipeline.settings import load_settings
+from freshness_pipeline.settings import RAW_TABLES, load_settings
 
 FINISHED_STATUSES = [
     DagsterRunStatus.SUCCESS,
@@ -217,6 +217,21 @@ def evaluate_tick(
     return result, requests
 
 
+def arrival_warnings(hudi_meta: HudiMetadataResource) -> list[str]:
+    """What is wrong with the declared arrival column of an external input: commits whose
+    arrival values went backwards (rows a job may have skipped), said every tick."""
+    lakehouse, found = hudi_meta.lakehouse(), []
+    for table in RAW_TABLES:
+        if not lakehouse.is_external(table):
+            continue
+        try:
+            meta = hudi_meta.table(table)
+        except TableNotFound:
+            continue
+        found += [r.describe(table, meta.arrival_column) for r in meta.arrival_regressions()]
+    return found
+
+
 def skip_message(result: Plan) -> str:
     reasons = "; ".join(f"{s.job}: {s.reason}" for s in result.skipped)
     return f"nothing launched ({result.free_slots} free slots). {reasons}"
@@ -259,8 +274,11 @@ def build_sensor(settings: SchedulerSettings | None = None, spark_remote: str | 
         result, requests = evaluate_tick(
             hudi_meta, context.instance, settings, int(time.time() * 1_000_000)
         )
+        warnings = arrival_warnings(hudi_meta)
+        for warning in warnings:
+            context.log.warning(warning)
         if not requests:
-            return SkipReason(skip_message(result))
+            return SkipReason(" ".join([skip_message(result), *warnings]))
         for skip in result.skipped:
             context.log.info(f"{skip.job} waits: {skip.reason}")
         for choice in result.launches:

@@ -200,7 +200,7 @@ SETTINGS: tuple[Setting, ...] = (
             "local[N], local[*], spark://host:port, yarn, k8s://...", _spark_master),
     Setting("FRESHNESS_SPARK_DRIVER_HOST", None,
             "address a driver binds and executors call back on (`spark.driver.host` and "
-            "`bindAddress`); unset: Spark's choice", "a host name or IP address", _text),
+            "`bindAddress`); unset: 127.0.0.1 for a local master, Spark's choice otherwise", "a host name or IP address", _text),
     Setting("FRESHNESS_SPARK_CORES_MAX", "2",
             "cores one application (the Spark service, ingestion) takes on a `spark://` "
             "master (`spark.cores.max`)", "an integer of at least 1", _int_at_least(1)),
@@ -215,6 +215,9 @@ SETTINGS: tuple[Setting, ...] = (
             "starts its own Spark", " or ".join(SPARK_MODES), _choice(SPARK_MODES)),
     Setting("FRESHNESS_SPARK_SERVICE_PORT", "15002", "port of the local Spark service",
             "a port number 1-65535", _int_at_least(1)),
+    Setting("FRESHNESS_SPARK_SERVICE_BIND", "127.0.0.1",
+            "address the local Spark service's Connect port listens on; 0.0.0.0 serves "
+            "other machines too (anyone who reaches it can run SQL)", "an IP address", _text),
     Setting("FRESHNESS_SPARK_SERVICE_MEMORY", "4g", "driver memory of the local Spark service",
             "a JVM size such as 4g", _jvm_size),
     Setting("FRESHNESS_POSTGRES_URL", None,
@@ -393,6 +396,7 @@ class Settings:
     spark_mode: str = "service"  # the shared Spark service (spark_service.py) or "local"
     spark_service_port: int = 15002
     spark_service_memory: str = "4g"
+    spark_service_bind: str = "127.0.0.1"
     scheduler: SchedulerSettings = field(default_factory=SchedulerSettings)
     faults_dir: Path | None = None  # fault injection (faults.py); None: off
     source: str = "landing"  # "landing" folder or "kafka" topics
@@ -513,6 +517,7 @@ def load_settings(
         spark_mode=values["FRESHNESS_SPARK_MODE"],
         spark_service_port=values["FRESHNESS_SPARK_SERVICE_PORT"],
         spark_service_memory=values["FRESHNESS_SPARK_SERVICE_MEMORY"],
+        spark_service_bind=values["FRESHNESS_SPARK_SERVICE_BIND"],
         scheduler=scheduler,
         faults_dir=values["FRESHNESS_FAULTS_DIR"],
         source=values["FRESHNESS_SOURCE"],

@@ -109,6 +109,9 @@ def apply_lakehouse_conf(session: SparkSession, settings: Settings) -> None:
         hadoop.set(f"fs.s3a.bucket.{bucket}.session.token", s3.session_token)
 
 
+LOOPBACK = "127.0.0.1"
+
+
 def hudi_spark_conf(
     master: str,
     jars_dir: Path,
@@ -151,6 +154,10 @@ def hudi_spark_conf(
         "spark.driver.extraJavaOptions": "-Duser.timezone=UTC",
         "spark.executor.extraJavaOptions": "-Duser.timezone=UTC",
     }
+    if master.startswith("local"):
+        # A local driver has no executors elsewhere to call it back: its RPC and block
+        # manager ports listen on loopback only (Spark's default is the machine's address).
+        conf["spark.driver.host"] = conf["spark.driver.bindAddress"] = LOOPBACK
     conf.update(lakehouse_spark_conf(settings))
     conf.update(extra or {})
     return conf

@@ -22,7 +22,11 @@ from freshness_pipeline.processes import ServerProcess
 from freshness_pipeline.settings import Settings, child_environment, load_settings
 from freshness_pipeline.spark import deployment_conf, find_jar, hudi_jars, hudi_spark_conf
 
-CONNECT_SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
+# Spark's Connect server bound to one address (freshness_pipeline/jvm/connect): Spark 3.5's
+# own SparkConnectServer listens on every interface and has no setting to change that.
+CONNECT_SERVER_CLASS = "freshness.connect.LoopbackConnectServer"
+BIND_ADDRESS_CONF = "spark.freshness.connect.bindAddress"
+LAUNCHER_JAR_NAME = "freshness-connect-launcher.jar"
 DEFAULT_PORT = 15002
 
 # The default pool is FAIR: jobs of different sessions (runs, ingestion) interleave their
@@ -63,6 +67,11 @@ def find_connect_jar(jars_dir: Path) -> Path:
     )
 
 
+def find_launcher_jar(jars_dir: Path) -> Path:
+    """Our Connect server launcher, built by `make setup` (freshness_pipeline/jvm/connect)."""
+    return find_jar(jars_dir, LAUNCHER_JAR_NAME, "Spark Connect launcher jar")
+
+
 def free_port() -> int:
     """A TCP port nothing listens on now (for services started by tests and benchmarks)."""
     with socket.socket() as sock:
@@ -84,6 +93,7 @@ class SparkServiceConfig:
     master: str = "local[*]"
     driver_memory: str = "4g"
     host: str = "localhost"
+    bind_address: str = "127.0.0.1"  # the Connect port listens here only
     # Spark settings for the master (deployment_conf: the cluster share, the driver host)
     extra_conf: tuple[tuple[str, str], ...] = ()
     # The lakehouse the service writes (s3a settings and jars for an S3 one); None: the
@@ -111,6 +121,7 @@ def service_config(
         port=port or settings.spark_service_port,
         master=settings.spark_master,
         driver_memory=settings.spark_service_memory,
+        bind_address=settings.spark_service_bind,
         extra_conf=tuple(sorted(deployment_conf(settings.spark_master, settings).items())),
         settings=settings,
     )
@@ -134,6 +145,7 @@ def server_command(config: SparkServiceConfig) -> list[str]:
             "spark.scheduler.mode": "FAIR",
             "spark.scheduler.allocation.file": str(config.state_dir / "fairscheduler.xml"),
             "spark.connect.grpc.binding.port": str(config.port),
+            BIND_ADDRESS_CONF: config.bind_address,
             "spark.driver.extraJavaOptions": (
                 f"{conf['spark.driver.extraJavaOptions']} "
                 f"-Dlog4j2.configurationFile={config.state_dir / 'log4j2.properties'}"
@@ -141,6 +153,7 @@ def server_command(config: SparkServiceConfig) -> list[str]:
         }
     )
     connect_jar = find_connect_jar(config.jars_dir)
+    launcher_jar = find_launcher_jar(config.jars_dir)
     jars = ",".join(str(j) for j in [*hudi_jars(config.jars_dir, settings), connect_jar])
     argv = [
         str(spark_submit_path()),
@@ -155,7 +168,7 @@ def server_command(config: SparkServiceConfig) -> list[str]:
     ]
     for key, value in sorted(conf.items()):
         argv += ["--conf", f"{key}={value}"]
-    argv.append(str(connect_jar))  # spark-submit wants a primary jar
+    argv.append(str(launcher_jar))
     return argv
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from assets_tests.conftest import child_env
+from assets_tests.conftest import assert_listens_on_loopback_only, child_env
 from assets_tests.ingestion.test_ingest import UNIVERSE, _inflight
 from freshness_pipeline.hudi_metadata import HudiTableMetadata
 from freshness_pipeline.ingestion.ingest import IngestConfig
@@ -134,6 +134,7 @@ def test_broker_starts_formats_once_and_stops_by_its_pid(tmp_path: Path):
     for start in range(2):  # the second start reuses the formatted log dir and its topics
         broker = KafkaBroker(config).start()
         assert broker.config.host == "127.0.0.1" and port_is_open("127.0.0.1", config.port)
+        assert_listens_on_loopback_only(broker.listening(), "the Kafka broker")
         topics = AdminClient({"bootstrap.servers": broker.bootstrap_servers}).list_topics(
             timeout=10
         )
