@@ -41,6 +41,7 @@ from freshness_pipeline import faults
 from freshness_pipeline.hudi_metadata import HudiTableMetadata, TableNotFound
 from freshness_pipeline.jobs.catalog import JOBS
 from freshness_pipeline.lakehouse import Lakehouse
+from freshness_pipeline.report_sections import write_section
 from freshness_pipeline.settings import PROJECT_ROOT, RAW_TABLES
 from freshness_pipeline.spark_service import free_port
 from freshness_pipeline.stream.generator import StreamConfig
@@ -467,7 +468,7 @@ def main(argv: list[str] | None = None) -> int:
     command = "python -m freshness_pipeline.chaos " + " ".join(argv or sys.argv[1:])
     text = report_markdown(result, command.strip())
     if args.report:
-        args.report.write_text(text)
+        write_section(args.report, "chaos", text)
     print(text)
     return 0 if result.survived else 1
 

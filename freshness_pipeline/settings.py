@@ -200,7 +200,8 @@ SETTINGS: tuple[Setting, ...] = (
             "local[N], local[*], spark://host:port, yarn, k8s://...", _spark_master),
     Setting("FRESHNESS_SPARK_DRIVER_HOST", None,
             "address a driver binds and executors call back on (`spark.driver.host` and "
-            "`bindAddress`); unset: 127.0.0.1 for a local master, Spark's choice otherwise", "a host name or IP address", _text),
+            "`bindAddress`); unset: 127.0.0.1 for a local master, Spark's choice otherwise",
+            "a host name or IP address", _text),
     Setting("FRESHNESS_SPARK_CORES_MAX", "2",
             "cores one application (the Spark service, ingestion) takes on a `spark://` "
             "master (`spark.cores.max`)", "an integer of at least 1", _int_at_least(1)),
