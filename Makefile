@@ -37,7 +37,7 @@ export FRESHNESS_JARS_DIR := $(abspath $(JARS_DIR))
 export DAGSTER_HOME ?= $(abspath .dagster_home)
 
 .PHONY: setup demo demo-kafka test test-fast lint format bench-ingest bench-kafka-ingest bench-growth bench-tick \
-	bench-tick-real bench-overhead bench-memory experiment experiment-long simulate chaos \
+	bench-tick-real bench-overhead bench-memory experiment experiment-long simulate chaos soak \
 	clean-data postgres demo-cluster
 
 # Reproducible install: requirements.lock pins every Python package (transitive, with
@@ -192,6 +192,11 @@ experiment-long: setup
 chaos: setup
 	$(VENV)/bin/python -m freshness_pipeline.chaos --faults 50 --duration 600 \
 	  --report docs/RELIABILITY.md
+
+# One hour of the live demo: memory flat, timelines and old file slices bounded, no
+# failed run; writes the soak section of docs/RELIABILITY.md.
+soak: setup
+	$(VENV)/bin/python -m freshness_pipeline.bench.soak --minutes 60 --report docs/RELIABILITY.md
 
 simulate: setup
 	$(VENV)/bin/python -m freshness_pipeline.experiment.simulate

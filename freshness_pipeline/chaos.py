@@ -286,7 +286,7 @@ def run_chaos(config: ChaosConfig) -> ChaosResult:
         if result.drained:
             result.drain_s_after_last_fault = round(drained_at - last_fault, 1)
             result.drain_s_after_quiet = round(drained_at - max(last_fault, stream_end), 1)
-        result.runs = _run_counts(home)
+        result.runs = run_counts(home)
     finally:
         stack.stop()
     result.oracle = compare_with_oracles(lakehouse, run_dir / "oracle")
@@ -335,7 +335,7 @@ def _drain(stack, lakehouse: Lakehouse, timeout_s: float, result: ChaosResult):
     return False, time.monotonic()
 
 
-def _run_counts(home: Path) -> dict[str, int]:
+def run_counts(home: Path) -> dict[str, int]:
     import dagster as dg
 
     counts: dict[str, int] = {}

@@ -1,0 +1,40 @@
+"""The soak's measures without a stack: what a Hudi table keeps on disk, and the report's
+verdicts on made-up samples."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from freshness_pipeline.bench.soak import TableStats, report, table_stats
+
+
+def _touch(path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(b"")
+
+
+def test_table_stats_counts_active_instants_and_old_slices(tmp_path: Path):
+    table = tmp_path / "trade_aggr"
+    assert table_stats(table) is None  # no commit yet
+    timeline = table / ".hoodie" / "timeline"
+    for name in ("1_2.commit", "3_4.commit", "5_6.clean", "7.commit.requested", "7.inflight"):
+        _touch(timeline / name)
+    _touch(timeline / "history" / "8_9.commit")  # archived: not active
+    for name in ("g1_0-1-2_1.parquet", "g1_0-1-2_3.parquet", "g2_0-1-2_3.parquet"):
+        _touch(table / "2026" / name)
+    _touch(table / ".hoodie" / "metadata" / "files" / "x_1.parquet")  # not a data file
+    assert table_stats(table) == TableStats(active_instants=3, base_files=3, file_groups=2)
+    assert table_stats(table).old_slices == 1
+
+
+def test_report_judges_memory_runs_and_restarts():
+    grows = [(t * 60.0, 100.0 + 10 * t) for t in range(60)]  # +10 MiB a minute
+    flat = [(t * 60.0, 300.0) for t in range(60)]
+    stats = {"trade_aggr": [(0.0, TableStats(5, 4, 2)), (60.0, TableStats(9, 6, 4))]}
+    text = report(60, 2000, {"ingest": grows, "spark": flat}, stats, {"SUCCESS": 9}, [])
+    assert "| ingest |" in text and text.split("| ingest |")[1].split("\n")[0].endswith("**no** |")
+    assert text.split("| spark |")[1].split("\n")[0].endswith("yes |")
+    assert "| trade_aggr | 9 (9) | 6 | 4 | 2 (2) |" in text
+    assert "Failed or canceled: 0 (met" in text and "restart: 0." in text
+    failing = report(60, 2000, {}, {}, {"SUCCESS": 9, "FAILURE": 1}, ["ingest restarted"])
+    assert "Failed or canceled: 1 (**missed**" in failing and "(ingest restarted)" in failing

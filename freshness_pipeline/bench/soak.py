@@ -1,0 +1,211 @@
+"""The soak (issue 15): one hour of the live demo, checked for what must stay bounded.
+
+    python -m freshness_pipeline.bench.soak [--minutes 60] [--rate 2000] [--report F]
+
+Runs the demo's stack (shared Spark service, replayer, ingestion, Dagster daemon and
+sensor) on a throwaway lakehouse and samples, every `--interval` seconds:
+- the resident memory of each long-running process tree (bench/memory.py's measure);
+- per table, the active timeline (completed instants Hudi has not archived) and the base
+  files beside their file groups: every base file beyond a group's newest is an old file
+  slice, which Hudi's cleaner must keep bounded (hudi_write: 30 commits retained,
+  archival at 120). A raw table's growing count of small file groups is the clustering
+  issue's (19), so it is reported, not judged, here.
+At the end: runs by status (a soak has no failed run) and a verdict per figure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import statistics
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from freshness_pipeline.bench.memory import tree_rss_mib
+from freshness_pipeline.chaos import run_counts
+from freshness_pipeline.jobs.catalog import JOBS
+from freshness_pipeline.lakehouse import Lakehouse
+from freshness_pipeline.report_sections import write_section
+from freshness_pipeline.settings import RAW_TABLES, child_environment
+
+COMPLETED = re.compile(r"^\d+_\d+\.(commit|deltacommit|replacecommit|clean|rollback)$")
+ARCHIVAL_MAX_COMMITS = 120  # hudi_write: hoodie.keep.max.commits
+# Memory is flat when the last sixth's median is within this of the second sixth's (the
+# first holds the warm-up: heaps growing, caches filling).
+FLAT_RATIO = 1.15
+
+
+@dataclass(frozen=True)
+class TableStats:
+    active_instants: int  # completed instants on the active timeline
+    base_files: int
+    file_groups: int
+
+    @property
+    def old_slices(self) -> int:
+        return self.base_files - self.file_groups
+
+
+def table_stats(table_dir: Path) -> TableStats | None:
+    """What a Hudi table keeps on disk, from its folder (None before its first commit)."""
+    timeline = table_dir / ".hoodie" / "timeline"
+    if not timeline.is_dir():
+        timeline = table_dir / ".hoodie"  # table version 6 keeps its timeline here
+        if not timeline.is_dir():
+            return None
+    instants = sum(1 for name in os.listdir(timeline) if COMPLETED.match(name))
+    files, groups = 0, set()
+    for path in table_dir.rglob("*.parquet"):
+        if ".hoodie" in path.parts:
+            continue
+        files += 1
+        groups.add((path.parent, path.name.split("_", 1)[0]))
+    return TableStats(instants, files, len(groups))
+
+
+def _windows(values: list[tuple[float, float]], total_s: float, parts: int = 6) -> list:
+    """Median per window of the run, None for an empty window."""
+    size = total_s / parts
+    out = []
+    for index in range(parts):
+        inside = [v for t, v in values if index * size <= t < (index + 1) * size]
+        out.append(statistics.median(inside) if inside else None)
+    return out
+
+
+def report(
+    minutes: float,
+    rate: float,
+    rss: dict[str, list[tuple[float, float]]],
+    tables: dict[str, list[tuple[float, TableStats]]],
+    runs: dict[str, int],
+    restarts: list[str],
+) -> str:
+    total_s = minutes * 60
+    lines = [
+        "## Soak",
+        "",
+        f"Produced by `python -m freshness_pipeline.bench.soak --minutes {minutes:g} "
+        f"--rate {rate:g}` on {time.strftime('%Y-%m-%d', time.gmtime())} "
+        f"({os.cpu_count()} cores): the live demo for {minutes:g} minutes at {rate:g} "
+        "events/s, sampled every 30 s.",
+        "",
+        "Resident memory per process tree, MiB, median per sixth of the run:",
+        "",
+        "| process | " + " | ".join(f"sixth {i + 1}" for i in range(6)) + " | flat |",
+        "|---|" + "---|" * 7,
+    ]
+    for name, values in rss.items():
+        medians = _windows(values, total_s)
+        flat = (
+            medians[1] is not None
+            and medians[5] is not None
+            and medians[5] <= medians[1] * FLAT_RATIO
+        )
+        cells = " | ".join("-" if m is None else f"{m:.0f}" for m in medians)
+        lines.append(f"| {name} | {cells} | {'yes' if flat else '**no**'} |")
+    lines += [
+        "",
+        "Per table, at the end (and the largest seen): completed instants on the active "
+        f"timeline (bounded: at most {ARCHIVAL_MAX_COMMITS} commits plus their cleans), "
+        "base files, file groups, and old file slices (base files beyond each group's "
+        "newest, which the cleaner removes):",
+        "",
+        "| table | active instants (max) | base files | file groups | old slices (max) |",
+        "|---|---|---|---|---|",
+    ]
+    for table, samples in tables.items():
+        if not samples:
+            continue
+        last = samples[-1][1]
+        most_instants = max(s.active_instants for _, s in samples)
+        most_old = max(s.old_slices for _, s in samples)
+        lines.append(
+            f"| {table} | {last.active_instants} ({most_instants}) | {last.base_files} | "
+            f"{last.file_groups} | {last.old_slices} ({most_old}) |"
+        )
+    failed = runs.get("FAILURE", 0) + runs.get("CANCELED", 0)
+    statuses = ", ".join(f"{k} {v}" for k, v in sorted(runs.items()))
+    lines += [
+        "",
+        f"Runs by status: {statuses}. Failed or canceled: {failed} "
+        f"({'met' if failed == 0 else '**missed**'}: a soak has no failed run).",
+        f"Processes the supervisor had to restart: {len(restarts)}"
+        + (f" ({'; '.join(restarts)})" if restarts else "")
+        + ".",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--minutes", type=float, default=60)
+    parser.add_argument("--rate", type=float, default=2000)
+    parser.add_argument("--interval", type=float, default=30)
+    parser.add_argument("--report", type=Path, help="write the soak section of this file")
+    args = parser.parse_args(argv)
+
+    from freshness_pipeline.stack import Stack, StackConfig, StopFlag
+    from freshness_pipeline.stream.generator import StreamConfig
+
+    root = Path(tempfile.mkdtemp(prefix="soak_"))
+    lakehouse = Lakehouse.parse(str(root / "tables"))
+    env = {
+        "FRESHNESS_LAKEHOUSE": lakehouse.uri,
+        "FRESHNESS_LANDING": str(root / "landing"),
+        "FRESHNESS_SPARK_SERVICE_PORT": child_environment().get(
+            "FRESHNESS_SPARK_SERVICE_PORT", "15012"
+        ),
+    }
+    home = root / "dagster_home"
+    stack = Stack(
+        StackConfig(
+            stream=StreamConfig(rate=args.rate),
+            webserver=False,
+            dagster_home=home,
+            logs_dir=root / "logs",
+            env=env,
+        )
+    )
+    stop = StopFlag()
+    restarts: list[str] = []
+    rss: dict[str, list[tuple[float, float]]] = {}
+    tables: dict[str, list[tuple[float, TableStats]]] = {t: [] for t in (*RAW_TABLES, *JOBS)}
+    with stack:
+        started = time.monotonic()
+        while not stop() and time.monotonic() - started < args.minutes * 60:
+            elapsed = time.monotonic() - started
+            for name, pid in stack.pids().items():
+                if name != "replay":
+                    rss.setdefault(name, []).append((elapsed, tree_rss_mib(pid)))
+            for table, samples in tables.items():
+                stats = table_stats(lakehouse.table(table).local_path())
+                if stats is not None:
+                    samples.append((elapsed, stats))
+            print(
+                f"{elapsed / 60:5.1f} min: RSS MiB "
+                + ", ".join(f"{n} {v[-1][1]:.0f}" for n, v in rss.items())
+                + "; instants/old slices "
+                + ", ".join(
+                    f"{t} {s[-1][1].active_instants}/{s[-1][1].old_slices}"
+                    for t, s in tables.items()
+                    if s
+                ),
+                flush=True,
+            )
+            restarts += stack.supervise()
+            stop.wait(args.interval)
+        runs = run_counts(home)
+    text = report(args.minutes, args.rate, rss, tables, runs, restarts)
+    print(text)
+    if args.report:
+        write_section(args.report, "soak", text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
