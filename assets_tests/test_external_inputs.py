@@ -1,6 +1,7 @@
 """Input tables written by someone else: plain Spark Hudi writes with none of our commit
 metadata (merge-on-read with log files and no arrival column; copy-on-write with an arrival
-column, an insert_overwrite and a clustering; table version 6), declared in a TOML file.
+column, an insert_overwrite and a clustering; table versions 8 and 6; our own tables are
+version 9), declared in a TOML file.
 The sensor plans over them, says which arrival source it used, and after the stream drains
 every job's table equals the batch oracle's answer."""
 
@@ -36,9 +37,11 @@ PLAIN = {
     "hoodie.datasource.write.keygenerator.class": "org.apache.hudi.keygen.SimpleKeyGenerator",
     "hoodie.metadata.enable": "false",
 }
-# trade_raw: merge-on-read with a bucket index, so appends after the first go to log files.
+# trade_raw: merge-on-read with a bucket index, so appends after the first go to log files;
+# table version 8 (Hudi 1.0's format: timeline layout 2, commit metadata in Avro).
 TRADES = {
     **PLAIN,
+    "hoodie.write.table.version": "8",
     "hoodie.table.name": "their_trades",
     "hoodie.datasource.write.table.type": "MERGE_ON_READ",
     "hoodie.index.type": "BUCKET",
@@ -135,7 +138,7 @@ def test_sensor_schedules_external_tables_to_the_oracle(spark, tmp_path, monkeyp
     trades_meta = settings.lakehouse.metadata("trade_raw")
     prices_meta = settings.lakehouse.metadata("price_raw")
     assert trades_meta.external and trades_meta.is_merge_on_read
-    assert prices_meta.table_version == 6
+    assert prices_meta.table_version == 6 and trades_meta.table_version == 8
     assert any(w.is_log for c in trades_meta.commits() for w in c.written), "no log files"
     assert all(c.arrival_range_us is None for c in trades_meta.commits())  # none of our keys
 
