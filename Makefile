@@ -190,7 +190,7 @@ experiment-long: setup
 
 # 50 faults on a live pipeline, then a drain and both oracles; writes docs/RELIABILITY.md.
 chaos: setup
-	$(VENV)/bin/python -m freshness_pipeline.chaos --faults 50 --duration 600 \
+	$(VENV)/bin/python -m freshness_pipeline.chaos --faults 50 --duration 1200 \
 	  --report docs/RELIABILITY.md
 
 # One hour of the live demo: memory flat, timelines and old file slices bounded, no

@@ -19,7 +19,7 @@ from dagster._core.remote_origin import (
 from dagster._core.storage.dagster_run import DagsterRun
 
 from freshness_pipeline.settings import PROJECT_ROOT
-from freshness_pipeline.stack import Stack, StackConfig
+from freshness_pipeline.stack import Stack, StackConfig, free_slots_of_ended_runs
 
 
 def _add(instance: dg.DagsterInstance, status: dg.DagsterRunStatus) -> str:
@@ -88,3 +88,23 @@ def test_bad_scheduler_settings_are_refused_before_anything_starts(tmp_path: Pat
         stack.start()
     assert stack.service is None and not stack.children
     assert not (tmp_path / "dagster_home").exists()
+
+
+def test_pool_slots_of_ended_runs_are_freed_at_once(tmp_path: Path):
+    """A run killed outright keeps its `hudi_writer/<asset>` slot until someone frees it;
+    the supervisor frees it as soon as the run has ended, and leaves live runs' slots."""
+    home = tmp_path / "dagster_home"
+    home.mkdir()
+    (home / "dagster.yaml").write_text((PROJECT_ROOT / "dagster.yaml").read_text())
+    with dg.DagsterInstance.from_config(str(home)) as instance:
+        storage = instance.event_log_storage
+        dead = _add(instance, dg.DagsterRunStatus.FAILURE)
+        live = _add(instance, dg.DagsterRunStatus.STARTED)
+        for pool, run_id in (("hudi_writer/trade_aggr", dead), ("hudi_writer/price_aggr", live)):
+            storage.set_concurrency_slots(pool, 1)
+            assert storage.claim_concurrency_slot(pool, run_id, pool.split("/")[1]).is_claimed
+        events = free_slots_of_ended_runs(instance)
+        assert events == [f"freed pool hudi_writer/trade_aggr held by ended run {dead}"]
+        assert storage.get_concurrency_info("hudi_writer/trade_aggr").claimed_slots == []
+        held = storage.get_concurrency_info("hudi_writer/price_aggr").claimed_slots
+        assert [s.run_id for s in held] == [live]

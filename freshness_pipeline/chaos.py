@@ -1,7 +1,7 @@
 """`make chaos`: a live pipeline with faults injected at random points, then a drain and
 both oracles (issue 15).
 
-    python -m freshness_pipeline.chaos --faults 50 --duration 600 --report docs/RELIABILITY.md
+    python -m freshness_pipeline.chaos --faults 50 --duration 1200 --report docs/RELIABILITY.md
     python -m freshness_pipeline.chaos --faults 4 --duration 60      # the short version
 
 The stack (Spark service, ingestion, Dagster daemon with the sensor) runs a seeded stream
@@ -11,9 +11,15 @@ on a fresh lakehouse. At seeded random moments during the stream a fault of the 
 - `kill_run`: SIGKILL to the worker process of a run in flight (Hudi commit or not);
 - `kill_spark_service`: SIGKILL to the Spark Connect server (every run in it dies);
 - `kill_ingest`: SIGKILL to ingestion's process group (its Spark JVM with it);
-- `kill_daemon`: SIGKILL to the Dagster daemon's process group;
+- `kill_daemon`: SIGKILL to the Dagster daemon's process group (`dagster dev`: the
+  daemon, the code server and the run workers it launched);
 - `fail_write`: the next run of a random job fails after writing its files, before its
-  commit (`faults.py`).
+  commit (`faults.py`);
+- `kill_in_commit`: SIGKILL to the Spark service while a job's Hudi commit is inflight.
+
+Fifty faults over 1,200 s is one every 24 s on average: runs take 5-20 s here, so the
+pipeline completes runs between faults (over 600 s it hardly completed any, and the
+commit-time fault found no commit to hit).
 
 The stack's supervisor restarts what died and marks runs whose worker died as failed; the
 sensor retries failed decisions after a backoff. Once the stream has ended, the pipeline

@@ -156,6 +156,21 @@ def run_worker_pid(instance, run_id: str) -> int | None:
     return None
 
 
+def free_slots_of_ended_runs(instance) -> list[str]:
+    """Frees the pool slots still claimed by runs that have ended. A run whose worker was
+    killed cannot free its own; Dagster's run monitoring does it too, but only on its poll
+    (dagster.yaml), and the next run of that asset waits until then."""
+    events = []
+    storage = instance.event_log_storage
+    for pool in sorted(storage.get_concurrency_keys()):
+        for slot in storage.get_concurrency_info(pool).claimed_slots:
+            run = instance.get_run_by_id(slot.run_id)
+            if run is None or run.is_finished:
+                storage.free_concurrency_slots_for_run(slot.run_id)
+                events.append(f"freed pool {pool} held by ended run {slot.run_id}")
+    return events
+
+
 class Stack:
     """One running system; `start()` returns once every child is up (or raises)."""
 
@@ -433,6 +448,7 @@ class Stack:
                     run, message=f"run worker (pid {pid}) is gone; marked failed to retry"
                 )
                 events.append(f"run {run.run_id} lost its worker (pid {pid}); marked failed")
+        events += free_slots_of_ended_runs(instance)
         return events
 
     def stop(self, drain_timeout_s: float = DRAIN_TIMEOUT_S) -> None:
