@@ -29,6 +29,7 @@ from freshness_pipeline.jobs.run_config import (
 )
 from freshness_pipeline.jobs.runner import JobRunner, RunReport, StalePlan
 from freshness_pipeline.jobs.sql import sql_path
+from freshness_pipeline.lineage import asset_lineage, dagster_metadata, to_markdown
 from freshness_pipeline.resources import HudiMetadataResource
 from freshness_pipeline.run_plan import RunPlan
 from freshness_pipeline.settings import load_settings
@@ -190,7 +191,10 @@ def build_asset(spec: JobSpec) -> AssetsDefinition:
         name=spec.name,
         deps=[AssetKey(t) for t in (*spec.inputs, *spec.dimensions)],
         group_name=spec.group_name,
-        description=f"{spec.description}\n\nSQL: jobs_sql/{spec.name}.sql",
+        # The open-source UI shows the column schema but does not draw column lineage,
+        # so the description (rendered as Markdown on the asset page) carries it as a table.
+        description=f"{spec.description}\n\nSQL: jobs_sql/{spec.name}.sql\n\n"
+        + to_markdown(asset_lineage(spec.name), heading=False),
         kinds={"spark", "hudi"},
         # One writer per table whoever launches the run (sensor, UI, CLI, backfill): the
         # step claims its table's pool slot (dagster.yaml: limit 1, op granularity, which
@@ -203,6 +207,8 @@ def build_asset(spec: JobSpec) -> AssetsDefinition:
             "sql": MetadataValue.path(str(sql_path(spec.name))),
             "record_key": ", ".join(spec.key),
             "partitioned_by": spec.partition_by or "none",
+            # Derived from the SQL (lineage.py): dagster/column_schema, dagster/column_lineage.
+            **dagster_metadata(spec.name),
         },
     )
     def _job(

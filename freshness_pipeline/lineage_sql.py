@@ -1,0 +1,244 @@
+"""Traces one job's SQL to its column lineage with sqlglot (Spark dialect); the rules and the
+views are described in `lineage.py`, which imports this module only when its snapshot of
+the derived lineage is missing or out of date (sqlglot's import and the tracing together
+take about a quarter of a second)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import sqlglot
+from sqlglot import exp
+from sqlglot.optimizer.annotate_types import annotate_types
+from sqlglot.optimizer.qualify import qualify
+
+from freshness_pipeline.jobs.catalog import JobSpec
+from freshness_pipeline.jobs.sql import sql_path, sql_sections
+from freshness_pipeline.lineage import (
+    KIND_RANK,
+    AssetLineage,
+    ColumnRef,
+    Edge,
+    LineageError,
+    OutputColumn,
+    sql_sha256,
+)
+
+DIALECT = "spark"
+_SELF = "<self>"  # the `existing` view: the target's own rows
+
+# Origins of one column of a relation: input column -> the kinds of the paths reaching it.
+Origins = dict[ColumnRef, frozenset[str]]
+
+
+def _compose(step: str, inner: frozenset[str]) -> frozenset[str]:
+    return frozenset(max(step, k, key=KIND_RANK.__getitem__) for k in inner)
+
+
+def _merge_into(target: Origins, origins: Origins) -> None:
+    for ref, kinds in origins.items():
+        target[ref] = target.get(ref, frozenset()) | kinds
+
+
+def _step_kind(column: exp.Column, root: exp.Expression) -> str:
+    """How a column reference reaches the projection it sits in."""
+    if column is root:
+        return "identity"
+    aggregated = conditional = False
+    node: exp.Expression = column
+    while node is not root and node.parent is not None:
+        parent = node.parent
+        if isinstance(parent, exp.AggFunc):
+            aggregated = True
+        # CASE WHEN c THEN v and IF(c, v, w) both parse to If(this=c, true=v, ...).
+        if isinstance(parent, exp.If) and node.arg_key == "this":
+            conditional = True
+        node = parent
+    if conditional:
+        return "condition"
+    return "aggregate" if aggregated else "transform"
+
+
+class _SectionTracer:
+    """Resolves one qualified SQL statement to the origins of each output column."""
+
+    def __init__(self, leaves: Mapping[str, Mapping[str, Origins]], where: str) -> None:
+        self.leaves = leaves  # view name -> column -> origins
+        self.where = where
+
+    def relation(
+        self, query: exp.Expression, ctes: Mapping[str, list[tuple[str, Origins]]]
+    ) -> list[tuple[str, Origins]]:
+        if isinstance(query, exp.Subquery):
+            return self.relation(query.this, ctes)
+        if isinstance(query, exp.SetOperation):  # UNION ALL: by position, names of the left
+            left = self.relation(query.this, ctes)
+            right = self.relation(query.expression, ctes)
+            if len(left) != len(right):
+                raise LineageError(f"{self.where}: set operation sides differ in width")
+            out = []
+            for (name, origins), (_, more) in zip(left, right, strict=True):
+                merged = dict(origins)
+                _merge_into(merged, more)
+                out.append((name, merged))
+            return out
+        if not isinstance(query, exp.Select):
+            raise LineageError(f"{self.where}: cannot trace a {type(query).__name__}")
+        scope_ctes = dict(ctes)
+        with_ = query.args.get("with_") or query.args.get("with")
+        if with_ is not None:
+            for cte in with_.expressions:
+                scope_ctes[cte.alias] = self.relation(cte.this, scope_ctes)
+        sources = self._sources(query, scope_ctes)
+        out = []
+        for projection in query.expressions:
+            root = projection.this if isinstance(projection, exp.Alias) else projection
+            origins: Origins = {}
+            for column in root.find_all(exp.Column):
+                source = sources.get(column.table)
+                if source is None:
+                    raise LineageError(f"{self.where}: {column.sql()} names no source of its query")
+                if column.name not in source:
+                    raise LineageError(
+                        f"{self.where}: {column.sql()}: {column.table!r} has no column "
+                        f"{column.name!r}"
+                    )
+                _merge_into(
+                    origins,
+                    {
+                        ref: _compose(_step_kind(column, root), kinds)
+                        for ref, kinds in source[column.name].items()
+                    },
+                )
+            out.append((projection.alias_or_name, origins))
+        return out
+
+    def _sources(
+        self, select: exp.Select, ctes: Mapping[str, list[tuple[str, Origins]]]
+    ) -> dict[str, dict[str, Origins]]:
+        """Alias -> column -> origins for the FROM and JOIN sources of one SELECT."""
+        items = []
+        from_ = select.args.get("from_") or select.args.get("from")
+        if from_ is not None:
+            items.append(from_.this)
+        items += [join.this for join in select.args.get("joins") or []]
+        sources: dict[str, dict[str, Origins]] = {}
+        for item in items:
+            if isinstance(item, exp.Table):
+                name = item.name
+                if name in ctes:
+                    columns = dict(ctes[name])
+                elif name in self.leaves:
+                    columns = dict(self.leaves[name])
+                else:
+                    raise LineageError(
+                        f"{self.where}: reads {name!r}, which is neither a CTE nor a view "
+                        f"the runner registers ({', '.join(sorted(self.leaves))})"
+                    )
+                sources[item.alias_or_name] = columns
+            elif isinstance(item, exp.Subquery):
+                sources[item.alias_or_name] = dict(self.relation(item.this, ctes))
+            else:
+                raise LineageError(f"{self.where}: cannot trace a {type(item).__name__} source")
+        return sources
+
+
+def _spark_type(data_type: exp.DataType | None) -> str:
+    if data_type is None or data_type.is_type(exp.DataType.Type.UNKNOWN):
+        return "unknown"
+    return data_type.sql(DIALECT).lower().replace("`", "").replace(" ", "")
+
+
+def _fill_arg_min_max_types(tree: exp.Expression) -> None:
+    """min_by/max_by(x, ord) is x's type (sqlglot leaves it unknown)."""
+    for node in tree.find_all(exp.ArgMin, exp.ArgMax):
+        if node.type is None or node.type.is_type(exp.DataType.Type.UNKNOWN):
+            node.type = node.this.type
+
+
+def _trace_section(
+    sql: str,
+    schemas: Mapping[str, Mapping[str, str]],
+    leaves: Mapping[str, Mapping[str, Origins]],
+    where: str,
+) -> tuple[list[tuple[str, Origins]], dict[str, str]]:
+    """A section's output columns with their origins, and their types."""
+    try:
+        tree = sqlglot.parse_one(sql, dialect=DIALECT)
+        qualified = qualify(
+            tree,
+            schema={name: dict(cols) for name, cols in schemas.items()},
+            dialect=DIALECT,
+            quote_identifiers=False,
+        )
+        typed = annotate_types(qualified, schema={n: dict(c) for n, c in schemas.items()})
+    except sqlglot.errors.SqlglotError as exc:
+        raise LineageError(f"{where}: {exc}") from exc
+    _fill_arg_min_max_types(typed)
+    relation = _SectionTracer(leaves, where).relation(typed, {})
+    types = {
+        projection.alias_or_name: _spark_type(
+            projection.this.type if isinstance(projection, exp.Alias) else projection.type
+        )
+        for projection in typed.selects
+    }
+    return relation, types
+
+
+def _input_views(spec: JobSpec) -> dict[str, str]:
+    """The runner's view names -> the table each reads (jobs/runner.py)."""
+    views = {f"delta_{table}": table for table in spec.inputs}
+    views |= {table: table for table in spec.dimensions}
+    if spec.kind != "merge":
+        views["group_rows"] = spec.inputs[0]
+    return views
+
+
+def derive_lineage(spec: JobSpec, table_schemas: Mapping[str, Mapping[str, str]]) -> AssetLineage:
+    """One job's column lineage and output schema; `table_schemas` holds every table it reads."""
+    sections = sql_sections(spec.name)
+    for needed in ("partial", "merge"):
+        if needed not in sections:
+            raise LineageError(f"{sql_path(spec.name)}: no `-- section: {needed}`")
+    views = _input_views(spec)
+    schemas: dict[str, Mapping[str, str]] = {}
+    leaves: dict[str, dict[str, Origins]] = {}
+    for view, table in views.items():
+        if table not in table_schemas:
+            raise LineageError(f"{spec.name}: no column schema known for its input {table!r}")
+        schemas[view] = table_schemas[table]
+        leaves[view] = {
+            col: {ColumnRef(table, col): frozenset({"identity"})} for col in table_schemas[table]
+        }
+    partial, partial_types = _trace_section(
+        sections["partial"], schemas, leaves, f"{spec.name}.sql section partial"
+    )
+    schemas["partial"] = partial_types
+    leaves["partial"] = dict(partial)
+    # `existing` has the target's columns; the target's schema is what the merge makes, so
+    # trace once with partial's columns standing in, then with the schema that gave.
+    existing_types: Mapping[str, str] = partial_types
+    for _ in range(2):
+        schemas["existing"] = existing_types
+        leaves["existing"] = {
+            col: {ColumnRef(_SELF, col): frozenset({"identity"})} for col in existing_types
+        }
+        merged, merged_types = _trace_section(
+            sections["merge"], schemas, leaves, f"{spec.name}.sql section merge"
+        )
+        existing_types = merged_types
+    order = {name: i for i, (name, _) in enumerate(merged)}
+    edges = [
+        Edge(ref, ColumnRef(spec.name, name), tuple(sorted(kinds, key=KIND_RANK.__getitem__)))
+        for name, origins in merged
+        for ref, kinds in origins.items()
+        if ref.table != _SELF
+    ]
+    edges.sort(key=lambda e: (order[e.target.column], e.source))
+    return AssetLineage(
+        asset=spec.name,
+        inputs=(*spec.inputs, *spec.dimensions),
+        columns=tuple(OutputColumn(name, merged_types[name]) for name, _ in merged),
+        edges=tuple(edges),
+        sql_sha256=sql_sha256(spec.name),
+    )
