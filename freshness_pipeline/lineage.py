@@ -59,7 +59,10 @@ OPENLINEAGE_FACET_SCHEMA = (
     "https://openlineage.io/spec/facets/1-2-0/ColumnLineageDatasetFacet.json#/$defs/"
     "ColumnLineageDatasetFacet"
 )
-OPENLINEAGE_PRODUCER = "freshness_pipeline.lineage"
+OPENLINEAGE_SCHEMA_FACET_SCHEMA = (
+    "https://openlineage.io/spec/facets/1-1-1/SchemaDatasetFacet.json#/$defs/SchemaDatasetFacet"
+)
+OPENLINEAGE_PRODUCER = "urn:freshness_pipeline:lineage"  # _producer must be a URI
 OPENLINEAGE_NAMESPACE = "freshness"  # the lakehouse: a dataset's name is its table
 
 # The tables the jobs read that no job writes, in Spark's type spelling: the raw tables as
@@ -325,7 +328,7 @@ def to_openlineage(lineage: AssetLineage) -> dict[str, object]:
         "facets": {
             "schema": {
                 "_producer": OPENLINEAGE_PRODUCER,
-                "_schemaURL": "https://openlineage.io/spec/facets/1-1-1/SchemaDatasetFacet.json",
+                "_schemaURL": OPENLINEAGE_SCHEMA_FACET_SCHEMA,
                 "fields": [{"name": c.name, "type": c.type} for c in lineage.columns],
             },
             "columnLineage": {
