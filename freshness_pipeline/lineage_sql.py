@@ -156,6 +156,17 @@ def _fill_arg_min_max_types(tree: exp.Expression) -> None:
             node.type = node.this.type
 
 
+def _check_tables(tree: exp.Expression, schemas: Mapping[str, object], where: str) -> None:
+    """Every table a section reads is a CTE of it or a view the runner registers."""
+    ctes = {cte.alias for cte in tree.find_all(exp.CTE)}
+    for table in tree.find_all(exp.Table):
+        if table.name not in ctes and table.name not in schemas:
+            raise LineageError(
+                f"{where}: reads {table.name!r}, which is neither a CTE nor a view the runner "
+                f"registers ({', '.join(sorted(schemas))})"
+            )
+
+
 def _trace_section(
     sql: str,
     schemas: Mapping[str, Mapping[str, str]],
@@ -165,6 +176,7 @@ def _trace_section(
     """A section's output columns with their origins, and their types."""
     try:
         tree = sqlglot.parse_one(sql, dialect=DIALECT)
+        _check_tables(tree, schemas, where)
         qualified = qualify(
             tree,
             schema={name: dict(cols) for name, cols in schemas.items()},
@@ -242,3 +254,21 @@ def derive_lineage(spec: JobSpec, table_schemas: Mapping[str, Mapping[str, str]]
         edges=tuple(edges),
         sql_sha256=sql_sha256(spec.name),
     )
+
+
+def trace_select(
+    sql: str, tables: Mapping[str, Mapping[str, str]]
+) -> dict[str, dict[ColumnRef, tuple[str, ...]]]:
+    """One query over named tables (name -> column -> type): each output column's input
+    columns with their kinds. The rules on their own, without a job's views."""
+    leaves = {
+        name: {col: {ColumnRef(name, col): frozenset({"identity"})} for col in cols}
+        for name, cols in tables.items()
+    }
+    relation, _ = _trace_section(sql, tables, leaves, "query")
+    return {
+        name: {
+            ref: tuple(sorted(kinds, key=KIND_RANK.__getitem__)) for ref, kinds in origins.items()
+        }
+        for name, origins in relation
+    }
