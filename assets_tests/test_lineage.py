@@ -206,6 +206,27 @@ def test_job_assets_carry_column_schema_and_lineage(derived):
         assert f"jobs_sql/{name}.sql" in node.description
 
 
+def test_raw_sources_list_the_columns_the_lineage_names():
+    from freshness_pipeline.definitions import defs
+
+    graph = defs.resolve_asset_graph()
+    for table, columns in SOURCE_SCHEMAS.items():
+        schema = graph.get(dg.AssetKey(table)).metadata["dagster/column_schema"]
+        assert {c.name: c.type for c in schema.columns} == columns
+    assert "dagster/column_schema" not in graph.get(dg.AssetKey("raw_rejects")).metadata
+
+
+def test_a_declared_external_input_gets_no_schema_of_ours(tmp_path, monkeypatch):
+    """Someone else's table has its own columns; we do not claim them."""
+    from freshness_pipeline import raw_sources
+
+    declared = tmp_path / "inputs.toml"
+    declared.write_text('[inputs.trade_raw]\nuri = "s3://market/hudi/trades"\n')
+    monkeypatch.setenv("FRESHNESS_INPUTS", str(declared))
+    assert raw_sources._column_schema("trade_raw") == {}
+    assert "dagster/column_schema" in raw_sources._column_schema("price_raw")
+
+
 def run_cli(argv: list[str], capsys) -> str:
     assert cli.main(["lineage", *argv]) == 0
     return capsys.readouterr().out

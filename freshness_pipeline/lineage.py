@@ -26,7 +26,9 @@ expression), `aggregate` (inside an aggregate function) or `condition` (only in 
 condition, so it selects the value without being part of it). Output column types come
 from sqlglot's type inference over the input tables' schemas, in Spark's spelling.
 
-Pure Python (sqlglot); the Dagster metadata is built by `assets.py` from these objects.
+The tracing (sqlglot) lives in `lineage_sql.py`; this module reads its committed result
+(`jobs_sql/lineage.json`) while that is current, renders it, and builds the Dagster
+metadata (importing Dagster only then).
 """
 
 from __future__ import annotations
@@ -410,6 +412,16 @@ def dagster_metadata(asset: str) -> dict[str, object]:
         }
     )
     return {"dagster/column_schema": schema, "dagster/column_lineage": column_lineage}
+
+
+def source_schema_metadata(table: str) -> dict[str, object]:
+    """`dagster/column_schema` of a raw table the jobs read, so the columns the lineage
+    names are listed on its upstream asset too ({} for a table we do not know)."""
+    from dagster import TableSchema
+
+    if table not in SOURCE_SCHEMAS:
+        return {}
+    return {"dagster/column_schema": TableSchema.from_name_type_dict(SOURCE_SCHEMAS[table])}
 
 
 def main() -> int:
