@@ -210,3 +210,50 @@ EXPECTED_KINDS: dict[tuple[str, str], tuple[str, ...]] = {
     ("enriched_features.symbol", "sector_vwap.active_symbols"): ("aggregate",),
     ("enriched_features.volume", "industry_spike.spike_ratio"): ("aggregate",),
 }
+
+# Input columns that choose rows, per asset (dataset-level INDIRECT lineage): join and
+# filter predicates and grouping keys read off the SQL, through CTEs and `partial`, plus
+# the runner's views: every `delta_<input>` keeps t_done < arrival_ts <= u (filter), and
+# `group_rows` is the input semi-joined with the touched (group column, second) (join).
+EXPECTED_INDIRECT: dict[str, dict[str, set[str]]] = {
+    "trade_aggr": {
+        "trade_raw.arrival_ts": {"filter"},
+        # GROUP BY symbol, CAST(date_trunc(event_ts)); merge joins existing on both
+        "trade_raw.symbol": {"group_by", "join"},
+        "trade_raw.event_ts": {"group_by", "join"},
+    },
+    "price_aggr": {
+        # the final GROUP BY b.* includes b.arrival_ts = max(arrival_ts) and b.best_bid/ask
+        "price_raw.arrival_ts": {"filter", "group_by"},
+        "price_raw.symbol": {"group_by", "join"},
+        "price_raw.event_ts": {"group_by", "join"},
+        "price_raw.side": {"group_by"},
+        "price_raw.price": {"group_by"},
+    },
+    "market_features": {
+        "price_aggr.arrival_ts": {"filter"},
+        "trade_aggr.arrival_ts": {"filter"},
+        "price_aggr.symbol": {"join"},
+        "price_aggr.second": {"join"},
+        "trade_aggr.symbol": {"join"},
+        "trade_aggr.second": {"join"},
+    },
+    "enriched_features": {
+        "market_features.arrival_ts": {"filter"},
+        "market_features.symbol": {"join"},
+        "company_master.symbol": {"join"},
+    },
+    "sector_vwap": {
+        "enriched_features.arrival_ts": {"filter"},
+        "enriched_features.sector": {"group_by", "join"},
+        "enriched_features.second": {"group_by", "join"},
+    },
+    "industry_spike": {
+        # the merge's GROUP BY g.industry, g.second, g.volume, g.trade_count, g.group_arrival_ts
+        "enriched_features.arrival_ts": {"filter", "group_by"},
+        "enriched_features.industry": {"group_by", "join"},
+        "enriched_features.second": {"group_by", "join"},
+        "enriched_features.volume": {"group_by"},
+        "enriched_features.trade_count": {"group_by"},
+    },
+}

@@ -9,7 +9,7 @@ import re
 import dagster as dg
 import pytest
 
-from assets_tests.lineage_expected import EXPECTED, EXPECTED_KINDS
+from assets_tests.lineage_expected import EXPECTED, EXPECTED_INDIRECT, EXPECTED_KINDS
 from freshness_pipeline import cli, lineage
 from freshness_pipeline.jobs.catalog import JOBS, PIPELINE_ORDER
 from freshness_pipeline.lineage import (
@@ -22,7 +22,7 @@ from freshness_pipeline.lineage import (
     snapshot_text,
     sql_sha256,
 )
-from freshness_pipeline.lineage_sql import trace_select
+from freshness_pipeline.lineage_sql import trace_select, trace_select_indirect
 
 
 @pytest.fixture(scope="module")
@@ -76,6 +76,12 @@ def test_derived_edges_match_the_hand_labels(asset, derived, capsys):
 def test_output_schema_matches_the_hand_labels(asset, derived):
     want = [(name, spark_type) for name, spark_type, _ in EXPECTED[asset]["columns"]]  # type: ignore[union-attr]
     assert [(c.name, c.type) for c in derived[asset].columns] == want
+
+
+@pytest.mark.parametrize("asset", PIPELINE_ORDER)
+def test_rows_are_chosen_by_the_hand_labelled_columns(asset, derived):
+    got = {str(d.source): set(d.subtypes) for d in derived[asset].indirect}
+    assert got == EXPECTED_INDIRECT[asset]
 
 
 def test_edge_kinds_match_the_hand_labels(derived):
@@ -146,15 +152,25 @@ def test_project_rule_takes_every_referenced_column():
 
 
 def test_filter_rule_adds_no_edge():
-    got = trace_select("SELECT k FROM a WHERE x > 0 AND flag = 'B'", TABLES)
-    assert sources(got, "k") == {"a.k"}
+    sql = "SELECT k FROM a WHERE x > 0 AND flag = 'B'"
+    assert sources(trace_select(sql, TABLES), "k") == {"a.k"}
+    # ... but the filtered columns choose the rows (dataset-level, indirect)
+    indirect = trace_select_indirect(sql, TABLES)
+    assert indirect == {ColumnRef("a", "x"): ("filter",), ColumnRef("a", "flag"): ("filter",)}
 
 
 def test_join_rule_takes_the_side_the_column_comes_from():
-    got = trace_select("SELECT a.k, b.z, a.x FROM a JOIN b ON a.k = b.k AND b.z > a.x", TABLES)
+    sql = "SELECT a.k, b.z, a.x FROM a JOIN b ON a.k = b.k AND b.z > a.x"
+    got = trace_select(sql, TABLES)
     assert sources(got, "k") == {"a.k"}
     assert sources(got, "z") == {"b.z"}
     assert sources(got, "x") == {"a.x"}
+    assert {str(ref) for ref in trace_select_indirect(sql, TABLES)} == {
+        "a.k",
+        "b.k",
+        "b.z",
+        "a.x",
+    }
 
 
 def test_aggregate_rule_through_a_cte_and_a_union():
@@ -170,6 +186,7 @@ def test_aggregate_rule_through_a_cte_and_a_union():
     assert sources(got, "one") == set()
     counted = trace_select("SELECT k, count(*) AS n FROM a GROUP BY k", TABLES)
     assert sources(counted, "n") == set()
+    assert trace_select_indirect(sql, TABLES) == {ColumnRef("a", "k"): ("group_by",)}
 
 
 def test_a_query_reading_an_unknown_table_is_refused():
@@ -263,6 +280,9 @@ def test_cli_json_is_openlineage_column_lineage(capsys):
                     }
                 got.add((source["name"], source["field"], name, column))
         assert got == expected_edges(name)
+        whole = {(d["name"], d["field"]): d["transformations"] for d in facet["dataset"]}
+        assert {f"{t}.{c}" for t, c in whole} == set(EXPECTED_INDIRECT[name])
+        assert all(t["type"] == "INDIRECT" for ts in whole.values() for t in ts)
     vwap = outputs["trade_aggr"]["facets"]["columnLineage"]["fields"]["vwap"]["inputFields"]
     assert {"namespace": "freshness", "name": "trade_raw", "field": "size"}.items() <= vwap[
         1

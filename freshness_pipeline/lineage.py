@@ -23,8 +23,12 @@ runner registers (jobs/runner.py), which name real tables:
 Each edge carries how the input reaches the output along its paths (OpenLineage's
 transformation types): `identity` (the value unchanged), `transform` (a row-wise
 expression), `aggregate` (inside an aggregate function) or `condition` (only in a CASE/IF
-condition, so it selects the value without being part of it). Output column types come
-from sqlglot's type inference over the input tables' schemas, in Spark's spelling.
+condition, so it selects the value without being part of it). Beside the edges, each
+asset lists the input columns that choose its rows (`join` and `filter` predicates,
+`group_by` keys, and the runner's own arrival filter and group lookup): OpenLineage's
+dataset-level INDIRECT lineage, which the four rules deliberately leave out of the edges.
+Output column types come from sqlglot's type inference over the input tables' schemas, in
+Spark's spelling.
 
 The tracing (sqlglot) lives in `lineage_sql.py`; this module reads its committed result
 (`jobs_sql/lineage.json`) while that is current, renders it, and builds the Dagster
@@ -125,6 +129,16 @@ class Edge:
         return (self.source.table, self.source.column, self.target.table, self.target.column)
 
 
+@dataclass(frozen=True, order=True)
+class IndirectDep:
+    """An input column that chooses which rows the table gets (a join or filter predicate,
+    a grouping key), so it affects every output column: OpenLineage's dataset-level
+    INDIRECT lineage. Not a column edge (RELATED.md A's rules give these none)."""
+
+    source: ColumnRef
+    subtypes: tuple[str, ...]  # sorted: filter, group_by, join
+
+
 @dataclass(frozen=True)
 class OutputColumn:
     name: str
@@ -138,6 +152,7 @@ class AssetLineage:
     columns: tuple[OutputColumn, ...]
     edges: tuple[Edge, ...]  # sorted by output column order, then source
     sql_sha256: str
+    indirect: tuple[IndirectDep, ...] = ()  # sorted by source
 
     def deps_by_column(self) -> dict[str, list[Edge]]:
         """Every output column (in table order), with its edges ([] for none)."""
@@ -159,6 +174,9 @@ class AssetLineage:
                 [e.source.table, e.source.column, e.target.column, list(e.kinds)]
                 for e in self.edges
             ],
+            "indirect": [
+                [d.source.table, d.source.column, list(d.subtypes)] for d in self.indirect
+            ],
         }
 
     @classmethod
@@ -173,6 +191,10 @@ class AssetLineage:
                 for table, column, target, kinds in data["edges"]  # type: ignore[attr-defined]
             ),
             sql_sha256=str(data["sql_sha256"]),
+            indirect=tuple(
+                IndirectDep(ColumnRef(table, column), tuple(subtypes))
+                for table, column, subtypes in data["indirect"]  # type: ignore[attr-defined]
+            ),
         )
 
 
@@ -234,7 +256,7 @@ def snapshot_text(lineage: Mapping[str, AssetLineage], key: str) -> str:
         lines.append("{")
         for field in ("asset", "inputs", "sql_sha256"):
             lines.append(f"{json.dumps(field)}: {json.dumps(data[field])},")
-        for field, end in (("columns", ","), ("edges", "")):
+        for field, end in (("columns", ","), ("edges", ","), ("indirect", "")):
             rows = [json.dumps(row) for row in data[field]]  # type: ignore[attr-defined]
             lines.append(f'"{field}": [')
             lines += [row + ("," if r < len(rows) - 1 else "") for r, row in enumerate(rows)]
@@ -293,6 +315,12 @@ def to_markdown(lineage: AssetLineage, heading: bool = True) -> str:
     types = {c.name: c.type for c in lineage.columns}
     for column, edges in lineage.deps_by_column().items():
         lines.append(f"| `{column}` | {types[column]} | {_sources_text(edges)} |")
+    if lineage.indirect:
+        chosen = ", ".join(
+            f"`{d.source}` ({'/'.join(s.replace('_', ' ') for s in d.subtypes)})"
+            for d in lineage.indirect
+        )
+        lines += ["", f"Rows chosen by (every column, indirectly): {chosen}."]
     return "\n".join(lines)
 
 
@@ -337,6 +365,24 @@ def to_openlineage(lineage: AssetLineage) -> dict[str, object]:
                 "_producer": OPENLINEAGE_PRODUCER,
                 "_schemaURL": OPENLINEAGE_FACET_SCHEMA,
                 "fields": fields,
+                # Inputs that affect the whole dataset (facet 1-2-0's `dataset`).
+                "dataset": [
+                    {
+                        "namespace": OPENLINEAGE_NAMESPACE,
+                        "name": d.source.table,
+                        "field": d.source.column,
+                        "transformations": [
+                            {
+                                "type": "INDIRECT",
+                                "subtype": subtype.upper(),
+                                "description": subtype,
+                                "masking": False,
+                            }
+                            for subtype in d.subtypes
+                        ],
+                    }
+                    for d in lineage.indirect
+                ],
             },
         },
     }

@@ -19,6 +19,7 @@ from freshness_pipeline.lineage import (
     AssetLineage,
     ColumnRef,
     Edge,
+    IndirectDep,
     LineageError,
     OutputColumn,
     sql_sha256,
@@ -65,6 +66,9 @@ class _SectionTracer:
     def __init__(self, leaves: Mapping[str, Mapping[str, Origins]], where: str) -> None:
         self.leaves = leaves  # view name -> column -> origins
         self.where = where
+        # Input columns that choose rows rather than values (join and filter predicates,
+        # grouping keys): they affect every output column, so they are kept per table.
+        self.indirect: dict[ColumnRef, set[str]] = {}
 
     def relation(
         self, query: exp.Expression, ctes: Mapping[str, list[tuple[str, Origins]]]
@@ -90,28 +94,47 @@ class _SectionTracer:
             for cte in with_.expressions:
                 scope_ctes[cte.alias] = self.relation(cte.this, scope_ctes)
         sources = self._sources(query, scope_ctes)
+        for join in query.args.get("joins") or []:
+            self._note_indirect(join.args.get("on"), sources, "join")
+        self._note_indirect(query.args.get("where"), sources, "filter")
+        self._note_indirect(query.args.get("having"), sources, "filter")
+        self._note_indirect(query.args.get("group"), sources, "group_by")
         out = []
         for projection in query.expressions:
             root = projection.this if isinstance(projection, exp.Alias) else projection
             origins: Origins = {}
             for column in root.find_all(exp.Column):
-                source = sources.get(column.table)
-                if source is None:
-                    raise LineageError(f"{self.where}: {column.sql()} names no source of its query")
-                if column.name not in source:
-                    raise LineageError(
-                        f"{self.where}: {column.sql()}: {column.table!r} has no column "
-                        f"{column.name!r}"
-                    )
                 _merge_into(
                     origins,
                     {
                         ref: _compose(_step_kind(column, root), kinds)
-                        for ref, kinds in source[column.name].items()
+                        for ref, kinds in self._resolve(column, sources).items()
                     },
                 )
             out.append((projection.alias_or_name, origins))
         return out
+
+    def _resolve(self, column: exp.Column, sources: Mapping[str, Mapping[str, Origins]]) -> Origins:
+        source = sources.get(column.table)
+        if source is None:
+            raise LineageError(f"{self.where}: {column.sql()} names no source of its query")
+        if column.name not in source:
+            raise LineageError(
+                f"{self.where}: {column.sql()}: {column.table!r} has no column {column.name!r}"
+            )
+        return source[column.name]
+
+    def _note_indirect(
+        self,
+        clause: exp.Expression | None,
+        sources: Mapping[str, Mapping[str, Origins]],
+        subtype: str,
+    ) -> None:
+        if clause is None:
+            return
+        for column in clause.find_all(exp.Column):
+            for ref in self._resolve(column, sources):
+                self.indirect.setdefault(ref, set()).add(subtype)
 
     def _sources(
         self, select: exp.Select, ctes: Mapping[str, list[tuple[str, Origins]]]
@@ -172,8 +195,9 @@ def _trace_section(
     schemas: Mapping[str, Mapping[str, str]],
     leaves: Mapping[str, Mapping[str, Origins]],
     where: str,
-) -> tuple[list[tuple[str, Origins]], dict[str, str]]:
-    """A section's output columns with their origins, and their types."""
+) -> tuple[list[tuple[str, Origins]], dict[str, str], dict[ColumnRef, set[str]]]:
+    """A section's output columns with their origins, their types, and the input columns
+    that choose its rows."""
     try:
         tree = sqlglot.parse_one(sql, dialect=DIALECT)
         _check_tables(tree, schemas, where)
@@ -187,14 +211,15 @@ def _trace_section(
     except sqlglot.errors.SqlglotError as exc:
         raise LineageError(f"{where}: {exc}") from exc
     _fill_arg_min_max_types(typed)
-    relation = _SectionTracer(leaves, where).relation(typed, {})
+    tracer = _SectionTracer(leaves, where)
+    relation = tracer.relation(typed, {})
     types = {
         projection.alias_or_name: _spark_type(
             projection.this.type if isinstance(projection, exp.Alias) else projection.type
         )
         for projection in typed.selects
     }
-    return relation, types
+    return relation, types, tracer.indirect
 
 
 def _input_views(spec: JobSpec) -> dict[str, str]:
@@ -204,6 +229,17 @@ def _input_views(spec: JobSpec) -> dict[str, str]:
     if spec.kind != "merge":
         views["group_rows"] = spec.inputs[0]
     return views
+
+
+def _runner_indirect(spec: JobSpec) -> dict[ColumnRef, set[str]]:
+    """What the runner's views choose rows by (jobs/runner.py), outside the SQL."""
+    # delta_<input>: the rows with t_done < arrival_ts <= u.
+    facts = {ColumnRef(table, "arrival_ts"): {"filter"} for table in spec.inputs}
+    if spec.kind != "merge" and spec.group_column:
+        # group_rows: the input's current rows semi-joined with the touched (group, second).
+        for column in (spec.group_column, "second"):
+            facts.setdefault(ColumnRef(spec.inputs[0], column), set()).add("join")
+    return facts
 
 
 def derive_lineage(spec: JobSpec, table_schemas: Mapping[str, Mapping[str, str]]) -> AssetLineage:
@@ -222,9 +258,12 @@ def derive_lineage(spec: JobSpec, table_schemas: Mapping[str, Mapping[str, str]]
         leaves[view] = {
             col: {ColumnRef(table, col): frozenset({"identity"})} for col in table_schemas[table]
         }
-    partial, partial_types = _trace_section(
+    indirect = _runner_indirect(spec)
+    partial, partial_types, partial_indirect = _trace_section(
         sections["partial"], schemas, leaves, f"{spec.name}.sql section partial"
     )
+    for ref, subtypes in partial_indirect.items():
+        indirect.setdefault(ref, set()).update(subtypes)
     schemas["partial"] = partial_types
     leaves["partial"] = dict(partial)
     # `existing` has the target's columns; the target's schema is what the merge makes, so
@@ -235,10 +274,12 @@ def derive_lineage(spec: JobSpec, table_schemas: Mapping[str, Mapping[str, str]]
         leaves["existing"] = {
             col: {ColumnRef(_SELF, col): frozenset({"identity"})} for col in existing_types
         }
-        merged, merged_types = _trace_section(
+        merged, merged_types, merge_indirect = _trace_section(
             sections["merge"], schemas, leaves, f"{spec.name}.sql section merge"
         )
         existing_types = merged_types
+    for ref, subtypes in merge_indirect.items():
+        indirect.setdefault(ref, set()).update(subtypes)
     order = {name: i for i, (name, _) in enumerate(merged)}
     edges = [
         Edge(ref, ColumnRef(spec.name, name), tuple(sorted(kinds, key=KIND_RANK.__getitem__)))
@@ -253,6 +294,11 @@ def derive_lineage(spec: JobSpec, table_schemas: Mapping[str, Mapping[str, str]]
         columns=tuple(OutputColumn(name, merged_types[name]) for name, _ in merged),
         edges=tuple(edges),
         sql_sha256=sql_sha256(spec.name),
+        indirect=tuple(
+            IndirectDep(ref, tuple(sorted(subtypes)))
+            for ref, subtypes in sorted(indirect.items())
+            if ref.table != _SELF
+        ),
     )
 
 
@@ -265,10 +311,22 @@ def trace_select(
         name: {col: {ColumnRef(name, col): frozenset({"identity"})} for col in cols}
         for name, cols in tables.items()
     }
-    relation, _ = _trace_section(sql, tables, leaves, "query")
+    relation, _, _ = _trace_section(sql, tables, leaves, "query")
     return {
         name: {
             ref: tuple(sorted(kinds, key=KIND_RANK.__getitem__)) for ref, kinds in origins.items()
         }
         for name, origins in relation
     }
+
+
+def trace_select_indirect(
+    sql: str, tables: Mapping[str, Mapping[str, str]]
+) -> dict[ColumnRef, tuple[str, ...]]:
+    """One query's input columns that choose rows (join, filter, group_by)."""
+    leaves = {
+        name: {col: {ColumnRef(name, col): frozenset({"identity"})} for col in cols}
+        for name, cols in tables.items()
+    }
+    _, _, indirect = _trace_section(sql, tables, leaves, "query")
+    return {ref: tuple(sorted(subtypes)) for ref, subtypes in indirect.items()}
