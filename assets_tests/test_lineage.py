@@ -194,7 +194,27 @@ def test_a_query_reading_an_unknown_table_is_refused():
         trace_select("SELECT k FROM nowhere", TABLES)
 
 
+def test_sql_sqlglot_cannot_parse_is_a_lineage_error_naming_where():
+    with pytest.raises(LineageError, match=r"^query: ParseError"):
+        trace_select("SELECT k FROM a WHERE (", TABLES)
+
+
 # --- Dagster and the CLI ------------------------------------------------------------------
+
+
+def test_an_asset_whose_sql_cannot_be_traced_still_loads(monkeypatch):
+    """Lineage describes a job; it must not take the pipeline down with it."""
+    from freshness_pipeline import assets
+
+    def refuse(name):
+        raise LineageError(f"{name}.sql section merge: ParseError: no")
+
+    monkeypatch.setattr(assets, "asset_lineage", refuse)
+    built = assets.build_asset(JOBS["trade_aggr"])
+    spec = built.specs_by_key[dg.AssetKey("trade_aggr")]
+    assert "Column lineage unavailable: trade_aggr.sql section merge" in spec.description
+    assert "dagster/column_lineage" not in spec.metadata
+    assert "dagster/column_schema" not in spec.metadata
 
 
 def test_job_assets_carry_column_schema_and_lineage(derived):

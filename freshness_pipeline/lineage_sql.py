@@ -208,8 +208,10 @@ def _trace_section(
             quote_identifiers=False,
         )
         typed = annotate_types(qualified, schema={n: dict(c) for n, c in schemas.items()})
-    except sqlglot.errors.SqlglotError as exc:
-        raise LineageError(f"{where}: {exc}") from exc
+    except LineageError:
+        raise
+    except Exception as exc:  # sqlglot's own errors, and anything its optimizer trips on
+        raise LineageError(f"{where}: {type(exc).__name__}: {exc}") from exc
     _fill_arg_min_max_types(typed)
     tracer = _SectionTracer(leaves, where)
     relation = tracer.relation(typed, {})
