@@ -243,6 +243,26 @@ def test_job_assets_carry_column_schema_and_lineage(derived):
         assert f"jobs_sql/{name}.sql" in node.description
 
 
+def test_column_metadata_reaches_the_webserver_intact(derived):
+    """The code server sends asset nodes to the webserver serialized: the schema and the
+    lineage survive the round trip (Dagster 1.13's snapshot API, pinned)."""
+    from dagster._core.remote_representation.external_data import asset_node_snaps_from_repo
+    from dagster._serdes import deserialize_value, serialize_value
+
+    from freshness_pipeline.definitions import defs
+
+    snaps = {
+        s.asset_key.to_user_string(): s
+        for s in asset_node_snaps_from_repo(defs.get_repository_def())
+    }
+    for name, lin in derived.items():
+        metadata = deserialize_value(serialize_value(snaps[name])).metadata
+        schema = metadata["dagster/column_schema"].schema
+        assert [c.name for c in schema.columns] == [c.name for c in lin.columns]
+        deps = metadata["dagster/column_lineage"].column_lineage.deps_by_column
+        assert sum(len(d) for d in deps.values()) == len(lin.edges)
+
+
 def test_raw_sources_list_the_columns_the_lineage_names():
     from freshness_pipeline.definitions import defs
 
