@@ -237,7 +237,10 @@ def derivation_key() -> str:
 def derive_pipeline_lineage() -> dict[str, AssetLineage]:
     """All six jobs' lineage traced from their SQL, in pipeline order, each job's output
     schema feeding the jobs after it."""
-    from freshness_pipeline.lineage_sql import derive_lineage
+    try:
+        from freshness_pipeline.lineage_sql import derive_lineage
+    except ImportError as exc:  # sqlglot is pinned in pyproject.toml; `make setup` installs it
+        raise LineageError(f"cannot trace the SQL: {exc} (run `make setup`)") from exc
 
     schemas: dict[str, Mapping[str, str]] = dict(SOURCE_SCHEMAS)
     lineage: dict[str, AssetLineage] = {}
