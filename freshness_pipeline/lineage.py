@@ -55,6 +55,8 @@ EdgeKind = Literal["identity", "transform", "aggregate", "condition"]
 # somewhere is aggregated; an input that only chose the value is a condition.
 KIND_RANK: dict[str, int] = {"identity": 0, "transform": 1, "aggregate": 2, "condition": 3}
 # OpenLineage column-lineage facet (1-2-0): transformation type and subtype per kind.
+# `masking` (optional there) is not given: the kinds do not say whether a function hides
+# its input (OpenLineage counts count() and hashes as masking).
 OPENLINEAGE_TRANSFORMATION: dict[str, tuple[str, str]] = {
     "identity": ("DIRECT", "IDENTITY"),
     "transform": ("DIRECT", "TRANSFORMATION"),
@@ -347,7 +349,6 @@ def to_openlineage(lineage: AssetLineage) -> dict[str, object]:
                             "type": OPENLINEAGE_TRANSFORMATION[k][0],
                             "subtype": OPENLINEAGE_TRANSFORMATION[k][1],
                             "description": k,
-                            "masking": False,
                         }
                         for k in e.kinds
                     ],
@@ -379,7 +380,6 @@ def to_openlineage(lineage: AssetLineage) -> dict[str, object]:
                                 "type": "INDIRECT",
                                 "subtype": subtype.upper(),
                                 "description": subtype,
-                                "masking": False,
                             }
                             for subtype in d.subtypes
                         ],
