@@ -206,7 +206,7 @@ def sql_sha256(job: str) -> str:
 
 # The derived lineage of all six jobs, committed beside the SQL, so that loading the
 # definitions (every run process does) reads a small JSON file instead of importing sqlglot
-# and tracing six files (~0.25 s on 2 cores, docs/BENCHMARKS.md). It is used only while its
+# and tracing six files (~0.22 s on 2 cores, docs/BENCHMARKS.md). It is used only while its
 # key matches what the derivation depends on; otherwise the lineage is derived afresh, and
 # a test fails until the snapshot is regenerated: `python -m freshness_pipeline.lineage`.
 SNAPSHOT_PATH = PROJECT_ROOT / "jobs_sql" / "lineage.json"
