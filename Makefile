@@ -37,7 +37,8 @@ export FRESHNESS_JARS_DIR := $(abspath $(JARS_DIR))
 export DAGSTER_HOME ?= $(abspath .dagster_home)
 
 .PHONY: setup demo demo-kafka test test-fast lint format bench-ingest bench-kafka-ingest bench-growth bench-tick \
-	bench-tick-real bench-overhead bench-memory experiment experiment-long simulate chaos soak \
+	bench-tick-real bench-overhead bench-memory bench-lineage experiment experiment-long simulate \
+	chaos soak \
 	clean-data postgres demo-cluster
 
 # Reproducible install: requirements.lock pins every Python package (transitive, with
@@ -181,6 +182,9 @@ bench-overhead: setup
 
 bench-memory: setup
 	$(VENV)/bin/python -m freshness_pipeline.bench.memory --minutes 60
+
+bench-lineage: setup
+	$(VENV)/bin/python -m freshness_pipeline.bench.lineage_load --rounds 21
 
 experiment: setup
 	$(VENV)/bin/freshness experiment --mode short

@@ -1,5 +1,5 @@
 """`freshness` command line: demo, experiment, spark-service, kafka-broker, replay, ingest,
-record, load-master.
+record, load-master, lineage.
 
 `freshness demo` is the README's main command: it starts the shared Spark service, loads
 the company master, then starts the replayer, ingestion and Dagster (webserver + daemon)
@@ -303,6 +303,14 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return failed
 
 
+def cmd_lineage(args: argparse.Namespace) -> int:
+    """Prints the six job assets' column lineage (no Spark, no server)."""
+    from freshness_pipeline.lineage import render
+
+    sys.stdout.write(render(args.format, args.asset or None))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="freshness", description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -424,6 +432,24 @@ def build_parser() -> argparse.ArgumentParser:
     master = sub.add_parser("load-master", help="load the company master table")
     master.add_argument("--universe-size", type=int, default=DEFAULT_UNIVERSE_SIZE)
     master.set_defaults(func=cmd_load_master)
+
+    from freshness_pipeline.jobs.catalog import PIPELINE_ORDER
+
+    lineage = sub.add_parser(
+        "lineage",
+        help="print the column lineage of the six job assets (derived from jobs_sql/)",
+    )
+    lineage.add_argument(
+        "--format",
+        choices=("markdown", "json", "dot"),
+        default="markdown",
+        help="markdown: a table per asset; json: OpenLineage output datasets with the "
+        "columnLineage facet; dot: a Graphviz graph",
+    )
+    lineage.add_argument(
+        "--asset", action="append", choices=PIPELINE_ORDER, help="only this asset (repeatable)"
+    )
+    lineage.set_defaults(func=cmd_lineage)
     return parser
 
 

@@ -19,6 +19,7 @@ from dagster import (
 )
 
 from freshness_pipeline.hudi_metadata import TableNotFound
+from freshness_pipeline.lineage import source_schema_metadata
 from freshness_pipeline.resources import HudiMetadataResource
 from freshness_pipeline.settings import load_settings
 from freshness_pipeline.timefmt import iso
@@ -115,12 +116,21 @@ def raw_source(table: str) -> SourceAsset | AssetsDefinition:
         return _raw_source(table)
 
 
+def _column_schema(table: str) -> dict[str, object]:
+    """Our raw tables' columns (lineage.py); a declared external table's are its owner's."""
+    declared = load_settings().lakehouse.inputs.get(table)
+    if declared is not None and declared.external:
+        return {}
+    return source_schema_metadata(table)
+
+
 def _raw_source(table: str) -> SourceAsset | AssetsDefinition:
     @observable_source_asset(
         name=table,
         group_name=RAW_GROUP,
         description=describe(table),
         tags={"dagster/kind/hudi": "", "dagster/kind/spark": ""},
+        metadata=_column_schema(table),
     )
     def _observe(hudi_meta: HudiMetadataResource) -> ObserveResult:
         return observe_table(hudi_meta, table)
