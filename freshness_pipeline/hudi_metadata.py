@@ -310,6 +310,31 @@ def footer_arrival_range(uri: str | Location, column: str = ARRIVAL_COLUMN) -> F
     return found
 
 
+def own_rows_arrival_range(uri: str | Location, column: str, instant: str) -> FooterRange:
+    """Min and max of `column` over the rows of one commit in a base file that also holds
+    older rows (a copy-on-write merge): two columns read, `_hoodie_commit_time` filtered."""
+    cache_key = f"{column}@{uri.spark if isinstance(uri, Location) else uri}#{instant}"
+    cached = FOOTER_CACHE.get(cache_key)
+    if cached is not None:
+        return cached
+    import pyarrow.compute as pc
+
+    fs, path = _filesystem(uri)
+    with fs.open_input_file(path) as handle:
+        parquet = pq.ParquetFile(handle)
+        if "_hoodie_commit_time" not in parquet.schema_arrow.names:
+            return FooterRange(None, None)  # a table written without Hudi's meta fields
+        table = parquet.read(columns=["_hoodie_commit_time", column])
+    own = table.filter(pc.equal(table["_hoodie_commit_time"], instant))[column]
+    if len(own) == 0 or own.null_count == len(own):
+        found = FooterRange(None, None)
+    else:
+        bounds = pc.min_max(own)
+        found = FooterRange(_as_micros(bounds["min"].as_py()), _as_micros(bounds["max"].as_py()))
+    FOOTER_CACHE.put(cache_key, found)
+    return found
+
+
 def _as_micros(value: object) -> int:
     if isinstance(value, int):
         return value
@@ -525,14 +550,36 @@ class HudiTableMetadata:
         return ArrivalRange(None, completed, SOURCE_COMPLETION)
 
     def arrival_regressions(self) -> list[ArrivalRegression]:
-        """Where a declared arrival column went backwards (see `arrival_regressions`). A
-        replacecommit rewrites rows that are already there (insert_overwrite, clustering),
-        so only commits that add rows are checked."""
+        """Where a declared arrival column went backwards (see `arrival_regressions`),
+        judged on the rows each commit wrote itself. A replacecommit rewrites rows that are
+        already there (insert_overwrite, clustering), so only commits that add rows are
+        checked."""
         if not self.external or self.arrival_column is None:
             return []
         adding = [c for c in self.commits() if c.action != "replacecommit"]
-        ranges = [(c.instant, r) for c in adding if (r := self.commit_arrival(c)) is not None]
+        ranges = [(c.instant, r) for c in adding if (r := self._own_rows_range(c)) is not None]
         return arrival_regressions(ranges)
+
+    def _own_rows_range(self, commit: Commit) -> ArrivalRange | None:
+        """The arrival range of the rows `commit` itself wrote. A base file that a
+        copy-on-write merge rewrote also carries older rows (its footer starts at theirs),
+        so those rows are left out by their commit time; log-only writes have no footer."""
+        base = [w for w in commit.written if not w.is_log]
+        if not base or len(base) != len(commit.written) or self.arrival_column is None:
+            return None
+        ranges = []
+        for written in base:
+            location = self.file_location(written.path)
+            carried = written.num_writes - written.num_inserts - written.num_update_writes
+            if carried > 0:
+                ranges.append(own_rows_arrival_range(location, self.arrival_column, commit.instant))
+            else:
+                ranges.append(footer_arrival_range(location, self.arrival_column))
+        lows = [r.low for r in ranges if r.low is not None]
+        highs = [r.high for r in ranges if r.high is not None]
+        if not lows or not highs:
+            return None
+        return ArrivalRange(min(lows), max(highs), SOURCE_FOOTER)
 
     def latest_extra(self, key: str) -> str | None:
         for commit in reversed(self.commits()):
