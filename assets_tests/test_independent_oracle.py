@@ -122,3 +122,6 @@ def test_compare_catches_a_doubled_window_and_a_rounded_double():
     assert oracle.compare("trade_aggr", expected, as_table(rounded)).mismatched == {"vwap": 1}
     fewer = as_table(expected.iloc[1:])
     assert oracle.compare("trade_aggr", expected, fewer).missing == 1
+    twice = as_table(pd.concat([expected, expected.iloc[:1]], ignore_index=True))
+    diff = oracle.compare("trade_aggr", expected, twice)  # one key in two file groups
+    assert (diff.missing, diff.extra, diff.mismatched) == (0, 1, {})

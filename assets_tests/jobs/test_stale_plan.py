@@ -81,3 +81,27 @@ def test_a_failed_first_run_leaves_nothing_behind(spark, lakehouse, tmp_path):
         spark, expected[spec.name], lakehouse.table_uri(spec.name)
     )
     assert (missing, extra) == (0, 0), f"trade_aggr differs: {examples}"
+
+
+def test_a_table_whose_empty_first_commit_never_completed_starts_afresh(spark, lakehouse, tmp_path):
+    """A run killed during the table's empty first commit, then a run killed before its
+    data commit: no commit ever completed, and the next run must not read the failed
+    write's files as committed (make chaos found sector_vwap's first second twice)."""
+    feeder = StreamFeeder(spark, lakehouse, seed=8)
+    runner = JobRunner(spark, lakehouse.table_uri)
+    feeder.land(2)
+    feeder.ingest()
+    spec = JOBS["trade_aggr"]
+    with pytest.raises(InjectedFailure):
+        runner.run(spec, resolve_run(spec, [], None, feeder.meta), fail_before_commit=True)
+    timeline = lakehouse.lakehouse.table(spec.name).local_path() / ".hoodie" / "timeline"
+    completed = [p for p in timeline.iterdir() if p.name.endswith(".commit") and "_" in p.name]
+    assert len(completed) == 1  # the empty commit; as if killed before it completed:
+    completed[0].unlink()
+    assert feeder.meta(spec.name).commits() == []
+    runner.run(spec, resolve_run(spec, [], None, feeder.meta))
+    expected = batch_recompute(spark, lakehouse.table_uri, tmp_path / "oracle")
+    missing, extra, examples = differences(
+        spark, expected[spec.name], lakehouse.table_uri(spec.name)
+    )
+    assert (missing, extra) == (0, 0), f"trade_aggr differs: {examples}"
