@@ -37,7 +37,7 @@ def config_for(name: str, **values) -> dict:
     return {"ops": {name: {"config": values}}}
 
 
-def test_assets_have_groups_kinds_owners_and_deps():
+def test_assets_have_the_group_layers_kinds_owners_and_deps():
     graph = defs.resolve_asset_graph()
     expected = {
         "trade_aggr": {"trade_raw"},
@@ -52,7 +52,8 @@ def test_assets_have_groups_kinds_owners_and_deps():
         assert {k.to_user_string() for k in node.parent_keys} == parents
         assert {"dagster/kind/spark", "dagster/kind/hudi"} <= set(node.tags)
         assert node.owners == ["team:market-data"]
-        assert node.group_name in {"aggregates", "features", "views"}
+        assert node.group_name == "market_data"
+        assert node.tags["freshness/layer"] in {"aggregates", "features", "views"}
         assert node.description and f"jobs_sql/{name}.sql" in node.description
 
 
