@@ -3,12 +3,16 @@ run's few tags leave out, who launched it, and the table's staleness around the 
 
 from __future__ import annotations
 
-from freshness_pipeline.assets import plan_metadata, staleness_metadata
+import dagster as dg
+
+from assets_tests.test_sensor import FakeHudiMetadata, FakeTable
+from freshness_pipeline.assets import JOB_ASSETS, plan_metadata, staleness_metadata
 from freshness_pipeline.cost_model import FittedCost
 from freshness_pipeline.experiment.staleness import sample_tables, staleness_s
 from freshness_pipeline.jobs.run_config import ResolvedRun
 from freshness_pipeline.planner import MIB, CostModel, JobState, PendingInput, choose
 from freshness_pipeline.run_plan import RunPlan
+from freshness_pipeline.spark import HudiSparkResource
 from freshness_pipeline.staleness_target import StalenessTarget
 
 S = 1_000_000
@@ -52,3 +56,39 @@ def test_staleness_around_a_run_is_the_samplers_definition():
 
 def test_staleness_is_never_negative():
     assert staleness_s(T0, T0 + S) == 0.0
+
+
+class FakeInput(FakeTable):
+    """A fake table with the one more thing a run config check reads: its location."""
+
+    @property
+    def table_uri(self) -> str:
+        return f"/lake/{self.name}"
+
+
+class NoSpark(HudiSparkResource):
+    @property
+    def spark_session(self):
+        raise AssertionError("a run with nothing to do started Spark")
+
+
+def test_a_hand_launched_run_tags_itself_and_records_its_staleness():
+    """Through Dagster (no Spark: the table is already at its input's watermark): the
+    asset adds the hand-run tags to its own running run and records staleness."""
+    lake = FakeHudiMetadata()
+    lake.add(FakeInput("trade_raw", T0)).add(FakeInput("trade_aggr", T0))
+    trade_aggr = next(a for a in JOB_ASSETS if a.key == dg.AssetKey("trade_aggr"))
+    with dg.instance_for_test() as instance:
+        result = dg.materialize(
+            [trade_aggr], instance=instance, resources={"hudi_meta": lake, "spark": NoSpark()}
+        )
+        assert result.success
+        tags = instance.get_run_by_id(result.run_id).tags
+    assert tags["freshness/launched_by"] == "hand"
+    assert tags["freshness/cutoff"] == "2023-11-14 22:13:20.000 UTC"
+    assert tags["freshness/files"] == "0 of 0 files"
+    assert "freshness/asset" not in tags  # the sensor's retry count is for its own runs
+    meta = result.asset_materializations_for_node("trade_aggr")[0].metadata
+    assert meta["launched_by"].value == "hand" and "nothing_to_do" in meta
+    assert meta["staleness_s"].value > 0 and meta["staleness_state"].value == "fail"
+    assert meta["staleness_target_s"].value == 300.0
