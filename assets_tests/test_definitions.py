@@ -55,6 +55,13 @@ def test_every_job_asset_has_the_settings_freshness_policy():
         assert graph.get(dg.AssetKey(name)).freshness_policy is None
 
 
+def test_the_instance_runs_the_daemon_that_evaluates_freshness_policies(tmp_path):
+    (tmp_path / "dagster.yaml").write_text((PROJECT_ROOT / "dagster.yaml").read_text())
+    with dg.DagsterInstance.from_config(str(tmp_path)) as instance:
+        assert instance.freshness_enabled
+        assert "FRESHNESS_DAEMON" in instance.get_required_daemon_types()
+
+
 def test_the_freshness_policy_follows_the_target_setting():
     assets = build_job_assets(StalenessTarget(fail_s=600, warn_fraction=0))
     for assets_def in assets:
