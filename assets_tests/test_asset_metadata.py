@@ -8,6 +8,7 @@ import dagster as dg
 from assets_tests.test_sensor import FakeHudiMetadata, FakeTable
 from freshness_pipeline.assets import JOB_ASSETS, plan_metadata, staleness_metadata
 from freshness_pipeline.cost_model import FittedCost
+from freshness_pipeline.definitions import defs
 from freshness_pipeline.experiment.staleness import sample_tables, staleness_s
 from freshness_pipeline.jobs.run_config import ResolvedRun
 from freshness_pipeline.planner import MIB, CostModel, JobState, PendingInput, choose
@@ -92,3 +93,15 @@ def test_a_hand_launched_run_tags_itself_and_records_its_staleness():
     assert meta["launched_by"].value == "hand" and "nothing_to_do" in meta
     assert meta["staleness_s"].value > 0 and meta["staleness_state"].value == "fail"
     assert meta["staleness_target_s"].value == 300.0
+
+
+def test_the_sensors_run_config_is_what_the_asset_accepts():
+    files = [PendingInput(f"/lake/f{i}", MIB, T0 + i * S + 1, T0 + (i + 1) * S) for i in range(2)]
+    choice = choose(JobState("trade_aggr", T0, T0 + 2 * S, tuple(files), CostModel(1, 0)), "pmb")
+    fit = FittedCost(CostModel(1.0, 0.0), "three_term", "prior", 0, None)
+    planned = RunPlan.from_choice(choice, T0, fit)
+    job = defs.resolve_implicit_global_asset_job_def()
+    validated = dg.validate_run_config(job, planned.run_config())
+    config = validated["ops"]["trade_aggr"]["config"]
+    assert config["sensor_plan"] == planned.decision()
+    assert RunPlan.from_tags(planned.tags(), validated) == planned
