@@ -36,7 +36,9 @@ def test_a_launching_tick_says_why_the_others_were_left_out():
     assert trade.endswith("staleness 400 s, PAST its 300 s target")
     assert price.startswith("price_aggr: waits: no free slot (K=1, 0 running), eta ")
     assert "ranks 2nd" in price and price.endswith("past the 150 s warning")
-    assert features == "market_features: waits: no pending data; no data yet"
+    assert features == (
+        "market_features: waits: no pending data; no watermark yet (never refreshed)"
+    )
     assert report.past_target == ("trade_aggr 400 s",)
     assert report.summary == (
         "launch trade_aggr; past target: trade_aggr 400 s; 1 no free slot, 1 no pending data"

@@ -41,7 +41,8 @@ class TickReport:
 
     def skip_reason(self) -> str:
         """The whole decision, for a tick that launched nothing."""
-        return f"Nothing launched ({self.free_slots} free slots). {self.late_text()} " + (
+        slots = f"{self.free_slots} free slot{'' if self.free_slots == 1 else 's'}"
+        return f"Nothing launched ({slots}). {self.late_text()} " + (
             " ".join(f"{line}." for line in self.lines)
         )
 
@@ -54,7 +55,7 @@ class TickReport:
 def staleness_words(staleness_s: float | None, target: StalenessTarget) -> str:
     state = target.state(staleness_s)
     if staleness_s is None:
-        return "no data yet"
+        return "no watermark yet (never refreshed)"
     if state == "fail":
         return f"staleness {staleness_s:.0f} s, PAST its {target.fail_s} s target"
     if state == "warn":
