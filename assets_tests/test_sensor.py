@@ -313,23 +313,31 @@ def test_a_launching_tick_logs_every_job_and_records_staleness():
         assert result.asset_events == []
 
 
-def test_staleness_observations_are_throttled_through_the_event_log():
+def test_staleness_observations_carry_the_samplers_staleness_and_the_target():
     target = StalenessTarget()
     t_done = {"trade_aggr": T0, "price_aggr": None}
-    now = T0 + 100 * S
+    staleness = {"trade_aggr": 100.0, "price_aggr": None}
+    events = staleness_observations(T0 + 100 * S, None, t_done, staleness, target)
+    assert [e.asset_key.to_user_string() for e in events] == ["trade_aggr"]
+    meta = events[0].metadata
+    assert meta["staleness_s"].value == 100.0 and meta["staleness_state"].value == "pass"
+    assert meta["staleness_target_s"].value == 300.0
+    assert meta["watermark"].value == "2023-11-14T22:13:20.000+00:00"
+    with dg.instance_for_test() as instance:  # Dagster takes them as they are
+        instance.report_runless_asset_event(events[0])
+        recorded = instance.fetch_observations(dg.AssetKey("trade_aggr"), limit=1).records
+        assert recorded[0].asset_observation.metadata["staleness_s"].value == 100.0
+
+
+def test_the_sensor_records_staleness_on_its_first_tick():
+    # (which later ticks record is observations_due's, tested in test_tick_report)
+    lake = raw_lake()
+    lake.add(FakeTable("trade_aggr", T0 + 60 * S)).add(FakeTable("price_aggr", T0 + 60 * S))
+    sensor_def = build_sensor(SchedulerSettings())
     with dg.instance_for_test() as instance:
-        staleness = {"trade_aggr": 100.0, "price_aggr": None}
-        first = staleness_observations(instance, now, t_done, staleness, target)
-        assert [e.asset_key.to_user_string() for e in first] == ["trade_aggr"]
-        meta = first[0].metadata
-        assert meta["staleness_s"].value == 100.0 and meta["staleness_state"].value == "pass"
-        assert meta["staleness_target_s"].value == 300.0
-        instance.report_runless_asset_event(first[0])
-        recorded = instance.fetch_observations(dg.AssetKey("trade_aggr"), limit=1).records[0]
-        # Recorded just now (wall clock): nothing due until a minute later or a crossing.
-        just_after = int(recorded.timestamp * S) + S
-        assert staleness_observations(instance, just_after, t_done, staleness, target) == []
-        crossed = {"trade_aggr": 200.0, "price_aggr": None}  # past the 150 s warning
-        assert staleness_observations(instance, just_after, t_done, crossed, target)
-        later = just_after + 60 * S
-        assert staleness_observations(instance, later, t_done, staleness, target)
+        first = sensor_def(
+            dg.build_sensor_context(instance=instance, resources={"hudi_meta": lake})
+        )
+    recorded = {e.asset_key.to_user_string(): e.metadata for e in first.asset_events}
+    assert sorted(recorded) == ["price_aggr", "trade_aggr"]
+    assert recorded["trade_aggr"]["staleness_state"].value == "fail"  # a 2023 watermark

@@ -5,11 +5,7 @@ from __future__ import annotations
 
 from freshness_pipeline.planner import MIB, CostModel, JobState, PendingInput, plan
 from freshness_pipeline.staleness_target import StalenessTarget
-from freshness_pipeline.tick_report import (
-    LastObservation,
-    describe_tick,
-    observations_due,
-)
+from freshness_pipeline.tick_report import describe_tick, observations_due
 
 S = 1_000_000
 T0 = 1_700_000_000 * S
@@ -57,15 +53,34 @@ def test_an_idle_tick_says_every_reason_in_its_skip_reason():
     )
 
 
-def test_staleness_is_recorded_once_a_minute_and_at_each_crossing():
-    now = T0 + 1000 * S
-    staleness = {"trade_aggr": 100.0, "price_aggr": 200.0, "market_features": None}
-    # Never recorded: both tables with a watermark are due; one without has nothing to say.
-    assert observations_due(now, staleness, TARGET, {}) == ["trade_aggr", "price_aggr"]
-    recent = {
-        "trade_aggr": LastObservation(now - 30 * S, "pass"),
-        "price_aggr": LastObservation(now - 30 * S, "pass"),  # it has crossed into warn
+def test_staleness_is_recorded_every_minute_of_the_clock():
+    staleness = {"trade_aggr": 10.0, "price_aggr": 20.0, "market_features": None}
+    minute = 60 * S
+    start = T0 - T0 % minute  # a minute boundary
+    # The sensor's first tick, and the first tick past each minute boundary: every table
+    # with a watermark (the one without has no staleness to record).
+    assert observations_due(start + 5 * S, None, staleness, TARGET) == ["trade_aggr", "price_aggr"]
+    assert observations_due(start + 2 * S, start - 9 * S, staleness, TARGET) == [
+        "trade_aggr",
+        "price_aggr",
+    ]
+    # Later ticks in the same minute: nothing (no line crossed).
+    assert observations_due(start + 22 * S, start + 11 * S, staleness, TARGET) == []
+
+
+def test_a_table_crossing_its_warn_or_fail_line_is_recorded_at_once():
+    minute = 60 * S
+    start = T0 - T0 % minute
+    now, previous = start + 30 * S, start + 20 * S  # 10 s apart, same minute
+    staleness = {
+        "trade_aggr": 155.0,  # was 145 s at the previous tick: crossed the 150 s warning
+        "price_aggr": 140.0,  # still below it
+        "market_features": 305.0,  # was 295 s: crossed the 300 s target
+        "sector_vwap": 400.0,  # long past both: nothing new
     }
-    assert observations_due(now, staleness, TARGET, recent) == ["price_aggr"]
-    old = {job: LastObservation(now - 60 * S, "pass") for job in ("trade_aggr", "price_aggr")}
-    assert observations_due(now, staleness, TARGET, old) == ["trade_aggr", "price_aggr"]
+    assert observations_due(now, previous, staleness, TARGET) == [
+        "trade_aggr",
+        "market_features",
+    ]
+    no_warning = StalenessTarget(fail_s=300, warn_fraction=0)
+    assert observations_due(now, previous, staleness, no_warning) == ["market_features"]

@@ -6,7 +6,7 @@ model); call the pure planner; emit one RunRequest per chosen asset with the typ
 config (`files`, `cutoff_u`, the decision), an idempotent run key and a few readable tags.
 The tick says its decision for every job in words (`tick_report`: logs, skip reason, and
 a one-line summary as its cursor), names the tables past their staleness target, and
-records each table's staleness as an asset observation about once a minute.
+records each table's staleness as an asset observation once a minute and at a crossing.
 """
 
 from __future__ import annotations
@@ -46,11 +46,7 @@ from freshness_pipeline.run_plan import ASSET_TAG, RunPlan
 from freshness_pipeline.scheduler_settings import SchedulerSettings
 from freshness_pipeline.settings import RAW_TABLES, load_settings
 from freshness_pipeline.staleness_target import StalenessTarget
-from freshness_pipeline.tick_report import (
-    LastObservation,
-    describe_tick,
-    observations_due,
-)
+from freshness_pipeline.tick_report import describe_tick, observations_due
 from freshness_pipeline.timefmt import iso
 
 FINISHED_STATUSES = [
@@ -269,30 +265,15 @@ def arrival_warnings(hudi_meta: HudiMetadataResource) -> list[str]:
     return found
 
 
-def last_observations(instance, jobs: Iterable[str]) -> dict[str, LastObservation | None]:
-    """When each table's staleness was last recorded, and its state then (one indexed
-    query per table; the sensor keeps no state of its own)."""
-    found: dict[str, LastObservation | None] = {}
-    for job in jobs:
-        records = instance.fetch_observations(AssetKey(job), limit=1).records
-        observation = records[0].asset_observation if records else None
-        if observation is None or "staleness_state" not in observation.metadata:
-            found[job] = None
-            continue
-        state = str(observation.metadata["staleness_state"].value)
-        found[job] = LastObservation(int(records[0].timestamp * 1_000_000), state)
-    return found
-
-
 def staleness_observations(
-    instance,
     now_us: int,
+    previous_tick_us: int | None,
     t_done_us: Mapping[str, int | None],
     staleness: Mapping[str, float | None],
     target: StalenessTarget,
 ) -> list[AssetObservation]:
     """Each table's staleness as an observation, for the tables due (tick_report)."""
-    due = observations_due(now_us, staleness, target, last_observations(instance, staleness))
+    due = observations_due(now_us, previous_tick_us, staleness, target)
     events = []
     for job in due:
         seconds = staleness[job]
@@ -365,8 +346,13 @@ def build_sensor(
         warnings = arrival_warnings(hudi_meta)
         for warning in warnings:
             context.log.warning(warning)
+        previous = context.last_tick_completion_time
         events = staleness_observations(
-            context.instance, now_us, outcome.t_done_us, staleness, target
+            now_us,
+            None if previous is None else int(previous * 1_000_000),
+            outcome.t_done_us,
+            staleness,
+            target,
         )
         if not outcome.requests:
             return SensorResult(
