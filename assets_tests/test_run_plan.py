@@ -70,6 +70,16 @@ def test_a_run_carries_a_few_readable_tags_and_the_rest_in_config():
     assert retry["freshness/retry"] == "3 after failed runs" and len(retry) == 6
 
 
+def test_the_run_logs_its_decision_in_words():
+    plan = RunPlan.from_choice(a_choice(0), 0, FIT, attempt=1)
+    assert plan.describe() == (
+        f"planned by freshness_sensor (pmb, retry 1): {plan.file_count} of "
+        f"{plan.pending_files} files up to 1970-01-01 00:00:03.000 UTC, to remove "
+        f"{plan.gain_s:.1f} s of staleness in about {plan.cost_s:.1f} s (eta {plan.eta:.3g}; "
+        "cost model fit:three_term, 12 runs, rmse 0.42s)"
+    )
+
+
 def test_a_hand_run_is_tagged_but_has_no_plan():
     tags = hand_run_tags(1_700_000_000_123_456, 4, 4)
     assert tags == {

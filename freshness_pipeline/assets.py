@@ -290,6 +290,8 @@ def build_asset(spec: JobSpec, target: StalenessTarget) -> AssetsDefinition:
         planned = RunPlan.from_run(context.run)  # None: launched by hand, not by the sensor
         if planned is None:
             record_hand_launch(context, resolved)
+        else:
+            context.log.info(planned.describe())
         t_done_before = resolved.t_done_us
         report = None
         if not resolved.nothing_to_do:

@@ -195,6 +195,17 @@ class RunPlan:
             "arrival_approximate": str(APPROXIMATE in self.arrival_sources).lower(),
         }
 
+    def describe(self) -> str:
+        """The decision in words, for the run's own log."""
+        retry = f", retry {self.attempt}" if self.attempt else ""
+        return (
+            f"planned by {SENSOR} ({self.policy}{retry}): "
+            f"{files_text(self.file_count, self.pending_files)} up to "
+            f"{readable_utc(self.cutoff_u)}, to remove {self.gain_s:.1f} s of staleness in "
+            f"about {self.cost_s:.1f} s (eta {self.eta:.3g}; cost model {self.cost_model}, "
+            f"{self.cost_fit})"
+        )
+
     # --- read back here -------------------------------------------------------------------
 
     @classmethod
