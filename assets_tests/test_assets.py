@@ -17,6 +17,7 @@ from freshness_pipeline.definitions import defs
 from freshness_pipeline.resources import HudiMetadataResource
 from freshness_pipeline.settings import PROJECT_ROOT, Settings
 from freshness_pipeline.spark import HudiSparkResource
+from freshness_pipeline.timefmt import readable_utc
 
 
 class NoSpark(HudiSparkResource):
@@ -37,7 +38,7 @@ def config_for(name: str, **values) -> dict:
     return {"ops": {name: {"config": values}}}
 
 
-def test_assets_have_groups_kinds_owners_and_deps():
+def test_assets_have_the_group_layers_kinds_owners_and_deps():
     graph = defs.resolve_asset_graph()
     expected = {
         "trade_aggr": {"trade_raw"},
@@ -52,7 +53,8 @@ def test_assets_have_groups_kinds_owners_and_deps():
         assert {k.to_user_string() for k in node.parent_keys} == parents
         assert {"dagster/kind/spark", "dagster/kind/hudi"} <= set(node.tags)
         assert node.owners == ["team:market-data"]
-        assert node.group_name in {"aggregates", "features", "views"}
+        assert node.group_name == "market_data"
+        assert node.tags["freshness/layer"] in {"aggregates", "features", "views"}
         assert node.description and f"jobs_sql/{name}.sql" in node.description
 
 
@@ -85,6 +87,11 @@ def test_materialize_with_and_without_config(spark, lakehouse: Settings):
     ):
         assert key in meta
     assert feeder.meta("trade_aggr").watermark_us() == first_u
+    # Launched by hand: said in its metadata, with the table's staleness once committed
+    # (the sampler's definition) and no staleness before (it had no watermark).
+    assert meta["launched_by"].value == "hand" and "sensor_plan" not in meta
+    assert meta["staleness_s"].value >= 0 and "staleness_before_s" not in meta
+    assert meta["staleness_target_s"].value == 300.0
 
     # empty config: everything pending, up to the inputs' watermark
     result = dg.materialize([job_asset("trade_aggr")], resources=resources)
@@ -155,7 +162,13 @@ def test_dagster_cli_materializes_with_and_without_config(
     assert run.returncode == 0, run.stderr[-3000:]
     with dg.DagsterInstance.from_config(env["DAGSTER_HOME"]) as instance:
         records = instance.fetch_materializations(dg.AssetKey("price_aggr"), limit=2).records
+        # A CLI run carries no sensor tags; the asset tags it once it knows what it reads.
+        tags = [instance.get_run_by_id(r.run_id).tags for r in records]
+    assert [t["freshness/launched_by"] for t in tags] == ["hand", "hand"]
+    assert tags[1]["freshness/cutoff"] == readable_utc(first_u)
+    assert tags[1]["freshness/files"] == f"{len(files)} of {len(pending)} files"
     metadata = [r.asset_materialization.metadata for r in records]
+    assert all("staleness_s" in m for m in metadata) and "staleness_before_s" in metadata[0]
     assert all(m["files_read"].value > 0 for m in metadata)
     spark_used = [m["spark"].value for m in metadata]
     assert spark_used == [

@@ -18,7 +18,7 @@ def test_generated_yaml_keeps_the_repos_queue_pools_and_monitoring(tmp_path: Pat
     repo = yaml.safe_load((PROJECT_ROOT / "dagster.yaml").read_text())
     path = write_instance_yaml(tmp_path / "home", URL, k=3)
     generated = yaml.safe_load(path.read_text())
-    for key in ("concurrency", "run_queue", "run_monitoring", "telemetry"):
+    for key in ("concurrency", "run_queue", "run_monitoring", "freshness", "telemetry"):
         assert generated[key] == repo[key], key
     assert set(generated) == set(repo) | {"storage"}
 

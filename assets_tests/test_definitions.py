@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
 from pathlib import Path
 
 import dagster as dg
+from dagster._core.definitions.freshness import TimeWindowFreshnessPolicy
 
+from freshness_pipeline.assets import build_job_assets
 from freshness_pipeline.definitions import defs
 from freshness_pipeline.settings import PROJECT_ROOT
+from freshness_pipeline.staleness_target import StalenessTarget
 
 RAW = {"price_raw", "trade_raw", "company_master", "raw_rejects"}
 
@@ -28,8 +32,43 @@ def test_definitions_load_with_raw_sources():
     graph = defs.resolve_asset_graph()
     for key in RAW:
         node = graph.get(dg.AssetKey(key))
-        assert node.group_name == "raw"
+        assert node.group_name == "market_data" and node.tags["freshness/layer"] == "raw"
         assert "dagster/kind/hudi" in node.tags
+
+
+def test_one_group_so_the_graph_opens_on_every_asset():
+    # Dagster's graph shows several groups as collapsed boxes, one group as its assets.
+    graph = defs.resolve_asset_graph()
+    groups = {graph.get(key).group_name for key in graph.get_all_asset_keys()}
+    assert groups == {"market_data"}
+
+
+def test_every_job_asset_has_the_settings_freshness_policy():
+    graph = defs.resolve_asset_graph()
+    for name in asset_keys(observable=False):
+        policy = graph.get(dg.AssetKey(name)).freshness_policy
+        assert isinstance(policy, TimeWindowFreshnessPolicy), name
+        assert policy.fail_window.to_timedelta() == timedelta(seconds=300)
+        assert policy.warn_window is not None
+        assert policy.warn_window.to_timedelta() == timedelta(seconds=150)
+    for name in RAW:  # fed by ingestion, never scheduled: no policy of ours
+        assert graph.get(dg.AssetKey(name)).freshness_policy is None
+
+
+def test_the_instance_runs_the_daemon_that_evaluates_freshness_policies(tmp_path):
+    (tmp_path / "dagster.yaml").write_text((PROJECT_ROOT / "dagster.yaml").read_text())
+    with dg.DagsterInstance.from_config(str(tmp_path)) as instance:
+        assert instance.freshness_enabled
+        assert "FRESHNESS_DAEMON" in instance.get_required_daemon_types()
+
+
+def test_the_freshness_policy_follows_the_target_setting():
+    assets = build_job_assets(StalenessTarget(fail_s=600, warn_fraction=0))
+    for assets_def in assets:
+        policy = assets_def.specs_by_key[assets_def.key].freshness_policy
+        assert isinstance(policy, TimeWindowFreshnessPolicy)
+        assert policy.fail_window.to_timedelta() == timedelta(minutes=10)
+        assert policy.warn_window is None
 
 
 def test_one_sql_file_per_materialized_asset():

@@ -210,7 +210,9 @@ def test_an_asset_whose_sql_cannot_be_traced_still_loads(monkeypatch):
         raise LineageError(f"{name}.sql section merge: ParseError: no")
 
     monkeypatch.setattr(assets, "asset_lineage", refuse)
-    built = assets.build_asset(JOBS["trade_aggr"])
+    from freshness_pipeline.staleness_target import StalenessTarget
+
+    built = assets.build_asset(JOBS["trade_aggr"], StalenessTarget())
     spec = built.specs_by_key[dg.AssetKey("trade_aggr")]
     assert "Column lineage unavailable: trade_aggr.sql section merge" in spec.description
     assert "dagster/column_lineage" not in spec.metadata

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import dagster as dg
 import pytest
 from dagster._core.test_utils import create_run_for_test
@@ -9,10 +11,17 @@ from dagster._core.test_utils import create_run_for_test
 from freshness_pipeline.hudi_metadata import FileSlice, PendingFile, TableNotFound
 from freshness_pipeline.planner import POLICIES
 from freshness_pipeline.resources import HudiMetadataResource
-from freshness_pipeline.run_plan import RunPlan
+from freshness_pipeline.run_plan import PLAN_FIELD, RunPlan
 from freshness_pipeline.scheduler_settings import DEFAULT_K, SchedulerSettings
-from freshness_pipeline.sensor import ASSET_TAG, build_sensor, evaluate_tick
+from freshness_pipeline.sensor import (
+    ASSET_TAG,
+    build_sensor,
+    evaluate_tick,
+    staleness_observations,
+)
 from freshness_pipeline.settings import PROJECT_ROOT
+from freshness_pipeline.staleness_target import StalenessTarget
+from freshness_pipeline.timefmt import readable_utc
 
 S = 1_000_000
 T0 = 1_700_000_000 * S
@@ -98,10 +107,20 @@ def test_first_tick_launches_the_aggregates_and_explains_the_rest():
     assert len(config["files"]) == plan.file_count
     assert config["t_done_planned"] == "none"
     assert request.asset_selection == [dg.AssetKey("trade_aggr")]
-    explained = ("policy", "G_s", "E_s", "eta", "files_pending", "scan_mib", "cost_model")
-    for key in explained:
-        assert f"freshness/{key}" in request.tags
-    assert request.tags["freshness/cost_model"].startswith("prior:three_term")
+    # A few readable tags; the rest of the decision in run config (and then metadata).
+    assert set(request.tags) == {
+        ASSET_TAG,
+        "freshness/policy",
+        "freshness/cutoff",
+        "freshness/files",
+        "freshness/launched_by",
+    }
+    assert request.tags["freshness/cutoff"] == readable_utc(plan.cutoff_u)
+    assert request.tags["freshness/files"] == f"{plan.file_count} of {plan.pending_files} files"
+    decision = config[PLAN_FIELD]
+    for key in ("G_s", "E_s", "eta", "files_pending", "scan_mib", "cost_model", "u_us"):
+        assert key in decision
+    assert decision["cost_model"].startswith("prior:three_term")
 
 
 def test_run_keys_are_idempotent_and_follow_the_state():
@@ -145,10 +164,19 @@ def test_nothing_pending_is_an_explicit_skip_through_the_sensor():
     with dg.instance_for_test() as instance:
         context = dg.build_sensor_context(instance=instance, resources={"hudi_meta": lake})
         result = sensor_def(context)
-    assert isinstance(result, dg.SkipReason)
-    assert "trade_aggr: no pending data" in result.skip_message
-    assert "market_features: no pending data" in result.skip_message
-    assert "enriched_features: waiting for upstream" in result.skip_message
+    assert isinstance(result, dg.SensorResult) and result.skip_reason is not None
+    message = result.skip_reason.skip_message
+    assert message.startswith("Nothing launched (3 free slots).")
+    assert "trade_aggr: waits: no pending data" in message
+    assert "market_features: waits: no pending data" in message
+    assert "enriched_features: waits: waiting for upstream" in message
+    # The tick history's row shows the cursor: the decision in one line.
+    # (the fake watermarks are from 2023, so both aggregates are far past the target)
+    assert re.fullmatch(
+        r"idle; past target: trade_aggr \d+ s, price_aggr \d+ s; "
+        r"3 no pending data, 3 waiting for upstream",
+        result.cursor or "",
+    ), result.cursor
 
 
 def test_sensor_emits_run_requests_over_several_ticks():
@@ -236,7 +264,7 @@ def test_a_failed_decision_is_retried_after_a_backoff_under_a_new_key():
     with dg.instance_for_test() as instance:
         _, first = tick(raw_lake(), instance)
         trade = next(r for r in first if r.tags[ASSET_TAG] == "trade_aggr")
-        assert trade.tags["freshness/attempt"] == "0"
+        assert RunPlan.from_run(trade).attempt == 0 and "freshness/retry" not in trade.tags
         run = create_run_for_test(
             instance,
             job_name="x",
@@ -257,7 +285,8 @@ def test_a_failed_decision_is_retried_after_a_backoff_under_a_new_key():
         retry = next(r for r in requests if r.tags[ASSET_TAG] == "trade_aggr")
         assert retry.run_key != trade.run_key
         assert retry.run_key.rsplit(":", 1)[0] == trade.run_key.rsplit(":", 1)[0]
-        assert retry.tags["freshness/attempt"] == "1"
+        assert RunPlan.from_run(retry).attempt == 1
+        assert retry.tags["freshness/retry"] == "1 after failed runs"
         # A success ends the streak: the next decision starts again at attempt 0.
         ok = create_run_for_test(
             instance,
@@ -268,4 +297,47 @@ def test_a_failed_decision_is_retried_after_a_backoff_under_a_new_key():
         assert ok.status == dg.DagsterRunStatus.SUCCESS
         _, requests = evaluate_tick(raw_lake(), instance, settings, now_us=after)
         retry = next(r for r in requests if r.tags[ASSET_TAG] == "trade_aggr")
-        assert retry.tags["freshness/attempt"] == "0"
+        assert RunPlan.from_run(retry).attempt == 0
+
+
+def test_a_launching_tick_logs_every_job_and_records_staleness():
+    sensor_def = build_sensor(SchedulerSettings(k=1))
+    with dg.instance_for_test() as instance:
+        context = dg.build_sensor_context(instance=instance, resources={"hudi_meta": raw_lake()})
+        result = sensor_def(context)
+        assert isinstance(result, dg.SensorResult) and len(result.run_requests) == 1
+        launched = result.run_requests[0].tags[ASSET_TAG]
+        assert (result.cursor or "").startswith(f"launch {launched}; ")
+        assert "1 no free slot" in (result.cursor or "")
+        # The raw tables have watermarks, the jobs none yet: nothing to record.
+        assert result.asset_events == []
+
+
+def test_staleness_observations_carry_the_samplers_staleness_and_the_target():
+    target = StalenessTarget()
+    t_done = {"trade_aggr": T0, "price_aggr": None}
+    staleness = {"trade_aggr": 100.0, "price_aggr": None}
+    events = staleness_observations(T0 + 100 * S, None, t_done, staleness, target)
+    assert [e.asset_key.to_user_string() for e in events] == ["trade_aggr"]
+    meta = events[0].metadata
+    assert meta["staleness_s"].value == 100.0 and meta["staleness_state"].value == "pass"
+    assert meta["staleness_target_s"].value == 300.0
+    assert meta["watermark"].value == "2023-11-14T22:13:20.000+00:00"
+    with dg.instance_for_test() as instance:  # Dagster takes them as they are
+        instance.report_runless_asset_event(events[0])
+        recorded = instance.fetch_observations(dg.AssetKey("trade_aggr"), limit=1).records
+        assert recorded[0].asset_observation.metadata["staleness_s"].value == 100.0
+
+
+def test_the_sensor_records_staleness_on_its_first_tick():
+    # (which later ticks record is observations_due's, tested in test_tick_report)
+    lake = raw_lake()
+    lake.add(FakeTable("trade_aggr", T0 + 60 * S)).add(FakeTable("price_aggr", T0 + 60 * S))
+    sensor_def = build_sensor(SchedulerSettings())
+    with dg.instance_for_test() as instance:
+        first = sensor_def(
+            dg.build_sensor_context(instance=instance, resources={"hudi_meta": lake})
+        )
+    recorded = {e.asset_key.to_user_string(): e.metadata for e in first.asset_events}
+    assert sorted(recorded) == ["price_aggr", "trade_aggr"]
+    assert recorded["trade_aggr"]["staleness_state"].value == "fail"  # a 2023 watermark

@@ -50,6 +50,9 @@ def test_defaults_are_the_embedded_ones():
         ("FRESHNESS_SPARK_MASTER", "mesos://m:5050", "spark://host:port"),
         ("FRESHNESS_SPARK_CORES_MAX", "0", "an integer of at least 1"),
         ("FRESHNESS_SPARK_EXECUTOR_MEMORY", "lots", "a JVM size"),
+        ("FRESHNESS_STALENESS_TARGET_S", "30", "an integer of at least 60"),
+        ("FRESHNESS_STALENESS_WARN_FRACTION", "1", "a number from 0 to below 1"),
+        ("FRESHNESS_STALENESS_WARN_FRACTION", "half", "a number from 0 to below 1"),
     ],
 )
 def test_a_bad_value_names_the_variable_the_value_and_what_is_accepted(name, value, accepted):
@@ -58,6 +61,21 @@ def test_a_bad_value_names_the_variable_the_value_and_what_is_accepted(name, val
     message = str(caught.value)
     assert message.startswith(f"{name}={value!r} is not accepted: expected ")
     assert accepted in message
+
+
+def test_the_staleness_target_and_its_warn_window():
+    target = load_settings({}).staleness_target
+    assert (target.fail_s, target.warn_s) == (300, 150)
+    no_warning = load_settings({"FRESHNESS_STALENESS_WARN_FRACTION": "0"}).staleness_target
+    assert no_warning.warn_s is None
+    # Each value alone is fine, together they ask Dagster for a 30 s warn window.
+    with pytest.raises(SettingsError) as caught:
+        load_settings(
+            {"FRESHNESS_STALENESS_TARGET_S": "60", "FRESHNESS_STALENESS_WARN_FRACTION": "0.5"}
+        )
+    message = str(caught.value)
+    assert "FRESHNESS_STALENESS_WARN_FRACTION=0.5" in message
+    assert "FRESHNESS_STALENESS_TARGET_S=60" in message and "under 60 s" in message
 
 
 def test_cli_flags_override_the_environment():

@@ -88,6 +88,6 @@ def test_sensor_waits_while_the_spark_service_is_unreachable():
     with dg.instance_for_test() as instance:
         context = dg.build_sensor_context(instance=instance, resources={"hudi_meta": Unused()})
         result = sensor_def(context)
-    assert isinstance(result, dg.SkipReason) and "waiting for the Spark service" in (
-        result.skip_message
-    )
+    assert isinstance(result, dg.SensorResult) and result.skip_reason is not None
+    assert "waiting for the Spark service" in result.skip_reason.skip_message
+    assert result.cursor == "idle: Spark service not reachable"  # the tick history's row

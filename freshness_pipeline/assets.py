@@ -5,6 +5,7 @@ run contract (files + cutoff_u in, watermark u committed atomically with the dat
 # asset function's annotations at definition time.
 import logging
 import time
+from datetime import timedelta
 
 from dagster import (
     AssetExecutionContext,
@@ -12,6 +13,7 @@ from dagster import (
     AssetsDefinition,
     Config,
     Failure,
+    FreshnessPolicy,
     MaterializeResult,
     MetadataValue,
     asset,
@@ -19,6 +21,7 @@ from dagster import (
 from pydantic import Field
 
 from freshness_pipeline import faults
+from freshness_pipeline.experiment.staleness import staleness_s
 from freshness_pipeline.hudi_metadata import APPROXIMATE_SOURCES, TableNotFound
 from freshness_pipeline.jobs.catalog import JOBS, JobSpec
 from freshness_pipeline.jobs.run_config import (
@@ -36,10 +39,13 @@ from freshness_pipeline.lineage import (
     dagster_metadata,
     to_markdown,
 )
+from freshness_pipeline.raw_sources import ASSET_GROUP, LAYER_TAG
 from freshness_pipeline.resources import HudiMetadataResource
-from freshness_pipeline.run_plan import RunPlan
+from freshness_pipeline.run_plan import BY_HAND, PLAN_FIELD, SENSOR, RunPlan, hand_run_tags
 from freshness_pipeline.settings import load_settings
 from freshness_pipeline.spark import HudiSparkResource
+from freshness_pipeline.staleness_target import StalenessTarget
+from freshness_pipeline.timefmt import readable_utc
 
 
 class FreshnessRunConfig(Config):
@@ -61,6 +67,12 @@ class FreshnessRunConfig(Config):
         "'none' for a table that had none); the sensor sets it. If another run has moved the "
         "watermark since, the run re-plans from the current one instead of committing a "
         "stale plan. Empty: the config is checked as given.",
+    )
+    sensor_plan: dict[str, str] = Field(
+        default_factory=dict,
+        description="Why the sensor chose this run (G, E, eta, bytes, cost model, exact "
+        "cutoff); the sensor sets it and the run only copies it into its materialization "
+        "metadata. Empty for a run launched by hand.",
     )
 
 
@@ -144,12 +156,19 @@ def run_until_committed(
     )
 
 
+def files_chosen(resolved: ResolvedRun) -> int:
+    return sum(len(files) for files in resolved.files.values())
+
+
 def plan_metadata(
     resolved: ResolvedRun, planned: RunPlan | None, stale: list[str]
 ) -> dict[str, object]:
     """What the run set out to do: its window, the pending set, and, for a sensor run, what
-    the sensor expected (beside what the run then did)."""
+    the sensor expected and why (beside what the run then did): the decision the run's
+    few tags leave out."""
     metadata: dict[str, object] = {
+        "launched_by": SENSOR if planned is not None else BY_HAND,
+        "cutoff": readable_utc(resolved.cutoff_us),
         "t_done_before": iso(resolved.t_done_us),
         "cutoff_u": iso(resolved.cutoff_us),
         "inputs_watermark_cap": iso(resolved.cap_us),
@@ -165,9 +184,15 @@ def plan_metadata(
     if planned is not None:
         metadata |= {
             "policy": planned.policy,
+            "planned_G_s": round(planned.gain_s, 3),
             "planned_E_s": round(planned.cost_s, 3),
             "planned_eta": round(planned.eta, 6),
+            "planned_files": f"{planned.file_count} of {planned.pending_files}",
+            "planned_scan_bytes": planned.scan_bytes,
+            "cost_model": planned.decision()["cost_model"],
+            "cost_fit": planned.cost_fit,
             "attempt": planned.attempt,
+            PLAN_FIELD: MetadataValue.json(planned.decision()),
         }
     if stale:
         metadata |= {"stale_plans_refused": len(stale), "stale_plan": stale[-1]}
@@ -188,6 +213,46 @@ def report_metadata(report: RunReport, resolved: ResolvedRun) -> dict[str, objec
     }
 
 
+def staleness_metadata(
+    target: StalenessTarget,
+    before_us: int | None,
+    started_us: int,
+    after_us: int | None,
+    now_us: int,
+) -> dict[str, object]:
+    """The table's staleness (METHOD 1, the sampler's definition) when the run started and
+    once it committed, as numbers: the asset page plots each over materializations (the
+    sawtooth's tops and bottoms). A table without a watermark has no staleness yet."""
+    metadata: dict[str, object] = {"staleness_target_s": float(target.fail_s)}
+    if before_us is not None:
+        metadata["staleness_before_s"] = round(staleness_s(started_us, before_us), 3)
+    if after_us is not None:
+        after_s = round(staleness_s(now_us, after_us), 3)
+        metadata |= {"staleness_s": after_s, "staleness_state": target.state(after_s)}
+    return metadata
+
+
+def freshness_policy(target: StalenessTarget) -> FreshnessPolicy:
+    """Dagster's own freshness status (pass, warn, fail on the asset page and graph), from
+    the same target. Dagster counts from the last materialization, which is never earlier
+    than the newest arrival it reflects, so its status is at most as strict as METHOD 1's
+    staleness, which the metadata and the sensor's ticks report."""
+    warn = timedelta(seconds=target.warn_s) if target.warn_s is not None else None
+    return FreshnessPolicy.time_window(
+        fail_window=timedelta(seconds=target.fail_s), warn_window=warn
+    )
+
+
+def record_hand_launch(context: AssetExecutionContext, resolved: ResolvedRun) -> None:
+    """A run nobody planned gets the sensor runs' readable tags once it knows what it reads
+    (Dagster lets a running run's tags be added to); cosmetic, so a failure only warns."""
+    tags = hand_run_tags(resolved.cutoff_us, files_chosen(resolved), resolved.pending_files)
+    try:
+        context.instance.add_run_tags(context.run_id, tags)
+    except Exception as exc:  # the run's work does not depend on its tags
+        context.log.warning(f"could not tag this hand-launched run: {exc}")
+
+
 def writer_pool(table: str) -> str:
     return f"hudi_writer/{table}"
 
@@ -204,13 +269,16 @@ def column_lineage_parts(spec: JobSpec) -> tuple[str, dict[str, object]]:
         return f"Column lineage unavailable: {exc}", {}
 
 
-def build_asset(spec: JobSpec) -> AssetsDefinition:
+def build_asset(spec: JobSpec, target: StalenessTarget) -> AssetsDefinition:
     lineage_table, column_metadata = column_lineage_parts(spec)
 
     @asset(
         name=spec.name,
         deps=[AssetKey(t) for t in (*spec.inputs, *spec.dimensions)],
-        group_name=spec.group_name,
+        # One group for every asset: the graph opens on the whole pipeline instead of one
+        # collapsed box per group; the layer is a tag (the catalog filters on it).
+        group_name=ASSET_GROUP,
+        freshness_policy=freshness_policy(target),
         # The open-source UI shows the column schema but does not draw column lineage,
         # so the description (rendered as Markdown on the asset page) carries it as a table.
         description=f"{spec.description}\n\nSQL: jobs_sql/{spec.name}.sql\n\n{lineage_table}",
@@ -221,7 +289,7 @@ def build_asset(spec: JobSpec) -> AssetsDefinition:
         # run of the asset holds it.
         pool=writer_pool(spec.name),
         owners=["team:market-data"],
-        tags={"freshness/job_kind": spec.kind},
+        tags={"freshness/job_kind": spec.kind, LAYER_TAG: spec.group_name},
         metadata={
             "sql": MetadataValue.path(str(sql_path(spec.name))),
             "record_key": ", ".join(spec.key),
@@ -236,6 +304,7 @@ def build_asset(spec: JobSpec) -> AssetsDefinition:
         spark: HudiSparkResource,
         hudi_meta: HudiMetadataResource,
     ) -> MaterializeResult:
+        started_us = int(time.time() * 1_000_000)
         # Everything is checked against Hudi metadata before Spark starts.
         try:
             resolved, stale = plan_run(spec, config, hudi_meta.table)
@@ -244,6 +313,11 @@ def build_asset(spec: JobSpec) -> AssetsDefinition:
         for reason in stale:
             context.log.warning(f"{reason}; re-planned from the current watermark")
         planned = RunPlan.from_run(context.run)  # None: launched by hand, not by the sensor
+        if planned is None:
+            record_hand_launch(context, resolved)
+        else:
+            context.log.info(planned.describe())
+        t_done_before = resolved.t_done_us
         report = None
         if not resolved.nothing_to_do:
             for given, current in resolved.resolved_moves:
@@ -258,6 +332,11 @@ def build_asset(spec: JobSpec) -> AssetsDefinition:
             )
             stale += lost
         metadata = plan_metadata(resolved, planned, stale)
+        # With nothing to do, the watermark it resolved against is the table's current one.
+        after = report.t_done_after_us if report is not None else resolved.t_done_us
+        metadata |= staleness_metadata(
+            target, t_done_before, started_us, after, int(time.time() * 1_000_000)
+        )
         if report is None:
             context.log.info(f"nothing to do: {resolved.nothing_to_do}")
             return MaterializeResult(metadata={**metadata, "nothing_to_do": resolved.nothing_to_do})
@@ -268,4 +347,9 @@ def build_asset(spec: JobSpec) -> AssetsDefinition:
     return _job
 
 
-JOB_ASSETS = [build_asset(spec) for spec in JOBS.values()]
+def build_job_assets(target: StalenessTarget | None = None) -> list[AssetsDefinition]:
+    target = target if target is not None else load_settings().staleness_target
+    return [build_asset(spec, target) for spec in JOBS.values()]
+
+
+JOB_ASSETS = build_job_assets()

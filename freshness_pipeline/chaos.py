@@ -48,6 +48,7 @@ from freshness_pipeline.hudi_metadata import HudiTableMetadata, TableNotFound
 from freshness_pipeline.jobs.catalog import JOBS
 from freshness_pipeline.lakehouse import Lakehouse
 from freshness_pipeline.report_sections import write_section
+from freshness_pipeline.run_plan import RunPlan
 from freshness_pipeline.settings import PROJECT_ROOT, RAW_TABLES
 from freshness_pipeline.spark_service import free_port
 from freshness_pipeline.stream.generator import StreamConfig
@@ -348,8 +349,8 @@ def run_counts(home: Path) -> dict[str, int]:
     with dg.DagsterInstance.from_config(str(home)) as instance:
         for run in instance.get_runs():
             counts[run.status.value] = counts.get(run.status.value, 0) + 1
-            attempt = int(run.tags.get("freshness/attempt", "0") or 0)
-            if attempt:
+            plan = RunPlan.from_run(run)  # None: not a sensor run (never a retry)
+            if plan is not None and plan.attempt:
                 counts["retries"] = counts.get("retries", 0) + 1
     return counts
 

@@ -24,7 +24,12 @@ from freshness_pipeline.resources import HudiMetadataResource
 from freshness_pipeline.settings import load_settings
 from freshness_pipeline.timefmt import iso
 
-RAW_GROUP = "raw"
+# Every asset, raw and derived, is in this one group: Dagster's asset graph opens a
+# graph of several groups as one collapsed box each, a single group as the whole graph.
+ASSET_GROUP = "market_data"
+# Where an asset sits in the pipeline (raw, aggregates, features, views), as an asset tag.
+LAYER_TAG = "freshness/layer"
+RAW_LAYER = "raw"
 DESCRIPTIONS = {
     "price_raw": "IEX-DEEP-like price-level updates (symbol, side, price, size, event_ts, "
     "arrival_ts), Hudi copy-on-write, partitioned by the symbol's first letter.",
@@ -127,9 +132,9 @@ def _column_schema(table: str) -> dict[str, object]:
 def _raw_source(table: str) -> SourceAsset | AssetsDefinition:
     @observable_source_asset(
         name=table,
-        group_name=RAW_GROUP,
+        group_name=ASSET_GROUP,
         description=describe(table),
-        tags={"dagster/kind/hudi": "", "dagster/kind/spark": ""},
+        tags={"dagster/kind/hudi": "", "dagster/kind/spark": "", LAYER_TAG: RAW_LAYER},
         metadata=_column_schema(table),
     )
     def _observe(hudi_meta: HudiMetadataResource) -> ObserveResult:

@@ -2,6 +2,13 @@
 and read back here only (the asset, the report, the experiment and the tests use
 `RunPlan.from_run` / `from_tags`; nothing else parses `freshness/*` tags).
 
+A run carries a few tags a reader takes in at a glance in the runs list (`VISIBLE_TAGS`:
+the asset, the policy, the cutoff as a UTC time, the files it reads of those pending, who
+launched it, and a retry's number); the rest of the decision (G, E, eta, bytes, the cost
+model, the exact microseconds) travels in the run config's `sensor_plan` (the run does not
+act on it) and the run copies it into its materialization metadata. Runs recorded before
+that split carry everything in tags; `from_tags` reads both.
+
 Pure Python: no dagster, pyspark or hudi, so it is unit-tested on its own.
 """
 
@@ -13,14 +20,46 @@ from typing import Any
 
 from freshness_pipeline.cost_model import FittedCost
 from freshness_pipeline.planner import MIB, JobChoice
+from freshness_pipeline.timefmt import readable_utc
 
 TAG_PREFIX = "freshness/"
 APPROXIMATE = "completion_time"  # hudi_metadata.SOURCE_COMPLETION (pure module: no import)
 ASSET_TAG = f"{TAG_PREFIX}asset"
+SENSOR = "freshness_sensor"
+BY_HAND = "hand"  # a Materialize click, `dagster asset materialize`, a backfill
+PLAN_FIELD = "sensor_plan"  # the op config field that carries the rest of the decision
 
 
 def _tag(name: str) -> str:
     return f"{TAG_PREFIX}{name}"
+
+
+LAUNCHED_BY_TAG = _tag("launched_by")
+# Every tag a run may carry, in the order the runs list shows them; nothing else is a tag.
+VISIBLE_TAGS = (
+    ASSET_TAG,
+    _tag("policy"),
+    _tag("cutoff"),
+    _tag("files"),
+    LAUNCHED_BY_TAG,
+    _tag("retry"),
+)
+
+
+def files_text(chosen: int, pending: int) -> str:
+    """`3 of 12 files`: a subset is visible at a glance."""
+    return f"{chosen} of {pending} files"
+
+
+def hand_run_tags(cutoff_us: int | None, files_read: int, files_pending: int) -> dict[str, str]:
+    """Tags for a run nobody planned (the asset adds them once it has resolved what the run
+    reads), so the runs list says what it did like a sensor run. No `freshness/asset`: that
+    tag marks the sensor's runs (its retries and run queue limit count those only)."""
+    return {
+        LAUNCHED_BY_TAG: BY_HAND,
+        _tag("cutoff"): readable_utc(cutoff_us),
+        _tag("files"): files_text(files_read, files_pending),
+    }
 
 
 @dataclass(frozen=True)
@@ -108,39 +147,64 @@ class RunPlan:
             "cutoff_u": str(self.cutoff_u),
             # The run re-plans instead of committing if another run moves t_done meanwhile.
             "t_done_planned": "none" if self.t_done_us is None else str(self.t_done_us),
+            PLAN_FIELD: self.decision(),
         }
 
     def run_config(self) -> dict[str, Any]:
         return {"ops": {self.asset: {"config": self.op_config()}}}
 
     def tags(self) -> dict[str, str]:
-        return {
+        """The few tags the runs list shows; the rest is `decision()`, in run config."""
+        tags = {
             ASSET_TAG: self.asset,
             _tag("policy"): self.policy,
-            _tag("t_done_us"): "" if self.t_done_us is None else str(self.t_done_us),
-            _tag("u_us"): str(self.cutoff_u),
-            _tag("G_s"): f"{self.gain_s:.3f}",
-            _tag("E_s"): f"{self.cost_s:.3f}",
-            _tag("eta"): f"{self.eta:.6f}",
-            _tag("files_chosen"): str(self.file_count),
-            _tag("files_pending"): str(self.pending_files),
-            _tag("scan_bytes"): str(self.scan_bytes),
-            _tag("scan_mib"): f"{self.scan_mib:.3f}",
-            _tag("subset"): str(self.is_subset).lower(),
-            _tag("candidates"): str(self.candidates),
-            _tag("cost_a_s"): repr(self.cost_a_s),
-            _tag("cost_b_s_per_mib"): repr(self.cost_b_s_per_mib),
-            _tag("cost_c_s_per_file"): repr(self.cost_c_s_per_file),
-            _tag("cost_model"): (
+            _tag("cutoff"): readable_utc(self.cutoff_u),
+            _tag("files"): files_text(self.file_count, self.pending_files),
+            LAUNCHED_BY_TAG: SENSOR,
+        }
+        if self.attempt:
+            tags[_tag("retry")] = f"{self.attempt} after failed runs"
+        return tags
+
+    def decision(self) -> dict[str, str]:
+        """Why the sensor chose this run, as text (the names the tags had before; exact
+        floats as repr), for run config and the run's materialization metadata."""
+        return {
+            "t_done_us": "" if self.t_done_us is None else str(self.t_done_us),
+            "u_us": str(self.cutoff_u),
+            "G_s": f"{self.gain_s:.3f}",
+            "E_s": f"{self.cost_s:.3f}",
+            "eta": f"{self.eta:.6f}",
+            "files_chosen": str(self.file_count),
+            "files_pending": str(self.pending_files),
+            "scan_bytes": str(self.scan_bytes),
+            "scan_mib": f"{self.scan_mib:.3f}",
+            "subset": str(self.is_subset).lower(),
+            "candidates": str(self.candidates),
+            "cost_a_s": repr(self.cost_a_s),
+            "cost_b_s_per_mib": repr(self.cost_b_s_per_mib),
+            "cost_c_s_per_file": repr(self.cost_c_s_per_file),
+            "cost_model": (
                 f"{self.cost_model} a={self.cost_a_s:.3f}s b={self.cost_b_s_per_mib:.5f}s/MiB "
                 f"c={self.cost_c_s_per_file:.4f}s/file"
             ),
-            _tag("cost_source"): self.cost_model,
-            _tag("cost_fit"): self.cost_fit,
-            _tag("attempt"): str(self.attempt),
-            _tag("arrival_source"): ",".join(self.arrival_sources),
-            _tag("arrival_approximate"): str(APPROXIMATE in self.arrival_sources).lower(),
+            "cost_source": self.cost_model,
+            "cost_fit": self.cost_fit,
+            "attempt": str(self.attempt),
+            "arrival_source": ",".join(self.arrival_sources),
+            "arrival_approximate": str(APPROXIMATE in self.arrival_sources).lower(),
         }
+
+    def describe(self) -> str:
+        """The decision in words, for the run's own log."""
+        retry = f", retry {self.attempt}" if self.attempt else ""
+        return (
+            f"planned by {SENSOR} ({self.policy}{retry}): "
+            f"{files_text(self.file_count, self.pending_files)} up to "
+            f"{readable_utc(self.cutoff_u)}, to remove {self.gain_s:.1f} s of staleness in "
+            f"about {self.cost_s:.1f} s (eta {self.eta:.3g}; cost model {self.cost_model}, "
+            f"{self.cost_fit})"
+        )
 
     # --- read back here -------------------------------------------------------------------
 
@@ -149,15 +213,18 @@ class RunPlan:
         cls, tags: Mapping[str, str], run_config: Mapping[str, Any] | None = None
     ) -> RunPlan | None:
         """The plan a run was launched with, or None for a run the sensor did not plan (a
-        Materialize click, the CLI). With `run_config`, `files` is filled in too."""
-        if not tags.get(ASSET_TAG) or _tag("u_us") not in tags:
+        Materialize click, the CLI). The decision is read from `run_config`'s `sensor_plan`
+        (or, for runs recorded before it moved there, from the tags); with `run_config`,
+        `files` is filled in too."""
+        asset = tags.get(ASSET_TAG)
+        if not asset:
             return None
-        asset = tags[ASSET_TAG]
+        op = _op_config(asset, run_config)
+        tags = plan_tags(tags, run_config)
+        if _tag("u_us") not in tags:
+            return None
         t_done = tags.get(_tag("t_done_us"), "")
-        files: tuple[str, ...] = ()
-        if run_config:
-            op = run_config.get("ops", {}).get(asset, {}).get("config", {})
-            files = tuple(op.get("files", ()))
+        files = tuple(op.get("files", ()))
         return cls(
             asset=asset,
             cutoff_u=int(tags[_tag("u_us")]),
@@ -191,6 +258,21 @@ def _mib_bytes(text: str) -> int:
     return round(float(text) * MIB)
 
 
-def plan_tags(tags: Mapping[str, str]) -> dict[str, str]:
-    """The `freshness/*` tags of a run, as recorded for the experiment's raw data."""
-    return {k: v for k, v in tags.items() if k.startswith(TAG_PREFIX)}
+def _op_config(asset: str, run_config: Mapping[str, Any] | None) -> Mapping[str, Any]:
+    if not run_config:
+        return {}
+    return run_config.get("ops", {}).get(asset, {}).get("config", {}) or {}
+
+
+def plan_tags(
+    tags: Mapping[str, str], run_config: Mapping[str, Any] | None = None
+) -> dict[str, str]:
+    """A run's whole decision as flat `freshness/*` names: its tags and, from `run_config`,
+    the `sensor_plan` under the same prefix (what the experiment records per run, in the
+    shape runs recorded before the split have, so `from_tags` reads either)."""
+    found = {k: v for k, v in tags.items() if k.startswith(TAG_PREFIX)}
+    asset = tags.get(ASSET_TAG)
+    if asset:
+        decision = _op_config(asset, run_config).get(PLAN_FIELD) or {}
+        found |= {_tag(k): str(v) for k, v in decision.items() if _tag(k) not in found}
+    return found

@@ -3,28 +3,33 @@
 Each tick: read every job's t_done, upstream cap and pending files through the metadata
 resource, the running runs from the instance, and each job's run history (for its cost
 model); call the pure planner; emit one RunRequest per chosen asset with the typed run
-config (`files`, `cutoff_u`), an idempotent run key and tags that explain the decision.
+config (`files`, `cutoff_u`, the decision), an idempotent run key and a few readable tags.
+The tick says its decision for every job in words (`tick_report`: logs, skip reason, and
+a one-line summary as its cursor), names the tables past their staleness target, and
+records each table's staleness as an asset observation once a minute and at a crossing.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable
-from dataclasses import replace
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, replace
 
 from dagster import (
     AssetKey,
+    AssetObservation,
     DagsterRunStatus,
     DefaultSensorStatus,
+    MetadataValue,
     RunRequest,
     RunsFilter,
     SensorEvaluationContext,
     SensorResult,
-    SkipReason,
     sensor,
 )
 
 from freshness_pipeline.cost_model import FittedCost, RunSample, fit_cost_model
+from freshness_pipeline.experiment.staleness import staleness_s
 from freshness_pipeline.hudi_metadata import TableNotFound
 from freshness_pipeline.jobs.catalog import JOBS, JobSpec, downstream_of
 from freshness_pipeline.planner import (
@@ -40,6 +45,9 @@ from freshness_pipeline.resources import HudiMetadataResource
 from freshness_pipeline.run_plan import ASSET_TAG, RunPlan
 from freshness_pipeline.scheduler_settings import SchedulerSettings
 from freshness_pipeline.settings import RAW_TABLES, load_settings
+from freshness_pipeline.staleness_target import StalenessTarget
+from freshness_pipeline.tick_report import describe_tick, observations_due
+from freshness_pipeline.timefmt import iso
 
 FINISHED_STATUSES = [
     DagsterRunStatus.SUCCESS,
@@ -168,6 +176,20 @@ def run_request(
     )
 
 
+@dataclass(frozen=True)
+class TickOutcome:
+    plan: Plan
+    requests: list[RunRequest]
+    t_done_us: dict[str, int | None]  # each job's watermark as this tick read it
+
+    def staleness_s(self, now_us: int) -> dict[str, float | None]:
+        """METHOD 1 per job (the sampler's definition); None: no watermark yet."""
+        return {
+            job: None if t_done is None else staleness_s(now_us, t_done)
+            for job, t_done in self.t_done_us.items()
+        }
+
+
 def evaluate_tick(
     hudi_meta: HudiMetadataResource,
     instance,
@@ -175,6 +197,17 @@ def evaluate_tick(
     now_us: int,
     jobs: Iterable[JobSpec] = JOBS.values(),
 ) -> tuple[Plan, list[RunRequest]]:
+    outcome = plan_tick(hudi_meta, instance, settings, now_us, jobs)
+    return outcome.plan, outcome.requests
+
+
+def plan_tick(
+    hudi_meta: HudiMetadataResource,
+    instance,
+    settings: SchedulerSettings,
+    now_us: int,
+    jobs: Iterable[JobSpec] = JOBS.values(),
+) -> TickOutcome:
     jobs = list(jobs)
     busy = running_jobs(instance)
     streaks = failure_streaks(instance, [spec.name for spec in jobs])
@@ -214,7 +247,7 @@ def evaluate_tick(
         run_request(c, t_dones[c.job], fitted[c.job], attempts[c.job], tuple(sources[c.job]))
         for c in result.launches
     ]
-    return result, requests
+    return TickOutcome(result, requests, t_dones)
 
 
 def arrival_warnings(hudi_meta: HudiMetadataResource) -> list[str]:
@@ -232,9 +265,31 @@ def arrival_warnings(hudi_meta: HudiMetadataResource) -> list[str]:
     return found
 
 
-def skip_message(result: Plan) -> str:
-    reasons = "; ".join(f"{s.job}: {s.reason}" for s in result.skipped)
-    return f"nothing launched ({result.free_slots} free slots). {reasons}"
+def staleness_observations(
+    now_us: int,
+    previous_tick_us: int | None,
+    t_done_us: Mapping[str, int | None],
+    staleness: Mapping[str, float | None],
+    target: StalenessTarget,
+) -> list[AssetObservation]:
+    """Each table's staleness as an observation, for the tables due (tick_report)."""
+    due = observations_due(now_us, previous_tick_us, staleness, target)
+    events = []
+    for job in due:
+        seconds = staleness[job]
+        assert seconds is not None  # observations_due skips tables without a watermark
+        events.append(
+            AssetObservation(
+                asset_key=AssetKey(job),
+                metadata={
+                    "staleness_s": MetadataValue.float(round(seconds, 3)),
+                    "staleness_state": target.state(seconds),
+                    "staleness_target_s": MetadataValue.float(float(target.fail_s)),
+                    "watermark": iso(t_done_us[job], "milliseconds"),
+                },
+            )
+        )
+    return events
 
 
 def service_down(spark_remote: str | None) -> str | None:
@@ -251,10 +306,16 @@ def service_down(spark_remote: str | None) -> str | None:
     return f"waiting for the Spark service at {spark_remote}: not reachable (restarting?)"
 
 
-def build_sensor(settings: SchedulerSettings | None = None, spark_remote: str | None = None):
+def build_sensor(
+    settings: SchedulerSettings | None = None,
+    spark_remote: str | None = None,
+    target: StalenessTarget | None = None,
+):
     if settings is None:
         loaded = load_settings()
         settings, spark_remote = loaded.scheduler, loaded.spark_remote
+        target = target or loaded.staleness_target
+    target = target or StalenessTarget()
 
     @sensor(
         name="freshness_sensor",
@@ -263,29 +324,44 @@ def build_sensor(settings: SchedulerSettings | None = None, spark_remote: str | 
         default_status=DefaultSensorStatus.RUNNING,
         description=(
             f"Launches the six jobs by {settings.policy} with K={settings.k}, "
-            f"tmin from {settings.tmin_mode} ranges, {settings.cost_mode} cost model."
+            f"tmin from {settings.tmin_mode} ranges, {settings.cost_mode} cost model; "
+            f"{target.describe()}. Each tick's cursor is a one-line summary of its decision "
+            f"(the sensor keeps no state); its logs give every job's reason."
         ),
     )
     def freshness_sensor(context: SensorEvaluationContext, hudi_meta: HudiMetadataResource):
         down = service_down(spark_remote)
         if down:
             # Launching now would only fail runs (and back their jobs off); say why we wait.
-            return SkipReason(down)
-        result, requests = evaluate_tick(
-            hudi_meta, context.instance, settings, int(time.time() * 1_000_000)
-        )
+            context.log.info(down)
+            return SensorResult(skip_reason=down, cursor="idle: Spark service not reachable")
+        now_us = int(time.time() * 1_000_000)
+        outcome = plan_tick(hudi_meta, context.instance, settings, now_us)
+        staleness = outcome.staleness_s(now_us)
+        report = describe_tick(outcome.plan, staleness, target, list(JOBS))
+        for line in report.lines:
+            context.log.info(line)
+        if report.past_target:
+            context.log.warning(report.late_text())
         warnings = arrival_warnings(hudi_meta)
         for warning in warnings:
             context.log.warning(warning)
-        if not requests:
-            return SkipReason(" ".join([skip_message(result), *warnings]))
-        for skip in result.skipped:
-            context.log.info(f"{skip.job} waits: {skip.reason}")
-        for choice in result.launches:
-            context.log.info(
-                f"{choice.job}: u={choice.u_us} G={choice.gain_s:.1f}s E={choice.cost_s:.1f}s "
-                f"eta={choice.eta:.4f} files {len(choice.files)}/{choice.pending_files}"
+        previous = context.last_tick_completion_time
+        events = staleness_observations(
+            now_us,
+            None if previous is None else int(previous * 1_000_000),
+            outcome.t_done_us,
+            staleness,
+            target,
+        )
+        if not outcome.requests:
+            return SensorResult(
+                skip_reason=" ".join([report.skip_reason(), *warnings]),
+                cursor=report.summary,
+                asset_events=events,
             )
-        return SensorResult(run_requests=requests)
+        return SensorResult(
+            run_requests=outcome.requests, cursor=report.summary, asset_events=events
+        )
 
     return freshness_sensor

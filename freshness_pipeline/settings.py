@@ -23,6 +23,7 @@ from freshness_pipeline.inputs import InputsError, load_inputs
 from freshness_pipeline.lakehouse import Lakehouse, LocationError
 from freshness_pipeline.planner import POLICIES
 from freshness_pipeline.scheduler_settings import MIN_TICK_S, TMIN_MODES, SchedulerSettings
+from freshness_pipeline.staleness_target import MIN_WINDOW_S, StalenessTarget
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 
@@ -168,6 +169,13 @@ def _endpoint(text: str) -> str:
     return text.rstrip("/")
 
 
+def _fraction(text: str) -> float:
+    number = float(text)
+    if not 0 <= number < 1:
+        raise ValueError("outside 0 (inclusive) to 1 (exclusive)")
+    return number
+
+
 def _bool(text: str) -> bool:
     lowered = text.strip().lower()
     if lowered not in ("true", "false", "1", "0", "yes", "no"):
@@ -245,6 +253,16 @@ SETTINGS: tuple[Setting, ...] = (
             "`three_term`: E = a + b*bytes + c*files; `two_term`: the published a + b*bytes",
             " or ".join(COST_MODES), _choice(tuple(COST_MODES))),
     Setting("FRESHNESS_SEED", "0", "seed of the `random` policy", "an integer", int),
+    Setting("FRESHNESS_STALENESS_TARGET_S", "300",
+            "how stale (now minus the newest arrival a table reflects, METHOD 1) a derived "
+            "table may get: each asset's Dagster freshness policy fails past it, and the "
+            "sensor's tick names the tables past it",
+            f"an integer of at least {MIN_WINDOW_S} (Dagster's shortest window)",
+            _int_at_least(MIN_WINDOW_S)),
+    Setting("FRESHNESS_STALENESS_WARN_FRACTION", "0.5",
+            "the freshness policy warns past this fraction of the target (0: no warning)",
+            f"a number from 0 to below 1, giving a warn window of at least {MIN_WINDOW_S} s",
+            _fraction),
     Setting("FRESHNESS_INPUTS", None,
             "TOML file declaring input tables written by others (README: your own tables "
             "and topics); unset: both raw tables are ours", "a file", _folder),
@@ -399,6 +417,7 @@ class Settings:
     spark_service_memory: str = "4g"
     spark_service_bind: str = "127.0.0.1"
     scheduler: SchedulerSettings = field(default_factory=SchedulerSettings)
+    staleness_target: StalenessTarget = field(default_factory=StalenessTarget)
     faults_dir: Path | None = None  # fault injection (faults.py); None: off
     source: str = "landing"  # "landing" folder or "kafka" topics
     kafka: KafkaSettings = field(default_factory=KafkaSettings)
@@ -456,6 +475,10 @@ def load_settings(
             tmin_mode=values["FRESHNESS_TMIN_MODE"],
             cost_mode=values["FRESHNESS_COST_MODE"],
             seed=values["FRESHNESS_SEED"],
+        )
+        staleness_target = StalenessTarget(
+            fail_s=values["FRESHNESS_STALENESS_TARGET_S"],
+            warn_fraction=values["FRESHNESS_STALENESS_WARN_FRACTION"],
         )
     except ValueError as exc:
         raise SettingsError(str(exc)) from exc
@@ -520,6 +543,7 @@ def load_settings(
         spark_service_memory=values["FRESHNESS_SPARK_SERVICE_MEMORY"],
         spark_service_bind=values["FRESHNESS_SPARK_SERVICE_BIND"],
         scheduler=scheduler,
+        staleness_target=staleness_target,
         faults_dir=values["FRESHNESS_FAULTS_DIR"],
         source=values["FRESHNESS_SOURCE"],
         kafka=kafka,

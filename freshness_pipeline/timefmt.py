@@ -13,3 +13,12 @@ def iso(us: int | None, timespec: str = "microseconds", none: str = "none") -> s
     if timespec == "clock":
         return moment.strftime("%H:%M:%S")
     return moment.isoformat(timespec=timespec)
+
+
+def readable_utc(us: int | None, none: str = "none") -> str:
+    """For people (tags, tick messages): `2026-11-23 18:09:18.123 UTC`, to the millisecond
+    (the exact microseconds stay in run config and metadata)."""
+    if us is None:
+        return none
+    moment = datetime.fromtimestamp(us / 1_000_000, tz=timezone.utc)
+    return moment.strftime("%Y-%m-%d %H:%M:%S.") + f"{moment.microsecond // 1000:03d} UTC"

@@ -348,7 +348,7 @@ def _collect(
                     "start": record.start_time,
                     "end": record.end_time,
                     "created": record.create_timestamp.timestamp(),
-                    "tags": plan_tags(run.tags),
+                    "tags": plan_tags(run.tags, run.run_config),
                     "metadata": materialized.get(run.run_id, {}),
                 }
             )

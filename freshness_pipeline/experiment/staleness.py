@@ -35,6 +35,13 @@ def raw_ancestors(job: str) -> tuple[str, ...]:
     return tuple(sorted(found))
 
 
+def staleness_s(now_us: int, reflected_us: int) -> float:
+    """METHOD 1: `S_i(now) = now - t_i_latest`, in seconds, never negative (a watermark a
+    clock tick ahead of the reader is fresh, not fresher). The one definition: the sampler,
+    the assets' materialization metadata and the sensor's observations all use it."""
+    return max(0.0, (now_us - reflected_us) / S)
+
+
 @dataclass(frozen=True)
 class Sample:
     """One table at one sampling instant."""
@@ -65,8 +72,8 @@ def sample_tables(
                 at_us=now_us,
                 table=job,
                 watermark_us=mark,
-                staleness_s=max(0.0, (now_us - reflected) / S),
-                floor_s=max(0.0, (now_us - floor_reflected) / S),
+                staleness_s=staleness_s(now_us, reflected),
+                floor_s=staleness_s(now_us, floor_reflected),
             )
         )
     return samples
