@@ -96,21 +96,22 @@ $(S3PROXY_STAMP): infra/s3proxy/pom.xml
 .PHONY: s3-deps
 s3-deps: $(HADOOP_AWS_JAR) $(AWS_SDK_BUNDLE_JAR) $(S3PROXY_STAMP)
 
+# $(call javac_jar,<extra classpath>,<sources>): compiles our Java against pyspark's own jars
+# and the extra one into the target jar.
+define javac_jar
+	rm -rf $@.classes && mkdir -p $@.classes
+	javac --release 11 -nowarn -d $@.classes \
+	  -cp "$(1):$$($(VENV)/bin/python -c 'import os, pyspark; print(os.path.dirname(pyspark.__file__))')/jars/*" \
+	  $(2)
+	jar cf $@ -C $@.classes .
+	rm -rf $@.classes
+endef
+
 $(GUARD_JAR): $(GUARD_SRC) $(HUDI_JAR) $(VENV)/.installed
-	rm -rf $(JARS_DIR)/guard-classes && mkdir -p $(JARS_DIR)/guard-classes
-	javac --release 11 -nowarn -d $(JARS_DIR)/guard-classes \
-	  -cp "$(HUDI_JAR):$$($(VENV)/bin/python -c 'import os, pyspark; print(os.path.dirname(pyspark.__file__))')/jars/*" \
-	  $(GUARD_SRC)
-	jar cf $@ -C $(JARS_DIR)/guard-classes .
-	rm -rf $(JARS_DIR)/guard-classes
+	$(call javac_jar,$(HUDI_JAR),$(GUARD_SRC))
 
 $(LAUNCHER_JAR): $(LAUNCHER_SRC) $(CONNECT_JAR) $(VENV)/.installed
-	rm -rf $(JARS_DIR)/launcher-classes && mkdir -p $(JARS_DIR)/launcher-classes
-	javac --release 11 -nowarn -d $(JARS_DIR)/launcher-classes \
-	  -cp "$(CONNECT_JAR):$$($(VENV)/bin/python -c 'import os, pyspark; print(os.path.dirname(pyspark.__file__))')/jars/*" \
-	  $(LAUNCHER_SRC)
-	jar cf $@ -C $(JARS_DIR)/launcher-classes .
-	rm -rf $(JARS_DIR)/launcher-classes
+	$(call javac_jar,$(CONNECT_JAR),$(LAUNCHER_SRC))
 
 $(DAGSTER_HOME)/dagster.yaml: dagster.yaml
 	mkdir -p $(DAGSTER_HOME)

@@ -286,10 +286,20 @@ class FooterRange(NamedTuple):
 def footer_arrival_range(uri: str | Location, column: str = ARRIVAL_COLUMN) -> FooterRange:
     """Min and max of a timestamp `column` (epoch microseconds) from a Parquet footer only.
     An S3 file is a Location (it carries the store's storage options)."""
-    cache_key = f"{column}@{uri.spark if isinstance(uri, Location) else uri}"
-    cached = FOOTER_CACHE.get(cache_key)
-    if cached is not None:
-        return cached
+    return _cached_range(uri, column, "", lambda: _read_footer_range(uri, column))
+
+
+def _cached_range(uri: str | Location, column: str, suffix: str, read) -> FooterRange:
+    """One file's range of `column` from FOOTER_CACHE, read once (files never change)."""
+    cache_key = f"{column}@{uri.spark if isinstance(uri, Location) else uri}{suffix}"
+    found = FOOTER_CACHE.get(cache_key)
+    if found is None:
+        found = read()
+        FOOTER_CACHE.put(cache_key, found)
+    return found
+
+
+def _read_footer_range(uri: str | Location, column: str) -> FooterRange:
     fs, path = _filesystem(uri)
     with fs.open_input_file(path) as handle:
         meta = pq.ParquetFile(handle).metadata
@@ -305,18 +315,16 @@ def footer_arrival_range(uri: str | Location, column: str = ARRIVAL_COLUMN) -> F
         gmin, gmax = _as_micros(stats.min), _as_micros(stats.max)
         low = gmin if low is None else min(low, gmin)
         high = gmax if high is None else max(high, gmax)
-    found = FooterRange(low, high)
-    FOOTER_CACHE.put(cache_key, found)
-    return found
+    return FooterRange(low, high)
 
 
 def own_rows_arrival_range(uri: str | Location, column: str, instant: str) -> FooterRange:
     """Min and max of `column` over the rows of one commit in a base file that also holds
     older rows (a copy-on-write merge): two columns read, `_hoodie_commit_time` filtered."""
-    cache_key = f"{column}@{uri.spark if isinstance(uri, Location) else uri}#{instant}"
-    cached = FOOTER_CACHE.get(cache_key)
-    if cached is not None:
-        return cached
+    return _cached_range(uri, column, f"#{instant}", lambda: _read_own_rows(uri, column, instant))
+
+
+def _read_own_rows(uri: str | Location, column: str, instant: str) -> FooterRange:
     import pyarrow.compute as pc
 
     fs, path = _filesystem(uri)
@@ -327,12 +335,9 @@ def own_rows_arrival_range(uri: str | Location, column: str, instant: str) -> Fo
         table = parquet.read(columns=["_hoodie_commit_time", column])
     own = table.filter(pc.equal(table["_hoodie_commit_time"], instant))[column]
     if len(own) == 0 or own.null_count == len(own):
-        found = FooterRange(None, None)
-    else:
-        bounds = pc.min_max(own)
-        found = FooterRange(_as_micros(bounds["min"].as_py()), _as_micros(bounds["max"].as_py()))
-    FOOTER_CACHE.put(cache_key, found)
-    return found
+        return FooterRange(None, None)
+    bounds = pc.min_max(own)
+    return FooterRange(_as_micros(bounds["min"].as_py()), _as_micros(bounds["max"].as_py()))
 
 
 def _as_micros(value: object) -> int:

@@ -7,6 +7,7 @@ import ipaddress
 import os
 import signal
 import subprocess
+from abc import ABC, abstractmethod
 from pathlib import Path
 
 
@@ -89,7 +90,7 @@ def is_loopback(address: str) -> bool:
     return ip.is_loopback
 
 
-class ServerProcess:
+class ServerProcess(ABC):
     """A server this project starts as one child process in its own process group and
     stops by that process id: `stop`, the context manager and `pid` for every such server
     (the Spark service, the Kafka broker, the object store, Postgres). A subclass starts
@@ -106,8 +107,9 @@ class ServerProcess:
         """Every (address, port) the server's process group listens on."""
         return listening_addresses(self.pid) if self.pid else set()
 
-    def start(self, timeout_s: float):  # pragma: no cover - every subclass has its own
-        raise NotImplementedError
+    @abstractmethod
+    def start(self, timeout_s: float):
+        """Starts `self.process` and returns self once the server answers."""
 
     def stop(self, timeout_s: float = 30.0) -> None:
         """`stop_signal` to the process we started, then SIGTERM and SIGKILL to its group
