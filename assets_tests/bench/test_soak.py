@@ -34,7 +34,11 @@ def test_report_judges_memory_runs_and_restarts():
     text = report(60, 2000, {"ingest": grows, "spark": flat}, stats, {"SUCCESS": 9}, [])
     assert "| ingest |" in text and text.split("| ingest |")[1].split("\n")[0].endswith("**no** |")
     assert text.split("| spark |")[1].split("\n")[0].endswith("yes |")
-    assert "| trade_aggr | 9 (9) | 6 | 4 | 2 (2) |" in text
+    assert "| trade_aggr | 9 (9) | 6 | 4 | 2 (2) | no |" in text  # 9 commits: before cleaning
+    workers = report(60, 2000, {"dagster run workers": grows}, {}, {"SUCCESS": 1}, [])
+    assert workers.split("| dagster run workers |")[1].split("\n")[0].endswith("not judged |")
+    cleaned = report(60, 2000, {}, {"t": [(0.0, TableStats(31, 40, 20))]}, {"SUCCESS": 1}, [])
+    assert "| t | 31 (31) | 40 | 20 | 20 (20) | yes |" in cleaned
     assert "Failed or canceled: 0 (met" in text and "restart: 0." in text
     failing = report(60, 2000, {}, {}, {"SUCCESS": 9, "FAILURE": 1}, ["ingest restarted"])
     assert "Failed or canceled: 1 (**missed**" in failing and "(ingest restarted)" in failing

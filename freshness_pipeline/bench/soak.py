@@ -25,7 +25,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from freshness_pipeline.bench.memory import tree_rss_mib
+from freshness_pipeline.bench.memory import role_rss_mib, tree_rss_mib
 from freshness_pipeline.chaos import run_counts
 from freshness_pipeline.jobs.catalog import JOBS
 from freshness_pipeline.lakehouse import Lakehouse
@@ -34,6 +34,9 @@ from freshness_pipeline.settings import RAW_TABLES, child_environment
 
 COMPLETED = re.compile(r"^\d+_\d+\.(commit|deltacommit|replacecommit|clean|rollback)$")
 ARCHIVAL_MAX_COMMITS = 120  # hudi_write: hoodie.keep.max.commits
+CLEAN_RETAINED_COMMITS = 30  # hudi_write: hoodie.clean.commits.retained
+DAGSTER_SERVERS = "dagster (webserver, daemon, code server)"
+RUN_WORKERS = "dagster run workers"  # scales with the runs in flight: reported, not judged
 # Memory is flat when the last sixth's median is within this of the second sixth's (the
 # first holds the warm-up: heaps growing, caches filling).
 FLAT_RATIO = 1.15
@@ -107,16 +110,20 @@ def report(
             and medians[5] <= medians[1] * FLAT_RATIO
         )
         cells = " | ".join("-" if m is None else f"{m:.0f}" for m in medians)
-        lines.append(f"| {name} | {cells} | {'yes' if flat else '**no**'} |")
+        verdict = "not judged" if name == RUN_WORKERS else ("yes" if flat else "**no**")
+        lines.append(f"| {name} | {cells} | {verdict} |")
     lines += [
         "",
         "Per table, at the end (and the largest seen): completed instants on the active "
         f"timeline (bounded: at most {ARCHIVAL_MAX_COMMITS} commits plus their cleans), "
         "base files, file groups, and old file slices (base files beyond each group's "
-        "newest, which the cleaner removes):",
+        "newest, which the cleaner removes once a table has more than "
+        f"{CLEAN_RETAINED_COMMITS} commits: before that, old slices can only grow, and the "
+        "last column says whether the run got that far):",
         "",
-        "| table | active instants (max) | base files | file groups | old slices (max) |",
-        "|---|---|---|---|---|",
+        "| table | active instants (max) | base files | file groups | old slices (max) | "
+        "cleaner's horizon reached |",
+        "|---|---|---|---|---|---|",
     ]
     for table, samples in tables.items():
         if not samples:
@@ -126,7 +133,8 @@ def report(
         most_old = max(s.old_slices for _, s in samples)
         lines.append(
             f"| {table} | {last.active_instants} ({most_instants}) | {last.base_files} | "
-            f"{last.file_groups} | {last.old_slices} ({most_old}) |"
+            f"{last.file_groups} | {last.old_slices} ({most_old}) | "
+            f"{'yes' if most_instants > CLEAN_RETAINED_COMMITS else 'no'} |"
         )
     failed = runs.get("FAILURE", 0) + runs.get("CANCELED", 0)
     statuses = ", ".join(f"{k} {v}" for k, v in sorted(runs.items()))
@@ -180,7 +188,14 @@ def main(argv: list[str] | None = None) -> int:
         while not stop() and time.monotonic() - started < args.minutes * 60:
             elapsed = time.monotonic() - started
             for name, pid in stack.pids().items():
-                if name != "replay":
+                if name == "dagster":
+                    # Run workers come and go with the runs in flight: apart, so the
+                    # long-lived processes' memory can be judged on its own.
+                    roles = role_rss_mib(pid)
+                    workers = roles.pop("run workers", 0.0)
+                    rss.setdefault(DAGSTER_SERVERS, []).append((elapsed, sum(roles.values())))
+                    rss.setdefault(RUN_WORKERS, []).append((elapsed, workers))
+                elif name != "replay":
                     rss.setdefault(name, []).append((elapsed, tree_rss_mib(pid)))
             for table, samples in tables.items():
                 stats = table_stats(lakehouse.table(table).local_path())
