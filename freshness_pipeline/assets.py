@@ -9,6 +9,7 @@ from dagster import (
     AssetExecutionContext,
     AssetKey,
     AssetsDefinition,
+    AutomationCondition,
     Config,
     Failure,
     MaterializeResult,
@@ -185,7 +186,12 @@ def writer_pool(table: str) -> str:
     return f"hudi_writer/{table}"
 
 
-def build_asset(spec: JobSpec) -> AssetsDefinition:
+def build_asset(
+    spec: JobSpec, automation_condition: AutomationCondition | None = None
+) -> AssetsDefinition:
+    """The job as an asset; `automation_condition` is set only when Dagster's declarative
+    automation launches the jobs (FRESHNESS_AUTOMATION=dagster_eager, automation.py)."""
+
     @asset(
         name=spec.name,
         deps=[AssetKey(t) for t in (*spec.inputs, *spec.dimensions)],
@@ -197,6 +203,7 @@ def build_asset(spec: JobSpec) -> AssetsDefinition:
         # an in-process `dagster asset materialize` honours too) and waits while another
         # run of the asset holds it.
         pool=writer_pool(spec.name),
+        automation_condition=automation_condition,
         owners=["team:market-data"],
         tags={"freshness/job_kind": spec.kind},
         metadata={
@@ -243,4 +250,10 @@ def build_asset(spec: JobSpec) -> AssetsDefinition:
     return _job
 
 
-JOB_ASSETS = [build_asset(spec) for spec in JOBS.values()]
+def build_job_assets(
+    automation_condition: AutomationCondition | None = None,
+) -> list[AssetsDefinition]:
+    return [build_asset(spec, automation_condition) for spec in JOBS.values()]
+
+
+JOB_ASSETS = build_job_assets()
