@@ -138,6 +138,8 @@ def build_observation_sensor(tick_s: int) -> SensorDefinition:
             watermark = found[table][1]
             if watermark is not None:
                 metadata["watermark_us"] = watermark
+            # The commit's instant is the data version: Dagster counts an observation of
+            # an observable source as an update only when its data version changed.
             events.append(
                 AssetObservation(
                     asset_key=table,
