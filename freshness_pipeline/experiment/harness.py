@@ -201,6 +201,25 @@ def record(config: ExperimentConfig, seed: int) -> Path:
     return path
 
 
+def variant_env(config: ExperimentConfig, variant: Variant, seed: int, run_dir: Path) -> dict:
+    """The settings of one (variant, seed) run's stack: its own lakehouse, landing and
+    Spark service port; who launches the jobs (FRESHNESS_AUTOMATION) and, for our sensor,
+    its policy; the same K, tick and seed for every variant."""
+    env = {
+        "FRESHNESS_LAKEHOUSE": str(run_dir / "tables"),
+        "FRESHNESS_LANDING": str(run_dir / "landing"),
+        "FRESHNESS_AUTOMATION": variant.automation,
+        "FRESHNESS_K": str(config.k),
+        "FRESHNESS_TICK_S": str(config.tick_s),
+        "FRESHNESS_SEED": str(seed),
+        "FRESHNESS_SPARK_SERVICE_PORT": str(free_port()),
+        **variant.env,
+    }
+    if variant.policy:  # a peer runs without our sensor: no policy to set
+        env["FRESHNESS_POLICY"] = variant.policy
+    return env
+
+
 def run_variant(
     config: ExperimentConfig,
     variant: Variant,
@@ -219,18 +238,7 @@ def run_variant(
     if run_dir.exists():
         shutil.rmtree(run_dir)
     lakehouse, home = run_dir / "tables", run_dir / "dagster_home"
-    env = {
-        "FRESHNESS_LAKEHOUSE": str(lakehouse),
-        "FRESHNESS_LANDING": str(run_dir / "landing"),
-        "FRESHNESS_AUTOMATION": variant.automation,
-        "FRESHNESS_K": str(config.k),
-        "FRESHNESS_TICK_S": str(config.tick_s),
-        "FRESHNESS_SEED": str(seed),
-        "FRESHNESS_SPARK_SERVICE_PORT": str(free_port()),
-        **variant.env,
-    }
-    if variant.policy:  # a peer runs without our sensor: no policy to set
-        env["FRESHNESS_POLICY"] = variant.policy
+    env = variant_env(config, variant, seed, run_dir)
     env.pop("FRESHNESS_SPARK_REMOTE", None)
     set_process_settings({"FRESHNESS_SPARK_REMOTE": None})  # a fresh service per run
     profile = None
