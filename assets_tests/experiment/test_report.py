@@ -144,6 +144,7 @@ def test_peers_are_reported_beside_pmb_with_runs_and_refreshes_apart(tmp_path: P
                 "start_us": int(t0 * 1e6),
                 "window_s": 60,
                 "note": f"{variant} note",
+                "automation": "dagster_eager" if variant == "dagster_eager" else "freshness_sensor",
             }
         )
     assert refreshes_of(eager_runs[0]) == 2

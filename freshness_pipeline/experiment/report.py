@@ -73,6 +73,8 @@ def p_table(runs: list[dict]) -> tuple[list[str], dict[str, dict]]:
             "per_seed": {r["seed"]: r["P"] for r in items},
             "runs": statistics.mean(r["runs_succeeded"] for r in items),
             "note": items[0].get("note", ""),
+            # who launched the jobs; runs recorded before the peers existed: our sensor
+            "automation": items[0].get("automation", "freshness_sensor"),
         }
     # Ratios per seed, then averaged: each seed's policies replayed the same stream.
     for row in stats.values():
@@ -396,9 +398,14 @@ def peer_rows(runs: list[dict], stats: dict[str, dict]) -> list[str]:
     """Issue 18: PMB, Max-Benefit and Random beside what a Dagster user would pick
     instead, on the same streams: P, its ratios (paired by seed, with their sd), Dagster
     runs and job refreshes per window, and run times."""
-    shown = [v for v in (*BASELINES, *PEERS) if v in stats]
-    if not any(v in stats for v in PEERS):
+    peers = [
+        v for v in stats if stats[v].get("automation", "freshness_sensor") != "freshness_sensor"
+    ]
+    if not peers:
         return []
+    # the named peers first, then others (interval_<N> from tuning) by name
+    peers.sort(key=lambda v: (PEERS.index(v) if v in PEERS else len(PEERS), v))
+    shown = [v for v in BASELINES if v in stats] + peers
     lines = [
         "## Beside what a Dagster user would pick",
         "",
@@ -442,10 +449,10 @@ def peer_rows(runs: list[dict], stats: dict[str, dict]) -> list[str]:
             f"{vs_pmb} | {sd_pmb} | {vs_mb} | {vs_random} | {p0} | {runs_per:.1f} | "
             f"{refreshes:.1f} | {wall} | {step} |"
         )
-    notes = {v: stats[v]["note"] for v in PEERS if v in stats}
+    notes = {v: stats[v]["note"] for v in peers}
     lines += ["", *(f"- `{v}`: {note}." for v, note in notes.items())]
     if "pmb" in stats:
-        for peer in (v for v in PEERS if v in stats):
+        for peer in peers:
             mean, _, n = paired_ratio(stats, "pmb", peer)
             if n:
                 word = "below" if mean < 1 else "above"
