@@ -15,6 +15,8 @@ TMIN_MODES = ("pending", "footer")
 # automation.AUTOMATION_REGISTRY, kept here so settings stay free of dagster imports; a test
 # keeps the two equal.
 AUTOMATIONS = ("freshness_sensor", "dagster_eager", "interval")
+# The interval automation's default period, tuned on a seed of its own (the experiment's
+# `interval` variant uses it; docs/BENCHMARKS.md, "The interval peer: tuning N").
 DEFAULT_INTERVAL_S = 30
 # Dagster's sensor daemon loops at most every 5 s (MIN_INTERVAL_LOOP_TIME in
 # dagster/_daemon/sensor.py), so a shorter interval would silently mean 5 s.

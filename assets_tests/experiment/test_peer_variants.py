@@ -18,6 +18,7 @@ from freshness_pipeline.experiment.harness import (
     variant_env,
     variant_named,
 )
+from freshness_pipeline.jobs.catalog import JOBS
 from freshness_pipeline.run_plan import ASSET_TAG
 from freshness_pipeline.settings import load_settings
 
@@ -71,6 +72,7 @@ class FakeRun:
     tags: dict[str, str] = field(default_factory=dict)
     asset_selection: frozenset[dg.AssetKey] | None = None
     run_config: dict = field(default_factory=dict)
+    job_name: str = "__ASSET_JOB"
 
 
 def test_runs_are_attributed_to_their_assets_and_launcher():
@@ -80,8 +82,11 @@ def test_runs_are_attributed_to_their_assets_and_launcher():
     )
     assert job_assets_of(peer) == ["trade_aggr", "market_features"]  # pipeline order
     assert launcher_of(peer.tags) == "eager_automation_sensor"
-    scheduled = FakeRun({"dagster/schedule_name": "interval_schedule"})
-    assert launcher_of(scheduled.tags) == "interval_schedule" and job_assets_of(scheduled) == []
+    scheduled = FakeRun({"dagster/schedule_name": "interval_schedule"}, job_name="all_six_jobs")
+    assert launcher_of(scheduled.tags) == "interval_schedule"
+    assert job_assets_of(scheduled) == list(JOBS)  # the job's run carries no selection
+    assert job_assets_of(FakeRun()) == []
+    assert job_assets_of(FakeRun(), ["price_aggr"]) == ["price_aggr"]  # what it materialized
     sensor_tags = {
         ASSET_TAG: "sector_vwap",
         "freshness/u_us": "5",

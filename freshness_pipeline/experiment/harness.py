@@ -24,6 +24,7 @@ import platform
 import shutil
 import subprocess
 import time
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
@@ -34,16 +35,17 @@ from freshness_pipeline.hudi_metadata import HudiTableMetadata, TableNotFound
 from freshness_pipeline.jobs.catalog import JOBS
 from freshness_pipeline.lakehouse import Lakehouse
 from freshness_pipeline.run_plan import RunPlan, plan_tags
-from freshness_pipeline.scheduler_settings import MIN_TICK_S
+from freshness_pipeline.scheduler_settings import DEFAULT_INTERVAL_S, MIN_TICK_S
 from freshness_pipeline.settings import PROJECT_ROOT, RAW_TABLES, set_process_settings
 from freshness_pipeline.spark_service import free_port
 from freshness_pipeline.stream.generator import StreamConfig
 
 log = logging.getLogger("freshness.experiment")
 STREAM_MARGIN_S = 60
-# The interval peer's period, tuned on a seed no measured run uses (docs/BENCHMARKS.md,
-# "interval peer: tuning N"): the P-minimizing N of the periods tried there.
-TUNED_INTERVAL_S = 30
+# The interval peer's period: the setting's default, which is the P-minimizing N of the
+# periods tried on a seed no measured run uses (docs/BENCHMARKS.md, "The interval peer:
+# tuning N").
+TUNED_INTERVAL_S = DEFAULT_INTERVAL_S
 TUNING_SEED = 99
 
 
@@ -418,10 +420,10 @@ def _collect(
                 }
         for record in records:
             run = record.dagster_run
-            assets = job_assets_of(run)
+            by_asset = materialized.get(run.run_id, {})
+            assets = job_assets_of(run, by_asset)
             if not assets:
                 continue  # not a run of the six (none other is launched)
-            by_asset = materialized.get(run.run_id, {})
             runs.append(
                 {
                     "run_id": run.run_id,
@@ -479,12 +481,18 @@ def _collect(
     }
 
 
-def job_assets_of(run) -> list[str]:
-    """The six-job assets a run materializes, in pipeline order."""
-    selected = {key.to_user_string() for key in run.asset_selection or ()}
+def job_assets_of(run, materialized: Iterable[str] = ()) -> list[str]:
+    """The six-job assets a run targets, in pipeline order: its asset selection (an
+    automation run's), its plan (a sensor run's), its job (the interval job's run carries
+    no selection: all of the job's assets) and whatever it materialized."""
+    from freshness_pipeline.automation import ALL_JOBS_JOB
+
+    selected = {key.to_user_string() for key in run.asset_selection or ()} | set(materialized)
     plan = RunPlan.from_run(run)
     if plan is not None:
         selected.add(plan.asset)
+    if getattr(run, "job_name", None) == ALL_JOBS_JOB and not run.asset_selection:
+        selected |= set(JOBS)
     return [job for job in JOBS if job in selected]
 
 
