@@ -154,10 +154,11 @@ def test_peers_are_reported_beside_pmb_with_runs_and_refreshes_apart(tmp_path: P
     assert stats["dagster_eager"]["ratio_pmb"] == 1.25
     text = "\n".join(peer_rows(runs, stats))
     assert "## Beside what a Dagster user would pick" in text
-    # P, sd, seeds, P/P(pmb) and its sd, no Max-Benefit or Random run, P/P0 = 10, one run
-    # and two refreshes in the window, median run time of 20 and 30 s, steps 4, 4, 6 s
+    # P, sd, seeds, P/P(pmb) and its sd (none: one seed), no Max-Benefit or Random run,
+    # P/P0 = 10, one run and two refreshes in the window, median run time of 20 and 30 s,
+    # steps 4, 4, 6 s
     assert (
-        "| dagster_eager | 1,000 | 0 | 1 | 1.250 | 0.000 | - | - | 10.00 | 1.0 | 2.0 | 25.0 | 4.0 |"
+        "| dagster_eager | 1,000 | 0 | 1 | 1.250 | - | - | - | 10.00 | 1.0 | 2.0 | 25.0 | 4.0 |"
         in text
     )
     assert "| pmb | 800 | 0 | 1 | 1.000 |" in text

@@ -436,7 +436,9 @@ def peer_rows(runs: list[dict], stats: dict[str, dict]) -> list[str]:
             if base not in stats:
                 return "-", "-"
             mean, sd, n = paired_ratio(stats, variant, base)
-            return (f"{mean:.3f}", f"{sd:.3f}") if n else ("-", "-")
+            if not n:
+                return "-", "-"
+            return f"{mean:.3f}", (f"{sd:.3f}" if n > 1 else "-")  # one seed: no spread
 
         vs_pmb, sd_pmb = ratio("pmb")
         vs_mb, _ = ratio("max_benefit")
@@ -668,16 +670,11 @@ def write_report(exp_dir: Path, report_dir: Path) -> dict:
     figure_staleness_over_time(runs, report_dir / "staleness_over_time.png")
     figure_marginal_benefit(runs, order, report_dir / "marginal_benefit.png")
     targets, verdicts = target_rows(order, stats)
-    lines = [
-        *setting_rows(exp_dir, facts, runs),
-        *p_rows(order, stats),
-        *targets,
-        "",
-        *peer_rows(runs, stats),
-    ]
+    lines = [*setting_rows(exp_dir, facts, runs), *p_rows(order, stats), *targets]
     if not all(v["met"] for v in verdicts.values()):
         sweep = condition_sweep_rows(facts["config"])
         lines += ["", "### Which conditions would change the verdict", "", *sweep]
+    lines += ["", *peer_rows(runs, stats)]
     lines += detail_rows(runs, order, stats, launched_plans(runs))
     (report_dir / "REPORT.md").write_text("\n".join(lines))
     results = {"stats": stats, "targets": verdicts, "facts": facts}
