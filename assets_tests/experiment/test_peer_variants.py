@@ -102,3 +102,16 @@ def test_runs_are_attributed_to_their_assets_and_launcher():
     ours = FakeRun(sensor_tags, frozenset({dg.AssetKey("sector_vwap")}))
     assert launcher_of(ours.tags) == "freshness_sensor" and job_assets_of(ours) == ["sector_vwap"]
     assert launcher_of({}) == "manual"
+
+
+def test_only_failures_after_the_drain_are_counted_as_cut_off():
+    from freshness_pipeline.experiment.harness import cut_off_runs
+
+    runs = [
+        {"status": "FAILURE", "end": 1_000.0 + 240 + 3},  # the service stopped under it
+        {"status": "FAILURE", "end": 1_000.0 + 10},  # failed on its own during the drain
+        {"status": "SUCCESS", "end": 1_000.0 + 250},
+        {"status": "CANCELED", "end": None},  # queued, canceled at the stop
+    ]
+    assert cut_off_runs(runs, stop_at=1_000.0) == 1
+    assert cut_off_runs(runs, stop_at=1_000.0, drain_s=5) == 2

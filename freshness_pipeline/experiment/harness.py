@@ -314,9 +314,13 @@ def run_variant(
     # runs, not as staleness: the samples stopped above. The report tells them apart by
     # their end time against start_us + window_s.
     progress.stopping()
+    stop_at = time.time()
     try:
         stack.stop()
         summary = _collect(config, variant, seed, run_dir, lakehouse, home, samples, start_us)
+        summary["runs_cut_off_at_stop"] = cut_off_runs(
+            json.loads((run_dir / "runs.json").read_text()), stop_at
+        )
     finally:
         if profile:
             profile.stop()
@@ -479,6 +483,16 @@ def _collect(
             "duration_s" in meta for r in runs for meta in r["metadata_by_asset"].values()
         ),
     }
+
+
+def cut_off_runs(runs: list[dict], stop_at: float, drain_s: float | None = None) -> int:
+    """Failed runs that were still in flight when the stop's drain gave up (the Spark
+    service stopped under them): the stop's doing, not the variant's. A peer's run of six
+    steps can outlast the drain on a loaded machine."""
+    from freshness_pipeline.stack import DRAIN_TIMEOUT_S
+
+    limit = stop_at + (DRAIN_TIMEOUT_S if drain_s is None else drain_s)
+    return sum(r["status"] == "FAILURE" and (r.get("end") or 0) >= limit for r in runs)
 
 
 def job_assets_of(run, materialized: Iterable[str] = ()) -> list[str]:
