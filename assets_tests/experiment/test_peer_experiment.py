@@ -55,7 +55,10 @@ def test_peers_run_through_the_real_system(tmp_path: Path):
     assert set(summaries) == {"dagster_eager", "interval_20"}
     for name, summary in summaries.items():
         assert 6 * 55 <= summary["samples"] <= 6 * 65
-        assert 0 < summary["P0"] <= summary["P"]
+        # (not P0 <= P: a table never refreshed in the window counts as stale since the
+        # window opened, while P0 counts from the raw watermarks, which at a load of 20
+        # were already older than that: eager measured P 10,991 against P0 19,359)
+        assert summary["P"] > 0 and summary["P0"] > 0
         # the stop drains runs in flight for up to 240 s; a peer's six-step run can outlast
         # that on a loaded machine and is then cut off: the only failures allowed
         assert summary["runs_failed"] == summary["runs_cut_off_at_stop"], summary
