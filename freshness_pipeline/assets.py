@@ -11,6 +11,7 @@ from dagster import (
     AssetExecutionContext,
     AssetKey,
     AssetsDefinition,
+    AutomationCondition,
     Config,
     Failure,
     FreshnessPolicy,
@@ -269,7 +270,13 @@ def column_lineage_parts(spec: JobSpec) -> tuple[str, dict[str, object]]:
         return f"Column lineage unavailable: {exc}", {}
 
 
-def build_asset(spec: JobSpec, target: StalenessTarget) -> AssetsDefinition:
+def build_asset(
+    spec: JobSpec,
+    target: StalenessTarget,
+    automation_condition: AutomationCondition | None = None,
+) -> AssetsDefinition:
+    """The job as an asset; `automation_condition` is set only when Dagster's declarative
+    automation launches the jobs (FRESHNESS_AUTOMATION=dagster_eager, automation.py)."""
     lineage_table, column_metadata = column_lineage_parts(spec)
 
     @asset(
@@ -288,6 +295,7 @@ def build_asset(spec: JobSpec, target: StalenessTarget) -> AssetsDefinition:
         # an in-process `dagster asset materialize` honours too) and waits while another
         # run of the asset holds it.
         pool=writer_pool(spec.name),
+        automation_condition=automation_condition,
         owners=["team:market-data"],
         tags={"freshness/job_kind": spec.kind, LAYER_TAG: spec.group_name},
         metadata={
@@ -347,9 +355,12 @@ def build_asset(spec: JobSpec, target: StalenessTarget) -> AssetsDefinition:
     return _job
 
 
-def build_job_assets(target: StalenessTarget | None = None) -> list[AssetsDefinition]:
+def build_job_assets(
+    target: StalenessTarget | None = None,
+    automation_condition: AutomationCondition | None = None,
+) -> list[AssetsDefinition]:
     target = target if target is not None else load_settings().staleness_target
-    return [build_asset(spec, target) for spec in JOBS.values()]
+    return [build_asset(spec, target, automation_condition) for spec in JOBS.values()]
 
 
 JOB_ASSETS = build_job_assets()

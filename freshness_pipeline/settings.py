@@ -22,7 +22,13 @@ from freshness_pipeline.cost_model import COST_MODES
 from freshness_pipeline.inputs import InputsError, load_inputs
 from freshness_pipeline.lakehouse import Lakehouse, LocationError
 from freshness_pipeline.planner import POLICIES
-from freshness_pipeline.scheduler_settings import MIN_TICK_S, TMIN_MODES, SchedulerSettings
+from freshness_pipeline.scheduler_settings import (
+    AUTOMATIONS,
+    DEFAULT_INTERVAL_S,
+    MIN_TICK_S,
+    TMIN_MODES,
+    SchedulerSettings,
+)
 from freshness_pipeline.staleness_target import MIN_WINDOW_S, StalenessTarget
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
@@ -263,6 +269,15 @@ SETTINGS: tuple[Setting, ...] = (
             "the freshness policy warns past this fraction of the target (0: no warning)",
             f"a number from 0 to below 1, giving a warn window of at least {MIN_WINDOW_S} s",
             _fraction),
+    Setting("FRESHNESS_AUTOMATION", "freshness_sensor",
+            "who launches the six jobs: `freshness_sensor` (ours, by FRESHNESS_POLICY), "
+            "`dagster_eager` (Dagster's `AutomationCondition.eager()`, evaluated by its daemon) "
+            "or `interval` (all six every FRESHNESS_INTERVAL_S)", ", ".join(AUTOMATIONS),
+            _choice(AUTOMATIONS)),
+    Setting("FRESHNESS_INTERVAL_S", str(DEFAULT_INTERVAL_S),
+            "period of the `interval` automation in seconds (a schedule when it is whole "
+            "minutes dividing an hour, else a fixed-interval sensor)",
+            f"an integer of at least {MIN_TICK_S}", _int_at_least(MIN_TICK_S)),
     Setting("FRESHNESS_INPUTS", None,
             "TOML file declaring input tables written by others (README: your own tables "
             "and topics); unset: both raw tables are ours", "a file", _folder),
@@ -475,6 +490,8 @@ def load_settings(
             tmin_mode=values["FRESHNESS_TMIN_MODE"],
             cost_mode=values["FRESHNESS_COST_MODE"],
             seed=values["FRESHNESS_SEED"],
+            automation=values["FRESHNESS_AUTOMATION"],
+            interval_s=values["FRESHNESS_INTERVAL_S"],
         )
         staleness_target = StalenessTarget(
             fail_s=values["FRESHNESS_STALENESS_TARGET_S"],

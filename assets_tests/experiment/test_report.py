@@ -96,3 +96,73 @@ def test_missed_targets_come_with_the_model_sweep_from_the_experiments_settings(
     # the base already has K = 1, so the "K = 1" row is the base row, figure for figure
     assert rows["K = 1"] == rows["this experiment's conditions, in the model"]
     assert rows["K = 6"] != rows["K = 1"]
+
+
+def _run_dir(tmp_path: Path, variant: str, seed: int, runs: list[dict]) -> Path:
+    run_dir = tmp_path / f"seed{seed}" / variant
+    run_dir.mkdir(parents=True)
+    (run_dir / "runs.json").write_text(json.dumps(runs))
+    return run_dir
+
+
+def test_peers_are_reported_beside_pmb_with_runs_and_refreshes_apart(tmp_path: Path):
+    from freshness_pipeline.experiment.report import p_table, peer_rows, refreshes_of
+
+    t0 = 1_000.0  # window: 1,000 s to 1,060 s
+    work, idle = {"duration_s": 4.0}, {"nothing_to_do": "t_done already at the cap"}
+    eager_runs = [
+        # one Dagster run refreshing three tables (one found nothing to do)
+        {
+            "status": "SUCCESS",
+            "created": t0,
+            "start": t0 + 5,
+            "end": t0 + 25,
+            "assets": ["trade_aggr", "price_aggr", "market_features"],
+            "metadata_by_asset": {"trade_aggr": work, "price_aggr": work, "market_features": idle},
+        },
+        # finished after the window: counted in run time, not per window
+        {
+            "status": "SUCCESS",
+            "created": t0 + 40,
+            "start": t0 + 41,
+            "end": t0 + 71,
+            "assets": ["trade_aggr"],
+            "metadata_by_asset": {"trade_aggr": {"duration_s": 6.0}},
+        },
+    ]
+    pmb_runs = [{"status": "SUCCESS", "created": t0, "start": t0 + 1, "end": t0 + 11}]
+    runs = []
+    for variant, p, seed_runs in (("pmb", 800.0, pmb_runs), ("dagster_eager", 1000.0, eager_runs)):
+        runs.append(
+            {
+                "variant": variant,
+                "seed": 1,
+                "P": p,
+                "P0": 100.0,
+                "runs_succeeded": len(seed_runs),
+                "dir": _run_dir(tmp_path, variant, 1, seed_runs),
+                "start_us": int(t0 * 1e6),
+                "window_s": 60,
+                "note": f"{variant} note",
+                "automation": "dagster_eager" if variant == "dagster_eager" else "freshness_sensor",
+            }
+        )
+    assert refreshes_of(eager_runs[0]) == 2
+    assert refreshes_of(pmb_runs[0]) == 1  # a sensor run: one job
+    order, stats = p_table(runs)
+    assert order == ["pmb", "dagster_eager"]
+    assert stats["dagster_eager"]["ratio_pmb"] == 1.25
+    text = "\n".join(peer_rows(runs, stats))
+    assert "## Beside what a Dagster user would pick" in text
+    # P, sd, seeds, P/P(pmb) and its sd (none: one seed), no Max-Benefit or Random run,
+    # P/P0 = 10, one run and two refreshes in the window, median run time of 20 and 30 s,
+    # steps 4, 4, 6 s
+    assert (
+        "| dagster_eager | 1,000 | 0 | 1 | 1.250 | - | - | - | 10.00 | 1.0 | 2.0 | 25.0 | 4.0 |"
+        in text
+    )
+    assert "| pmb | 800 | 0 | 1 | 1.000 |" in text
+    assert "P(pmb) / P(dagster_eager) = 0.800: PMB left 20.0% below" in text
+    assert "- `dagster_eager`: dagster_eager note." in text
+    # without a peer in the experiment the section is left out
+    assert peer_rows(runs[:1], {"pmb": stats["pmb"]}) == []
