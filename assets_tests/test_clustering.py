@@ -277,3 +277,18 @@ def test_clustering_writes_like_every_other_writer_of_the_table():
         assert options[key] == ingest[key] == value
     with pytest.raises(ValueError, match="cannot pass through"):
         clustering_options("/locks/a,b", SETTINGS, spec)
+
+
+def test_a_clustering_run_claims_the_same_writer_pool_as_the_asset():
+    """Item 5: a job table is never clustered while a run of that asset is active, enforced
+    by Dagster's pool (limit 1 in dagster.yaml), not by the sensor's timing."""
+    from freshness_pipeline.assets import JOB_ASSETS
+    from freshness_pipeline.clustering_sensor import build_clustering_job, op_name
+
+    asset = next(a for a in JOB_ASSETS if a.key.to_user_string() == "trade_aggr")
+    asset_pools = {asset.op.pool}
+    job = build_clustering_job("trade_aggr")
+    assert {job.graph.node_named(op_name("trade_aggr")).definition.pool} == asset_pools
+    assert asset_pools == {"hudi_writer/trade_aggr"}
+    raw = build_clustering_job("price_raw")
+    assert raw.graph.node_named(op_name("price_raw")).definition.pool == "hudi_writer/price_raw"

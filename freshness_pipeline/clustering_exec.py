@@ -122,13 +122,17 @@ def execute_clustering(
     before = len(lakehouse.metadata(table).latest_file_slices())
     instants: list[str] = []
     base = clustering_options(lock_path, settings, fail_after_write=fail_after_write)
-    for instant in resume:
-        rows = _call(spark, uri, base, op="execute", instants=instant)
+    if resume:
+        # Named instants: the procedure executes exactly those (rolling back what an
+        # inflight one had written), never schedules.
+        rows = _call(spark, uri, base, instants=",".join(resume))
         instants += [str(r[0]) for r in rows]
     if groups:
+        # No op: schedule our plan, then execute it (and any other pending plan, which the
+        # pool makes one a failed run of ours left).
         options = clustering_options(lock_path, settings, groups, fail_after_write)
-        rows = _call(spark, uri, options, op="scheduleAndExecute")
-        instants += [str(r[0]) for r in rows]
+        rows = _call(spark, uri, options)
+        instants += [str(r[0]) for r in rows if str(r[0]) not in instants]
     after = len(lakehouse.metadata(table).latest_file_slices())
     return ClusteringOutcome(
         table,
