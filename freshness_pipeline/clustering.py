@@ -48,7 +48,7 @@ class ClusteringSettings:
     """What clustering does and when (settings.py builds it from the environment)."""
 
     tables: tuple[str, ...] = ("price_raw", "trade_raw")  # empty: clustering off
-    min_files: int = 100  # files a run must remove to be worth it
+    min_files: int = 260  # files a run must remove: ten raw commits (26 partitions each)
     small_file_bytes: int = 64 * MIB
     target_file_bytes: int = 128 * MIB
     max_span_s: int = 300

@@ -308,8 +308,9 @@ SETTINGS: tuple[Setting, ...] = (
             "tables the clustering sensor keeps in few, time-tight files (README: clustering); "
             "`none`: off. A job table is clustered only while no run of it is active",
             "`none` or a comma list of raw and job table names", _clustered_tables),
-    Setting("FRESHNESS_CLUSTERING_MIN_FILES", "100",
-            "a clustering run is launched when it removes at least this many files",
+    Setting("FRESHNESS_CLUSTERING_MIN_FILES", "260",
+            "a clustering run is launched when it removes at least this many files (260: "
+            "about ten raw commits, 26 partitions each; each run costs a Spark job)",
             "an integer of at least 1", _int_at_least(1)),
     Setting("FRESHNESS_CLUSTERING_SMALL_FILE_MB", "64",
             "files below this size (MiB) are merged; larger ones are left alone",
