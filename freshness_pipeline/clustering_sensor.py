@@ -184,7 +184,7 @@ def table_state(
     if lakehouse.is_external(table):
         return TableState(table, (), None, external=True), None
     try:
-        meta = lakehouse.metadata(table)
+        meta = hudi_meta.table(table)
     except TableNotFound:
         return None, "table does not exist yet"
     latest = meta.latest_commit()
@@ -192,7 +192,7 @@ def table_state(
     marks = []
     for consumer in consumers:
         try:
-            marks.append(lakehouse.metadata(consumer).watermark_us())
+            marks.append(hudi_meta.table(consumer).watermark_us())
         except TableNotFound:
             marks.append(None)
     consumed = None if any(m is None for m in marks) or not marks else min(marks)  # type: ignore[type-var]
