@@ -277,6 +277,8 @@ def test_clustering_writes_like_every_other_writer_of_the_table():
         assert options[key] == ingest[key] == value
     with pytest.raises(ValueError, match="cannot pass through"):
         clustering_options("/locks/a,b", SETTINGS, spec)
+    # Resuming plans nothing new: no groups key at all (Hudi cannot parse `k=`).
+    assert "freshness.clustering.groups" not in clustering_options(None, SETTINGS)
 
 
 def test_a_clustering_run_claims_the_same_writer_pool_as_the_asset():

@@ -73,12 +73,14 @@ def clustering_options(
         "hoodie.clustering.plan.strategy.max.num.groups": str(settings.max_groups),
         # Every partition our groups name, not only those written since the last clustering.
         "hoodie.table.services.incremental.enabled": "false",
-        GROUPS_KEY: groups,
     }
+    if groups:
+        options[GROUPS_KEY] = groups
     if fail_after_write:
         options[FAIL_KEY] = "true"
     for key, value in options.items():
-        if "," in value or "=" in value or "'" in value:
+        # The procedure splits `k=v,k=v` on commas and `=`: an empty value breaks it too.
+        if not value or "," in value or "=" in value or "'" in value:
             raise ValueError(
                 f"clustering option {key}={value!r} cannot pass through a Hudi procedure's "
                 "options (no comma, '=' or quote)"
