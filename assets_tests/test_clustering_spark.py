@@ -100,7 +100,7 @@ def test_clustering_beside_ingestion_keeps_every_row_once(lakehouse, spark, monk
     feeder = StreamFeeder(spark, settings, seed=5)
     hudi_meta = HudiMetadataResource()
     with dg.instance_for_test() as instance:
-        feeder.land(6)
+        feeder.land(4)
         feeder.ingest()
         assert _drain(settings, spark, instance) > 0
 
@@ -200,7 +200,7 @@ def test_failed_clustering_is_resumed_and_blocks_nothing(lakehouse, spark):
     feeder = StreamFeeder(spark, settings, seed=9)
     hudi_meta = HudiMetadataResource()
     with dg.instance_for_test() as instance:
-        feeder.land(6)
+        feeder.land(4)
         feeder.ingest()
         assert _drain(settings, spark, instance) > 0
         state, _ = table_state("price_raw", hudi_meta, instance, set(), {})
@@ -224,7 +224,6 @@ def test_failed_clustering_is_resumed_and_blocks_nothing(lakehouse, spark):
         feeder.land(2)
         feeder.ingest()
         assert _drain(settings, spark, instance) > 0
-        _check(settings)
 
         # The next decision resumes it (once no live heartbeat says someone executes it).
         later = time.time() + HEARTBEAT_EXPIRY_S + 1
@@ -240,7 +239,4 @@ def test_failed_clustering_is_resumed_and_blocks_nothing(lakehouse, spark):
         assert meta.pending_clustering() == []
         assert meta.last_clustering() is not None
         assert meta.last_clustering().instant == pending[0][0]
-        feeder.land(2)
-        feeder.ingest()
-        _drain(settings, spark, instance)
     _check(settings)
