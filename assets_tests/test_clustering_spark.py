@@ -133,6 +133,10 @@ def test_clustering_beside_ingestion_keeps_every_row_once(lakehouse, spark, monk
             assert result.success
             observed = result.get_asset_observation_events()
             assert observed and observed[0].asset_key == dg.AssetKey(table)
+            metadata = observed[0].event_specific_data.asset_observation.metadata
+            replaced, written = metadata["files_replaced"].value, metadata["files_written"].value
+            print(f"{table}: the clustering merged {replaced} files into {written}")
+            assert replaced > written > 0
         writer.join()
         assert not failures, failures
         for table in RAW_TABLES:

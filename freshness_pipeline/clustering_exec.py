@@ -94,9 +94,11 @@ class ClusteringOutcome:
     resumed: tuple[str, ...]
     instants: tuple[str, ...]  # clustering instants this run completed
     groups: int
-    files_before: int
+    files_before: int  # the table's files before and after (ingestion may add some meanwhile)
     files_after: int
     seconds: float
+    files_replaced: int = 0  # what the clustering commits themselves did
+    files_written: int = 0
 
 
 def _call(spark, uri: str, options: dict[str, str], **params: str) -> list:
@@ -135,7 +137,9 @@ def execute_clustering(
         options = clustering_options(lock_path, settings, groups, fail_after_write)
         rows = _call(spark, uri, options)
         instants += [str(r[0]) for r in rows if str(r[0]) not in instants]
-    after = len(lakehouse.metadata(table).latest_file_slices())
+    meta = lakehouse.metadata(table)
+    after = len(meta.latest_file_slices())
+    done = [c for c in meta.commits() if c.instant in set(instants) and c.is_clustering]
     return ClusteringOutcome(
         table,
         tuple(resume),
@@ -144,4 +148,6 @@ def execute_clustering(
         before,
         after,
         time.monotonic() - started,
+        sum(len(fids) for c in done for fids in c.replaced_file_ids.values()),
+        sum(len(c.written) for c in done),
     )

@@ -128,15 +128,18 @@ def build_clustering_job(table: str) -> JobDefinition:
             "clustering_instants": ", ".join(outcome.instants) or "none",
             "resumed": ", ".join(outcome.resumed) or "none",
             "groups": outcome.groups,
-            "files_before": outcome.files_before,
-            "files_after": outcome.files_after,
+            "files_replaced": outcome.files_replaced,
+            "files_written": outcome.files_written,
+            "table_files_before": outcome.files_before,
+            "table_files_after": outcome.files_after,
             "duration_s": round(outcome.seconds, 3),
             "spark": spark.description,
             "reason": MetadataValue.text(context.run.tags.get(f"{TAG_PREFIX}reason", "")),
         }
         context.log.info(
-            f"{table}: {outcome.files_before} -> {outcome.files_after} files in "
-            f"{outcome.seconds:.1f} s"
+            f"{table}: {outcome.files_replaced} files merged into {outcome.files_written} in "
+            f"{outcome.seconds:.1f} s (table {outcome.files_before} -> {outcome.files_after} "
+            "files, ingestion included)"
         )
         context.log_event(AssetObservation(asset_key=AssetKey(table), metadata=metadata))
 
