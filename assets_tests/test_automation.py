@@ -71,8 +71,11 @@ def test_bad_automation_settings_are_named(name: str, value: str, accepted: str)
 
 def test_default_is_our_sensor_and_no_dagster_automation():
     defs = defs_for()
-    assert instigators(defs) == (["freshness_sensor"], [])
+    # the raw tables' clustering is maintenance: it runs whoever launches the jobs
+    assert instigators(defs) == (["clustering_sensor", "freshness_sensor"], [])
     assert set(conditions(defs).values()) == {None}
+    unclustered = defs_for(FRESHNESS_CLUSTERING_TABLES="none")
+    assert instigators(unclustered) == (["freshness_sensor"], [])
 
 
 def test_eager_puts_dagster_eager_on_the_six_and_turns_our_sensor_off():
@@ -81,7 +84,10 @@ def test_eager_puts_dagster_eager_on_the_six_and_turns_our_sensor_off():
     found = conditions(defs)
     assert {job: found[job] for job in JOBS} == dict.fromkeys(JOBS, "eager")
     assert {found[t] for t in observed_tables()} == {None}  # sources: observed, not run
-    assert instigators(defs) == (["eager_automation_sensor", "raw_observation_sensor"], [])
+    assert instigators(defs) == (
+        ["clustering_sensor", "eager_automation_sensor", "raw_observation_sensor"],
+        [],
+    )
     sensor = defs.get_repository_def().get_sensor_def("eager_automation_sensor")
     assert isinstance(sensor, dg.AutomationConditionSensorDefinition)
     # evaluated by Dagster's asset daemon, running from the start, every tick
@@ -94,12 +100,12 @@ def test_eager_puts_dagster_eager_on_the_six_and_turns_our_sensor_off():
 def test_interval_below_a_minute_is_a_sensor_and_whole_minutes_a_schedule():
     short = defs_for(FRESHNESS_AUTOMATION="interval", FRESHNESS_INTERVAL_S="30")
     dg.Definitions.validate_loadable(short)
-    assert instigators(short) == (["interval_sensor"], [])
+    assert instigators(short) == (["clustering_sensor", "interval_sensor"], [])
     sensor = short.get_repository_def().get_sensor_def("interval_sensor")
     assert sensor.minimum_interval_seconds == 30
     assert sensor.job_name == "all_six_jobs"
     long = defs_for(FRESHNESS_AUTOMATION="interval", FRESHNESS_INTERVAL_S="120")
-    assert instigators(long) == ([], ["interval_schedule"])
+    assert instigators(long) == (["clustering_sensor"], ["interval_schedule"])
     schedule = long.get_repository_def().get_schedule_def("interval_schedule")
     assert schedule.cron_schedule == "*/2 * * * *"
     job = long.get_repository_def().get_job("all_six_jobs")

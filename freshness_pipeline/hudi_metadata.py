@@ -59,6 +59,9 @@ V = TypeVar("V")
 
 _COMPLETED = re.compile(r"^(\d{17})(?:_(\d{17}))?\.(commit|replacecommit|deltacommit)$")
 _COMPLETED_ACTIONS = ("commit", "replacecommit", "deltacommit")
+# A clustering not yet completed: Hudi 1.x names it `clustering`, table version 6 a
+# pending `replacecommit` (which an insert_overwrite also is; our tables have none).
+_PENDING_CLUSTERING = re.compile(r"^(\d{17})\.(clustering|replacecommit)\.(requested|inflight)$")
 
 # Where a commit's arrival range came from, strongest first (see the module docstring).
 SOURCE_KEYS = "freshness_keys"
@@ -600,6 +603,34 @@ class HudiTableMetadata:
         except (FileNotFoundError, OSError):
             return False
         return any(info.type == pafs.FileType.File for info in infos)
+
+    def last_clustering(self) -> Commit | None:
+        """The newest completed clustering on the active timeline."""
+        return next((c for c in reversed(self.commits()) if c.is_clustering), None)
+
+    def pending_clustering(self, now_s: float | None = None) -> list[tuple[str, float | None]]:
+        """Clustering instants requested or inflight and not completed, oldest first, each
+        with the age of its heartbeat file in seconds (None: none; Hudi keeps one while a
+        writer executes the instant and drops it when the writer stops)."""
+        completed = self._completion_times()
+        pending = sorted(
+            {
+                match.group(1)
+                for name in self._timeline_names()
+                if (match := _PENDING_CLUSTERING.match(name)) and match.group(1) not in completed
+            }
+        )
+        if not pending:
+            return []
+        now_s = time.time() if now_s is None else now_s
+        found = []
+        for instant in pending:
+            info = self._fs.get_file_info(f"{self._root}/.hoodie/.heartbeat/{instant}")
+            age = None
+            if info.type == pafs.FileType.File and info.mtime_ns is not None:
+                age = max(0.0, now_s - info.mtime_ns / 1e9)
+            found.append((instant, age))
+        return found
 
     # --- file slices ----------------------------------------------------------------------
 

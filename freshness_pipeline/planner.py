@@ -417,13 +417,17 @@ def plan(
     now_us: int,
     policy: Policy = "pmb",
     seed: int = 0,
+    other_runs: int = 0,
 ) -> Plan:
-    """Chooses which jobs to launch now and what each processes."""
+    """Chooses which jobs to launch now and what each processes. `other_runs`: queued or
+    running runs that are not jobs (clustering) but take run-queue slots all the same."""
     rules = get_policy(policy)
     if k < 1:
         raise ValueError(f"K must be at least 1, got {k}")
+    if other_runs < 0:
+        raise ValueError(f"other_runs must not be negative, got {other_runs}")
     running = sum(1 for j in jobs if j.running)
-    free = max(0, k - running)
+    free = max(0, k - running - other_runs)
     choices: list[JobChoice] = []
     skipped: list[Skip] = []
     for state in jobs:
@@ -432,5 +436,6 @@ def plan(
     ranked = rules.rank(choices, jobs, now_us, seed)
     launches = ranked[:free]
     for choice in ranked[free:]:
-        skipped.append(Skip(choice.job, f"no free slot (K={k}, {running} running)"))
+        others = f", {other_runs} clustering" if other_runs else ""
+        skipped.append(Skip(choice.job, f"no free slot (K={k}, {running} running{others})"))
     return Plan(now_us, policy, free, tuple(launches), tuple(skipped), tuple(ranked))

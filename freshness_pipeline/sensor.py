@@ -28,6 +28,7 @@ from dagster import (
     sensor,
 )
 
+from freshness_pipeline.clustering import TABLE_TAG as CLUSTERING_TABLE_TAG
 from freshness_pipeline.cost_model import FittedCost, RunSample, fit_cost_model
 from freshness_pipeline.experiment.staleness import staleness_s
 from freshness_pipeline.hudi_metadata import TableNotFound
@@ -72,6 +73,16 @@ def running_jobs(instance) -> set[str]:
         for key in run.asset_selection or ():
             busy.add(key.to_user_string())
     return busy & set(JOBS)
+
+
+def active_clustering_runs(instance) -> dict[str, int]:
+    """Queued or running clustering runs per table (they take run-queue slots too)."""
+    found: dict[str, int] = {}
+    for run in instance.get_runs(filters=RunsFilter(statuses=ACTIVE_STATUSES)):
+        table = run.tags.get(CLUSTERING_TABLE_TAG)
+        if table:
+            found[table] = found.get(table, 0) + 1
+    return found
 
 
 def run_history(instance, job: str, limit: int = 40) -> tuple[list[RunSample], int | None]:
@@ -242,7 +253,8 @@ def plan_tick(
         )
     if get_policy(settings.policy).uses_downstream:
         states = [replace(s, downstream=downstream_of(s.job, t_dones)) for s in states]
-    result = plan(states, settings.k, now_us, settings.policy, settings.seed)
+    clustering = sum(active_clustering_runs(instance).values())
+    result = plan(states, settings.k, now_us, settings.policy, settings.seed, clustering)
     requests = [
         run_request(c, t_dones[c.job], fitted[c.job], attempts[c.job], tuple(sources[c.job]))
         for c in result.launches

@@ -18,8 +18,10 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from freshness_pipeline.clustering import MIB, ClusteringSettings
 from freshness_pipeline.cost_model import COST_MODES
 from freshness_pipeline.inputs import InputsError, load_inputs
+from freshness_pipeline.jobs.catalog import JOBS
 from freshness_pipeline.lakehouse import Lakehouse, LocationError
 from freshness_pipeline.planner import POLICIES
 from freshness_pipeline.scheduler_settings import (
@@ -182,6 +184,18 @@ def _fraction(text: str) -> float:
     return number
 
 
+def _clustered_tables(text: str) -> tuple[str, ...]:
+    """`none`, or a comma list of raw and job tables."""
+    if text.strip().lower() == "none":
+        return ()
+    names = tuple(dict.fromkeys(n.strip() for n in text.split(",") if n.strip()))
+    known = (*RAW_TABLES, *JOBS)
+    unknown = [n for n in names if n not in known]
+    if unknown or not names:
+        raise ValueError(f"{', '.join(unknown) or 'nothing'} is not one of {', '.join(known)}")
+    return names
+
+
 def _bool(text: str) -> bool:
     lowered = text.strip().lower()
     if lowered not in ("true", "false", "1", "0", "yes", "no"):
@@ -323,6 +337,26 @@ SETTINGS: tuple[Setting, ...] = (
             "folder of the writers' table locks, shared by every writer (unset: each table's "
             "`.hoodie` for a local lakehouse, `<checkout>/.lakehouse/locks` for `s3://`)",
             "a folder every writer's driver sees", _folder),
+    Setting("FRESHNESS_CLUSTERING_TABLES", "price_raw,trade_raw",
+            "tables the clustering sensor keeps in few, time-tight files (README: clustering); "
+            "`none`: off. A job table is clustered only while no run of it is active",
+            "`none` or a comma list of raw and job table names", _clustered_tables),
+    Setting("FRESHNESS_CLUSTERING_MIN_FILES", "260",
+            "a clustering run is launched when it removes at least this many files (260: "
+            "about ten raw commits, 26 partitions each; each run costs a Spark job)",
+            "an integer of at least 1", _int_at_least(1)),
+    Setting("FRESHNESS_CLUSTERING_SMALL_FILE_MB", "64",
+            "files below this size (MiB) are merged; larger ones are left alone",
+            "an integer of at least 1", _int_at_least(1)),
+    Setting("FRESHNESS_CLUSTERING_TARGET_FILE_MB", "128",
+            "a merged group holds at most this much (MiB): one output file",
+            "an integer at least FRESHNESS_CLUSTERING_SMALL_FILE_MB", _int_at_least(1)),
+    Setting("FRESHNESS_CLUSTERING_MAX_SPAN_S", "300",
+            "a merged file never spans more than this many seconds of arrival_ts",
+            "an integer of at least 1", _int_at_least(1)),
+    Setting("FRESHNESS_CLUSTERING_TICK_S", "30",
+            "interval of the clustering sensor in seconds",
+            f"an integer of at least {MIN_TICK_S}", _int_at_least(MIN_TICK_S)),
     Setting("FRESHNESS_FAULTS_DIR", None,
             "fault injection for tests and `make chaos` (`faults.py`); unset: off", "a folder",
             _folder),
@@ -433,6 +467,7 @@ class Settings:
     spark_service_bind: str = "127.0.0.1"
     scheduler: SchedulerSettings = field(default_factory=SchedulerSettings)
     staleness_target: StalenessTarget = field(default_factory=StalenessTarget)
+    clustering: ClusteringSettings = field(default_factory=ClusteringSettings)
     faults_dir: Path | None = None  # fault injection (faults.py); None: off
     source: str = "landing"  # "landing" folder or "kafka" topics
     kafka: KafkaSettings = field(default_factory=KafkaSettings)
@@ -499,6 +534,21 @@ def load_settings(
         )
     except ValueError as exc:
         raise SettingsError(str(exc)) from exc
+    try:
+        clustering = ClusteringSettings(
+            tables=values["FRESHNESS_CLUSTERING_TABLES"],
+            min_files=values["FRESHNESS_CLUSTERING_MIN_FILES"],
+            small_file_bytes=values["FRESHNESS_CLUSTERING_SMALL_FILE_MB"] * MIB,
+            target_file_bytes=values["FRESHNESS_CLUSTERING_TARGET_FILE_MB"] * MIB,
+            max_span_s=values["FRESHNESS_CLUSTERING_MAX_SPAN_S"],
+            tick_s=values["FRESHNESS_CLUSTERING_TICK_S"],
+        )
+    except ValueError as exc:
+        raise SettingsError(
+            "FRESHNESS_CLUSTERING_TARGET_FILE_MB="
+            f"{values['FRESHNESS_CLUSTERING_TARGET_FILE_MB']} is not accepted: expected at "
+            f"least FRESHNESS_CLUSTERING_SMALL_FILE_MB ({exc})"
+        ) from exc
     s3 = S3Settings(
         endpoint=values["FRESHNESS_S3_ENDPOINT"],
         region=values["FRESHNESS_S3_REGION"],
@@ -561,6 +611,7 @@ def load_settings(
         spark_service_bind=values["FRESHNESS_SPARK_SERVICE_BIND"],
         scheduler=scheduler,
         staleness_target=staleness_target,
+        clustering=clustering,
         faults_dir=values["FRESHNESS_FAULTS_DIR"],
         source=values["FRESHNESS_SOURCE"],
         kafka=kafka,
