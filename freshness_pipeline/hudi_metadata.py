@@ -61,6 +61,8 @@ _COMPLETED = re.compile(r"^(\d{17})(?:_(\d{17}))?\.(commit|replacecommit|deltaco
 _COMPLETED_ACTIONS = ("commit", "replacecommit", "deltacommit")
 # A clustering not yet completed: Hudi 1.x names it `clustering`, table version 6 a
 # pending `replacecommit` (which an insert_overwrite also is; our tables have none).
+# A completed clean of timeline layout 2 (the only layout naming its completion time).
+_COMPLETED_CLEAN = re.compile(r"^(\d{17})_(\d{17})\.clean$")
 _PENDING_CLUSTERING = re.compile(r"^(\d{17})\.(clustering|replacecommit)\.(requested|inflight)$")
 
 # Where a commit's arrival range came from, strongest first (see the module docstring).
@@ -152,6 +154,16 @@ def arrival_regressions(ranges: list[tuple[str, ArrivalRange]]) -> list[ArrivalR
             found.append(ArrivalRegression(instant, span.low, reached))
         reached = span.high if reached is None else max(reached, span.high)
     return found
+
+
+@dataclass(frozen=True)
+class InstantTiming:
+    """A commit's way through the timeline, as epoch micros of the writer's clock."""
+
+    requested_us: int
+    inflight_us: int | None  # None: the inflight file is gone (archived) or never written
+    completed_us: int
+    clean_us: tuple[int, int] | None  # (started, completed) of the first clean after it
 
 
 @dataclass(frozen=True)
@@ -474,6 +486,35 @@ class HudiTableMetadata:
     def completion_us(self, commit: Commit) -> int:
         """When a commit completed, as epoch micros."""
         return instant_to_us(commit.completion, self._local_zone and self._layout_v2)
+
+    def instant_timing(self, commit: Commit) -> InstantTiming:
+        """When a commit was requested, went inflight and completed, and the clean that
+        followed it, from the timeline: the requested time is the instant itself, the
+        inflight time the inflight file's modification time (the writer creates it after
+        tagging every incoming record with its file group: the index lookup), the
+        completion time the completed file's (issue 18: where a run's time goes)."""
+        zone = self._local_zone and self._layout_v2
+        inflight_us = None
+        names = self._timeline_names()  # lists the folder once, with modification times
+        for name in (f"{commit.instant}.inflight", f"{commit.instant}.{commit.action}.inflight"):
+            mtime_ns = self._mtimes.get(name)
+            if mtime_ns is not None:
+                inflight_us = mtime_ns // 1000
+                break
+        completed_us = self.completion_us(commit)
+        clean = None
+        for name in names:
+            match = _COMPLETED_CLEAN.match(name)
+            if match and instant_to_us(match.group(1), zone) >= completed_us:
+                started, done = (instant_to_us(g, zone) for g in match.groups())
+                if clean is None or started < clean[0]:
+                    clean = (started, done)
+        return InstantTiming(
+            requested_us=instant_to_us(commit.instant, zone),
+            inflight_us=inflight_us,
+            completed_us=completed_us,
+            clean_us=clean,
+        )
 
     def commits(self) -> list[Commit]:
         """Completed commits and replacecommits still on the active timeline, in

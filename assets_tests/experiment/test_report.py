@@ -166,3 +166,41 @@ def test_peers_are_reported_beside_pmb_with_runs_and_refreshes_apart(tmp_path: P
     assert "- `dagster_eager`: dagster_eager note." in text
     # without a peer in the experiment the section is left out
     assert peer_rows(runs[:1], {"pmb": stats["pmb"]}) == []
+
+
+def test_phases_are_summarized_per_job_over_successful_runs(tmp_path: Path):
+    from freshness_pipeline.experiment.report import phase_rows
+
+    run_dir = tmp_path / "seed1" / "pmb"
+    run_dir.mkdir(parents=True)
+    runs = [
+        {  # a sensor run: one asset's metadata
+            "status": "SUCCESS",
+            "tags": {"freshness/asset": "trade_aggr"},
+            "metadata": {"phase_read_s": 1.0, "phase_index_lookup_s": 4.0, "duration_s": 7},
+        },
+        {
+            "status": "SUCCESS",
+            "tags": {"freshness/asset": "trade_aggr"},
+            "metadata": {"phase_read_s": 3.0, "phase_index_lookup_s": 6.0, "phase_clean_s": 2.0},
+        },
+        {  # a failed run's phases are not a run's cost
+            "status": "FAILURE",
+            "tags": {"freshness/asset": "trade_aggr"},
+            "metadata": {"phase_read_s": 100.0},
+        },
+        {  # a peer's run of two assets
+            "status": "SUCCESS",
+            "metadata_by_asset": {
+                "price_aggr": {"phase_read_s": 0.5},
+                "market_features": {"duration_s": 3.0},  # recorded before the phases
+            },
+        },
+    ]
+    (run_dir / "runs.json").write_text(json.dumps(runs))
+    rows = phase_rows([{"variant": "pmb", "dir": run_dir}])
+    assert rows[0] == "| job | runs | read | index_lookup | clean |"
+    assert "| trade_aggr | 2 | 2.00 | 5.00 | 2.00 |" in rows
+    assert "| price_aggr | 1 | 0.50 | - | - |" in rows
+    assert not any("market_features" in row for row in rows)
+    assert phase_rows([]) == ["No run recorded its phases."]

@@ -21,7 +21,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from freshness_pipeline.jobs.catalog import JOBS
-from freshness_pipeline.run_plan import RunPlan
+from freshness_pipeline.run_phases import PHASES, from_metadata, median_phases
+from freshness_pipeline.run_plan import ASSET_TAG, RunPlan
 from freshness_pipeline.timefmt import iso
 
 S = 1_000_000
@@ -328,6 +329,18 @@ def comparison_rows(
     return lines
 
 
+PHASES_TEXT = (
+    "Each materialization records its phases (`phase_<name>_s`, run_phases.py): queue "
+    "wait (run queue: K and the writer pools), launch (run process, code, resources), plan "
+    "(run config against Hudi metadata), session (Spark), read (input deltas), transform "
+    "(the job's SQL), then the Hudi write: write_prepare (until the commit is requested), "
+    "index_lookup (requested to inflight: every record tagged with its file group), "
+    "write_files (inflight to completed: files rewritten, commit under the lock) and "
+    "after_commit (clean and archive until the write returns; `clean` is the timeline's "
+    "clean when one ran). A phase a run lacks is left out of its median, not counted as 0."
+)
+
+
 def run_cost_rows(runs: list[dict], variants: list[str]) -> list[str]:
     """What one run costs under these conditions: the bound on every table's staleness.
     Runs in flight when the window closed finish (the stop drains them): they count as
@@ -364,6 +377,35 @@ def run_cost_rows(runs: list[dict], variants: list[str]) -> list[str]:
             f"| {variant} | {launched} | {succeeded} | {failed} | {late} | {wait} | "
             f"{took} | {rate} |"
         )
+    return lines
+
+
+def phase_rows(runs: list[dict]) -> list[str]:
+    """Per job, the median of each phase over its successful runs in every variant
+    (run_phases.py; runs recorded before the phases existed have none)."""
+    by_job: dict[str, list[dict[str, float]]] = {}
+    for run in runs:
+        for r in _runs(run["dir"]):
+            if r["status"] != "SUCCESS":
+                continue
+            metadata = r.get("metadata_by_asset") or {}
+            if not metadata and r.get("metadata"):
+                metadata = {str(r.get("tags", {}).get(ASSET_TAG, "")): r["metadata"]}
+            for job, meta in metadata.items():
+                phases = from_metadata(meta)
+                if job in JOBS and phases:
+                    by_job.setdefault(job, []).append(phases)
+    if not by_job:
+        return ["No run recorded its phases."]
+    medians = {job: median_phases(by_job[job]) for job in JOBS if job in by_job}
+    names = [n for n in (*PHASES, "write", "clean") if any(n in m for m in medians.values())]
+    lines = [
+        "| job | runs | " + " | ".join(names) + " |",
+        "|---|---|" + "---|" * len(names),
+    ]
+    for job, found in medians.items():
+        cells = [f"{found[n]:.2f}" if n in found else "-" for n in names]
+        lines.append(f"| {job} | {len(by_job[job])} | " + " | ".join(cells) + " |")
     return lines
 
 
@@ -631,6 +673,12 @@ def detail_rows(runs: list[dict], order: list[str], stats: dict, plans: dict) ->
         RUN_COST_TEXT,
         "",
         *run_cost_rows(runs, order),
+        "",
+        "### Where a run's time goes (median seconds per phase, successful runs)",
+        "",
+        PHASES_TEXT,
+        "",
+        *phase_rows(runs),
         "",
         "## Summed staleness over time (figure 4.3)",
         "",
