@@ -1,0 +1,101 @@
+"""The product in a real browser, no Spark: Dagster's webserver over the project's
+definitions (fresh SQLite DAGSTER_HOME) in headless Chromium. The asset graph draws every
+asset and every edge the definitions declare, and each job asset's page shows its column
+schema, its column lineage table and its freshness policy. Screenshots go to the session's
+`ui-screenshots` folder (its path is printed); docs/img holds a few of them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import dagster as dg
+import pytest
+
+from assets_tests.ui.browser import Page, UiCheckFailed
+from assets_tests.ui.dagster_pages import (
+    AssetPageExpectation,
+    check_asset_graph,
+    check_asset_page,
+    freshness_policy_sentences,
+    markdown_table_rows,
+)
+from freshness_pipeline.definitions import build_definitions
+from freshness_pipeline.jobs.catalog import JOBS
+from freshness_pipeline.settings import Settings
+
+pytestmark = pytest.mark.ui
+
+
+def _seconds(window) -> float:
+    return window.days * 86400 + window.seconds + window.microseconds / 1e6
+
+
+@pytest.fixture(scope="module")
+def definitions(ui_settings: Settings) -> dg.Definitions:
+    """The definitions the webserver's code server loads (same settings)."""
+    return build_definitions(ui_settings)
+
+
+def definitions_graph(defs: dg.Definitions) -> tuple[set[str], set[tuple[str, str]]]:
+    """Every asset and (upstream, downstream) edge, as the definitions declare them."""
+    graph = defs.resolve_asset_graph()
+    keys = graph.get_all_asset_keys()
+    assets = {k.to_user_string() for k in keys}
+    edges = {
+        (parent.to_user_string(), key.to_user_string())
+        for key in keys
+        for parent in graph.get(key).parent_keys
+    }
+    return assets, edges
+
+
+def asset_page_expectation(defs: dg.Definitions, asset: str) -> AssetPageExpectation:
+    """What the asset's page must show, read off its definition."""
+    specs = {s.key: s for s in defs.resolve_all_asset_specs()}
+    spec = specs[dg.AssetKey(asset)]
+    schema = spec.metadata["dagster/column_schema"]
+    policy = spec.freshness_policy
+    assert isinstance(policy, dg.FreshnessPolicy), f"{asset} has no freshness policy"
+    warn = _seconds(policy.warn_window) if policy.warn_window else None
+    return AssetPageExpectation(
+        asset=asset,
+        columns=tuple((c.name, c.type, c.description) for c in schema.columns),
+        lineage_rows=tuple(markdown_table_rows(spec.description or "")),
+        policy=tuple(freshness_policy_sentences(_seconds(policy.fail_window), warn)),
+    )
+
+
+def test_asset_graph_shows_every_asset_and_edge(
+    page: Page, definitions: dg.Definitions, shots_dir: Path
+):
+    assets, edges = definitions_graph(definitions)
+    assert set(JOBS) <= assets and {"price_raw", "trade_raw"} <= assets
+    assert len(edges) >= len(JOBS)  # every job reads at least one table
+    shot = check_asset_graph(page, assets, edges)
+    print(f"asset graph: {shot}")
+
+
+@pytest.mark.parametrize("asset", list(JOBS))
+def test_asset_page_shows_schema_lineage_and_freshness_policy(
+    page: Page, definitions: dg.Definitions, asset: str
+):
+    expected = asset_page_expectation(definitions, asset)
+    assert expected.columns and expected.lineage_rows, f"{asset}: nothing to look for"
+    assert expected.policy[0].startswith("Fails if more than 10 minutes")  # UI_SETTINGS
+    shot = check_asset_page(page, expected)
+    print(f"{asset} page: {shot}")
+
+
+def test_a_graph_check_that_does_not_find_an_edge_names_it_and_saves_a_screenshot(
+    page: Page, definitions: dg.Definitions
+):
+    assets, edges = definitions_graph(definitions)
+    absent = ("company_master", "price_aggr")  # no such dependency
+    assert absent not in edges
+    with pytest.raises(UiCheckFailed) as failure:
+        check_asset_graph(page, assets, edges | {absent}, timeout_s=10)
+    message = str(failure.value)
+    assert "edges not drawn: company_master -> price_aggr" in message
+    shot = Path(message.rsplit("screenshot: ", 1)[1])
+    assert shot.name == "FAILED-asset-graph.png" and shot.stat().st_size > 10_000
+    shot.rename(shot.with_name("EXPECTED-FAILURE-asset-graph.png"))  # not a real failure
