@@ -159,7 +159,11 @@ test: setup
 	$(VENV)/bin/pytest
 
 test-fast: setup
-	$(VENV)/bin/pytest -m 'not spark'
+	$(VENV)/bin/pytest -m 'not spark and not ui'
+
+# The browser tests that need no Spark: the webserver over the definitions in headless Chromium.
+test-ui: setup
+	$(VENV)/bin/pytest -m 'ui and not spark'
 
 lint: setup
 	$(VENV)/bin/ruff check freshness_pipeline assets_tests

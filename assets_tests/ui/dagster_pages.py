@@ -19,6 +19,9 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+from dagster import DagsterInstance
+from dagster._core.definitions.run_request import InstigatorType
+
 from assets_tests.ui.browser import PAGE_TIMEOUT_S, Page, normalized
 
 # workspace.yaml loads one python_module; Dagster names the code location after it.
@@ -263,6 +266,15 @@ def check_asset_page(page: Page, expected: AssetPageExpectation) -> Path:
 
 
 # --- live pages: the sensor's ticks, a run, staleness -----------------------------------------
+
+
+def sensor_ticks(instance: DagsterInstance, name: str) -> list:
+    """The sensor's ticks, newest first."""
+    ticks = []
+    for state in instance.all_instigator_state(instigator_type=InstigatorType.SENSOR):
+        if state.name == name:
+            ticks += instance.get_ticks(state.instigator_origin_id, state.selector_id, limit=50)
+    return sorted(ticks, key=lambda t: t.timestamp, reverse=True)
 
 
 def check_sensor_ticks(

@@ -17,7 +17,6 @@ from pathlib import Path
 
 import dagster as dg
 import pytest
-from dagster._core.definitions.run_request import InstigatorType
 
 from assets_tests.conftest import short_stack_config
 from assets_tests.ui.browser import Page
@@ -26,6 +25,7 @@ from assets_tests.ui.dagster_pages import (
     check_sensor_ticks,
     check_staleness_metadata,
     job_decision_line,
+    sensor_ticks,
 )
 from assets_tests.ui.webserver import code_locations_loaded, prepare_dagster_home
 from freshness_pipeline.jobs.catalog import JOBS
@@ -38,15 +38,6 @@ SENSOR_NAME = "freshness_sensor"
 STALENESS_ASSET = "price_aggr"  # first in line: the most materializations soonest
 PLOTTED = ("staleness_s", "staleness_before_s")  # numbers the asset page plots
 LIVE_TIMEOUT_S = 480  # 2 cores: Spark service, ingestion and Dagster start first
-
-
-def sensor_ticks(instance: dg.DagsterInstance, name: str) -> list:
-    """The sensor's ticks, newest first."""
-    ticks = []
-    for state in instance.all_instigator_state(instigator_type=InstigatorType.SENSOR):
-        if state.name == name:
-            ticks += instance.get_ticks(state.instigator_origin_id, state.selector_id, limit=50)
-    return sorted(ticks, key=lambda t: t.timestamp, reverse=True)
 
 
 def sensor_materializations(instance: dg.DagsterInstance, asset: str) -> list:
