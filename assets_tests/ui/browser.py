@@ -25,6 +25,7 @@ from typing import Any, TypeVar
 from selenium import webdriver
 from selenium.common.exceptions import TimeoutException, WebDriverException
 from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.remote.webelement import WebElement
 from selenium.webdriver.support.ui import WebDriverWait
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -162,19 +163,41 @@ class Page:
         )
         return self.text()
 
-    def click_text(self, label: str, name: str, timeout_s: float = PAGE_TIMEOUT_S) -> None:
-        """Clicks the first visible button or link whose text is exactly `label`."""
-        find = """
+    def _clickable(self, label: str) -> WebElement | None:
+        """The first visible button, link or tab whose text is exactly `label`."""
+        return self.script(
+            """
             const label = arguments[0];
             const hits = [...document.querySelectorAll('button, a, [role="tab"]')]
               .filter(e => e.innerText && e.innerText.trim() === label && e.offsetParent);
             return hits.length ? hits[0] : null;
-        """
+            """,
+            label,
+        )
+
+    def _click(self, element: WebElement) -> None:
+        self.script("arguments[0].scrollIntoView({block: 'center'});", element)
+        element.click()
+
+    def click_text(self, label: str, name: str, timeout_s: float = PAGE_TIMEOUT_S) -> None:
+        """Clicks the first visible button or link whose text is exactly `label`, waiting
+        for it to appear."""
         element = self.wait_until(
-            lambda: self.script(find, label),
+            lambda: self._clickable(label),
             lambda: f"no button or link {label!r} to click",
             name,
             timeout_s,
         )
-        self.script("arguments[0].scrollIntoView({block: 'center'});", element)
-        element.click()
+        self._click(element)
+
+    def click_text_if_shown(self, label: str, within_s: float = 5.0) -> bool:
+        """Clicks `label` if the page shows it within `within_s` (an optional fold, which
+        the UI adds once it has measured what it folds); False if it never shows."""
+        try:
+            element = WebDriverWait(self.driver, within_s, poll_frequency=POLL_S).until(
+                lambda _driver: self._clickable(label)
+            )
+        except TimeoutException:
+            return False
+        self._click(element)
+        return True
