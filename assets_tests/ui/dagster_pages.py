@@ -279,27 +279,38 @@ def sensor_ticks(instance: DagsterInstance, name: str) -> list:
     return sorted(ticks, key=lambda t: t.timestamp, reverse=True)
 
 
+# The tick history's row (a `tr`) holding one of the given summaries, and its "View logs".
+TICK_LOGS_BUTTON_SCRIPT = """
+const wanted = arguments[0];
+for (const row of document.querySelectorAll('tr')) {
+  const text = (row.innerText || '').replace(/\\s+/g, ' ');
+  if (!wanted.some(w => text.includes(w))) continue;
+  const button = [...row.querySelectorAll('button')]
+    .find(b => (b.innerText || '').trim() === 'View logs');
+  if (button) return button;
+}
+return null;
+"""
+
+
 def check_sensor_ticks(
     page: Page, sensor: str, cursors: Sequence[str], job_lines: Sequence[re.Pattern[str]]
 ) -> Path:
     """The sensor page's tick history has a row with one of `cursors` (the one-line
-    summaries of the instance's own ticks, e.g. one that launched runs), and the newest
-    tick's logs give every job's decision in words (each of `job_lines` matches)."""
+    summaries of the instance's own ticks, e.g. ones that launched runs), and that tick's
+    logs give every job's decision in words (each of `job_lines` matches)."""
     name = f"sensor-{sensor}"
     page.open(sensor_path(sensor), f"the page of sensor {sensor}")
     wanted = [normalized(c) for c in cursors]
-
-    def tick_row_shown() -> bool:
-        rows = [row for row in rendered_rows(page) if "View logs" in row]
-        return any(c in cell for row in rows for cell in row for c in wanted)
-
-    page.wait_until(
-        tick_row_shown,
+    # That tick's own logs (a finished tick's: the newest may still be running).
+    logs_button = page.wait_until(
+        lambda: page.script(TICK_LOGS_BUTTON_SCRIPT, wanted),
         lambda: f"no tick row with any of the ticks' summaries (cursor) {wanted[:3]}",
         name,
     )
     shot = page.screenshot(name)
-    page.click_text("View logs", name)  # the newest tick's
+    page.script("arguments[0].scrollIntoView({block: 'center'});", logs_button)
+    logs_button.click()
     missing: list[str] = []
 
     def every_job_worded() -> bool:
