@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+import dagster as dg
 from dagster import DagsterInstance
 from dagster._core.definitions.run_request import InstigatorType
 
@@ -40,6 +41,43 @@ def sensor_path(sensor: str) -> str:
 
 def run_path(run_id: str) -> str:
     return f"/runs/{run_id}"
+
+
+# --- what the definitions declare ------------------------------------------------------
+
+
+def _seconds(window: Any) -> float:
+    """A freshness policy window (Dagster's SerializableTimeDelta) in seconds."""
+    return window.days * 86400 + window.seconds + window.microseconds / 1e6
+
+
+def definitions_graph(defs: dg.Definitions) -> tuple[set[str], set[tuple[str, str]]]:
+    """Every asset and (upstream, downstream) edge, as the definitions declare them."""
+    graph = defs.resolve_asset_graph()
+    keys = graph.get_all_asset_keys()
+    assets = {k.to_user_string() for k in keys}
+    edges = {
+        (parent.to_user_string(), key.to_user_string())
+        for key in keys
+        for parent in graph.get(key).parent_keys
+    }
+    return assets, edges
+
+
+def asset_page_expectation(defs: dg.Definitions, asset: str) -> AssetPageExpectation:
+    """What the asset's page must show, read off its definition."""
+    specs = {s.key: s for s in defs.resolve_all_asset_specs()}
+    spec = specs[dg.AssetKey(asset)]
+    schema = spec.metadata["dagster/column_schema"]
+    policy = spec.freshness_policy
+    assert isinstance(policy, dg.FreshnessPolicy), f"{asset} has no freshness policy"
+    warn = _seconds(policy.warn_window) if policy.warn_window else None
+    return AssetPageExpectation(
+        asset=asset,
+        columns=tuple((c.name, c.type, c.description) for c in schema.columns),
+        lineage_rows=tuple(markdown_table_rows(spec.description or "")),
+        policy=tuple(freshness_policy_sentences(_seconds(policy.fail_window), warn)),
+    )
 
 
 # --- the asset graph --------------------------------------------------------------------

@@ -15,13 +15,12 @@ import pytest
 
 from assets_tests.ui.browser import Page, UiCheckFailed
 from assets_tests.ui.dagster_pages import (
-    AssetPageExpectation,
+    asset_page_expectation,
     check_asset_graph,
     check_asset_page,
     check_sensor_ticks,
-    freshness_policy_sentences,
+    definitions_graph,
     job_decision_line,
-    markdown_table_rows,
     sensor_ticks,
 )
 from assets_tests.ui.webserver import WORKSPACE, DagsterWebserver
@@ -32,43 +31,10 @@ from freshness_pipeline.settings import Settings
 pytestmark = pytest.mark.ui
 
 
-def _seconds(window) -> float:
-    return window.days * 86400 + window.seconds + window.microseconds / 1e6
-
-
 @pytest.fixture(scope="module")
 def definitions(ui_settings: Settings) -> dg.Definitions:
     """The definitions the webserver's code server loads (same settings)."""
     return build_definitions(ui_settings)
-
-
-def definitions_graph(defs: dg.Definitions) -> tuple[set[str], set[tuple[str, str]]]:
-    """Every asset and (upstream, downstream) edge, as the definitions declare them."""
-    graph = defs.resolve_asset_graph()
-    keys = graph.get_all_asset_keys()
-    assets = {k.to_user_string() for k in keys}
-    edges = {
-        (parent.to_user_string(), key.to_user_string())
-        for key in keys
-        for parent in graph.get(key).parent_keys
-    }
-    return assets, edges
-
-
-def asset_page_expectation(defs: dg.Definitions, asset: str) -> AssetPageExpectation:
-    """What the asset's page must show, read off its definition."""
-    specs = {s.key: s for s in defs.resolve_all_asset_specs()}
-    spec = specs[dg.AssetKey(asset)]
-    schema = spec.metadata["dagster/column_schema"]
-    policy = spec.freshness_policy
-    assert isinstance(policy, dg.FreshnessPolicy), f"{asset} has no freshness policy"
-    warn = _seconds(policy.warn_window) if policy.warn_window else None
-    return AssetPageExpectation(
-        asset=asset,
-        columns=tuple((c.name, c.type, c.description) for c in schema.columns),
-        lineage_rows=tuple(markdown_table_rows(spec.description or "")),
-        policy=tuple(freshness_policy_sentences(_seconds(policy.fail_window), warn)),
-    )
 
 
 def test_asset_graph_shows_every_asset_and_edge(

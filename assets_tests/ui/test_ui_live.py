@@ -5,7 +5,8 @@ lakehouse and DAGSTER_HOME, and headless Chromium on its webserver while it runs
   every job's decision in words (launch or waits, and why);
 - a run the sensor launched shows its decision tags (asset, policy, cutoff as UTC time,
   `n of m files`, launched_by);
-- a job asset's page lists its staleness metadata and plots it over materializations.
+- a job asset's page lists its staleness metadata and plots it over materializations;
+- the asset graph of the running pipeline draws every asset and edge, as defined.
 Every expectation comes from the instance (its ticks, runs and materializations).
 Screenshots go to the session's `ui-screenshots` folder."""
 
@@ -21,15 +22,19 @@ import pytest
 from assets_tests.conftest import short_stack_config
 from assets_tests.ui.browser import Page
 from assets_tests.ui.dagster_pages import (
+    check_asset_graph,
     check_run_page,
     check_sensor_ticks,
     check_staleness_metadata,
+    definitions_graph,
     job_decision_line,
     sensor_ticks,
 )
 from assets_tests.ui.webserver import code_locations_loaded, prepare_dagster_home
+from freshness_pipeline.definitions import build_definitions
 from freshness_pipeline.jobs.catalog import JOBS
 from freshness_pipeline.run_plan import ASSET_TAG, LAUNCHED_BY_TAG, SENSOR, VISIBLE_TAGS
+from freshness_pipeline.settings import load_settings
 from freshness_pipeline.spark_service import free_port
 from freshness_pipeline.stack import Stack
 
@@ -129,5 +134,8 @@ def test_live_run_in_the_browser(
             assert tags["freshness/cutoff"].endswith("UTC"), tags
             print(f"run page: {check_run_page(page, run.run_id, tags)}")
             print(f"staleness: {check_staleness_metadata(page, STALENESS_ASSET, PLOTTED)}")
+            # 4. The graph of the running pipeline (materialized assets), as defined.
+            assets, edges = definitions_graph(build_definitions(load_settings()))
+            print(f"asset graph: {check_asset_graph(page, assets, edges)}")
     finally:
         stack.stop()
