@@ -39,7 +39,7 @@ export DAGSTER_HOME ?= $(abspath .dagster_home)
 .PHONY: setup demo demo-kafka test test-fast lint format bench-ingest bench-kafka-ingest bench-growth bench-tick \
 	bench-tick-real bench-overhead bench-memory bench-lineage experiment experiment-long tune-interval \
 	simulate chaos soak \
-	clean-data postgres demo-cluster
+	clean-data postgres chromium demo-cluster test-ui
 
 # Reproducible install: requirements.lock pins every Python package (transitive, with
 # hashes) for CPython 3.11 on linux x86_64; setup installs exactly that, then the project
@@ -135,8 +135,17 @@ postgres:
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql; \
 	fi
 
+# Debian's Chromium and its ChromeDriver for the browser tests (assets_tests/ui); installed
+# only when either binary is missing. Never a test tool's own browser download.
+chromium:
+	@if [ -x /usr/bin/chromium ] && [ -x /usr/bin/chromedriver ]; then \
+	  echo "Chromium present: $$(/usr/bin/chromium --version 2>/dev/null)"; \
+	else \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver; \
+	fi
+
 setup: $(VENV)/.installed $(HUDI_JAR) $(CONNECT_JAR) $(GUARD_JAR) $(LAUNCHER_JAR) s3-deps \
-	$(DAGSTER_HOME)/dagster.yaml $(KAFKA_STAMP) postgres
+	$(DAGSTER_HOME)/dagster.yaml $(KAFKA_STAMP) postgres chromium
 
 demo: setup
 	$(VENV)/bin/freshness demo
@@ -150,7 +159,11 @@ test: setup
 	$(VENV)/bin/pytest
 
 test-fast: setup
-	$(VENV)/bin/pytest -m 'not spark'
+	$(VENV)/bin/pytest -m 'not spark and not ui'
+
+# The browser tests that need no Spark: the webserver over the definitions in headless Chromium.
+test-ui: setup
+	$(VENV)/bin/pytest -m 'ui and not spark'
 
 lint: setup
 	$(VENV)/bin/ruff check freshness_pipeline assets_tests
