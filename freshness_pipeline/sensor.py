@@ -149,6 +149,7 @@ def job_state(
         t_done = None
     watermarks = []
     pending: list[PendingInput] = []
+    committed: list[int] = []  # when each pending file's rows began to land
     for table in spec.inputs:
         try:
             meta = hudi_meta.table(table)
@@ -166,9 +167,19 @@ def job_state(
             else:
                 tmin, tmax = p.pending_min_us, p.pending_max_us
             pending.append(PendingInput(p.uri, p.slice.size_bytes, tmin, tmax))
+            if p.pending_since_us is not None:
+                committed.append(p.pending_since_us)
             if arrival_sources is not None:
                 arrival_sources.add(p.arrival_source)
-    return JobState(spec.name, t_done, min(watermarks), tuple(pending), cost.model, running)
+    return JobState(
+        spec.name,
+        t_done,
+        min(watermarks),
+        tuple(pending),
+        cost.model,
+        running,
+        pending_since_us=min(committed, default=None),
+    )
 
 
 def run_request(
@@ -254,7 +265,9 @@ def plan_tick(
     if get_policy(settings.policy).uses_downstream:
         states = [replace(s, downstream=downstream_of(s.job, t_dones)) for s in states]
     clustering = sum(active_clustering_runs(instance).values())
-    result = plan(states, settings.k, now_us, settings.policy, settings.seed, clustering)
+    result = plan(
+        states, settings.k, now_us, settings.policy, settings.seed, clustering, settings.max_wait_s
+    )
     requests = [
         run_request(c, t_dones[c.job], fitted[c.job], attempts[c.job], tuple(sources[c.job]))
         for c in result.launches
