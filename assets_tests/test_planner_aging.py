@@ -161,7 +161,7 @@ def test_aging_changes_nothing_when_nobody_waits_past_the_bound(since, max_wait_
     jobs = published_tick(None if since is None else at(since))
     now = at("22:42:30")
     published: Plan = plan(jobs, k=k, now_us=now)
-    with_aging = plan(jobs, k=k, now_us=now, max_wait_s=max_wait_s)
+    with_aging = plan(jobs, k=k, now_us=now, max_wait_s=max_wait_s, first_runs_first=True)
     assert with_aging == published
     assert not any(c.aged for c in with_aging.ranked)
     if k == 3:
@@ -206,15 +206,20 @@ def test_how_long_a_job_has_waited(state, now, expected):
 
 
 def test_a_first_materialization_takes_the_next_slot():
-    """A table that was never materialized counts as stale since the start and holds its
-    children back: it goes ahead of eta's order at once, and the launch says so."""
+    """With `first_runs_first`, a table that was never materialized goes ahead of eta's
+    order at once (every table exists within a few runs of the start), and says so."""
     now = T0 + 100 * S
     busy = [job(n, now - 100 * S, now, running=True) for n in UPSTREAM[:2]]
     rival = job("market_features", now - 100 * S, now, last_refresh_us=now - 5 * S)
     child = job(DOWNSTREAM, None, now - 90 * S, SLOW, pending_since_us=now - 20 * S)
     assert [c.job for c in plan([*busy, rival, child], 3, now).launches] == ["market_features"]
-    aged = plan([*busy, rival, child], 3, now, max_wait_s=120)
+    # The bound alone leaves it to eta: it has waited only 20 s.
+    bound_only = plan([*busy, rival, child], 3, now, max_wait_s=120)
+    assert [c.job for c in bound_only.launches] == ["market_features"]
+    aged = plan([*busy, rival, child], 3, now, max_wait_s=120, first_runs_first=True)
     assert [c.job for c in aged.launches] == [DOWNSTREAM]
+    alone = plan([*busy, rival, child], 3, now, first_runs_first=True)
+    assert alone.launches == aged.launches
     assert aged.launches[0].aged == "first materialization, waited 20 s"
     # The rival, left waiting, says how long it has waited (not past the bound).
     report = describe_tick(aged, {}, StalenessTarget(), ["market_features", DOWNSTREAM])

@@ -84,6 +84,9 @@ def test_the_staleness_target_and_its_warn_window():
 def test_the_aging_bound_is_seconds_or_off(value, bound):
     environ = {} if value is None else {"FRESHNESS_MAX_WAIT_S": value}
     assert load_settings(environ).scheduler.max_wait_s == bound
+    assert load_settings(environ).scheduler.first_runs_first is True
+    off = load_settings({**environ, "FRESHNESS_FIRST_RUNS_FIRST": "false"})
+    assert off.scheduler.first_runs_first is False
 
 
 def test_cli_flags_override_the_environment():

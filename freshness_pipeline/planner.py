@@ -10,8 +10,9 @@ For each runnable job j (pending input, not running):
 keep the u with the largest eta; launch the K - |running| jobs with the largest eta.
 
 Bounded waits (beyond the thesis; issue 18 item 5): with `max_wait_s` set, a runnable job
-that has waited longer than the bound, or whose table has never been materialized, is
-ranked ahead of the policy's order (`age`); the rest keep it. See `age` for why.
+that has waited longer than the bound (with `first_runs_first`, also one whose table has
+never been materialized) is ranked ahead of the policy's order (`age`); the rest keep it.
+See `age` for why.
 
 Variants for the experiment (issue 5):
 - `pmb_pipeline` (beyond the thesis): G also counts the downstream staleness a run
@@ -439,11 +440,15 @@ def waited_s(state: JobState, now_us: int) -> float:
 
 
 def age(
-    ranked: Sequence[JobChoice], jobs: Sequence[JobState], max_wait_s: float
+    ranked: Sequence[JobChoice],
+    jobs: Sequence[JobState],
+    max_wait_s: float | None,
+    first_runs_first: bool = False,
 ) -> list[JobChoice]:
-    """The policy's ranking with aging: jobs whose table has never been materialized, and
-    jobs that have waited longer than `max_wait_s`, first (longest wait first, equal waits
-    in the policy's order), each with its reason in `aged`; the rest in the policy's order.
+    """The policy's ranking with aging: the jobs that have waited longer than `max_wait_s`
+    (and, with `first_runs_first`, the jobs whose table has never been materialized) first,
+    longest wait first (equal waits in the policy's order), each with its reason in `aged`;
+    the rest in the policy's order.
 
     Why (METHOD 3): PMB ranks by eta = G / E, staleness removed per second of compute, and
     G is capped at the inputs' watermark (5.3). An upstream job's cap is a raw table's,
@@ -455,6 +460,8 @@ def age(
     which the one-tick greedy rate never sees. Aging bounds the wait: a job past the bound
     takes the next free slot unless one has waited longer, so it waits at most about the
     bound plus the time for a slot to free (a run), plus a slot per longer-waiting job.
+    The wait counts from when the job's pending work appeared (`waited_s`), so a child
+    whose parent has only just committed is not aged for the time it had nothing to do.
 
     Why aging and not a reserved slot: a slot kept for starving jobs idles on every tick
     when none starves, which costs throughput, hence P, all the time; aging changes nothing
@@ -462,24 +469,24 @@ def age(
     costs one slot-turn given to a lower eta. Under overload, when every job waits past the
     bound, the order becomes longest-wait-first: round robin, which never starves.
 
-    Why a first materialization goes first at once: the sampler counts a table without a
-    watermark as stale since the start (its S grows from the first second, the G PMB
-    sees counts only from its oldest pending arrival), and its children cannot run at all
-    (their cap is undefined), so its real benefit exceeds its eta; and it happens once per
-    table, so it cannot cost P in the steady state.
+    `first_runs_first` (for the demo: every table exists within minutes) is not free in P:
+    a table without a watermark counts as stale since the start, but its first run removes
+    only what its inputs hold (G = u - its oldest pending arrival, small while its parent
+    has barely started), so where a run costs minutes eta rightly puts it last; forcing it
+    first costs P there (docs/BENCHMARKS.md, "Aging": about 5 % on a machine whose runs
+    take 3 minutes, nothing measurable on the calibrated one). It happens once per table.
     """
-    if max_wait_s <= 0:
+    if max_wait_s is not None and max_wait_s <= 0:
         raise ValueError(f"max_wait_s must be positive, got {max_wait_s}")
     by_job = {state.job: state for state in jobs}
     aged: list[JobChoice] = []
     rest: list[JobChoice] = []
     for choice in ranked:
-        state = by_job[choice.job]
-        if state.t_done_us is None:
-            reason = f"first materialization, waited {choice.waited_s:.0f} s"
-            aged.append(replace(choice, aged=reason))
-        elif choice.waited_s > max_wait_s:
+        if max_wait_s is not None and choice.waited_s > max_wait_s:
             reason = f"waited {choice.waited_s:.0f} s, past the {max_wait_s:g} s bound"
+            aged.append(replace(choice, aged=reason))
+        elif first_runs_first and by_job[choice.job].t_done_us is None:
+            reason = f"first materialization, waited {choice.waited_s:.0f} s"
             aged.append(replace(choice, aged=reason))
         else:
             rest.append(choice)
@@ -495,10 +502,12 @@ def plan(
     seed: int = 0,
     other_runs: int = 0,
     max_wait_s: float | None = None,
+    first_runs_first: bool = False,
 ) -> Plan:
     """Chooses which jobs to launch now and what each processes. `other_runs`: queued or
     running runs that are not jobs (clustering) but take run-queue slots all the same.
-    `max_wait_s`: the aging bound (`age`); None: the policy's order alone, as published."""
+    `max_wait_s`, `first_runs_first`: aging (`age`); None and False: the policy's order
+    alone, as published."""
     rules = get_policy(policy)
     if k < 1:
         raise ValueError(f"K must be at least 1, got {k}")
@@ -517,9 +526,9 @@ def plan(
         else:
             skipped.append(outcome)
     ranked = rules.rank(choices, jobs, now_us, seed)
-    if max_wait_s is not None:
+    if max_wait_s is not None or first_runs_first:
         by_policy = {c.job for c in ranked[:free]}
-        ranked = age(ranked, jobs, max_wait_s)
+        ranked = age(ranked, jobs, max_wait_s, first_runs_first)
         # A launch says "aging" only if it took a slot the policy's order gave another job;
         # an aged job still waiting keeps its reason (it is first in line for a slot).
         ranked = [

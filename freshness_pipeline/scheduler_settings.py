@@ -40,6 +40,9 @@ class SchedulerSettings:
     interval_s: int = DEFAULT_INTERVAL_S  # the `interval` automation's period
     # The aging bound in seconds (planner.age); None: no aging, the policy's order alone.
     max_wait_s: int | None = DEFAULT_MAX_WAIT_S
+    # A never-materialized job takes the next free slot (planner.age): every table exists
+    # within a few runs of the start, at a cost in P where runs are slow.
+    first_runs_first: bool = True
 
     def __post_init__(self) -> None:
         if self.policy not in POLICIES:

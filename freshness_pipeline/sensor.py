@@ -266,7 +266,14 @@ def plan_tick(
         states = [replace(s, downstream=downstream_of(s.job, t_dones)) for s in states]
     clustering = sum(active_clustering_runs(instance).values())
     result = plan(
-        states, settings.k, now_us, settings.policy, settings.seed, clustering, settings.max_wait_s
+        states,
+        settings.k,
+        now_us,
+        settings.policy,
+        settings.seed,
+        clustering,
+        settings.max_wait_s,
+        settings.first_runs_first,
     )
     requests = [
         run_request(c, t_dones[c.job], fitted[c.job], attempts[c.job], tuple(sources[c.job]))

@@ -286,10 +286,15 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("FRESHNESS_SEED", "0", "seed of the `random` policy", "an integer", int),
     Setting("FRESHNESS_MAX_WAIT_S", str(DEFAULT_MAX_WAIT_S),
             "aging: a runnable job that has waited longer than this many seconds (since its "
-            "pending input committed or its last run, whichever is later), or whose table "
-            "was never materialized, takes the next free slot ahead of the policy's order; "
-            "`off`: the policy's order alone (the published method)",
+            "pending input committed or its last run, whichever is later) takes the next "
+            "free slot ahead of the policy's order; `off`: the policy's order alone (the "
+            "published method)",
             "an integer of at least 1, or off", _seconds_or_off),
+    Setting("FRESHNESS_FIRST_RUNS_FIRST", "true",
+            "a runnable job whose table was never materialized takes the next free slot "
+            "ahead of the policy's order (every table exists within a few runs of the "
+            "start; costs P where runs take minutes: docs/BENCHMARKS.md, Aging)",
+            "true or false", _bool),
     Setting("FRESHNESS_STALENESS_TARGET_S", "300",
             "how stale (now minus the newest arrival a table reflects, METHOD 1) a derived "
             "table may get: each asset's Dagster freshness policy fails past it, and the "
@@ -545,6 +550,7 @@ def load_settings(
             automation=values["FRESHNESS_AUTOMATION"],
             interval_s=values["FRESHNESS_INTERVAL_S"],
             max_wait_s=values["FRESHNESS_MAX_WAIT_S"],
+            first_runs_first=values["FRESHNESS_FIRST_RUNS_FIRST"],
         )
         staleness_target = StalenessTarget(
             fail_s=values["FRESHNESS_STALENESS_TARGET_S"],

@@ -74,6 +74,7 @@ class Conditions:
     k: int = 3
     tick_s: float = 5.0
     max_wait_s: float | None = None  # the planner's aging bound (planner.age); None: off
+    first_runs_first: bool = False  # planner.age: a never-materialized job goes first
 
     def __post_init__(self) -> None:
         positive = ("duration_s", "rate_eps", "commit_interval_s", "capacity", "tick_s")
@@ -329,7 +330,15 @@ def _tick(
         )
     if get_policy(policy).uses_downstream:
         states = [replace(s, downstream=downstream_of(s.job, t_dones)) for s in states]
-    result = plan(states, cond.k, now_us, policy, seed, max_wait_s=cond.max_wait_s)
+    result = plan(
+        states,
+        cond.k,
+        now_us,
+        policy,
+        seed,
+        max_wait_s=cond.max_wait_s,
+        first_runs_first=cond.first_runs_first,
+    )
     if waits is not None:
         for choice in result.ranked:
             waits.max_wait_s[choice.job] = max(
