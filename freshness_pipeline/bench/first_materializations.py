@@ -5,6 +5,7 @@ Reads a Dagster instance (the demo's DAGSTER_HOME) and prints one line per job a
 verdict. Start the demo on clean data so the instance holds only its runs:
 
     make clean-data && make demo          # leave it running 5 minutes, then Ctrl-C
+    make first-materializations SINCE="<the demo's start, UTC>"   # or, by hand:
     DAGSTER_HOME=$PWD/.dagster_home .venv/bin/python -m \\
         freshness_pipeline.bench.first_materializations --since "<the demo's start, UTC>"
 
