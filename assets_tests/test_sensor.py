@@ -15,6 +15,7 @@ from freshness_pipeline.run_plan import PLAN_FIELD, RunPlan
 from freshness_pipeline.scheduler_settings import DEFAULT_K, SchedulerSettings
 from freshness_pipeline.sensor import (
     ASSET_TAG,
+    aging_words,
     build_sensor,
     evaluate_tick,
     staleness_observations,
@@ -361,3 +362,18 @@ def test_the_sensor_records_staleness_on_its_first_tick():
     recorded = {e.asset_key.to_user_string(): e.metadata for e in first.asset_events}
     assert sorted(recorded) == ["price_aggr", "trade_aggr"]
     assert recorded["trade_aggr"]["staleness_state"].value == "fail"  # a 2023 watermark
+
+
+@pytest.mark.parametrize(
+    ("max_wait_s", "first", "words"),
+    [
+        (120, True, "aging: a job waiting over 120 s goes first, so does a first materialization"),
+        (None, True, "aging: a first run goes first"),
+        (300, False, "aging: a job waiting over 300 s goes first"),
+        (None, False, "no aging"),
+    ],
+)
+def test_the_sensor_says_its_aging_setting(max_wait_s, first, words):
+    settings = SchedulerSettings(max_wait_s=max_wait_s, first_runs_first=first)
+    assert aging_words(settings) == words
+    assert words in (build_sensor(settings).description or "")

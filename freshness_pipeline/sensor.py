@@ -338,6 +338,16 @@ def service_down(spark_remote: str | None) -> str | None:
     return f"waiting for the Spark service at {spark_remote}: not reachable (restarting?)"
 
 
+def aging_words(settings: SchedulerSettings) -> str:
+    """The sensor's aging setting in words, for its description."""
+    parts = []
+    if settings.max_wait_s is not None:
+        parts.append(f"a job waiting over {settings.max_wait_s} s goes first")
+    if settings.first_runs_first:
+        parts.append("so does a first materialization" if parts else "a first run goes first")
+    return "aging: " + ", ".join(parts) if parts else "no aging"
+
+
 def build_sensor(
     settings: SchedulerSettings | None = None,
     spark_remote: str | None = None,
@@ -356,7 +366,8 @@ def build_sensor(
         default_status=DefaultSensorStatus.RUNNING,
         description=(
             f"Launches the six jobs by {settings.policy} with K={settings.k}, "
-            f"tmin from {settings.tmin_mode} ranges, {settings.cost_mode} cost model; "
+            f"tmin from {settings.tmin_mode} ranges, {settings.cost_mode} cost model, "
+            f"{aging_words(settings)}; "
             f"{target.describe()}. Each tick's cursor is a one-line summary of its decision "
             f"(the sensor keeps no state); its logs give every job's reason."
         ),
