@@ -38,7 +38,7 @@ export DAGSTER_HOME ?= $(abspath .dagster_home)
 
 .PHONY: setup demo demo-kafka test test-fast lint format bench-ingest bench-kafka-ingest bench-growth bench-tick \
 	bench-tick-real bench-overhead bench-memory bench-lineage experiment experiment-long tune-interval \
-	simulate chaos soak \
+	simulate simulate-aging first-materializations chaos soak \
 	clean-data postgres chromium demo-cluster test-ui
 
 # Reproducible install: requirements.lock pins every Python package (transitive, with
@@ -225,6 +225,16 @@ soak: setup
 
 simulate: setup
 	$(VENV)/bin/python -m freshness_pipeline.experiment.simulate
+
+# Aging on the modelled machine: P, each job's longest wait, all six first materialized by
+# (docs/BENCHMARKS.md, "Aging").
+simulate-aging: setup
+	$(VENV)/bin/python -m freshness_pipeline.experiment.simulate_aging
+
+# After `make clean-data && make demo`: each table's first materialization after the start
+# (SINCE="2026-11-23T22:10:00", the demo's start in UTC; unset: its first run's launch).
+first-materializations:
+	$(VENV)/bin/python -m freshness_pipeline.bench.first_materializations $(if $(SINCE),--since "$(SINCE)")
 
 clean-data:
 	rm -rf .lakehouse $(DAGSTER_HOME)/storage $(DAGSTER_HOME)/history $(DAGSTER_HOME)/logs $(DAGSTER_HOME)/schedules

@@ -225,6 +225,10 @@ class PendingFile:
     footer_min_us: int | None = None  # whole-file footer statistics (published mode)
     footer_max_us: int | None = None
     arrival_source: str = SOURCE_KEYS  # the weakest source among its pending commits
+    # When its pending rows began to land: the completion of its oldest pending commit (a
+    # clustering that moved them counts from the commit that wrote them). None: unknown
+    # (only archived commits wrote it). The planner's aging counts a job's wait from it.
+    pending_since_us: int | None = None
 
     @property
     def approximate(self) -> bool:
@@ -840,6 +844,7 @@ class HudiTableMetadata:
                 (written[key] for key in ranges if key in written),
                 key=lambda s: (s.partition, s.file_id),
             )
+        completed_at = {c.instant: self.completion_us(c) for c in commits if not c.is_clustering}
         pending = []
         for fs in candidates:
             found = ranges.get((fs.partition, fs.file_id))
@@ -855,7 +860,10 @@ class HudiTableMetadata:
                 else (None, None)
             )
             weakest = max(found[3], key=ARRIVAL_SOURCES.index) if found[3] else SOURCE_KEYS
-            pending.append(PendingFile(fs, uri, found[0], found[1], found[2], *footer, weakest))
+            since = min((completed_at[i] for i in found[2] if i in completed_at), default=None)
+            pending.append(
+                PendingFile(fs, uri, found[0], found[1], found[2], *footer, weakest, since)
+            )
         return pending
 
     def _archived_range(

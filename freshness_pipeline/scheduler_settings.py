@@ -21,6 +21,11 @@ DEFAULT_INTERVAL_S = 30
 # Dagster's sensor daemon loops at most every 5 s (MIN_INTERVAL_LOOP_TIME in
 # dagster/_daemon/sensor.py), so a shorter interval would silently mean 5 s.
 MIN_TICK_S = 5
+# The aging bound (planner.age): a runnable job that has waited longer is ranked first.
+# Two minutes: on the demo's machine a run takes 60-190 s, so a job past the bound
+# still gets a slot (after at most about one more run) near the 300 s staleness target,
+# while a job that only waits out a run or two of its peers is left to eta's order.
+DEFAULT_MAX_WAIT_S = 120
 
 
 @dataclass(frozen=True)
@@ -33,6 +38,11 @@ class SchedulerSettings:
     seed: int = 0
     automation: str = "freshness_sensor"
     interval_s: int = DEFAULT_INTERVAL_S  # the `interval` automation's period
+    # The aging bound in seconds (planner.age); None: no aging, the policy's order alone.
+    max_wait_s: int | None = DEFAULT_MAX_WAIT_S
+    # A never-materialized job takes the next free slot (planner.age): every table exists
+    # within a few runs of the start, at a cost in P where runs are slow.
+    first_runs_first: bool = True
 
     def __post_init__(self) -> None:
         if self.policy not in POLICIES:
@@ -51,6 +61,10 @@ class SchedulerSettings:
         if self.automation not in AUTOMATIONS:
             raise ValueError(
                 f"FRESHNESS_AUTOMATION must be one of {AUTOMATIONS}, got {self.automation!r}"
+            )
+        if self.max_wait_s is not None and self.max_wait_s < 1:
+            raise ValueError(
+                f"FRESHNESS_MAX_WAIT_S must be at least 1 second or `off`, got {self.max_wait_s}"
             )
         if self.interval_s < MIN_TICK_S:
             raise ValueError(

@@ -149,6 +149,7 @@ def job_state(
         t_done = None
     watermarks = []
     pending: list[PendingInput] = []
+    committed: list[int] = []  # when each pending file's rows began to land
     for table in spec.inputs:
         try:
             meta = hudi_meta.table(table)
@@ -166,9 +167,19 @@ def job_state(
             else:
                 tmin, tmax = p.pending_min_us, p.pending_max_us
             pending.append(PendingInput(p.uri, p.slice.size_bytes, tmin, tmax))
+            if p.pending_since_us is not None:
+                committed.append(p.pending_since_us)
             if arrival_sources is not None:
                 arrival_sources.add(p.arrival_source)
-    return JobState(spec.name, t_done, min(watermarks), tuple(pending), cost.model, running)
+    return JobState(
+        spec.name,
+        t_done,
+        min(watermarks),
+        tuple(pending),
+        cost.model,
+        running,
+        pending_since_us=min(committed, default=None),
+    )
 
 
 def run_request(
@@ -254,7 +265,16 @@ def plan_tick(
     if get_policy(settings.policy).uses_downstream:
         states = [replace(s, downstream=downstream_of(s.job, t_dones)) for s in states]
     clustering = sum(active_clustering_runs(instance).values())
-    result = plan(states, settings.k, now_us, settings.policy, settings.seed, clustering)
+    result = plan(
+        states,
+        settings.k,
+        now_us,
+        settings.policy,
+        settings.seed,
+        clustering,
+        settings.max_wait_s,
+        settings.first_runs_first,
+    )
     requests = [
         run_request(c, t_dones[c.job], fitted[c.job], attempts[c.job], tuple(sources[c.job]))
         for c in result.launches
@@ -318,6 +338,16 @@ def service_down(spark_remote: str | None) -> str | None:
     return f"waiting for the Spark service at {spark_remote}: not reachable (restarting?)"
 
 
+def aging_words(settings: SchedulerSettings) -> str:
+    """The sensor's aging setting in words, for its description."""
+    parts = []
+    if settings.max_wait_s is not None:
+        parts.append(f"a job waiting over {settings.max_wait_s} s goes first")
+    if settings.first_runs_first:
+        parts.append("so does a first materialization" if parts else "a first run goes first")
+    return "aging: " + ", ".join(parts) if parts else "no aging"
+
+
 def build_sensor(
     settings: SchedulerSettings | None = None,
     spark_remote: str | None = None,
@@ -336,7 +366,8 @@ def build_sensor(
         default_status=DefaultSensorStatus.RUNNING,
         description=(
             f"Launches the six jobs by {settings.policy} with K={settings.k}, "
-            f"tmin from {settings.tmin_mode} ranges, {settings.cost_mode} cost model; "
+            f"tmin from {settings.tmin_mode} ranges, {settings.cost_mode} cost model, "
+            f"{aging_words(settings)}; "
             f"{target.describe()}. Each tick's cursor is a one-line summary of its decision "
             f"(the sensor keeps no state); its logs give every job's reason."
         ),

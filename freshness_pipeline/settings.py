@@ -27,6 +27,7 @@ from freshness_pipeline.planner import POLICIES
 from freshness_pipeline.scheduler_settings import (
     AUTOMATIONS,
     DEFAULT_INTERVAL_S,
+    DEFAULT_MAX_WAIT_S,
     MIN_TICK_S,
     TMIN_MODES,
     SchedulerSettings,
@@ -177,6 +178,16 @@ def _endpoint(text: str) -> str:
     return text.rstrip("/")
 
 
+def _seconds_or_off(text: str) -> int | None:
+    """`off` (None), or a whole number of seconds of at least 1."""
+    if text.strip().lower() == "off":
+        return None
+    number = int(text)
+    if number < 1:
+        raise ValueError("below 1")
+    return number
+
+
 def _fraction(text: str) -> float:
     number = float(text)
     if not 0 <= number < 1:
@@ -273,6 +284,17 @@ SETTINGS: tuple[Setting, ...] = (
             "`three_term`: E = a + b*bytes + c*files; `two_term`: the published a + b*bytes",
             " or ".join(COST_MODES), _choice(tuple(COST_MODES))),
     Setting("FRESHNESS_SEED", "0", "seed of the `random` policy", "an integer", int),
+    Setting("FRESHNESS_MAX_WAIT_S", str(DEFAULT_MAX_WAIT_S),
+            "aging: a runnable job that has waited longer than this many seconds (since its "
+            "pending input committed or its last run, whichever is later) takes the next "
+            "free slot ahead of the policy's order; `off`: the policy's order alone (the "
+            "published method)",
+            "an integer of at least 1, or off", _seconds_or_off),
+    Setting("FRESHNESS_FIRST_RUNS_FIRST", "true",
+            "a runnable job whose table was never materialized takes the next free slot "
+            "ahead of the policy's order (every table exists within a few runs of the "
+            "start; costs P where runs take minutes: docs/BENCHMARKS.md, Aging)",
+            "true or false", _bool),
     Setting("FRESHNESS_STALENESS_TARGET_S", "300",
             "how stale (now minus the newest arrival a table reflects, METHOD 1) a derived "
             "table may get: each asset's Dagster freshness policy fails past it, and the "
@@ -527,6 +549,8 @@ def load_settings(
             seed=values["FRESHNESS_SEED"],
             automation=values["FRESHNESS_AUTOMATION"],
             interval_s=values["FRESHNESS_INTERVAL_S"],
+            max_wait_s=values["FRESHNESS_MAX_WAIT_S"],
+            first_runs_first=values["FRESHNESS_FIRST_RUNS_FIRST"],
         )
         staleness_target = StalenessTarget(
             fail_s=values["FRESHNESS_STALENESS_TARGET_S"],

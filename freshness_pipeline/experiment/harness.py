@@ -86,6 +86,12 @@ POLICY_VARIANTS = {
         {"FRESHNESS_COST_MODE": "two_term"},
         "ablation: E = a + b*bytes (published) instead of a + b*bytes + c*files",
     ),
+    "pmb_no_aging": Variant(
+        "pmb_no_aging",
+        "pmb",
+        {"FRESHNESS_MAX_WAIT_S": "off", "FRESHNESS_FIRST_RUNS_FIRST": "false"},
+        "ablation: eta's order alone (published), no aging bound and no first runs first",
+    ),
     "pmb_pipeline": Variant(
         "pmb_pipeline",
         "pmb_pipeline",

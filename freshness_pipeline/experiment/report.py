@@ -221,6 +221,12 @@ COMPARISONS = (
         "subsets against all pending files",
     ),
     ("pmb_pipeline", "pmb", "benefit also counts the downstream staleness a run unlocks"),
+    (
+        "pmb_no_aging",
+        "pmb",
+        "eta's order alone (published) instead of with aging (a bound on every job's wait, "
+        "first runs first)",
+    ),
 )
 
 

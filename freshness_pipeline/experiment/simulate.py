@@ -73,6 +73,8 @@ class Conditions:
     work_jitter: float = 0.2  # sd of the log of a run's work factor (seeded noise)
     k: int = 3
     tick_s: float = 5.0
+    max_wait_s: float | None = None  # the planner's aging bound (planner.age); None: off
+    first_runs_first: bool = False  # planner.age: a never-materialized job goes first
 
     def __post_init__(self) -> None:
         positive = ("duration_s", "rate_eps", "commit_interval_s", "capacity", "tick_s")
@@ -85,6 +87,8 @@ class Conditions:
             raise ValueError("work_jitter must be >= 0")
         if self.burst_every < 0 or self.burst_factor <= 0:
             raise ValueError("burst_every must be >= 0 and burst_factor > 0")
+        if self.max_wait_s is not None and self.max_wait_s <= 0:
+            raise ValueError(f"max_wait_s must be positive or None, got {self.max_wait_s}")
 
 
 @dataclass
@@ -93,6 +97,7 @@ class _Commit:
     arrival_max_us: int
     groups: tuple[str, ...]
     added_bytes: int
+    landed_us: int | None = None  # when it committed (the planner's aging clock)
 
 
 @dataclass
@@ -124,6 +129,12 @@ class _Table:
                 self.generation[part] = gen
             groups[f"{part}.{gen}"] = added
         self.write(low_us, high_us, groups)
+
+    def pending_since(self, t_done_us: int | None) -> int | None:
+        """When the oldest commit a consumer at t_done has not consumed landed (the rule of
+        `HudiTableMetadata.pending_files`' `pending_since_us`)."""
+        floor = -1 if t_done_us is None else t_done_us
+        return next((c.landed_us for c in self.commits if c.arrival_max_us > floor), None)
 
     def added_between(self, floor_us: int, u_us: int) -> int:
         """Bytes the commits holding arrivals in (floor, u] added: a run's new input."""
@@ -177,6 +188,18 @@ class SimResult:
     runs: int
     subset_runs: int
     run_seconds_median: float | None
+    waits: WaitLog | None = None
+
+
+@dataclass
+class WaitLog:
+    """Per job: the longest it waited runnable without a slot (the planner's `waited_s`,
+    seen on every tick, so a job that never gets a slot shows its whole wait) and when it
+    was first launched and first committed (seconds into the window; absent: never)."""
+
+    max_wait_s: dict[str, float] = field(default_factory=dict)
+    first_launch_s: dict[str, float] = field(default_factory=dict)
+    first_commit_s: dict[str, float] = field(default_factory=dict)  # first materialization
 
 
 def _raw_commit_bytes(cond: Conditions, index: int) -> int:
@@ -197,6 +220,7 @@ def simulate(cond: Conditions, variant: str, seed: int = 1, dt_s: float = 0.1) -
     running: dict[str, _Run] = {}
     samples = []
     runs = subsets = 0
+    waits = WaitLog()
     raw_index = 0
     steps = int(round(cond.duration_s / dt_s))
     tick_every = max(1, int(round(cond.tick_s / dt_s)))
@@ -216,6 +240,7 @@ def simulate(cond: Conditions, variant: str, seed: int = 1, dt_s: float = 0.1) -
                     for i in range(cond.files_per_commit)
                 }
                 tables[table].write(low, high, files)
+                tables[table].commits[-1].landed_us = now_us
         # The machine: runs past their launch share `capacity`.
         working = [r for r in running.values() if r.work_at_s <= now_s]
         share = min(1.0, cond.capacity / len(working)) if working else 0.0
@@ -230,6 +255,8 @@ def simulate(cond: Conditions, variant: str, seed: int = 1, dt_s: float = 0.1) -
             tables[run.job].append(
                 run.inputs_low_us + 1, run.u_us, {f"p{i}": out for i in range(groups)}
             )
+            tables[run.job].commits[-1].landed_us = now_us
+            waits.first_commit_s.setdefault(run.job, now_s)
             history[run.job].append(RunSample(run.scan_bytes, run.files, now_s - run.work_at_s))
             last_refresh[run.job] = now_us
         if step % tick_every == 0:
@@ -244,6 +271,7 @@ def simulate(cond: Conditions, variant: str, seed: int = 1, dt_s: float = 0.1) -
                 history,
                 last_refresh,
                 running,
+                waits,
             )
             runs += runs_launched
             subsets += subsets_launched
@@ -253,7 +281,7 @@ def simulate(cond: Conditions, variant: str, seed: int = 1, dt_s: float = 0.1) -
     p, p0 = total_staleness(samples)
     seconds = [s.seconds for h in history.values() for s in h]
     return SimResult(
-        variant, seed, p, p0, runs, subsets, statistics.median(seconds) if seconds else None
+        variant, seed, p, p0, runs, subsets, statistics.median(seconds) if seconds else None, waits
     )
 
 
@@ -268,6 +296,7 @@ def _tick(
     history: dict[str, list[RunSample]],
     last_refresh: dict[str, int | None],
     running: dict[str, _Run],
+    waits: WaitLog | None = None,
 ) -> tuple[int, int]:
     """The sensor: one JobState per job, the planner's plan, the launches (how many, and
     how many took a subset)."""
@@ -285,6 +314,7 @@ def _tick(
             else tuple(p for t in spec.inputs for p in tables[t].pending(t, t_done))
         )
         model = fit_cost_model(history[spec.name], cost_mode).model
+        landed = [tables[t].pending_since(t_done) for t in spec.inputs] if pending else []
         states.append(
             JobState(
                 spec.name,
@@ -295,11 +325,27 @@ def _tick(
                 busy,
                 order=order,
                 last_refresh_us=last_refresh[spec.name],
+                pending_since_us=min((t for t in landed if t is not None), default=None),
             )
         )
     if get_policy(policy).uses_downstream:
         states = [replace(s, downstream=downstream_of(s.job, t_dones)) for s in states]
-    result = plan(states, cond.k, now_us, policy, seed)
+    result = plan(
+        states,
+        cond.k,
+        now_us,
+        policy,
+        seed,
+        max_wait_s=cond.max_wait_s,
+        first_runs_first=cond.first_runs_first,
+    )
+    if waits is not None:
+        for choice in result.ranked:
+            waits.max_wait_s[choice.job] = max(
+                waits.max_wait_s.get(choice.job, 0.0), choice.waited_s
+            )
+        for choice in result.launches:
+            waits.first_launch_s.setdefault(choice.job, now_s)
     subsets = 0
     for choice in result.launches:
         state = next(s for s in states if s.job == choice.job)
