@@ -51,6 +51,7 @@ def test_the_scenarios_vary_one_thing_each_from_the_published_conditions():
     assert rows[labels[2]] == replace(base, per_mib_s=1.2)
     assert rows[labels[3]] == replace(base, raw_layout=None)
     assert rows[labels[4]] == replace(base, capacity=1.0)
+    assert rows[labels[5]] == replace(base, raw_layout=pub.published_packing(None))
 
 
 def _commits(spec: PackedTable, seed: int = 1, n: int = 400, new: int = MIB):
@@ -81,6 +82,28 @@ def test_packing_replays_for_a_seed_and_differs_across_seeds():
     assert _commits(spec, 1) != _commits(spec, 2)
 
 
+def _runs_of_new_files(commits) -> list[int]:
+    runs, length = [], 0
+    for c in commits:
+        if c.carried or any(g.startswith("big") for g in c.written):
+            if length:
+                runs.append(length)
+            length = 0
+        else:
+            length += 1
+    return runs
+
+
+def test_packing_in_runs_keeps_the_share_and_groups_the_commits():
+    independent = _commits(PackedTable(0.5, 5, MIB, 2 * MIB), n=4000)
+    in_runs = _commits(PackedTable(0.5, 5, MIB, 2 * MIB, new_run_commits=8), n=4000)
+    for commits in (independent, in_runs):
+        packs = sum(1 for c in commits if next(iter(c.written)).startswith("big"))
+        assert 0.45 < packs / len(commits) < 0.55
+    assert 1.7 < sum(_runs_of_new_files(independent)) / len(_runs_of_new_files(independent)) < 2.3
+    assert 6.5 < sum(_runs_of_new_files(in_runs)) / len(_runs_of_new_files(in_runs)) < 9.5
+
+
 def test_pack_share_zero_writes_only_new_files_and_one_only_packs():
     never = _commits(PackedTable(0.0, 2, MIB, 2 * MIB), n=50)
     assert all(not c.carried and list(c.written) == [f"c{i}"] for i, c in enumerate(never, 1))
@@ -108,6 +131,7 @@ def test_a_packed_group_is_scanned_whole_but_pending_only_for_its_new_rows():
         {"pool_groups": 0},
         {"older_min_bytes": 2, "older_max_bytes": 1},
         {"older_min_bytes": -1},
+        {"new_run_commits": 0.5},
     ],
 )
 def test_bad_packing_is_refused(bad):

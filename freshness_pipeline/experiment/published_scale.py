@@ -20,11 +20,14 @@ What comes from METHOD 4, and what had to be assumed where it is silent, per par
   group. With probability `pack_share` that is an existing big group, rewritten whole
   (Hudi's small-file packing: the old rows are copied into the new file, so a reader
   scans them although they are not new); otherwise a new small file. In the published
-  decision, 8 of its ~18 commits wrote new files and the rest rewrote 5 big files of
-  29-68 MiB: trade_raw has a pool of 5 big groups of 29-68 MiB, pack share 0.5. For
-  price_raw METHOD gives only one tick: 21 pending files, 3,522 MiB. The same pack
-  share with 26 big groups of 150-450 MiB gives about that scan for the same number of
-  commits. A group that outgrows its range is closed and another opens (the pool stands
+  decision, 8 commits in a row wrote new files, then the next ~10 rewrote 5 big files of
+  29-68 MiB: trade_raw has a pool of 5 big groups of 29-68 MiB, pack share 0.5, and the
+  two kinds come in runs of 8 commits on average (a sensitivity row draws each commit
+  independently). For
+  price_raw METHOD gives less: price_aggr's subset runs had a mean full scan of 1,243 MiB
+  (about 24 runs in 3 h) and one tick held 21 files, 3,522 MiB. The same pack share with
+  5 big groups of 60-165 MiB gives full scans of about 1.2-1.8 GB at that spacing. A
+  group that outgrows its range is closed and another opens (the pool stands in
   for the table's older files that Hudi keeps packing; METHOD does not describe them).
 - Derived tables: Hudi's default small-file limit (100 MiB: a derived partition's young
   group is rewritten whole until it passes it), not the 2 MiB our runner sets. How many
@@ -93,12 +96,18 @@ DEFAULT_SEEDS = (1, 2, 3, 4, 5)
 @dataclass(frozen=True)
 class PackedTable:
     """One raw table's copy-on-write packing: the share of commits that rewrite one of
-    `pool_groups` big groups, whose older rows are `older_min_bytes`-`older_max_bytes`."""
+    `pool_groups` big groups, whose older rows are `older_min_bytes`-`older_max_bytes`.
+
+    `new_run_commits`: packing comes in runs. Commits that write new files follow each
+    other for this many commits on average, then packing ones for
+    `new_run_commits * pack_share / (1 - pack_share)` (so `pack_share` holds in the long
+    run); None draws each commit independently."""
 
     pack_share: float
     pool_groups: int
     older_min_bytes: int
     older_max_bytes: int
+    new_run_commits: float | None = None
 
     def __post_init__(self) -> None:
         if not 0 <= self.pack_share <= 1:
@@ -110,6 +119,16 @@ class PackedTable:
                 f"need 0 <= older_min_bytes <= older_max_bytes, got "
                 f"{self.older_min_bytes}, {self.older_max_bytes}"
             )
+        if self.new_run_commits is not None and self.new_run_commits < 1:
+            raise ValueError(f"new_run_commits must be >= 1, got {self.new_run_commits}")
+
+    def switch_probabilities(self) -> tuple[float, float]:
+        """(P(a new-file commit is followed by a packing one), P(the reverse))."""
+        p = self.pack_share
+        if self.new_run_commits is None or p in (0.0, 1.0):
+            return p, 1 - p  # independent commits
+        to_pack = 1 / self.new_run_commits
+        return to_pack, to_pack * (1 - p) / p
 
 
 @dataclass(frozen=True)
@@ -141,8 +160,16 @@ class CopyOnWritePacking(RawLayout):
             generation.append(0)
             written.append(False)
 
+        to_pack, to_new = spec.switch_probabilities()
+        packing: list[bool] = []  # the previous commit's mode, once there is one
+
         def commit(index: int, new_bytes: int) -> RawCommitFiles:
-            if rng.random() >= spec.pack_share:
+            draw = rng.random()
+            if not packing:
+                packing.append(draw < spec.pack_share)
+            else:
+                packing[0] = draw >= to_new if packing[0] else draw < to_pack
+            if not packing[0]:
                 return RawCommitFiles({f"c{index}": new_bytes + cond.file_overhead_bytes})
             slot = rng.randrange(spec.pool_groups)
             if sizes[slot] > spec.older_max_bytes:
@@ -161,11 +188,17 @@ class CopyOnWritePacking(RawLayout):
         return commit
 
 
-def published_packing() -> CopyOnWritePacking:
+# In the published decision, 8 commits in a row wrote new files before the packing ones.
+PUBLISHED_NEW_RUN_COMMITS = 8.0
+
+
+def published_packing(
+    new_run_commits: float | None = PUBLISHED_NEW_RUN_COMMITS,
+) -> CopyOnWritePacking:
     return CopyOnWritePacking(
         (
-            ("trade_raw", PackedTable(0.5, 5, int(29 * MIB), int(68 * MIB))),
-            ("price_raw", PackedTable(0.5, 5, int(60 * MIB), int(165 * MIB))),
+            ("trade_raw", PackedTable(0.5, 5, int(29 * MIB), int(68 * MIB), new_run_commits)),
+            ("price_raw", PackedTable(0.5, 5, int(60 * MIB), int(165 * MIB), new_run_commits)),
         )
     )
 
@@ -195,8 +228,9 @@ def published_conditions() -> Conditions:
 
 
 def scenarios() -> list[tuple[str, Conditions]]:
-    """The published conditions, then what changes if the machine or the planner's cost
-    is the published estimate, and without packing (the control)."""
+    """The published conditions, then one change each: the planner's cost or the machine
+    is the published estimate; no packing (the control); a shared cluster; packing
+    without runs."""
     base = published_conditions()
     estimate = CostModel(PUBLISHED_A_S, PUBLISHED_B_S_PER_MIB / MIB)
     return [
@@ -216,6 +250,10 @@ def scenarios() -> list[tuple[str, Conditions]]:
         (
             "published conditions on a shared cluster (three runs share one run's speed)",
             replace(base, capacity=1.0),
+        ),
+        (
+            "packing drawn per commit, not in runs; run-time machine; online fit",
+            replace(base, raw_layout=published_packing(None)),
         ),
     ]
 
@@ -343,15 +381,26 @@ def summary_markdown(results: Sequence[ScenarioOutcome]) -> str:
     return "\n".join(lines)
 
 
+def per_seed_markdown(results: Sequence[ScenarioOutcome]) -> str:
+    """Each seed's ratios: how far one run per policy (the published design) can move."""
+    lines = ["| scenario | ratio | " + " | ".join(f"seed {s}" for s in results[0].seeds) + " |"]
+    lines.append("|---|---|" + "---|" * len(results[0].seeds))
+    for res in results:
+        for to in ("random", "max_benefit"):
+            cells = " | ".join(f"{r:.3f}" for r in res.ratios("pmb", to))
+            lines.append(f"| {res.label} | pmb / {to} | {cells} |")
+    return "\n".join(lines)
+
+
 def decisions_markdown(res: ScenarioOutcome) -> str:
     """Per job, over all seeds: PMB's runs and subsets (with the scans), and how often
     PMB's rule would have cut the full set Max-Benefit launched."""
     pmb, mb = res.decisions["pmb"], res.decisions["max_benefit"]
     lines = [
         "| job | pmb runs | pmb subsets | full / chosen MiB (subset runs, mean) "
-        "| eta subset / full (mean) | next run full | pmb scan MiB (median) | mb runs "
-        "| mb launches pmb would cut |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| eta subset / full (mean) | next run full | pmb scan MiB (median) "
+        "| scanned GiB pmb / mb | mb runs | mb launches pmb would cut |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for job in JOBS:
         full, chosen = pmb.full_mib.get(job, []), pmb.chosen_mib.get(job, [])
@@ -362,7 +411,9 @@ def decisions_markdown(res: ScenarioOutcome) -> str:
         lines.append(
             f"| {job} | {pmb.runs.get(job, 0)} | {pmb.subsets.get(job, 0)} | {cut} | {gain} | "
             f"{pmb.subset_then_full.get(job, 0)} | "
-            f"{statistics.median(scans) if scans else 0:,.1f} | {mb.runs.get(job, 0)} | "
+            f"{statistics.median(scans) if scans else 0:,.1f} | "
+            f"{sum(scans) / 1024:,.0f} / {sum(mb.scan_mib.get(job, [])) / 1024:,.0f} | "
+            f"{mb.runs.get(job, 0)} | "
             f"{mb.pmb_would_subset.get(job, 0)} |"
         )
     return "\n".join(lines)
@@ -400,6 +451,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"# {label}: {results[-1].seconds:.0f} s", flush=True)
     print()
     print(summary_markdown(results))
+    print()
+    print(per_seed_markdown(results))
     for res in results:
         print(f"\nPMB's decisions, {res.label} (seeds {', '.join(map(str, seeds))}):\n")
         print(decisions_markdown(res))
