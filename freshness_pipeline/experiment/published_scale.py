@@ -23,12 +23,12 @@ What comes from METHOD 4, and what had to be assumed where it is silent, per par
   decision, 8 commits in a row wrote new files, then the next ~10 rewrote 5 big files of
   29-68 MiB: trade_raw has a pool of 5 big groups of 29-68 MiB, pack share 0.5, and the
   two kinds come in runs of 8 commits on average (a sensitivity row draws each commit
-  independently). For
-  price_raw METHOD gives less: price_aggr's subset runs had a mean full scan of 1,243 MiB
-  (about 24 runs in 3 h) and one tick held 21 files, 3,522 MiB. The same pack share with
-  5 big groups of 60-165 MiB gives full scans of about 1.2-1.8 GB at that spacing. A
-  group that outgrows its range is closed and another opens (the pool stands in
-  for the table's older files that Hudi keeps packing; METHOD does not describe them).
+  independently). For price_raw METHOD gives less: price_aggr's subset runs had a mean
+  full scan of 1,243 MiB (about 24 runs in 3 h), and one tick held 21 files, 3,522 MiB.
+  The same pack share with 5 big groups of 60-165 MiB gives a median price_aggr scan of
+  about 1.9 GB. A group that outgrows its range is closed and another opens (the pool
+  stands in for the table's older files that Hudi keeps packing, which METHOD does not
+  describe).
 - Derived tables: Hudi's default small-file limit (100 MiB: a derived partition's young
   group is rewritten whole until it passes it), not the 2 MiB our runner sets. How many
   bytes a job writes per new input byte is not published; `OUTPUT_RATIOS` are estimates
@@ -38,7 +38,7 @@ What comes from METHOD 4, and what had to be assumed where it is silent, per par
   other (capacity 3). A run does `184 s + b * MiB`. METHOD gives two things that do not
   agree: the trade_aggr estimate a = 183.6 s, b = 1.204 s/MiB, and "runs took 2 to 6
   minutes with inputs up to 2.5 GB", which bounds the real b by (360 - 184) s / 2,384 MiB
-  = 0.074 s/MiB. The rows below try both, and the estimate as the planner's belief.
+  = 0.074 s/MiB. `scenarios()` tries both, and the estimate as the planner's belief.
 - Tick 5 s, 5 s from launch to work, 5 s from the newest arrival to its raw commit,
   20 % run-time noise: the simulator's defaults, not published.
 """

@@ -10,7 +10,8 @@ and a modelled machine:
   simulated runs' own history, the sensor's pending-range semantics (METHOD 5.5), the
   pipeline-aware `downstream_of`, and P / P0 by `staleness.sample_tables`;
 - modelled: ingestion (a raw commit every `commit_interval_s` writing `files_per_commit`
-  new files, every `burst_every`-th commit `burst_factor` times larger), the machine (a
+  new files, every `burst_every`-th commit `burst_factor` times larger; or another
+  `RawLayout`, such as the copy-on-write packing of `published_scale.py`), the machine (a
   run's work is `fixed_s + per_mib_s * MiB + per_file_s * files` seconds, and the runs in
   flight share `capacity` runs' worth of speed, processor-sharing, after `launch_s` of
   queue and process start), and each job's commit (its new rows go to one young file
