@@ -124,15 +124,16 @@ def test_hand_materialize_beside_a_sensor_run(
         later = materialization_of(instance, runs[order[1]])
         earlier = materialization_of(instance, runs[order[0]])
         hand = materialization_of(instance, runs["hand"])
-    assert hand["spark"].value.startswith(f"shared Spark service {spark_service.url}")
-    assert "found running" in hand["spark"].value
-    # Where its time went, from its own marks and the commit's on the Hudi timeline.
-    phases = {k: v.value for k, v in hand.items() if k.startswith("phase_")}
-    for phase in ("launch", "plan", "session", "read", "transform", "index_lookup"):
-        assert phases[f"phase_{phase}_s"] >= 0, phases
-    assert phases["phase_write_files_s"] > 0, phases  # inflight to completed
-    write = sum(phases[f"phase_{p}_s"] for p in WRITE_PHASES)
-    assert write <= hand["duration_s"].value + 0.01, phases
+    if not sensor_first:  # first, the hand run has work (second, the sensor's may leave none)
+        assert hand["spark"].value.startswith(f"shared Spark service {spark_service.url}")
+        assert "found running" in hand["spark"].value
+        # Where its time went, from its own marks and the commit's on the Hudi timeline.
+        phases = {k: v.value for k, v in hand.items() if k.startswith("phase_")}
+        for phase in ("launch", "plan", "session", "read", "transform", "index_lookup"):
+            assert phases[f"phase_{phase}_s"] >= 0, phases
+        assert phases["phase_write_files_s"] > 0, phases  # inflight to completed
+        write = sum(phases[f"phase_{p}_s"] for p in WRITE_PHASES)
+        assert write <= hand["duration_s"].value + 0.01, phases
     # The later run planned from the watermark the earlier one committed.
     assert later["t_done_before"].value == earlier["t_done_after"].value
     if order[1] == "sensor":
