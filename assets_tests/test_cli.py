@@ -50,3 +50,25 @@ def test_the_stack_replays_exactly_the_stream_it_was_given(stream):
     the same stream, bursts included."""
     args = cli.build_parser().parse_args(["replay", *stream_args(stream)])
     assert cli._stream_config(args) == stream
+
+
+def test_an_unknown_variant_is_refused_naming_the_peers(capsys, monkeypatch):
+    from freshness_pipeline.experiment import harness
+
+    monkeypatch.setattr(harness, "run_experiment", lambda *a, **k: pytest.fail("ran"))
+    assert cli.main(["experiment", "--variants", "pmb,eager"]) == 2
+    err = capsys.readouterr().err
+    assert (
+        "unknown variant 'eager'" in err and "dagster_eager" in err and "interval_<seconds" in err
+    )
+
+
+def test_the_short_experiment_compares_pmb_with_the_peers():
+    assert cli.EXPERIMENT_MODES["short"]["variants"].split(",") == [
+        "pmb",
+        "max_benefit",
+        "random",
+        "dagster_eager",
+        "interval",
+    ]
+    assert {"dagster_eager", "interval"} <= set(cli.EXPERIMENT_MODES["long"]["variants"].split(","))

@@ -169,9 +169,12 @@ def test_pending_files_follow_the_commits_after_t_done(spark, probe_table):
             expected |= {r["file_id"] for r in rows if r["file_id"] in latest}
         pending = meta.pending_files(t_done, with_footer=True)
         assert {p.slice.file_id for p in pending} == expected
+        completed = {c.instant: meta.completion_us(c) for c in commits}
         for p in pending:
             assert t_done is None or p.pending_min_us > t_done
             assert p.pending_min_us <= p.pending_max_us
+            # the aging clock: when the oldest of its pending commits completed
+            assert p.pending_since_us == min(completed[i] for i in p.pending_commits)
     # partition a after t_done = 2500: only the last upsert is pending for it
     a_files = [p for p in meta.pending_files(BASE_US + 2500) if p.slice.partition == "a"]
     assert a_files and all(p.pending_min_us == BASE_US + 4000 for p in a_files)
@@ -215,6 +218,8 @@ def test_clustering_hands_pending_ranges_to_the_new_file_groups(spark, tmp_path)
     for p in pending:
         assert (p.pending_min_us, p.pending_max_us) == (BASE_US + 100, BASE_US + 119)
         assert after.commits()[-1].instant in p.pending_commits
+        # pending since the commit that wrote the rows, not the clustering that moved them
+        assert p.pending_since_us == after.completion_us(after.commits()[1])
         # the whole-file footer (published mode) also sees the consumed rows
         assert p.footer_min_us <= BASE_US + 19
     # nothing is pending for a consumer that has seen everything

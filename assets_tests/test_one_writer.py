@@ -27,10 +27,12 @@ from freshness_pipeline.jobs.runner import JobRunner
 from freshness_pipeline.resources import HudiMetadataResource
 from freshness_pipeline.scheduler_settings import SchedulerSettings
 from freshness_pipeline.sensor import evaluate_tick
+from freshness_pipeline.service_discovery import ServiceAnnouncement, announce
 from freshness_pipeline.settings import PROJECT_ROOT, Settings
 from freshness_pipeline.stream.feeder import StreamFeeder
 
 pytestmark = pytest.mark.spark
+WRITE_PHASES = ("write_prepare", "index_lookup", "write_files", "after_commit")
 JOB = "trade_aggr"
 
 
@@ -74,6 +76,13 @@ def test_hand_materialize_beside_a_sensor_run(
     shutil.copy(PROJECT_ROOT / "dagster.yaml", home / "dagster.yaml")
     env = child_env(lakehouse)
     env.update({"DAGSTER_HOME": str(home), "FRESHNESS_SPARK_REMOTE": spark_service.url})
+    # The hand run is typed the README's way, without FRESHNESS_SPARK_REMOTE: it finds the
+    # service the demo announced in DAGSTER_HOME instead of starting its own Spark.
+    hand_env = {k: v for k, v in env.items() if k != "FRESHNESS_SPARK_REMOTE"}
+    announce(
+        home,
+        ServiceAnnouncement(spark_service.url, spark_service.process.pid, lakehouse.lakehouse_root),
+    )
 
     with dg.DagsterInstance.from_config(str(home)) as instance:
         _, requests = evaluate_tick(
@@ -91,7 +100,11 @@ def test_hand_materialize_beside_a_sensor_run(
     for name in order:
         log = (tmp_path / f"{name}.log").open("wb")
         procs[name] = subprocess.Popen(
-            commands[name], env=env, cwd=PROJECT_ROOT, stdout=log, stderr=subprocess.STDOUT
+            commands[name],
+            env=hand_env if name == "hand" else env,
+            cwd=PROJECT_ROOT,
+            stdout=log,
+            stderr=subprocess.STDOUT,
         )
         time.sleep(4)  # the first one claims the pool slot first
     for name, proc in procs.items():
@@ -110,6 +123,17 @@ def test_hand_materialize_beside_a_sensor_run(
         assert pool_limits.get(writer_pool(JOB)) == 1
         later = materialization_of(instance, runs[order[1]])
         earlier = materialization_of(instance, runs[order[0]])
+        hand = materialization_of(instance, runs["hand"])
+    if not sensor_first:  # first, the hand run has work (second, the sensor's may leave none)
+        assert hand["spark"].value.startswith(f"shared Spark service {spark_service.url}")
+        assert "found running" in hand["spark"].value
+        # Where its time went, from its own marks and the commit's on the Hudi timeline.
+        phases = {k: v.value for k, v in hand.items() if k.startswith("phase_")}
+        for phase in ("launch", "plan", "session", "read", "transform", "index_lookup"):
+            assert phases[f"phase_{phase}_s"] >= 0, phases
+        assert phases["phase_write_files_s"] > 0, phases  # inflight to completed
+        write = sum(phases[f"phase_{p}_s"] for p in WRITE_PHASES)
+        assert write <= hand["duration_s"].value + 0.01, phases
     # The later run planned from the watermark the earlier one committed.
     assert later["t_done_before"].value == earlier["t_done_after"].value
     if order[1] == "sensor":

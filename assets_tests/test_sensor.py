@@ -15,6 +15,7 @@ from freshness_pipeline.run_plan import PLAN_FIELD, RunPlan
 from freshness_pipeline.scheduler_settings import DEFAULT_K, SchedulerSettings
 from freshness_pipeline.sensor import (
     ASSET_TAG,
+    aging_words,
     build_sensor,
     evaluate_tick,
     staleness_observations,
@@ -28,8 +29,9 @@ T0 = 1_700_000_000 * S
 
 
 class FakeTable:
-    def __init__(self, name, watermark, files=()):
+    def __init__(self, name, watermark, files=(), committed=None):
         self.name, self.watermark, self.files = name, watermark, list(files)
+        self.committed = committed  # per file: when its pending commit completed
 
     def watermark_us(self):
         return self.watermark
@@ -50,6 +52,7 @@ class FakeTable:
                     hi,
                     ("1",),
                     *footer,
+                    pending_since_us=None if self.committed is None else self.committed[i],
                 )
             )
         return out
@@ -133,6 +136,24 @@ def test_run_keys_are_idempotent_and_follow_the_state():
         _, moved = tick(lake, instance)
         keys = {r.tags[ASSET_TAG]: r.run_key for r in moved}
         assert keys["trade_aggr"] != {r.tags[ASSET_TAG]: r.run_key for r in first}["trade_aggr"]
+
+
+def test_a_jobs_wait_counts_from_its_oldest_pending_commit():
+    """The planner's aging clock: the completion of the oldest input commit a job has not
+    consumed, read from the pending files (a file without one leaves the arrival to it)."""
+    lake = raw_lake()
+    files = [(2 * 1024**2, T0 + i * 10 * S + 1, T0 + (i + 1) * 10 * S, T0) for i in range(6)]
+    committed = [T0 + (i + 1) * 10 * S + 2 * S for i in range(6)]
+    lake.add(FakeTable("trade_raw", T0 + 60 * S, files, committed))
+    with dg.instance_for_test() as instance:
+        result, _ = tick(lake, instance, k=1, max_wait_s=120)
+    waited = {c.job: c.waited_s for c in result.ranked}
+    # now = T0 + 61 s; trade_raw's oldest pending commit completed at T0 + 12 s
+    assert waited["trade_aggr"] == pytest.approx(49.0)
+    assert waited["price_aggr"] == pytest.approx(61.0, abs=1e-3)  # oldest arrival, T0 + 1 us
+    # Both never materialized, so both are aged: the longer wait ranks first.
+    assert [c.job for c in result.ranked[:2]] == ["price_aggr", "trade_aggr"]
+    assert all(c.aged.startswith("first materialization") for c in result.ranked[1:2])
 
 
 def test_slots_running_runs_and_k():
@@ -341,3 +362,18 @@ def test_the_sensor_records_staleness_on_its_first_tick():
     recorded = {e.asset_key.to_user_string(): e.metadata for e in first.asset_events}
     assert sorted(recorded) == ["price_aggr", "trade_aggr"]
     assert recorded["trade_aggr"]["staleness_state"].value == "fail"  # a 2023 watermark
+
+
+@pytest.mark.parametrize(
+    ("max_wait_s", "first", "words"),
+    [
+        (120, True, "aging: a job waiting over 120 s goes first, so does a first materialization"),
+        (None, True, "aging: a first run goes first"),
+        (300, False, "aging: a job waiting over 300 s goes first"),
+        (None, False, "no aging"),
+    ],
+)
+def test_the_sensor_says_its_aging_setting(max_wait_s, first, words):
+    settings = SchedulerSettings(max_wait_s=max_wait_s, first_runs_first=first)
+    assert aging_words(settings) == words
+    assert words in (build_sensor(settings).description or "")

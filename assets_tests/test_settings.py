@@ -53,6 +53,8 @@ def test_defaults_are_the_embedded_ones():
         ("FRESHNESS_STALENESS_TARGET_S", "30", "an integer of at least 60"),
         ("FRESHNESS_STALENESS_WARN_FRACTION", "1", "a number from 0 to below 1"),
         ("FRESHNESS_STALENESS_WARN_FRACTION", "half", "a number from 0 to below 1"),
+        ("FRESHNESS_MAX_WAIT_S", "0", "an integer of at least 1, or off"),
+        ("FRESHNESS_MAX_WAIT_S", "never", "an integer of at least 1, or off"),
     ],
 )
 def test_a_bad_value_names_the_variable_the_value_and_what_is_accepted(name, value, accepted):
@@ -76,6 +78,15 @@ def test_the_staleness_target_and_its_warn_window():
     message = str(caught.value)
     assert "FRESHNESS_STALENESS_WARN_FRACTION=0.5" in message
     assert "FRESHNESS_STALENESS_TARGET_S=60" in message and "under 60 s" in message
+
+
+@pytest.mark.parametrize(("value", "bound"), [(None, 120), ("300", 300), ("off", None)])
+def test_the_aging_bound_is_seconds_or_off(value, bound):
+    environ = {} if value is None else {"FRESHNESS_MAX_WAIT_S": value}
+    assert load_settings(environ).scheduler.max_wait_s == bound
+    assert load_settings(environ).scheduler.first_runs_first is True
+    off = load_settings({**environ, "FRESHNESS_FIRST_RUNS_FIRST": "false"})
+    assert off.scheduler.first_runs_first is False
 
 
 def test_cli_flags_override_the_environment():

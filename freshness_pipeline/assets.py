@@ -11,6 +11,7 @@ from dagster import (
     AssetExecutionContext,
     AssetKey,
     AssetsDefinition,
+    AutomationCondition,
     Config,
     Failure,
     FreshnessPolicy,
@@ -41,6 +42,7 @@ from freshness_pipeline.lineage import (
 )
 from freshness_pipeline.raw_sources import ASSET_GROUP, LAYER_TAG
 from freshness_pipeline.resources import HudiMetadataResource
+from freshness_pipeline.run_phases import as_metadata, dagster_phases
 from freshness_pipeline.run_plan import BY_HAND, PLAN_FIELD, SENSOR, RunPlan, hand_run_tags
 from freshness_pipeline.settings import load_settings
 from freshness_pipeline.spark import HudiSparkResource
@@ -199,6 +201,29 @@ def plan_metadata(
     return metadata
 
 
+def queue_marks(context: AssetExecutionContext) -> tuple[int, int | None, int | None]:
+    """When the run was created, enqueued and dequeued (epoch micros; None: it never went
+    through the run queue, as an in-process `dagster asset materialize`)."""
+    from dagster import DagsterEventType
+
+    instance, run_id = context.instance, context.run.run_id
+    record = instance.get_run_record_by_id(run_id)
+    created_us = int(record.create_timestamp.timestamp() * 1e6) if record else 0
+    marks: dict[DagsterEventType, int] = {}
+    events = instance.get_records_for_run(
+        run_id, of_type={DagsterEventType.RUN_ENQUEUED, DagsterEventType.RUN_DEQUEUED}
+    ).records
+    for event in events:
+        entry = event.event_log_entry
+        if entry.dagster_event is not None:
+            marks.setdefault(entry.dagster_event.event_type, int(entry.timestamp * 1e6))
+    return (
+        created_us,
+        marks.get(DagsterEventType.RUN_ENQUEUED),
+        marks.get(DagsterEventType.RUN_DEQUEUED),
+    )
+
+
 def report_metadata(report: RunReport, resolved: ResolvedRun) -> dict[str, object]:
     """What the run did; the cost model refits from bytes_read, files_read and duration_s."""
     return {
@@ -269,7 +294,13 @@ def column_lineage_parts(spec: JobSpec) -> tuple[str, dict[str, object]]:
         return f"Column lineage unavailable: {exc}", {}
 
 
-def build_asset(spec: JobSpec, target: StalenessTarget) -> AssetsDefinition:
+def build_asset(
+    spec: JobSpec,
+    target: StalenessTarget,
+    automation_condition: AutomationCondition | None = None,
+) -> AssetsDefinition:
+    """The job as an asset; `automation_condition` is set only when Dagster's declarative
+    automation launches the jobs (FRESHNESS_AUTOMATION=dagster_eager, automation.py)."""
     lineage_table, column_metadata = column_lineage_parts(spec)
 
     @asset(
@@ -288,6 +319,7 @@ def build_asset(spec: JobSpec, target: StalenessTarget) -> AssetsDefinition:
         # an in-process `dagster asset materialize` honours too) and waits while another
         # run of the asset holds it.
         pool=writer_pool(spec.name),
+        automation_condition=automation_condition,
         owners=["team:market-data"],
         tags={"freshness/job_kind": spec.kind, LAYER_TAG: spec.group_name},
         metadata={
@@ -310,6 +342,8 @@ def build_asset(spec: JobSpec, target: StalenessTarget) -> AssetsDefinition:
             resolved, stale = plan_run(spec, config, hudi_meta.table)
         except RunConfigError as exc:
             raise Failure(description=f"run config refused: {exc}") from exc
+        planned_us = int(time.time() * 1_000_000)
+        session_us = None
         for reason in stale:
             context.log.warning(f"{reason}; re-planned from the current watermark")
         planned = RunPlan.from_run(context.run)  # None: launched by hand, not by the sensor
@@ -326,7 +360,9 @@ def build_asset(spec: JobSpec, target: StalenessTarget) -> AssetsDefinition:
                 )
             for table in resolved.replanned_tables:
                 context.log.warning(f"a selected file group of {table} was replaced; re-planned")
-            runner = JobRunner(spark.spark_session, hudi_meta.lakehouse())
+            session = spark.spark_session
+            session_us = int(time.time() * 1_000_000)
+            runner = JobRunner(session, hudi_meta.lakehouse())
             resolved, report, lost = run_until_committed(
                 context, spec, config, resolved, runner, hudi_meta.table
             )
@@ -340,16 +376,28 @@ def build_asset(spec: JobSpec, target: StalenessTarget) -> AssetsDefinition:
         if report is None:
             context.log.info(f"nothing to do: {resolved.nothing_to_do}")
             return MaterializeResult(metadata={**metadata, "nothing_to_do": resolved.nothing_to_do})
+        phases = {
+            **dagster_phases(*queue_marks(context), started_us, planned_us, session_us),
+            **report.phases,
+        }
         return MaterializeResult(
-            metadata={**metadata, **report_metadata(report, resolved), "spark": spark.description}
+            metadata={
+                **metadata,
+                **report_metadata(report, resolved),
+                **as_metadata(phases),
+                "spark": spark.description,
+            }
         )
 
     return _job
 
 
-def build_job_assets(target: StalenessTarget | None = None) -> list[AssetsDefinition]:
+def build_job_assets(
+    target: StalenessTarget | None = None,
+    automation_condition: AutomationCondition | None = None,
+) -> list[AssetsDefinition]:
     target = target if target is not None else load_settings().staleness_target
-    return [build_asset(spec, target) for spec in JOBS.values()]
+    return [build_asset(spec, target, automation_condition) for spec in JOBS.values()]
 
 
 JOB_ASSETS = build_job_assets()

@@ -4,21 +4,44 @@ from __future__ import annotations
 
 from dagster import Definitions, in_process_executor
 
-from freshness_pipeline.assets import JOB_ASSETS
+from freshness_pipeline.assets import build_job_assets
+from freshness_pipeline.automation import get_automation
+from freshness_pipeline.clustering_sensor import build_clustering_sensor, clustering_jobs
 from freshness_pipeline.raw_sources import RAW_SOURCES
 from freshness_pipeline.resources import HudiMetadataResource
-from freshness_pipeline.sensor import build_sensor
+from freshness_pipeline.settings import Settings, load_settings
 from freshness_pipeline.spark import HudiSparkResource
 
-defs = Definitions(
-    assets=[*RAW_SOURCES, *JOB_ASSETS],
-    sensors=[build_sensor()],
-    # Every run materializes one asset, so the default multiprocess executor would only
-    # add a second Python process per run (start-up and code load again, seconds on 2
-    # cores) around a single step.
-    executor=in_process_executor,
-    resources={
-        "hudi_meta": HudiMetadataResource(),
-        "spark": HudiSparkResource(),
-    },
-)
+
+def build_definitions(settings: Settings | None = None) -> Definitions:
+    """The assets, resources, whatever launches the six jobs (FRESHNESS_AUTOMATION: our
+    freshness sensor, Dagster's eager automation or an interval; automation.py) and the
+    raw tables' clustering, which is table maintenance whoever launches the jobs
+    (FRESHNESS_CLUSTERING_TABLES=none: no clustering jobs and no clustering sensor)."""
+    settings = settings or load_settings()
+    automation = get_automation(settings.scheduler.automation).build(settings)
+    cluster_jobs = clustering_jobs(settings.clustering)
+    cluster_sensors = (
+        [build_clustering_sensor(cluster_jobs, settings.clustering)] if cluster_jobs else []
+    )
+    return Definitions(
+        assets=[
+            *RAW_SOURCES,
+            *build_job_assets(settings.staleness_target, automation.asset_condition),
+        ],
+        sensors=[*automation.sensors, *cluster_sensors],
+        schedules=list(automation.schedules),
+        jobs=[*automation.jobs, *cluster_jobs],
+        # Every sensor run materializes one asset, so the default multiprocess executor
+        # would only add a second Python process per run (start-up and code load again,
+        # seconds on 2 cores) around a single step; the peers' multi-asset runs execute
+        # their steps one after another in the run worker too.
+        executor=in_process_executor,
+        resources={
+            "hudi_meta": HudiMetadataResource(),
+            "spark": HudiSparkResource(),
+        },
+    )
+
+
+defs = build_definitions()

@@ -4,7 +4,9 @@ Off unless `FRESHNESS_FAULTS_DIR` is set. A file `<dir>/<asset>.fail_before_comm
 holding a count N makes the asset's next N runs fail after writing their data files and
 before their Hudi commit (the worst moment for a writer); each run takes one. The runs
 fail as a real fault would: Dagster marks them failed, nothing is committed, and the
-sensor must retry them.
+sensor must retry them. `<dir>/<table>.fail_in_clustering` (clustering_exec.FAULT_KIND)
+makes the table's next clustering runs fail after writing their files, before the
+replacecommit completes: the plan stays pending and the next run resumes it.
 """
 
 from __future__ import annotations

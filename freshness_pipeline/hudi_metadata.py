@@ -59,6 +59,11 @@ V = TypeVar("V")
 
 _COMPLETED = re.compile(r"^(\d{17})(?:_(\d{17}))?\.(commit|replacecommit|deltacommit)$")
 _COMPLETED_ACTIONS = ("commit", "replacecommit", "deltacommit")
+# A clustering not yet completed: Hudi 1.x names it `clustering`, table version 6 a
+# pending `replacecommit` (which an insert_overwrite also is; our tables have none).
+# A completed clean of timeline layout 2 (the only layout naming its completion time).
+_COMPLETED_CLEAN = re.compile(r"^(\d{17})_(\d{17})\.clean$")
+_PENDING_CLUSTERING = re.compile(r"^(\d{17})\.(clustering|replacecommit)\.(requested|inflight)$")
 
 # Where a commit's arrival range came from, strongest first (see the module docstring).
 SOURCE_KEYS = "freshness_keys"
@@ -152,6 +157,16 @@ def arrival_regressions(ranges: list[tuple[str, ArrivalRange]]) -> list[ArrivalR
 
 
 @dataclass(frozen=True)
+class InstantTiming:
+    """A commit's way through the timeline, as epoch micros of the writer's clock."""
+
+    requested_us: int
+    inflight_us: int | None  # None: the inflight file is gone (archived) or never written
+    completed_us: int
+    clean_us: tuple[int, int] | None  # (started, completed) of the first clean after it
+
+
+@dataclass(frozen=True)
 class Commit:
     """A completed commit, deltacommit or replacecommit, with what it wrote and its extra
     metadata."""
@@ -210,6 +225,10 @@ class PendingFile:
     footer_min_us: int | None = None  # whole-file footer statistics (published mode)
     footer_max_us: int | None = None
     arrival_source: str = SOURCE_KEYS  # the weakest source among its pending commits
+    # When its pending rows began to land: the completion of its oldest pending commit (a
+    # clustering that moved them counts from the commit that wrote them). None: unknown
+    # (only archived commits wrote it). The planner's aging counts a job's wait from it.
+    pending_since_us: int | None = None
 
     @property
     def approximate(self) -> bool:
@@ -472,6 +491,35 @@ class HudiTableMetadata:
         """When a commit completed, as epoch micros."""
         return instant_to_us(commit.completion, self._local_zone and self._layout_v2)
 
+    def instant_timing(self, commit: Commit) -> InstantTiming:
+        """When a commit was requested, went inflight and completed, and the clean that
+        followed it, from the timeline: the requested time is the instant itself, the
+        inflight time the inflight file's modification time (the writer creates it after
+        tagging every incoming record with its file group: the index lookup), the
+        completion time the completed file's (issue 18: where a run's time goes)."""
+        zone = self._local_zone and self._layout_v2
+        inflight_us = None
+        names = self._timeline_names()  # lists the folder once, with modification times
+        for name in (f"{commit.instant}.inflight", f"{commit.instant}.{commit.action}.inflight"):
+            mtime_ns = self._mtimes.get(name)
+            if mtime_ns is not None:
+                inflight_us = mtime_ns // 1000
+                break
+        completed_us = self.completion_us(commit)
+        clean = None
+        for name in names:
+            match = _COMPLETED_CLEAN.match(name)
+            if match and instant_to_us(match.group(1), zone) >= completed_us:
+                started, done = (instant_to_us(g, zone) for g in match.groups())
+                if clean is None or started < clean[0]:
+                    clean = (started, done)
+        return InstantTiming(
+            requested_us=instant_to_us(commit.instant, zone),
+            inflight_us=inflight_us,
+            completed_us=completed_us,
+            clean_us=clean,
+        )
+
     def commits(self) -> list[Commit]:
         """Completed commits and replacecommits still on the active timeline, in
         completion-time order."""
@@ -600,6 +648,34 @@ class HudiTableMetadata:
         except (FileNotFoundError, OSError):
             return False
         return any(info.type == pafs.FileType.File for info in infos)
+
+    def last_clustering(self) -> Commit | None:
+        """The newest completed clustering on the active timeline."""
+        return next((c for c in reversed(self.commits()) if c.is_clustering), None)
+
+    def pending_clustering(self, now_s: float | None = None) -> list[tuple[str, float | None]]:
+        """Clustering instants requested or inflight and not completed, oldest first, each
+        with the age of its heartbeat file in seconds (None: none; Hudi keeps one while a
+        writer executes the instant and drops it when the writer stops)."""
+        completed = self._completion_times()
+        pending = sorted(
+            {
+                match.group(1)
+                for name in self._timeline_names()
+                if (match := _PENDING_CLUSTERING.match(name)) and match.group(1) not in completed
+            }
+        )
+        if not pending:
+            return []
+        now_s = time.time() if now_s is None else now_s
+        found = []
+        for instant in pending:
+            info = self._fs.get_file_info(f"{self._root}/.hoodie/.heartbeat/{instant}")
+            age = None
+            if info.type == pafs.FileType.File and info.mtime_ns is not None:
+                age = max(0.0, now_s - info.mtime_ns / 1e9)
+            found.append((instant, age))
+        return found
 
     # --- file slices ----------------------------------------------------------------------
 
@@ -768,6 +844,7 @@ class HudiTableMetadata:
                 (written[key] for key in ranges if key in written),
                 key=lambda s: (s.partition, s.file_id),
             )
+        completed_at = {c.instant: self.completion_us(c) for c in commits if not c.is_clustering}
         pending = []
         for fs in candidates:
             found = ranges.get((fs.partition, fs.file_id))
@@ -783,7 +860,10 @@ class HudiTableMetadata:
                 else (None, None)
             )
             weakest = max(found[3], key=ARRIVAL_SOURCES.index) if found[3] else SOURCE_KEYS
-            pending.append(PendingFile(fs, uri, found[0], found[1], found[2], *footer, weakest))
+            since = min((completed_at[i] for i in found[2] if i in completed_at), default=None)
+            pending.append(
+                PendingFile(fs, uri, found[0], found[1], found[2], *footer, weakest, since)
+            )
         return pending
 
     def _archived_range(

@@ -33,6 +33,28 @@ RAW_LAYOUTS = {
 }
 
 
+# What every writer of a table sets alike, table services (clustering) included: a
+# clustering's own clean must keep as many file versions as the writers' cleans do.
+SHARED_OPTIONS = {
+    # The metadata table roughly doubles commit time on a 2-core machine and a local
+    # or HDFS listing is cheap; enable it per deployment for object stores. A clustering
+    # without it set would build one, then conflict with a concurrent writer.
+    "hoodie.metadata.enable": "false",
+    # Hudi sizes each file's footer bloom filter for 60,000 keys by default: 431 KB in
+    # every file, even a one-row file of a raw commit, and every reader (Spark, our
+    # footer cache, the index lookup) pays for it per file. A dynamic filter that
+    # starts at 1,000 keys is 5 KB and still grows with the file.
+    "hoodie.index.bloom.num_entries": "1000",
+    "hoodie.bloom.index.filter.type": "DYNAMIC_V0",
+    # Keep the file versions of the last 30 commits, so a planned file list stays
+    # readable while its run waits in the queue; older versions are cleaned.
+    "hoodie.clean.automatic": "true",
+    "hoodie.clean.commits.retained": "30",
+    "hoodie.keep.min.commits": "100",
+    "hoodie.keep.max.commits": "120",
+}
+
+
 def write_options(
     layout: TableLayout,
     operation: str,
@@ -47,24 +69,10 @@ def write_options(
         "hoodie.datasource.write.hive_style_partitioning": "false",
         "hoodie.table.timeline.timezone": "UTC",
         "hoodie.datasource.write.commitmeta.key.prefix": META_PREFIX,
-        # The metadata table roughly doubles commit time on a 2-core machine and a local
-        # or HDFS listing is cheap; enable it per deployment for object stores.
-        "hoodie.metadata.enable": "false",
-        # Hudi sizes each file's footer bloom filter for 60,000 keys by default: 431 KB in
-        # every file, even a one-row file of a raw commit, and every reader (Spark, our
-        # footer cache, the index lookup) pays for it per file. A dynamic filter that
-        # starts at 1,000 keys is 5 KB and still grows with the file.
-        "hoodie.index.bloom.num_entries": "1000",
-        "hoodie.bloom.index.filter.type": "DYNAMIC_V0",
+        **SHARED_OPTIONS,
         "hoodie.insert.shuffle.parallelism": str(parallelism),
         "hoodie.upsert.shuffle.parallelism": str(parallelism),
         "hoodie.bulkinsert.shuffle.parallelism": str(parallelism),
-        # Keep the file versions of the last 30 commits, so a planned file list stays
-        # readable while its run waits in the queue; older versions are cleaned.
-        "hoodie.clean.automatic": "true",
-        "hoodie.clean.commits.retained": "30",
-        "hoodie.keep.min.commits": "100",
-        "hoodie.keep.max.commits": "120",
     }
     if not layout.pack_small_files:
         options["hoodie.parquet.small.file.limit"] = "0"
@@ -105,8 +113,12 @@ STALE_PLAN_STRATEGY = "io.freshness.hudi.WatermarkConflictResolutionStrategy"
 STALE_PLAN_MARKER = "STALE_PLAN"
 
 
-def guarded_writer_options(lock_path: str | None = None) -> dict[str, str]:
-    """Optimistic concurrency with a lock provider, for every writer of a derived table.
+def concurrent_writer_options(lock_path: str | None = None, guard: bool = True) -> dict[str, str]:
+    """Optimistic concurrency with a lock provider, for every writer of a table that more
+    than one process writes: a derived table (its job runs, a clustering) and a raw table
+    (ingestion and its clustering). `guard` adds our stale-plan check (job runs); without
+    it Hudi's own file-level check decides (ingestion's inserts write new file groups only,
+    so they never conflict with a clustering of old ones).
 
     The provider takes the lock by creating a file, which must be atomic on its file
     system: Hudi refuses s3a for it. `lock_path` (lakehouse.Lakehouse.lock_path: one folder
@@ -120,14 +132,20 @@ def guarded_writer_options(lock_path: str | None = None) -> dict[str, str]:
         # The lock is held for a commit's last seconds; a holder killed with -9 must not
         # block the table for ever, so its lock file expires after a minute.
         "hoodie.write.lock.filesystem.expire": "1",
-        "hoodie.write.lock.conflict.resolution.strategy": STALE_PLAN_STRATEGY,
         # Required by optimistic concurrency: a failed write is rolled back by the cleaner
         # once its heartbeat has expired, not by the next writer (which may be concurrent).
         "hoodie.clean.failed.writes.policy": "LAZY",
     }
+    if guard:
+        options["hoodie.write.lock.conflict.resolution.strategy"] = STALE_PLAN_STRATEGY
     if lock_path is not None:
         # the scheme is explicit: a bare path would resolve against a cluster's fs.defaultFS
         options["hoodie.write.lock.filesystem.path"] = (
             lock_path if "://" in lock_path else f"file://{lock_path}"
         )
     return options
+
+
+def guarded_writer_options(lock_path: str | None = None) -> dict[str, str]:
+    """`concurrent_writer_options` with the stale-plan guard: every job run's commit."""
+    return concurrent_writer_options(lock_path, guard=True)

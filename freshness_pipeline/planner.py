@@ -9,6 +9,11 @@ For each runnable job j (pending input, not running):
   G = max(0, u - t_done_j),  E = E_j(C_j(u)),  eta = G / E  staleness reduced per second
 keep the u with the largest eta; launch the K - |running| jobs with the largest eta.
 
+Bounded waits (beyond the thesis; issue 18 item 5): with `max_wait_s` set, a runnable job
+that has waited longer than the bound (with `first_runs_first`, also one whose table has
+never been materialized) is ranked ahead of the policy's order (`age`); the rest keep it.
+See `age` for why.
+
 Variants for the experiment (issue 5):
 - `pmb_pipeline` (beyond the thesis): G also counts the downstream staleness a run
   unlocks: for each child job waiting on this one, the seconds by which the child's cap
@@ -35,7 +40,7 @@ import itertools
 import random
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import ClassVar, TypeAlias
 
 # A key of POLICY_REGISTRY. A plain str, not a Literal, so that a new policy needs no
@@ -88,6 +93,10 @@ class JobState:
     last_refresh_us: int | None = None  # its latest materialization; fixed-order policies
     failed_runs: int = 0  # consecutive failed runs since its last success
     retry_after_us: int | None = None  # after a failure: not before this time (backoff)
+    # When its pending work appeared: the completion of the oldest input commit it has not
+    # consumed (the sensor reads it from the timeline). None: unknown; the oldest pending
+    # arrival stands in, which is earlier, so a wait is never understated. Read by `age`.
+    pending_since_us: int | None = None
 
 
 @dataclass(frozen=True)
@@ -112,6 +121,8 @@ class JobChoice:
     eta: float
     pending_files: int
     candidates: tuple[Candidate, ...]
+    waited_s: float = 0.0  # runnable and not launched for this long (`waited_s`)
+    aged: str = ""  # why it was ranked ahead of the policy's order; "": it was not
 
     @property
     def is_subset(self) -> bool:
@@ -411,26 +422,122 @@ def _choose(
     )
 
 
+def waited_s(state: JobState, now_us: int) -> float:
+    """How long a job has been able to run and has not: since its pending work appeared
+    (`pending_since_us`, else its oldest pending arrival, else its watermark for a run over
+    no files) or since its last materialization, whichever is later. A running job has not
+    waited (the sensor counts a queued run as running)."""
+    if state.running:
+        return 0.0
+    since = state.pending_since_us
+    if since is None:
+        since = min((f.tmin_us for f in state.pending), default=state.t_done_us)
+    if since is None:
+        return 0.0
+    if state.last_refresh_us is not None:
+        since = max(since, state.last_refresh_us)
+    return max(0.0, (now_us - since) / 1e6)
+
+
+def age(
+    ranked: Sequence[JobChoice],
+    jobs: Sequence[JobState],
+    max_wait_s: float | None,
+    first_runs_first: bool = False,
+) -> list[JobChoice]:
+    """The policy's ranking with aging: the jobs that have waited longer than `max_wait_s`
+    (and, with `first_runs_first`, the jobs whose table has never been materialized) first,
+    longest wait first (equal waits in the policy's order), each with its reason in `aged`;
+    the rest in the policy's order.
+
+    Why (METHOD 3): PMB ranks by eta = G / E, staleness removed per second of compute, and
+    G is capped at the inputs' watermark (5.3). An upstream job's cap is a raw table's,
+    which rises with the clock, so its G grows while it waits; a downstream job's cap rises
+    only when its parent commits. On a saturated machine (the K slots always taken by the
+    four upstream jobs, one of which is always runnable with the larger eta) the children's
+    eta never catches up and they wait without bound, while their staleness S_i grows one
+    second per second: P's integral for such a table grows with the square of the wait,
+    which the one-tick greedy rate never sees. Aging bounds the wait: a job past the bound
+    takes the next free slot unless one has waited longer, so it waits at most about the
+    bound plus the time for a slot to free (a run), plus a slot per longer-waiting job.
+    The wait counts from when the job's pending work appeared (`waited_s`), so a child
+    whose parent has only just committed is not aged for the time it had nothing to do.
+
+    Why aging and not a reserved slot: a slot kept for starving jobs idles on every tick
+    when none starves, which costs throughput, hence P, all the time; aging changes nothing
+    until a job actually waits past the bound (the plan is PMB's, to the choice), and then
+    costs one slot-turn given to a lower eta. Under overload, when every job waits past the
+    bound, the order becomes longest-wait-first: round robin, which never starves.
+
+    `first_runs_first` (for the demo: every table exists within minutes) is not free in P:
+    a table without a watermark counts as stale since the start, but its first run removes
+    only what its inputs hold (G = u - its oldest pending arrival, small while its parent
+    has barely started), so where a run costs minutes eta rightly puts it last; forcing it
+    first costs P there (docs/BENCHMARKS.md, "Aging", on the modelled machine: 5 % alone and
+    2 % beside the bound where runs take 3 minutes; 1.4 % less where they take 35 s). It
+    happens once per table, and every table exists within a few runs of the start.
+    """
+    if max_wait_s is not None and max_wait_s <= 0:
+        raise ValueError(f"max_wait_s must be positive, got {max_wait_s}")
+    by_job = {state.job: state for state in jobs}
+    aged: list[JobChoice] = []
+    rest: list[JobChoice] = []
+    for choice in ranked:
+        if max_wait_s is not None and choice.waited_s > max_wait_s:
+            reason = f"waited {choice.waited_s:.0f} s, past the {max_wait_s:g} s bound"
+            aged.append(replace(choice, aged=reason))
+        elif first_runs_first and by_job[choice.job].t_done_us is None:
+            reason = f"first materialization, waited {choice.waited_s:.0f} s"
+            aged.append(replace(choice, aged=reason))
+        else:
+            rest.append(choice)
+    aged.sort(key=lambda c: -c.waited_s)  # stable: equal waits keep the policy's order
+    return aged + rest
+
+
 def plan(
     jobs: Sequence[JobState],
     k: int,
     now_us: int,
     policy: Policy = "pmb",
     seed: int = 0,
+    other_runs: int = 0,
+    max_wait_s: float | None = None,
+    first_runs_first: bool = False,
 ) -> Plan:
-    """Chooses which jobs to launch now and what each processes."""
+    """Chooses which jobs to launch now and what each processes. `other_runs`: queued or
+    running runs that are not jobs (clustering) but take run-queue slots all the same.
+    `max_wait_s`, `first_runs_first`: aging (`age`); None and False: the policy's order
+    alone, as published."""
     rules = get_policy(policy)
     if k < 1:
         raise ValueError(f"K must be at least 1, got {k}")
+    if other_runs < 0:
+        raise ValueError(f"other_runs must not be negative, got {other_runs}")
+    if max_wait_s is not None and max_wait_s <= 0:
+        raise ValueError(f"max_wait_s must be positive or None, got {max_wait_s}")
     running = sum(1 for j in jobs if j.running)
-    free = max(0, k - running)
+    free = max(0, k - running - other_runs)
     choices: list[JobChoice] = []
     skipped: list[Skip] = []
     for state in jobs:
         outcome = _choose(state, policy, rules, now_us)
-        (choices if isinstance(outcome, JobChoice) else skipped).append(outcome)
+        if isinstance(outcome, JobChoice):
+            choices.append(replace(outcome, waited_s=waited_s(state, now_us)))
+        else:
+            skipped.append(outcome)
     ranked = rules.rank(choices, jobs, now_us, seed)
+    if max_wait_s is not None or first_runs_first:
+        by_policy = {c.job for c in ranked[:free]}
+        ranked = age(ranked, jobs, max_wait_s, first_runs_first)
+        # A launch says "aging" only if it took a slot the policy's order gave another job;
+        # an aged job still waiting keeps its reason (it is first in line for a slot).
+        ranked = [
+            replace(c, aged="") if c.aged and i < free and c.job in by_policy else c
+            for i, c in enumerate(ranked)
+        ]
     launches = ranked[:free]
     for choice in ranked[free:]:
-        skipped.append(Skip(choice.job, f"no free slot (K={k}, {running} running)"))
+        others = f", {other_runs} clustering" if other_runs else ""
+        skipped.append(Skip(choice.job, f"no free slot (K={k}, {running} running{others})"))
     return Plan(now_us, policy, free, tuple(launches), tuple(skipped), tuple(ranked))

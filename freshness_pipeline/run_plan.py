@@ -35,6 +35,7 @@ def _tag(name: str) -> str:
 
 
 LAUNCHED_BY_TAG = _tag("launched_by")
+AGING_TAG = _tag("aging")  # only on a run ranked ahead of eta's order (planner.age)
 # Every tag a run may carry, in the order the runs list shows them; nothing else is a tag.
 VISIBLE_TAGS = (
     ASSET_TAG,
@@ -43,6 +44,7 @@ VISIBLE_TAGS = (
     _tag("files"),
     LAUNCHED_BY_TAG,
     _tag("retry"),
+    AGING_TAG,
 )
 
 
@@ -88,6 +90,8 @@ class RunPlan:
     # Where the pending files' arrival ranges came from (hudi_metadata.ARRIVAL_SOURCES);
     # "completion_time" marks an approximation (an external table without arrival column).
     arrival_sources: tuple[str, ...] = ()
+    waited_s: float = 0.0  # how long the job had been runnable without a slot
+    aged: str = ""  # why aging ranked it ahead of the policy's order; "": it did not
 
     @property
     def is_subset(self) -> bool:
@@ -131,6 +135,8 @@ class RunPlan:
             attempt=attempt,
             files=tuple(choice.files),
             arrival_sources=tuple(sorted(arrival_sources)),
+            waited_s=choice.waited_s,
+            aged=choice.aged,
         )
 
     # --- written here ---------------------------------------------------------------------
@@ -164,6 +170,8 @@ class RunPlan:
         }
         if self.attempt:
             tags[_tag("retry")] = f"{self.attempt} after failed runs"
+        if self.aged:
+            tags[AGING_TAG] = self.aged
         return tags
 
     def decision(self) -> dict[str, str]:
@@ -193,17 +201,20 @@ class RunPlan:
             "attempt": str(self.attempt),
             "arrival_source": ",".join(self.arrival_sources),
             "arrival_approximate": str(APPROXIMATE in self.arrival_sources).lower(),
+            "waited_s": f"{self.waited_s:.3f}",
+            "aging": self.aged,
         }
 
     def describe(self) -> str:
         """The decision in words, for the run's own log."""
         retry = f", retry {self.attempt}" if self.attempt else ""
+        aged = f"; ahead of {self.policy}'s order by aging: {self.aged}" if self.aged else ""
         return (
             f"planned by {SENSOR} ({self.policy}{retry}): "
             f"{files_text(self.file_count, self.pending_files)} up to "
             f"{readable_utc(self.cutoff_u)}, to remove {self.gain_s:.1f} s of staleness in "
             f"about {self.cost_s:.1f} s (eta {self.eta:.3g}; cost model {self.cost_model}, "
-            f"{self.cost_fit})"
+            f"{self.cost_fit}){aged}"
         )
 
     # --- read back here -------------------------------------------------------------------
@@ -245,6 +256,8 @@ class RunPlan:
             attempt=int(tags.get(_tag("attempt"), "0")),
             files=files,
             arrival_sources=tuple(s for s in tags.get(_tag("arrival_source"), "").split(",") if s),
+            waited_s=float(tags.get(_tag("waited_s")) or "0"),
+            aged=tags.get(AGING_TAG, ""),
         )
 
     @classmethod

@@ -28,6 +28,7 @@ from dagster import (
     sensor,
 )
 
+from freshness_pipeline.clustering import TABLE_TAG as CLUSTERING_TABLE_TAG
 from freshness_pipeline.cost_model import FittedCost, RunSample, fit_cost_model
 from freshness_pipeline.experiment.staleness import staleness_s
 from freshness_pipeline.hudi_metadata import TableNotFound
@@ -72,6 +73,16 @@ def running_jobs(instance) -> set[str]:
         for key in run.asset_selection or ():
             busy.add(key.to_user_string())
     return busy & set(JOBS)
+
+
+def active_clustering_runs(instance) -> dict[str, int]:
+    """Queued or running clustering runs per table (they take run-queue slots too)."""
+    found: dict[str, int] = {}
+    for run in instance.get_runs(filters=RunsFilter(statuses=ACTIVE_STATUSES)):
+        table = run.tags.get(CLUSTERING_TABLE_TAG)
+        if table:
+            found[table] = found.get(table, 0) + 1
+    return found
 
 
 def run_history(instance, job: str, limit: int = 40) -> tuple[list[RunSample], int | None]:
@@ -138,6 +149,7 @@ def job_state(
         t_done = None
     watermarks = []
     pending: list[PendingInput] = []
+    committed: list[int] = []  # when each pending file's rows began to land
     for table in spec.inputs:
         try:
             meta = hudi_meta.table(table)
@@ -155,9 +167,19 @@ def job_state(
             else:
                 tmin, tmax = p.pending_min_us, p.pending_max_us
             pending.append(PendingInput(p.uri, p.slice.size_bytes, tmin, tmax))
+            if p.pending_since_us is not None:
+                committed.append(p.pending_since_us)
             if arrival_sources is not None:
                 arrival_sources.add(p.arrival_source)
-    return JobState(spec.name, t_done, min(watermarks), tuple(pending), cost.model, running)
+    return JobState(
+        spec.name,
+        t_done,
+        min(watermarks),
+        tuple(pending),
+        cost.model,
+        running,
+        pending_since_us=min(committed, default=None),
+    )
 
 
 def run_request(
@@ -242,7 +264,17 @@ def plan_tick(
         )
     if get_policy(settings.policy).uses_downstream:
         states = [replace(s, downstream=downstream_of(s.job, t_dones)) for s in states]
-    result = plan(states, settings.k, now_us, settings.policy, settings.seed)
+    clustering = sum(active_clustering_runs(instance).values())
+    result = plan(
+        states,
+        settings.k,
+        now_us,
+        settings.policy,
+        settings.seed,
+        clustering,
+        settings.max_wait_s,
+        settings.first_runs_first,
+    )
     requests = [
         run_request(c, t_dones[c.job], fitted[c.job], attempts[c.job], tuple(sources[c.job]))
         for c in result.launches
@@ -306,6 +338,16 @@ def service_down(spark_remote: str | None) -> str | None:
     return f"waiting for the Spark service at {spark_remote}: not reachable (restarting?)"
 
 
+def aging_words(settings: SchedulerSettings) -> str:
+    """The sensor's aging setting in words, for its description."""
+    parts = []
+    if settings.max_wait_s is not None:
+        parts.append(f"a job waiting over {settings.max_wait_s} s goes first")
+    if settings.first_runs_first:
+        parts.append("so does a first materialization" if parts else "a first run goes first")
+    return "aging: " + ", ".join(parts) if parts else "no aging"
+
+
 def build_sensor(
     settings: SchedulerSettings | None = None,
     spark_remote: str | None = None,
@@ -324,7 +366,8 @@ def build_sensor(
         default_status=DefaultSensorStatus.RUNNING,
         description=(
             f"Launches the six jobs by {settings.policy} with K={settings.k}, "
-            f"tmin from {settings.tmin_mode} ranges, {settings.cost_mode} cost model; "
+            f"tmin from {settings.tmin_mode} ranges, {settings.cost_mode} cost model, "
+            f"{aging_words(settings)}; "
             f"{target.describe()}. Each tick's cursor is a one-line summary of its decision "
             f"(the sensor keeps no state); its logs give every job's reason."
         ),

@@ -18,11 +18,20 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from freshness_pipeline.clustering import MIB, ClusteringSettings
 from freshness_pipeline.cost_model import COST_MODES
 from freshness_pipeline.inputs import InputsError, load_inputs
+from freshness_pipeline.jobs.catalog import JOBS
 from freshness_pipeline.lakehouse import Lakehouse, LocationError
 from freshness_pipeline.planner import POLICIES
-from freshness_pipeline.scheduler_settings import MIN_TICK_S, TMIN_MODES, SchedulerSettings
+from freshness_pipeline.scheduler_settings import (
+    AUTOMATIONS,
+    DEFAULT_INTERVAL_S,
+    DEFAULT_MAX_WAIT_S,
+    MIN_TICK_S,
+    TMIN_MODES,
+    SchedulerSettings,
+)
 from freshness_pipeline.staleness_target import MIN_WINDOW_S, StalenessTarget
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
@@ -169,11 +178,33 @@ def _endpoint(text: str) -> str:
     return text.rstrip("/")
 
 
+def _seconds_or_off(text: str) -> int | None:
+    """`off` (None), or a whole number of seconds of at least 1."""
+    if text.strip().lower() == "off":
+        return None
+    number = int(text)
+    if number < 1:
+        raise ValueError("below 1")
+    return number
+
+
 def _fraction(text: str) -> float:
     number = float(text)
     if not 0 <= number < 1:
         raise ValueError("outside 0 (inclusive) to 1 (exclusive)")
     return number
+
+
+def _clustered_tables(text: str) -> tuple[str, ...]:
+    """`none`, or a comma list of raw and job tables."""
+    if text.strip().lower() == "none":
+        return ()
+    names = tuple(dict.fromkeys(n.strip() for n in text.split(",") if n.strip()))
+    known = (*RAW_TABLES, *JOBS)
+    unknown = [n for n in names if n not in known]
+    if unknown or not names:
+        raise ValueError(f"{', '.join(unknown) or 'nothing'} is not one of {', '.join(known)}")
+    return names
 
 
 def _bool(text: str) -> bool:
@@ -253,6 +284,17 @@ SETTINGS: tuple[Setting, ...] = (
             "`three_term`: E = a + b*bytes + c*files; `two_term`: the published a + b*bytes",
             " or ".join(COST_MODES), _choice(tuple(COST_MODES))),
     Setting("FRESHNESS_SEED", "0", "seed of the `random` policy", "an integer", int),
+    Setting("FRESHNESS_MAX_WAIT_S", str(DEFAULT_MAX_WAIT_S),
+            "aging: a runnable job that has waited longer than this many seconds (since its "
+            "pending input committed or its last run, whichever is later) takes the next "
+            "free slot ahead of the policy's order; `off`: the policy's order alone (the "
+            "published method)",
+            "an integer of at least 1, or off", _seconds_or_off),
+    Setting("FRESHNESS_FIRST_RUNS_FIRST", "true",
+            "a runnable job whose table was never materialized takes the next free slot "
+            "ahead of the policy's order (every table exists within a few runs of the "
+            "start; costs P where runs take minutes: docs/BENCHMARKS.md, Aging)",
+            "true or false", _bool),
     Setting("FRESHNESS_STALENESS_TARGET_S", "300",
             "how stale (now minus the newest arrival a table reflects, METHOD 1) a derived "
             "table may get: each asset's Dagster freshness policy fails past it, and the "
@@ -263,6 +305,15 @@ SETTINGS: tuple[Setting, ...] = (
             "the freshness policy warns past this fraction of the target (0: no warning)",
             f"a number from 0 to below 1, giving a warn window of at least {MIN_WINDOW_S} s",
             _fraction),
+    Setting("FRESHNESS_AUTOMATION", "freshness_sensor",
+            "who launches the six jobs: `freshness_sensor` (ours, by FRESHNESS_POLICY), "
+            "`dagster_eager` (Dagster's `AutomationCondition.eager()`, evaluated by its daemon) "
+            "or `interval` (all six every FRESHNESS_INTERVAL_S)", ", ".join(AUTOMATIONS),
+            _choice(AUTOMATIONS)),
+    Setting("FRESHNESS_INTERVAL_S", str(DEFAULT_INTERVAL_S),
+            "period of the `interval` automation in seconds (a schedule when it is whole "
+            "minutes dividing an hour, else a fixed-interval sensor)",
+            f"an integer of at least {MIN_TICK_S}", _int_at_least(MIN_TICK_S)),
     Setting("FRESHNESS_INPUTS", None,
             "TOML file declaring input tables written by others (README: your own tables "
             "and topics); unset: both raw tables are ours", "a file", _folder),
@@ -308,6 +359,26 @@ SETTINGS: tuple[Setting, ...] = (
             "folder of the writers' table locks, shared by every writer (unset: each table's "
             "`.hoodie` for a local lakehouse, `<checkout>/.lakehouse/locks` for `s3://`)",
             "a folder every writer's driver sees", _folder),
+    Setting("FRESHNESS_CLUSTERING_TABLES", "price_raw,trade_raw",
+            "tables the clustering sensor keeps in few, time-tight files (README: clustering); "
+            "`none`: off. A job table is clustered only while no run of it is active",
+            "`none` or a comma list of raw and job table names", _clustered_tables),
+    Setting("FRESHNESS_CLUSTERING_MIN_FILES", "260",
+            "a clustering run is launched when it removes at least this many files (260: "
+            "about ten raw commits, 26 partitions each; each run costs a Spark job)",
+            "an integer of at least 1", _int_at_least(1)),
+    Setting("FRESHNESS_CLUSTERING_SMALL_FILE_MB", "64",
+            "files below this size (MiB) are merged; larger ones are left alone",
+            "an integer of at least 1", _int_at_least(1)),
+    Setting("FRESHNESS_CLUSTERING_TARGET_FILE_MB", "128",
+            "a merged group holds at most this much (MiB): one output file",
+            "an integer at least FRESHNESS_CLUSTERING_SMALL_FILE_MB", _int_at_least(1)),
+    Setting("FRESHNESS_CLUSTERING_MAX_SPAN_S", "300",
+            "a merged file never spans more than this many seconds of arrival_ts",
+            "an integer of at least 1", _int_at_least(1)),
+    Setting("FRESHNESS_CLUSTERING_TICK_S", "30",
+            "interval of the clustering sensor in seconds",
+            f"an integer of at least {MIN_TICK_S}", _int_at_least(MIN_TICK_S)),
     Setting("FRESHNESS_FAULTS_DIR", None,
             "fault injection for tests and `make chaos` (`faults.py`); unset: off", "a folder",
             _folder),
@@ -418,6 +489,7 @@ class Settings:
     spark_service_bind: str = "127.0.0.1"
     scheduler: SchedulerSettings = field(default_factory=SchedulerSettings)
     staleness_target: StalenessTarget = field(default_factory=StalenessTarget)
+    clustering: ClusteringSettings = field(default_factory=ClusteringSettings)
     faults_dir: Path | None = None  # fault injection (faults.py); None: off
     source: str = "landing"  # "landing" folder or "kafka" topics
     kafka: KafkaSettings = field(default_factory=KafkaSettings)
@@ -475,6 +547,10 @@ def load_settings(
             tmin_mode=values["FRESHNESS_TMIN_MODE"],
             cost_mode=values["FRESHNESS_COST_MODE"],
             seed=values["FRESHNESS_SEED"],
+            automation=values["FRESHNESS_AUTOMATION"],
+            interval_s=values["FRESHNESS_INTERVAL_S"],
+            max_wait_s=values["FRESHNESS_MAX_WAIT_S"],
+            first_runs_first=values["FRESHNESS_FIRST_RUNS_FIRST"],
         )
         staleness_target = StalenessTarget(
             fail_s=values["FRESHNESS_STALENESS_TARGET_S"],
@@ -482,6 +558,21 @@ def load_settings(
         )
     except ValueError as exc:
         raise SettingsError(str(exc)) from exc
+    try:
+        clustering = ClusteringSettings(
+            tables=values["FRESHNESS_CLUSTERING_TABLES"],
+            min_files=values["FRESHNESS_CLUSTERING_MIN_FILES"],
+            small_file_bytes=values["FRESHNESS_CLUSTERING_SMALL_FILE_MB"] * MIB,
+            target_file_bytes=values["FRESHNESS_CLUSTERING_TARGET_FILE_MB"] * MIB,
+            max_span_s=values["FRESHNESS_CLUSTERING_MAX_SPAN_S"],
+            tick_s=values["FRESHNESS_CLUSTERING_TICK_S"],
+        )
+    except ValueError as exc:
+        raise SettingsError(
+            "FRESHNESS_CLUSTERING_TARGET_FILE_MB="
+            f"{values['FRESHNESS_CLUSTERING_TARGET_FILE_MB']} is not accepted: expected at "
+            f"least FRESHNESS_CLUSTERING_SMALL_FILE_MB ({exc})"
+        ) from exc
     s3 = S3Settings(
         endpoint=values["FRESHNESS_S3_ENDPOINT"],
         region=values["FRESHNESS_S3_REGION"],
@@ -544,6 +635,7 @@ def load_settings(
         spark_service_bind=values["FRESHNESS_SPARK_SERVICE_BIND"],
         scheduler=scheduler,
         staleness_target=staleness_target,
+        clustering=clustering,
         faults_dir=values["FRESHNESS_FAULTS_DIR"],
         source=values["FRESHNESS_SOURCE"],
         kafka=kafka,

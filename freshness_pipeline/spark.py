@@ -9,10 +9,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from dagster import ConfigurableResource
+from dagster import ConfigurableResource, InitResourceContext
 from dagster_pyspark.resources import spark_session_from_config
 from pydantic import Field, PrivateAttr
 
+from freshness_pipeline.service_discovery import find_running_service
 from freshness_pipeline.settings import Settings, load_settings
 
 if TYPE_CHECKING:
@@ -225,25 +226,47 @@ class HudiSparkResource(ConfigurableResource):
         default_factory=dict, description="Extra Spark settings (executor sizes, S3A keys...)."
     )
     _session: Any = PrivateAttr(default=None)
+    _discovery: Any = PrivateAttr(default=None)  # service_discovery.Discovery or None
+
+    def setup_for_execution(self, context: InitResourceContext) -> None:
+        """A run given no Spark service (a hand `dagster asset materialize` beside the
+        demo) uses the one the demo announced in the instance's folder, if it is alive and
+        serves this lakehouse, instead of starting its own JVM (service_discovery.py)."""
+        settings = load_settings()
+        if self.remote is not None or settings.spark_remote or settings.spark_mode != "service":
+            return
+        instance = getattr(context, "instance", None)
+        if instance is None or not getattr(instance, "root_directory", None):
+            return
+        lakehouse = self.lakehouse_root or settings.lakehouse_root
+        self._discovery = find_running_service(Path(instance.root_directory), lakehouse)
+
+    def _remote(self) -> str | None:
+        if self.remote is not None:
+            return self.remote
+        if self._discovery is not None and self._discovery.url:
+            return self._discovery.url
+        return load_settings().spark_remote
 
     @property
     def spark_session(self) -> SparkSession:
         if self._session is None:
             self._session = build_spark_session(
                 master=self.master,
-                remote=self.remote,
+                remote=self._remote(),
                 extra={k: str(v) for k, v in self.spark_config.items()},
             )
         return self._session
 
     @property
     def description(self) -> str:
-        """Where runs execute, for run metadata: the service URL or the Spark master."""
-        settings = load_settings()
-        remote = self.remote if self.remote is not None else settings.spark_remote
+        """Where runs execute, for run metadata: the service URL or the Spark master, and
+        for a run that looked for the demo's service, what it found."""
+        remote = self._remote()
+        found = f" ({self._discovery.reason})" if self._discovery is not None else ""
         if remote:
-            return f"shared Spark service {remote}"
-        return f"own Spark driver, master {self.master or settings.spark_master}"
+            return f"shared Spark service {remote}{found}"
+        return f"own Spark driver, master {self.master or load_settings().spark_master}{found}"
 
     def table_uri(self, table: str) -> str:
         if self.lakehouse_root:

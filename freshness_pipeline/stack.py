@@ -26,6 +26,7 @@ from freshness_pipeline.dagster_instance import write_instance_yaml
 from freshness_pipeline.kafka_broker import KafkaBroker, KafkaBrokerConfig, broker_state_dir
 from freshness_pipeline.preflight import preflight
 from freshness_pipeline.processes import stop_process_group
+from freshness_pipeline.service_discovery import ServiceAnnouncement, announce, withdraw
 from freshness_pipeline.settings import PROJECT_ROOT, Settings, child_environment, load_settings
 from freshness_pipeline.spark_service import SparkService, service_config
 from freshness_pipeline.stream.generator import StreamConfig
@@ -238,6 +239,12 @@ class Stack:
         log.info("starting the shared Spark service on %s", config.url)
         self.service = SparkService(config).start()
         self.env["FRESHNESS_SPARK_REMOTE"] = config.url
+        # A hand `dagster asset materialize` with this DAGSTER_HOME uses it too.
+        assert self.service.process is not None
+        announce(
+            self.dagster_home,
+            ServiceAnnouncement(config.url, self.service.process.pid, settings.lakehouse_root),
+        )
 
     @property
     def kafka_bootstrap(self) -> str | None:
@@ -476,6 +483,8 @@ class Stack:
                 self.broker.stop()
             if self.service:
                 log.info("stopping the Spark service")
+                if self.service.process is not None:
+                    withdraw(self.dagster_home, self.service.process.pid)
                 self.service.stop()
 
     def drain_runs(self, timeout_s: float) -> None:

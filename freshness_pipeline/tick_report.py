@@ -68,10 +68,12 @@ def staleness_words(staleness_s: float | None, target: StalenessTarget) -> str:
 
 
 def _launch_words(choice: JobChoice, rank: int, runnable: int) -> str:
+    aged = f", ahead of eta's order by aging: {choice.aged}" if choice.aged else ""
     return (
         f"launch: {files_text(len(choice.files), choice.pending_files)} up to "
         f"{readable_utc(choice.u_us)}, removes {choice.gain_s:.1f} s of staleness in about "
-        f"{choice.cost_s:.1f} s (eta {choice.eta:.3g}, {_ordinal(rank)} of {runnable} runnable)"
+        f"{choice.cost_s:.1f} s (eta {choice.eta:.3g}, {_ordinal(rank)} of {runnable} "
+        f"runnable{aged})"
     )
 
 
@@ -105,12 +107,15 @@ def describe_tick(
             if job in by_job:  # runnable, but the slots went to better ones
                 choice = by_job[job]
                 words += f", eta {choice.eta:.3g} ranks {_ordinal(ranked[job])}"
+                # Aged but still without a slot: it takes the next one that frees.
+                words += f", {choice.aged}" if choice.aged else f", waited {choice.waited_s:.0f} s"
         seconds = staleness_s.get(job)
         lines.append(f"{job}: {words}; {staleness_words(seconds, target)}")
         if target.state(seconds) == "fail":
             late.append(f"{job} {seconds:.0f} s")
     waits = Counter(_short(skipped[j]) for j in jobs if j not in launched and j in skipped)
-    parts = [f"launch {', '.join(launched)}" if launched else "idle"]
+    names = [f"{job} (aging)" if c.aged else job for job, c in launched.items()]
+    parts = [f"launch {', '.join(names)}" if launched else "idle"]
     if late:
         parts.append(f"past target: {', '.join(late)}")
     parts.append(", ".join(f"{n} {why}" for why, n in waits.most_common()) or "none waits")

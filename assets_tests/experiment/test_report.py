@@ -96,3 +96,111 @@ def test_missed_targets_come_with_the_model_sweep_from_the_experiments_settings(
     # the base already has K = 1, so the "K = 1" row is the base row, figure for figure
     assert rows["K = 1"] == rows["this experiment's conditions, in the model"]
     assert rows["K = 6"] != rows["K = 1"]
+
+
+def _run_dir(tmp_path: Path, variant: str, seed: int, runs: list[dict]) -> Path:
+    run_dir = tmp_path / f"seed{seed}" / variant
+    run_dir.mkdir(parents=True)
+    (run_dir / "runs.json").write_text(json.dumps(runs))
+    return run_dir
+
+
+def test_peers_are_reported_beside_pmb_with_runs_and_refreshes_apart(tmp_path: Path):
+    from freshness_pipeline.experiment.report import p_table, peer_rows, refreshes_of
+
+    t0 = 1_000.0  # window: 1,000 s to 1,060 s
+    work, idle = {"duration_s": 4.0}, {"nothing_to_do": "t_done already at the cap"}
+    eager_runs = [
+        # one Dagster run refreshing three tables (one found nothing to do)
+        {
+            "status": "SUCCESS",
+            "created": t0,
+            "start": t0 + 5,
+            "end": t0 + 25,
+            "assets": ["trade_aggr", "price_aggr", "market_features"],
+            "metadata_by_asset": {"trade_aggr": work, "price_aggr": work, "market_features": idle},
+        },
+        # finished after the window: counted in run time, not per window
+        {
+            "status": "SUCCESS",
+            "created": t0 + 40,
+            "start": t0 + 41,
+            "end": t0 + 71,
+            "assets": ["trade_aggr"],
+            "metadata_by_asset": {"trade_aggr": {"duration_s": 6.0}},
+        },
+    ]
+    pmb_runs = [{"status": "SUCCESS", "created": t0, "start": t0 + 1, "end": t0 + 11}]
+    runs = []
+    for variant, p, seed_runs in (("pmb", 800.0, pmb_runs), ("dagster_eager", 1000.0, eager_runs)):
+        runs.append(
+            {
+                "variant": variant,
+                "seed": 1,
+                "P": p,
+                "P0": 100.0,
+                "runs_succeeded": len(seed_runs),
+                "dir": _run_dir(tmp_path, variant, 1, seed_runs),
+                "start_us": int(t0 * 1e6),
+                "window_s": 60,
+                "note": f"{variant} note",
+                "automation": "dagster_eager" if variant == "dagster_eager" else "freshness_sensor",
+            }
+        )
+    assert refreshes_of(eager_runs[0]) == 2
+    assert refreshes_of(pmb_runs[0]) == 1  # a sensor run: one job
+    order, stats = p_table(runs)
+    assert order == ["pmb", "dagster_eager"]
+    assert stats["dagster_eager"]["ratio_pmb"] == 1.25
+    text = "\n".join(peer_rows(runs, stats))
+    assert "## Beside what a Dagster user would pick" in text
+    # P, sd, seeds, P/P(pmb) and its sd (none: one seed), no Max-Benefit or Random run,
+    # P/P0 = 10, one run and two refreshes in the window, median run time of 20 and 30 s,
+    # steps 4, 4, 6 s
+    assert (
+        "| dagster_eager | 1,000 | 0 | 1 | 1.250 | - | - | - | 10.00 | 1.0 | 2.0 | 25.0 | 4.0 |"
+        in text
+    )
+    assert "| pmb | 800 | 0 | 1 | 1.000 |" in text
+    assert "P(pmb) / P(dagster_eager) = 0.800: PMB left 20.0% below" in text
+    assert "- `dagster_eager`: dagster_eager note." in text
+    # without a peer in the experiment the section is left out
+    assert peer_rows(runs[:1], {"pmb": stats["pmb"]}) == []
+
+
+def test_phases_are_summarized_per_job_over_successful_runs(tmp_path: Path):
+    from freshness_pipeline.experiment.report import phase_rows
+
+    run_dir = tmp_path / "seed1" / "pmb"
+    run_dir.mkdir(parents=True)
+    runs = [
+        {  # a sensor run: one asset's metadata
+            "status": "SUCCESS",
+            "tags": {"freshness/asset": "trade_aggr"},
+            "metadata": {"phase_read_s": 1.0, "phase_index_lookup_s": 4.0, "duration_s": 7},
+        },
+        {
+            "status": "SUCCESS",
+            "tags": {"freshness/asset": "trade_aggr"},
+            "metadata": {"phase_read_s": 3.0, "phase_index_lookup_s": 6.0, "phase_clean_s": 2.0},
+        },
+        {  # a failed run's phases are not a run's cost
+            "status": "FAILURE",
+            "tags": {"freshness/asset": "trade_aggr"},
+            "metadata": {"phase_read_s": 100.0},
+        },
+        {  # a peer's run of two assets
+            "status": "SUCCESS",
+            "metadata_by_asset": {
+                "price_aggr": {"phase_read_s": 0.5},
+                "market_features": {"duration_s": 3.0},  # recorded before the phases
+            },
+        },
+    ]
+    (run_dir / "runs.json").write_text(json.dumps(runs))
+    rows = phase_rows([{"variant": "pmb", "dir": run_dir}])
+    assert rows[0] == "| job | runs | read | index_lookup | clean |"
+    assert "| trade_aggr | 2 | 2.00 | 5.00 | 2.00 |" in rows
+    assert "| price_aggr | 1 | 0.50 | - | - |" in rows
+    assert not any("market_features" in row for row in rows)
+    assert phase_rows([]) == ["No run recorded its phases."]

@@ -21,7 +21,7 @@ def test_resume_keeps_only_runs_of_the_same_conditions(tmp_path: Path, monkeypat
     )
     ran = []
 
-    def fake_run(config, variant, seed, stream):
+    def fake_run(config, variant, seed, stream, progress=None):
         ran.append(variant.name)
         summary = {"variant": variant.name, "seed": seed, "conditions": harness._conditions(config)}
         run_dir = config.out_dir / f"seed{seed}" / variant.name

@@ -24,21 +24,35 @@ import platform
 import shutil
 import subprocess
 import time
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from freshness_pipeline.dagster_instance import write_instance_yaml
+from freshness_pipeline.experiment.progress import Progress
 from freshness_pipeline.experiment.staleness import S, StalenessSampler, total_staleness
 from freshness_pipeline.hudi_metadata import HudiTableMetadata, TableNotFound
 from freshness_pipeline.jobs.catalog import JOBS
 from freshness_pipeline.lakehouse import Lakehouse
-from freshness_pipeline.run_plan import RunPlan, plan_tags
+from freshness_pipeline.run_plan import (
+    ASSET_TAG,
+    LAUNCHED_BY_TAG,
+    SENSOR,
+    RunPlan,
+    plan_tags,
+)
+from freshness_pipeline.scheduler_settings import DEFAULT_INTERVAL_S, MIN_TICK_S
 from freshness_pipeline.settings import PROJECT_ROOT, RAW_TABLES, set_process_settings
 from freshness_pipeline.spark_service import free_port
 from freshness_pipeline.stream.generator import StreamConfig
 
 log = logging.getLogger("freshness.experiment")
 STREAM_MARGIN_S = 60
+# The interval peer's period: the setting's default, which is the P-minimizing N of the
+# periods tried on a seed no measured run uses (docs/BENCHMARKS.md, "The interval peer:
+# tuning N").
+TUNED_INTERVAL_S = DEFAULT_INTERVAL_S
+TUNING_SEED = 99
 
 
 @dataclass(frozen=True)
@@ -46,9 +60,14 @@ class Variant:
     """A scheduler configuration under test: a policy plus scheduler settings."""
 
     name: str
-    policy: str
+    policy: str  # FRESHNESS_POLICY of our sensor; "" for a peer (our sensor is off)
     env: dict[str, str] = field(default_factory=dict)
     note: str = ""
+    automation: str = "freshness_sensor"  # FRESHNESS_AUTOMATION: who launches the jobs
+
+    @property
+    def is_peer(self) -> bool:
+        return self.automation != "freshness_sensor"
 
 
 POLICY_VARIANTS = {
@@ -67,6 +86,12 @@ POLICY_VARIANTS = {
         {"FRESHNESS_COST_MODE": "two_term"},
         "ablation: E = a + b*bytes (published) instead of a + b*bytes + c*files",
     ),
+    "pmb_no_aging": Variant(
+        "pmb_no_aging",
+        "pmb",
+        {"FRESHNESS_MAX_WAIT_S": "off", "FRESHNESS_FIRST_RUNS_FIRST": "false"},
+        "ablation: eta's order alone (published), no aging bound and no first runs first",
+    ),
     "pmb_pipeline": Variant(
         "pmb_pipeline",
         "pmb_pipeline",
@@ -82,7 +107,44 @@ POLICY_VARIANTS = {
         "fixed_order_full",
         note="controlled: the same fixed order, always all pending files",
     ),
+    # Peers (issue 18): what a Dagster user would pick instead of our sensor.
+    "dagster_eager": Variant(
+        "dagster_eager",
+        "",
+        note="peer: Dagster's AutomationCondition.eager() on the six, decided by its asset "
+        "daemon; each run processes all pending input",
+        automation="dagster_eager",
+    ),
+    "interval": Variant(
+        "interval",
+        "",
+        {"FRESHNESS_INTERVAL_S": str(TUNED_INTERVAL_S)},
+        f"peer: the six jobs every {TUNED_INTERVAL_S} s, all pending input (N tuned on "
+        f"seed {TUNING_SEED})",
+        automation="interval",
+    ),
 }
+INTERVAL_PREFIX = "interval_"  # interval_<N>: the interval peer every N s (tuning N)
+
+
+def variant_named(name: str) -> Variant:
+    """A registered variant, or `interval_<N>`: the interval peer at period N seconds (the
+    runs that tune N). Raises KeyError naming the accepted names."""
+    if name in POLICY_VARIANTS:
+        return POLICY_VARIANTS[name]
+    period = name.removeprefix(INTERVAL_PREFIX)
+    if name.startswith(INTERVAL_PREFIX) and period.isdigit() and int(period) >= MIN_TICK_S:
+        return Variant(
+            name,
+            "",
+            {"FRESHNESS_INTERVAL_S": period},
+            f"peer: the six jobs every {period} s, all pending input",
+            automation="interval",
+        )
+    raise KeyError(
+        f"unknown variant {name!r}; choose from {sorted(POLICY_VARIANTS)} or "
+        f"{INTERVAL_PREFIX}<seconds, at least {MIN_TICK_S}>"
+    )
 
 
 @dataclass(frozen=True)
@@ -153,24 +215,44 @@ def record(config: ExperimentConfig, seed: int) -> Path:
     return path
 
 
-def run_variant(config: ExperimentConfig, variant: Variant, seed: int, stream: Path) -> dict:
-    """One variant on one seed, on a fresh lakehouse; returns its summary."""
-    from freshness_pipeline.stack import Stack, StackConfig
-
-    run_dir = config.out_dir / f"seed{seed}" / variant.name
-    if run_dir.exists():
-        shutil.rmtree(run_dir)
-    lakehouse, home = run_dir / "tables", run_dir / "dagster_home"
+def variant_env(config: ExperimentConfig, variant: Variant, seed: int, run_dir: Path) -> dict:
+    """The settings of one (variant, seed) run's stack: its own lakehouse, landing and
+    Spark service port; who launches the jobs (FRESHNESS_AUTOMATION) and, for our sensor,
+    its policy; the same K, tick and seed for every variant."""
     env = {
-        "FRESHNESS_LAKEHOUSE": str(lakehouse),
+        "FRESHNESS_LAKEHOUSE": str(run_dir / "tables"),
         "FRESHNESS_LANDING": str(run_dir / "landing"),
-        "FRESHNESS_POLICY": variant.policy,
+        "FRESHNESS_AUTOMATION": variant.automation,
         "FRESHNESS_K": str(config.k),
         "FRESHNESS_TICK_S": str(config.tick_s),
         "FRESHNESS_SEED": str(seed),
         "FRESHNESS_SPARK_SERVICE_PORT": str(free_port()),
         **variant.env,
     }
+    if variant.policy:  # a peer runs without our sensor: no policy to set
+        env["FRESHNESS_POLICY"] = variant.policy
+    return env
+
+
+def run_variant(
+    config: ExperimentConfig,
+    variant: Variant,
+    seed: int,
+    stream: Path,
+    progress: Progress | None = None,
+) -> dict:
+    """One variant on one seed, on a fresh lakehouse; returns its summary."""
+    from freshness_pipeline.stack import Stack, StackConfig
+
+    if progress is None:
+        progress = Progress(1, config.window_s)
+        progress.begin_run(seed, variant.name)
+
+    run_dir = config.out_dir / f"seed{seed}" / variant.name
+    if run_dir.exists():
+        shutil.rmtree(run_dir)
+    lakehouse, home = run_dir / "tables", run_dir / "dagster_home"
+    env = variant_env(config, variant, seed, run_dir)
     env.pop("FRESHNESS_SPARK_REMOTE", None)
     set_process_settings({"FRESHNESS_SPARK_REMOTE": None})  # a fresh service per run
     profile = None
@@ -210,12 +292,14 @@ def run_variant(config: ExperimentConfig, variant: Variant, seed: int, stream: P
         # The window opens at the first commit of both raw tables: every variant then
         # starts from the same state (Spark up, data flowing), not from JVM start-up noise.
         ready_by = time.monotonic() + 300
+        progress.say("stack up; waiting for the first commit of both raw tables")
         while any(read(t) is None for t in RAW_TABLES):
             if time.monotonic() > ready_by:
                 raise RuntimeError(f"no raw commit within 300 s; see {run_dir / 'logs'}")
             time.sleep(0.5)
         start_us = int(time.time() * S)
         sampler = StalenessSampler(read, start_us).start()
+        progress.window_opened()
         deadline = time.monotonic() + config.window_s
         decision_at = time.monotonic() + config.window_s / 2
         while time.monotonic() < deadline:
@@ -229,6 +313,7 @@ def run_variant(config: ExperimentConfig, variant: Variant, seed: int, stream: P
                 snapshot = _snapshot_decision(lakehouse, home, env)
                 if _richness(snapshot) > _richness(decision):
                     decision = snapshot
+            progress.tick()
             time.sleep(0.5)
     except BaseException:
         stack.stop()
@@ -240,9 +325,14 @@ def run_variant(config: ExperimentConfig, variant: Variant, seed: int, stream: P
     # Runs in flight at the window's end finish (the stop drains them); they count as
     # runs, not as staleness: the samples stopped above. The report tells them apart by
     # their end time against start_us + window_s.
+    progress.stopping()
+    stop_at = time.time()
     try:
         stack.stop()
         summary = _collect(config, variant, seed, run_dir, lakehouse, home, samples, start_us)
+        summary["runs_cut_off_at_stop"] = cut_off_runs(
+            json.loads((run_dir / "runs.json").read_text()), stop_at
+        )
     finally:
         if profile:
             profile.stop()
@@ -254,6 +344,10 @@ def run_variant(config: ExperimentConfig, variant: Variant, seed: int, stream: P
     summary["sampler_read_s_median"] = sorted(sampler.read_seconds)[len(sampler.read_seconds) // 2]
     (run_dir / "summary.json").write_text(json.dumps(summary, indent=1))
     log.info("seed %d, %s: P=%.0f P0=%.0f", seed, variant.name, summary["P"], summary["P0"])
+    progress.end_run(
+        f"P={summary['P']:,.0f} P0={summary['P0']:,.0f}, {summary['runs_succeeded']} runs "
+        f"succeeded, {summary['runs_failed']} failed"
+    )
     return summary
 
 
@@ -332,15 +426,20 @@ def _collect(
     runs = []
     with dg.DagsterInstance.from_config(str(home)) as instance:
         records = instance.get_run_records()
-        materialized = {}
+        # run id -> asset -> that materialization's metadata (a peer's run holds several)
+        materialized: dict[str, dict[str, dict]] = {}
         for job in JOBS:
             for rec in instance.fetch_materializations(dg.AssetKey(job), limit=10_000).records:
                 meta = rec.asset_materialization.metadata
-                materialized[rec.run_id] = {k: getattr(v, "value", None) for k, v in meta.items()}
+                materialized.setdefault(rec.run_id, {})[job] = {
+                    k: getattr(v, "value", None) for k, v in meta.items()
+                }
         for record in records:
             run = record.dagster_run
-            if RunPlan.from_run(run) is None:
-                continue  # not a sensor run
+            by_asset = materialized.get(run.run_id, {})
+            assets = job_assets_of(run, by_asset)
+            if not assets:
+                continue  # not a run of the six (none other is launched)
             runs.append(
                 {
                     "run_id": run.run_id,
@@ -349,7 +448,11 @@ def _collect(
                     "end": record.end_time,
                     "created": record.create_timestamp.timestamp(),
                     "tags": plan_tags(run.tags, run.run_config),
-                    "metadata": materialized.get(run.run_id, {}),
+                    "launched_by": launcher_of(run.tags),
+                    "assets": assets,
+                    # one asset's metadata as before (a sensor run has one); all of them:
+                    "metadata": by_asset.get(assets[0], {}) if len(assets) == 1 else {},
+                    "metadata_by_asset": by_asset,
                 }
             )
     (run_dir / "runs.json").write_text(json.dumps(runs, indent=1, default=str))
@@ -357,7 +460,13 @@ def _collect(
     for table in (*RAW_TABLES, *JOBS):
         try:
             meta = HudiTableMetadata(Lakehouse.parse(str(lakehouse)).table(table))
+            found = meta.commits()
         except TableNotFound:
+            continue
+        except Exception as exc:  # noqa: BLE001 - illustration only; the run is measured
+            # A run the stop's drain cut off mid-commit can leave an unreadable commit
+            # file; the measurement (samples, runs) stands, this table's list is lost.
+            log.warning("commits of %s unreadable after the stop: %s", table, exc)
             continue
         commits[table] = [
             {
@@ -367,13 +476,13 @@ def _collect(
                 "files": len(c.written),
                 "watermark_us": c.watermark_us,
             }
-            for c in meta.commits()
+            for c in found
         ]
     (run_dir / "commits.json").write_text(json.dumps(commits, indent=1))
     p, p0 = total_staleness(samples)
     return {
         "variant": variant.name,
-        "policy": variant.policy,
+        "policy": variant.policy or variant.automation,
         "note": variant.note,
         "env": variant.env,
         "seed": seed,
@@ -386,7 +495,50 @@ def _collect(
         "runs": len(runs),
         "runs_succeeded": sum(r["status"] == "SUCCESS" for r in runs),
         "runs_failed": sum(r["status"] == "FAILURE" for r in runs),
+        "automation": variant.automation,
+        # job refreshes that did work (a peer's run may refresh several, or find nothing)
+        "job_refreshes": sum(
+            "duration_s" in meta for r in runs for meta in r["metadata_by_asset"].values()
+        ),
     }
+
+
+def cut_off_runs(runs: list[dict], stop_at: float, drain_s: float | None = None) -> int:
+    """Failed runs that were still in flight when the stop's drain gave up (the Spark
+    service stopped under them): the stop's doing, not the variant's. A peer's run of six
+    steps can outlast the drain on a loaded machine."""
+    from freshness_pipeline.stack import DRAIN_TIMEOUT_S
+
+    limit = stop_at + (DRAIN_TIMEOUT_S if drain_s is None else drain_s)
+    return sum(r["status"] == "FAILURE" and (r.get("end") or 0) >= limit for r in runs)
+
+
+def job_assets_of(run, materialized: Iterable[str] = ()) -> list[str]:
+    """The six-job assets a run targets, in pipeline order: its asset selection (an
+    automation run's), its plan (a sensor run's), its job (the interval job's run carries
+    no selection: all of the job's assets) and whatever it materialized."""
+    from freshness_pipeline.automation import ALL_JOBS_JOB
+
+    selected = {key.to_user_string() for key in run.asset_selection or ()} | set(materialized)
+    plan = RunPlan.from_run(run)
+    if plan is not None:
+        selected.add(plan.asset)
+    if getattr(run, "job_name", None) == ALL_JOBS_JOB and not run.asset_selection:
+        selected |= set(JOBS)
+    return [job for job in JOBS if job in selected]
+
+
+def launcher_of(tags) -> str:
+    """Who launched a run: our sensor (its plan tags), a peer's sensor or schedule, or a
+    person."""
+    # Our sensor's runs carry `freshness/asset` (their plan is in the run config now, so
+    # the tags alone no longer hold a whole RunPlan).
+    if tags.get(ASSET_TAG) or tags.get(LAUNCHED_BY_TAG) == SENSOR:
+        return SENSOR
+    for key in ("dagster/sensor_name", "dagster/schedule_name"):
+        if tags.get(key):
+            return tags[key]
+    return "manual"
 
 
 def _conditions(config: ExperimentConfig) -> dict:
@@ -419,7 +571,10 @@ def _finished_run(config: ExperimentConfig, seed: int, variant: Variant) -> dict
     if not done.exists():
         return None
     summary = json.loads(done.read_text())
-    return summary if summary.get("conditions") == _conditions(config) else None
+    same = summary.get("conditions") == _conditions(config)
+    # e.g. interval runs at another period under the same name
+    same = same and summary.get("env", variant.env) == variant.env
+    return summary if same else None
 
 
 def machine_facts() -> dict:
@@ -443,18 +598,22 @@ def machine_facts() -> dict:
     }
 
 
-def run_experiment(config: ExperimentConfig) -> list[dict]:
+def run_experiment(config: ExperimentConfig, progress: Progress | None = None) -> list[dict]:
     config.out_dir.mkdir(parents=True, exist_ok=True)
     facts = {"config": {**asdict(config), "out_dir": str(config.out_dir)}, **machine_facts()}
     (config.out_dir / "experiment.json").write_text(json.dumps(facts, indent=1, default=str))
     summaries = []
+    progress = progress or Progress(len(config.seeds) * len(config.variants), config.window_s)
     for seed in config.seeds:
+        progress.say(f"seed {seed}: recording (or reusing) its stream")
         stream = record(config, seed)
         for variant in config.variants:
             kept = _finished_run(config, seed, variant) if config.resume else None
             if kept is not None:
                 log.info("seed %d, %s: kept from an earlier invocation", seed, variant.name)
+                progress.kept(seed, variant.name)
                 summaries.append(kept)
                 continue
-            summaries.append(run_variant(config, variant, seed, stream))
+            progress.begin_run(seed, variant.name)
+            summaries.append(run_variant(config, variant, seed, stream, progress=progress))
     return summaries

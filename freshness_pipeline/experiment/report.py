@@ -21,11 +21,14 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from freshness_pipeline.jobs.catalog import JOBS
-from freshness_pipeline.run_plan import RunPlan
+from freshness_pipeline.run_phases import PHASES, from_metadata, median_phases
+from freshness_pipeline.run_plan import ASSET_TAG, RunPlan
 from freshness_pipeline.timefmt import iso
 
 S = 1_000_000
 TARGETS = (("random", 0.80), ("max_benefit", 0.90))
+BASELINES = ("pmb", "max_benefit", "random")
+PEERS = ("dagster_eager", "interval")  # what a Dagster user would pick (issue 18)
 
 
 def _load(exp_dir: Path) -> tuple[dict, list[dict]]:
@@ -71,10 +74,12 @@ def p_table(runs: list[dict]) -> tuple[list[str], dict[str, dict]]:
             "per_seed": {r["seed"]: r["P"] for r in items},
             "runs": statistics.mean(r["runs_succeeded"] for r in items),
             "note": items[0].get("note", ""),
+            # who launched the jobs; runs recorded before the peers existed: our sensor
+            "automation": items[0].get("automation", "freshness_sensor"),
         }
     # Ratios per seed, then averaged: each seed's policies replayed the same stream.
     for row in stats.values():
-        for base in ("random", "max_benefit"):
+        for base in ("random", "max_benefit", "pmb"):
             if base in stats:
                 ratios = [
                     row["per_seed"][s] / stats[base]["per_seed"][s]
@@ -83,7 +88,7 @@ def p_table(runs: list[dict]) -> tuple[list[str], dict[str, dict]]:
                 ]
                 row[f"ratio_{base}"] = statistics.mean(ratios) if ratios else None
         row["ratio_P0"] = row["P_mean"] / row["P0_mean"] if row["P0_mean"] else None
-    order = [v for v in ("pmb", "max_benefit", "random") if v in stats]
+    order = [v for v in (*BASELINES, *PEERS) if v in stats]
     order += sorted(v for v in stats if v not in order)
     return order, stats
 
@@ -170,7 +175,7 @@ def launched_plans(runs: list[dict]) -> dict[str, list[RunPlan]]:
     plans: dict[str, list[RunPlan]] = defaultdict(list)
     for run in runs:
         for record in _runs(run["dir"]):
-            plan = RunPlan.from_tags(record["tags"])
+            plan = RunPlan.from_tags(record["tags"])  # None: a peer's run (no plan)
             if record["status"] == "SUCCESS" and plan is not None:
                 plans[run["variant"]].append(plan)
     return plans
@@ -216,6 +221,12 @@ COMPARISONS = (
         "subsets against all pending files",
     ),
     ("pmb_pipeline", "pmb", "benefit also counts the downstream staleness a run unlocks"),
+    (
+        "pmb_no_aging",
+        "pmb",
+        "eta's order alone (published) instead of with aging (a bound on every job's wait, "
+        "first runs first)",
+    ),
 )
 
 
@@ -324,6 +335,18 @@ def comparison_rows(
     return lines
 
 
+PHASES_TEXT = (
+    "Each materialization records its phases (`phase_<name>_s`, run_phases.py): queue "
+    "wait (run queue: K and the writer pools), launch (run process, code, resources), plan "
+    "(run config against Hudi metadata), session (Spark), read (input deltas), transform "
+    "(the job's SQL), then the Hudi write: write_prepare (until the commit is requested), "
+    "index_lookup (requested to inflight: every record tagged with its file group), "
+    "write_files (inflight to completed: files rewritten, commit under the lock) and "
+    "after_commit (clean and archive until the write returns; `clean` is the timeline's "
+    "clean when one ran). A phase a run lacks is left out of its median, not counted as 0."
+)
+
+
 def run_cost_rows(runs: list[dict], variants: list[str]) -> list[str]:
     """What one run costs under these conditions: the bound on every table's staleness.
     Runs in flight when the window closed finish (the stop drains them): they count as
@@ -352,7 +375,7 @@ def run_cost_rows(runs: list[dict], variants: list[str]) -> list[str]:
                     if float(r["end"]) > window_end:
                         late += 1
                     else:
-                        in_window += 1
+                        in_window += refreshes_of(r)
         rate = f"{in_window / len(JOBS) / minutes:.2f}" if minutes else "-"
         wait = f"{statistics.median(waits):.1f}" if waits else "-"
         took = f"{statistics.median(times):.1f}" if times else "-"
@@ -361,6 +384,133 @@ def run_cost_rows(runs: list[dict], variants: list[str]) -> list[str]:
             f"{took} | {rate} |"
         )
     return lines
+
+
+def phase_rows(runs: list[dict]) -> list[str]:
+    """Per job, the median of each phase over its successful runs in every variant
+    (run_phases.py; runs recorded before the phases existed have none)."""
+    by_job: dict[str, list[dict[str, float]]] = {}
+    for run in runs:
+        for r in _runs(run["dir"]):
+            if r["status"] != "SUCCESS":
+                continue
+            metadata = r.get("metadata_by_asset") or {}
+            if not metadata and r.get("metadata"):
+                metadata = {str(r.get("tags", {}).get(ASSET_TAG, "")): r["metadata"]}
+            for job, meta in metadata.items():
+                phases = from_metadata(meta)
+                if job in JOBS and phases:
+                    by_job.setdefault(job, []).append(phases)
+    if not by_job:
+        return ["No run recorded its phases."]
+    medians = {job: median_phases(by_job[job]) for job in JOBS if job in by_job}
+    names = [n for n in (*PHASES, "write", "clean") if any(n in m for m in medians.values())]
+    lines = [
+        "| job | runs | " + " | ".join(names) + " |",
+        "|---|---|" + "---|" * len(names),
+    ]
+    for job, found in medians.items():
+        cells = [f"{found[n]:.2f}" if n in found else "-" for n in names]
+        lines.append(f"| {job} | {len(by_job[job])} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def refreshes_of(run_record: dict) -> int:
+    """Job refreshes a run did: one for a sensor run; for a peer's run of several assets,
+    those that did work (an asset with nothing pending commits nothing)."""
+    by_asset = run_record.get("metadata_by_asset")
+    if not by_asset or len(run_record.get("assets", ())) <= 1:
+        return 1
+    return sum("duration_s" in meta for meta in by_asset.values())
+
+
+def run_figures(run: dict) -> dict[str, float | list[float]]:
+    """One (variant, seed) run's activity in its window: Dagster runs and job refreshes
+    that finished in it, every successful run's wall time and every job step's time."""
+    window_end = run.get("start_us", 0) / 1e6 + run.get("window_s", 0)
+    runs_done, refreshes, walls, steps = 0, 0, [], []
+    for r in _runs(run["dir"]):
+        for meta in (r.get("metadata_by_asset") or {}).values():
+            if "duration_s" in meta:
+                steps.append(float(meta["duration_s"]))
+        if r["status"] != "SUCCESS" or not r.get("start") or not r.get("end"):
+            continue
+        walls.append(float(r["end"]) - float(r["start"]))
+        if float(r["end"]) <= window_end:
+            runs_done += 1
+            refreshes += refreshes_of(r)
+    return {"runs": runs_done, "refreshes": refreshes, "walls": walls, "steps": steps}
+
+
+def peer_rows(runs: list[dict], stats: dict[str, dict]) -> list[str]:
+    """Issue 18: PMB, Max-Benefit and Random beside what a Dagster user would pick
+    instead, on the same streams: P, its ratios (paired by seed, with their sd), Dagster
+    runs and job refreshes per window, and run times."""
+    peers = [
+        v for v in stats if stats[v].get("automation", "freshness_sensor") != "freshness_sensor"
+    ]
+    if not peers:
+        return []
+    # the named peers first, then others (interval_<N> from tuning) by name
+    peers.sort(key=lambda v: (PEERS.index(v) if v in PEERS else len(PEERS), v))
+    shown = [v for v in BASELINES if v in stats] + peers
+    lines = [
+        "## Beside what a Dagster user would pick",
+        "",
+        "`dagster_eager`: `AutomationCondition.eager()` on the six assets, evaluated by "
+        "Dagster's asset daemon (`AutomationConditionSensorDefinition`), with the raw tables "
+        "reported as observed whenever ingestion commits; `interval`: all six every N "
+        "seconds. Both: our freshness sensor off, each run processing all pending input "
+        "(no run config), the same run queue (K) and writer pools, the same recorded "
+        "streams, seeds and sampler. A peer's Dagster run may refresh several tables one "
+        "after another, so runs and refreshes are counted apart. Ratios are per seed, then "
+        "averaged; sd is over seeds.",
+        "",
+        "| variant | P mean | sd | seeds | P / P(pmb) | sd | P / P(max_benefit) | "
+        "P / P(random) | P / P0 | Dagster runs per window | job refreshes per window | "
+        "run (s, median) | job step (s, median) |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for variant in shown:
+        row = stats[variant]
+        mine = [r for r in runs if r["variant"] == variant]
+        figures = [run_figures(r) for r in mine]
+        runs_per = statistics.mean(f["runs"] for f in figures) if figures else float("nan")
+        refreshes = statistics.mean(f["refreshes"] for f in figures) if figures else float("nan")
+        walls = [w for f in figures for w in f["walls"]]
+        steps = [w for f in figures for w in f["steps"]]
+
+        def ratio(base: str, variant: str = variant) -> tuple[str, str]:
+            if base not in stats:
+                return "-", "-"
+            mean, sd, n = paired_ratio(stats, variant, base)
+            if not n:
+                return "-", "-"
+            return f"{mean:.3f}", (f"{sd:.3f}" if n > 1 else "-")  # one seed: no spread
+
+        vs_pmb, sd_pmb = ratio("pmb")
+        vs_mb, _ = ratio("max_benefit")
+        vs_random, _ = ratio("random")
+        p0 = f"{row['ratio_P0']:.2f}" if row.get("ratio_P0") else "-"
+        wall = f"{statistics.median(walls):.1f}" if walls else "-"
+        step = f"{statistics.median(steps):.1f}" if steps else "-"
+        lines.append(
+            f"| {variant} | {row['P_mean']:,.0f} | {row['P_sd']:,.0f} | {row['seeds']} | "
+            f"{vs_pmb} | {sd_pmb} | {vs_mb} | {vs_random} | {p0} | {runs_per:.1f} | "
+            f"{refreshes:.1f} | {wall} | {step} |"
+        )
+    notes = {v: stats[v]["note"] for v in peers}
+    lines += ["", *(f"- `{v}`: {note}." for v, note in notes.items())]
+    if "pmb" in stats:
+        for peer in peers:
+            mean, _, n = paired_ratio(stats, "pmb", peer)
+            if n:
+                word = "below" if mean < 1 else "above"
+                lines.append(
+                    f"- P(pmb) / P({peer}) = {mean:.3f}: PMB left {abs(1 - mean):.1%} "
+                    f"{word} the staleness of `{peer}` ({n} seed{'s' if n > 1 else ''})."
+                )
+    return [*lines, ""]
 
 
 def files_per_commit_rows(run: dict) -> list[str]:
@@ -530,6 +680,12 @@ def detail_rows(runs: list[dict], order: list[str], stats: dict, plans: dict) ->
         "",
         *run_cost_rows(runs, order),
         "",
+        "### Where a run's time goes (median seconds per phase, successful runs)",
+        "",
+        PHASES_TEXT,
+        "",
+        *phase_rows(runs),
+        "",
         "## Summed staleness over time (figure 4.3)",
         "",
         "![summed staleness](staleness_over_time.png)",
@@ -537,7 +693,8 @@ def detail_rows(runs: list[dict], order: list[str], stats: dict, plans: dict) ->
         "## Effective marginal benefit per job (figure 4.2)",
         "",
         "Watermark advance of each successful run divided by its measured run time "
-        "(start to end of the Dagster run).",
+        "(start to end of the Dagster run). Sensor runs only: a peer's run carries no plan "
+        "(no cutoff chosen before it ran), so its boxes are empty.",
         "",
         "![marginal benefit](marginal_benefit.png)",
         "",
@@ -571,6 +728,7 @@ def write_report(exp_dir: Path, report_dir: Path) -> dict:
     if not all(v["met"] for v in verdicts.values()):
         sweep = condition_sweep_rows(facts["config"])
         lines += ["", "### Which conditions would change the verdict", "", *sweep]
+    lines += ["", *peer_rows(runs, stats)]
     lines += detail_rows(runs, order, stats, launched_plans(runs))
     (report_dir / "REPORT.md").write_text("\n".join(lines))
     results = {"stats": stats, "targets": verdicts, "facts": facts}

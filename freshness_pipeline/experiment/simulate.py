@@ -10,29 +10,44 @@ and a modelled machine:
   simulated runs' own history, the sensor's pending-range semantics (METHOD 5.5), the
   pipeline-aware `downstream_of`, and P / P0 by `staleness.sample_tables`;
 - modelled: ingestion (a raw commit every `commit_interval_s` writing `files_per_commit`
-  new files, every `burst_every`-th commit `burst_factor` times larger), the machine (a
+  new files, every `burst_every`-th commit `burst_factor` times larger; or another
+  `RawLayout`, such as the copy-on-write packing of `published_scale.py`), the machine (a
   run's work is `fixed_s + per_mib_s * MiB + per_file_s * files` seconds, and the runs in
   flight share `capacity` runs' worth of speed, processor-sharing, after `launch_s` of
   queue and process start), and each job's commit (its new rows go to one young file
   group per partition, which a consumer reads whole, as Hudi's copy-on-write makes it).
 
-Pure Python (no Spark, no Dagster): a 300 s run of one policy takes well under a second.
+Pure Python (no Spark, no Dagster): a 300 s run of one policy takes well under a second;
+a table's commits are kept in arrival order and searched by bisection, so a 3-hour window
+(`published_scale.py`) costs seconds, not the minutes a scan of every commit per tick took.
 It is calibrated against the measured long run in `calibrated()`; its figures are a model's,
 and `docs/results/README.md` quotes them as such.
 """
 
 from __future__ import annotations
 
+import bisect
+import functools
 import random
 import statistics
-from collections.abc import Sequence
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from freshness_pipeline.cost_model import CostMode, RunSample, fit_cost_model
 from freshness_pipeline.experiment.staleness import sample_tables, total_staleness
 from freshness_pipeline.jobs.catalog import JOBS, downstream_of
 from freshness_pipeline.jobs.runner import DERIVED_SMALL_FILE_BYTES
-from freshness_pipeline.planner import MIB, JobState, PendingInput, Policy, get_policy, plan
+from freshness_pipeline.planner import (
+    MIB,
+    CostModel,
+    JobChoice,
+    JobState,
+    PendingInput,
+    Policy,
+    get_policy,
+    plan,
+)
 
 S = 1_000_000
 BASE_US = 1_800_000_000_000_000
@@ -73,6 +88,15 @@ class Conditions:
     work_jitter: float = 0.2  # sd of the log of a run's work factor (seeded noise)
     k: int = 3
     tick_s: float = 5.0
+    max_wait_s: float | None = None  # the planner's aging bound (planner.age); None: off
+    first_runs_first: bool = False  # planner.age: a never-materialized job goes first
+    trade_share: float = 0.5  # share of the events (and bytes) that go to trade_raw
+    raw_layout: RawLayout | None = None  # None: `files_per_commit` new files per commit
+    # A derived partition's young file group is rewritten until it passes this size.
+    derived_small_file_bytes: int = DERIVED_SMALL_FILE_BYTES
+    output_ratios: tuple[tuple[str, float], ...] = ()  # per job; others use output_ratio
+    # The planner's cost model held fixed (e.g. a published fit); None: fitted online.
+    planner_cost: CostModel | None = None
 
     def __post_init__(self) -> None:
         positive = ("duration_s", "rate_eps", "commit_interval_s", "capacity", "tick_s")
@@ -85,6 +109,58 @@ class Conditions:
             raise ValueError("work_jitter must be >= 0")
         if self.burst_every < 0 or self.burst_factor <= 0:
             raise ValueError("burst_every must be >= 0 and burst_factor > 0")
+        if self.max_wait_s is not None and self.max_wait_s <= 0:
+            raise ValueError(f"max_wait_s must be positive or None, got {self.max_wait_s}")
+        if not 0 < self.trade_share < 1:
+            raise ValueError(f"trade_share must be in (0, 1), got {self.trade_share}")
+        if self.derived_small_file_bytes < 0:
+            raise ValueError("derived_small_file_bytes must be >= 0")
+        unknown = sorted({job for job, _ in self.output_ratios} - set(JOBS))
+        if unknown or any(ratio < 0 for _, ratio in self.output_ratios):
+            raise ValueError(f"output_ratios: unknown jobs {unknown} or a negative ratio")
+
+    def output_ratio_of(self, job: str) -> float:
+        return dict(self.output_ratios).get(job, self.output_ratio)
+
+
+@dataclass(frozen=True)
+class RawCommitFiles:
+    """The file groups one raw commit writes: `written` holds the new rows' bytes per
+    group, `carried` the older rows a copy-on-write rewrite copies into the group's new
+    file (Hudi's small-file packing), which a reader scans but which are not new."""
+
+    written: Mapping[str, int]
+    carried: Mapping[str, int] = field(default_factory=dict)
+
+
+class RawLayout(ABC):
+    """How a raw table's commits spread over file groups. `writer` returns a fresh,
+    seeded writer per simulated run and table: `writer(index, new_bytes)` gives commit
+    `index`'s files."""
+
+    @abstractmethod
+    def writer(
+        self, table: str, cond: Conditions, seed: int
+    ) -> Callable[[int, int], RawCommitFiles]: ...
+
+
+class NewFilesPerCommit(RawLayout):
+    """Every commit writes `files_per_commit` new files of equal size (the long run's
+    layout: one file per symbol letter, never rewritten)."""
+
+    def writer(
+        self, table: str, cond: Conditions, seed: int
+    ) -> Callable[[int, int], RawCommitFiles]:
+        def commit(index: int, new_bytes: int) -> RawCommitFiles:
+            per_file = new_bytes // cond.files_per_commit
+            return RawCommitFiles(
+                {
+                    f"c{index}-f{i}": per_file + cond.file_overhead_bytes
+                    for i in range(cond.files_per_commit)
+                }
+            )
+
+        return commit
 
 
 @dataclass
@@ -93,6 +169,7 @@ class _Commit:
     arrival_max_us: int
     groups: tuple[str, ...]
     added_bytes: int
+    landed_us: int | None = None  # when it committed (the planner's aging clock)
 
 
 @dataclass
@@ -101,46 +178,72 @@ class _Table:
     sizes: dict[str, int] = field(default_factory=dict)  # group -> latest file size
     versions: dict[str, int] = field(default_factory=dict)  # group -> commits that wrote it
     generation: dict[str, int] = field(default_factory=dict)  # partition -> current group
+    # Each commit's arrival_max_us, in commit order. Commits arrive in arrival order (a
+    # raw table's by ingestion, a job's by its rising watermark), so a reader's unconsumed
+    # commits are a suffix found by bisection.
+    marks: list[int] = field(default_factory=list)
 
     @property
     def watermark_us(self) -> int | None:
         return self.commits[-1].arrival_max_us if self.commits else None
 
-    def write(self, low_us: int, high_us: int, group_bytes: dict[str, int]) -> None:
+    def write(
+        self,
+        low_us: int,
+        high_us: int,
+        group_bytes: Mapping[str, int],
+        carried: Mapping[str, int] | None = None,
+    ) -> None:
+        """One commit: `group_bytes` new rows per group; `carried` older rows a
+        copy-on-write rewrite copies into a group's new file (sized, never new)."""
+        if self.marks and high_us < self.marks[-1]:
+            raise ValueError(f"commit up to {high_us} after one up to {self.marks[-1]}")
+        for group, older in (carried or {}).items():
+            self.sizes[group] = self.sizes.get(group, 0) + older
         for group, added in group_bytes.items():
             self.sizes[group] = self.sizes.get(group, 0) + added
             self.versions[group] = self.versions.get(group, 0) + 1
         self.commits.append(_Commit(low_us, high_us, tuple(group_bytes), sum(group_bytes.values())))
+        self.marks.append(high_us)
 
-    def append(self, low_us: int, high_us: int, per_partition: dict[str, int]) -> None:
+    def _unconsumed(self, floor_us: int) -> list[_Commit]:
+        return self.commits[bisect.bisect_right(self.marks, floor_us) :]
+
+    def append(
+        self,
+        low_us: int,
+        high_us: int,
+        per_partition: dict[str, int],
+        small_file_bytes: int = DERIVED_SMALL_FILE_BYTES,
+    ) -> None:
         """A derived table's commit: new rows go to each partition's young file group
-        until it passes Hudi's small-file limit (`runner.DERIVED_SMALL_FILE_BYTES`); then
-        a new group starts and the old one is never rewritten again."""
+        until it passes Hudi's small-file limit (`runner.DERIVED_SMALL_FILE_BYTES` in our
+        jobs); then a new group starts and the old one is never rewritten again."""
         groups = {}
         for part, added in per_partition.items():
             gen = self.generation.get(part, 0)
-            if self.sizes.get(f"{part}.{gen}", 0) >= DERIVED_SMALL_FILE_BYTES:
+            if self.sizes.get(f"{part}.{gen}", 0) >= small_file_bytes:
                 gen += 1
                 self.generation[part] = gen
             groups[f"{part}.{gen}"] = added
         self.write(low_us, high_us, groups)
 
+    def pending_since(self, t_done_us: int | None) -> int | None:
+        """When the oldest commit a consumer at t_done has not consumed landed (the rule of
+        `HudiTableMetadata.pending_files`' `pending_since_us`)."""
+        floor = -1 if t_done_us is None else t_done_us
+        return next((c.landed_us for c in self.commits if c.arrival_max_us > floor), None)
+
     def added_between(self, floor_us: int, u_us: int) -> int:
         """Bytes the commits holding arrivals in (floor, u] added: a run's new input."""
-        return sum(
-            c.added_bytes
-            for c in self.commits
-            if c.arrival_max_us > floor_us and c.arrival_min_us <= u_us
-        )
+        return sum(c.added_bytes for c in self._unconsumed(floor_us) if c.arrival_min_us <= u_us)
 
     def pending(self, table: str, t_done_us: int | None) -> list[PendingInput]:
         """The same rule as `HudiTableMetadata.pending_files`: a group is pending when an
         unconsumed commit wrote it; its range spans those commits, clipped above t_done."""
         floor = -1 if t_done_us is None else t_done_us
         ranges: dict[str, tuple[int, int]] = {}
-        for commit in self.commits:
-            if commit.arrival_max_us <= floor:
-                continue
+        for commit in self._unconsumed(floor):
             low = max(commit.arrival_min_us, floor + 1)
             for group in commit.groups:
                 old = ranges.get(group)
@@ -177,26 +280,49 @@ class SimResult:
     runs: int
     subset_runs: int
     run_seconds_median: float | None
+    waits: WaitLog | None = None
 
 
-def _raw_commit_bytes(cond: Conditions, index: int) -> int:
-    events = cond.rate_eps / len(RAW_STREAMS) * cond.commit_interval_s
+@dataclass
+class WaitLog:
+    """Per job: the longest it waited runnable without a slot (the planner's `waited_s`,
+    seen on every tick, so a job that never gets a slot shows its whole wait) and when it
+    was first launched and first committed (seconds into the window; absent: never)."""
+
+    max_wait_s: dict[str, float] = field(default_factory=dict)
+    first_launch_s: dict[str, float] = field(default_factory=dict)
+    first_commit_s: dict[str, float] = field(default_factory=dict)  # first materialization
+
+
+def _raw_commit_bytes(cond: Conditions, index: int, table: str = "trade_raw") -> int:
+    share = cond.trade_share if table == "trade_raw" else 1 - cond.trade_share
+    events = cond.rate_eps * share * cond.commit_interval_s
     if cond.burst_every and index % cond.burst_every == 0:
         events *= cond.burst_factor
     return int(events * cond.bytes_per_event)
 
 
-def simulate(cond: Conditions, variant: str, seed: int = 1, dt_s: float = 0.1) -> SimResult:
-    """One variant over one window; deterministic for a given (conditions, variant, seed)."""
+def simulate(
+    cond: Conditions,
+    variant: str,
+    seed: int = 1,
+    dt_s: float = 0.1,
+    on_launch: Callable[[JobChoice], None] | None = None,
+) -> SimResult:
+    """One variant over one window; deterministic for a given (conditions, variant, seed).
+    `on_launch` sees every launched choice (its candidate table too), for decision counts."""
     if variant not in SIM_VARIANTS:
         raise ValueError(f"unknown variant {variant!r}; expected one of {sorted(SIM_VARIANTS)}")
     policy, cost_mode = SIM_VARIANTS[variant]
     tables = {name: _Table() for name in (*RAW_STREAMS, *JOBS)}
+    layout = cond.raw_layout or NewFilesPerCommit()
+    raw_writers = {table: layout.writer(table, cond, seed) for table in RAW_STREAMS}
     history: dict[str, list[RunSample]] = {job: [] for job in JOBS}
     last_refresh: dict[str, int | None] = dict.fromkeys(JOBS)
     running: dict[str, _Run] = {}
     samples = []
     runs = subsets = 0
+    waits = WaitLog()
     raw_index = 0
     steps = int(round(cond.duration_s / dt_s))
     tick_every = max(1, int(round(cond.tick_s / dt_s)))
@@ -209,13 +335,10 @@ def simulate(cond: Conditions, variant: str, seed: int = 1, dt_s: float = 0.1) -
             raw_index += 1
             low = BASE_US + int((raw_index - 1) * cond.commit_interval_s * S)
             high = BASE_US + int(raw_index * cond.commit_interval_s * S) - 1
-            per_file = _raw_commit_bytes(cond, raw_index) // cond.files_per_commit
             for table in RAW_STREAMS:
-                files = {
-                    f"c{raw_index}-f{i}": per_file + cond.file_overhead_bytes
-                    for i in range(cond.files_per_commit)
-                }
-                tables[table].write(low, high, files)
+                files = raw_writers[table](raw_index, _raw_commit_bytes(cond, raw_index, table))
+                tables[table].write(low, high, files.written, files.carried)
+                tables[table].commits[-1].landed_us = now_us
         # The machine: runs past their launch share `capacity`.
         working = [r for r in running.values() if r.work_at_s <= now_s]
         share = min(1.0, cond.capacity / len(working)) if working else 0.0
@@ -226,10 +349,16 @@ def simulate(cond: Conditions, variant: str, seed: int = 1, dt_s: float = 0.1) -
             del running[run.job]
             spec = JOBS[run.job]
             groups = PARTITION_GROUPS if spec.partition_by else 1
-            out = int(run.new_bytes * cond.output_ratio) // groups + cond.file_overhead_bytes
+            out = int(run.new_bytes * cond.output_ratio_of(run.job)) // groups
+            out += cond.file_overhead_bytes
             tables[run.job].append(
-                run.inputs_low_us + 1, run.u_us, {f"p{i}": out for i in range(groups)}
+                run.inputs_low_us + 1,
+                run.u_us,
+                {f"p{i}": out for i in range(groups)},
+                cond.derived_small_file_bytes,
             )
+            tables[run.job].commits[-1].landed_us = now_us
+            waits.first_commit_s.setdefault(run.job, now_s)
             history[run.job].append(RunSample(run.scan_bytes, run.files, now_s - run.work_at_s))
             last_refresh[run.job] = now_us
         if step % tick_every == 0:
@@ -244,6 +373,8 @@ def simulate(cond: Conditions, variant: str, seed: int = 1, dt_s: float = 0.1) -
                 history,
                 last_refresh,
                 running,
+                waits,
+                on_launch,
             )
             runs += runs_launched
             subsets += subsets_launched
@@ -253,8 +384,15 @@ def simulate(cond: Conditions, variant: str, seed: int = 1, dt_s: float = 0.1) -
     p, p0 = total_staleness(samples)
     seconds = [s.seconds for h in history.values() for s in h]
     return SimResult(
-        variant, seed, p, p0, runs, subsets, statistics.median(seconds) if seconds else None
+        variant, seed, p, p0, runs, subsets, statistics.median(seconds) if seconds else None, waits
     )
+
+
+@functools.lru_cache(maxsize=4096)
+def _fitted(history: tuple[RunSample, ...], cost_mode: CostMode) -> CostModel:
+    """The online fit, once per distinct history: it changes only when a run completes,
+    while the sensor asks every tick (refitting each tick was most of a long run's time)."""
+    return fit_cost_model(history, cost_mode).model
 
 
 def _tick(
@@ -268,6 +406,8 @@ def _tick(
     history: dict[str, list[RunSample]],
     last_refresh: dict[str, int | None],
     running: dict[str, _Run],
+    waits: WaitLog | None = None,
+    on_launch: Callable[[JobChoice], None] | None = None,
 ) -> tuple[int, int]:
     """The sensor: one JobState per job, the planner's plan, the launches (how many, and
     how many took a subset)."""
@@ -284,7 +424,8 @@ def _tick(
             if busy or cap is None
             else tuple(p for t in spec.inputs for p in tables[t].pending(t, t_done))
         )
-        model = fit_cost_model(history[spec.name], cost_mode).model
+        model = cond.planner_cost or _fitted(tuple(history[spec.name]), cost_mode)
+        landed = [tables[t].pending_since(t_done) for t in spec.inputs] if pending else []
         states.append(
             JobState(
                 spec.name,
@@ -295,11 +436,27 @@ def _tick(
                 busy,
                 order=order,
                 last_refresh_us=last_refresh[spec.name],
+                pending_since_us=min((t for t in landed if t is not None), default=None),
             )
         )
     if get_policy(policy).uses_downstream:
         states = [replace(s, downstream=downstream_of(s.job, t_dones)) for s in states]
-    result = plan(states, cond.k, now_us, policy, seed)
+    result = plan(
+        states,
+        cond.k,
+        now_us,
+        policy,
+        seed,
+        max_wait_s=cond.max_wait_s,
+        first_runs_first=cond.first_runs_first,
+    )
+    if waits is not None:
+        for choice in result.ranked:
+            waits.max_wait_s[choice.job] = max(
+                waits.max_wait_s.get(choice.job, 0.0), choice.waited_s
+            )
+        for choice in result.launches:
+            waits.first_launch_s.setdefault(choice.job, now_s)
     subsets = 0
     for choice in result.launches:
         state = next(s for s in states if s.job == choice.job)
@@ -328,6 +485,8 @@ def _tick(
             work,
         )
         subsets += int(choice.is_subset)
+        if on_launch is not None:
+            on_launch(choice)
     return len(result.launches), subsets
 
 

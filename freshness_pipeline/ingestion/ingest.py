@@ -23,7 +23,7 @@ from freshness_pipeline.hudi_metadata import (
     HudiTableMetadata,
     TableNotFound,
 )
-from freshness_pipeline.hudi_write import RAW_LAYOUTS, write_options
+from freshness_pipeline.hudi_write import RAW_LAYOUTS, concurrent_writer_options, write_options
 from freshness_pipeline.ingestion.reader import LandedBatchReader
 from freshness_pipeline.ingestion.validate import Reject, ValidatedBatch
 from freshness_pipeline.landing import list_landed, remove_ingested
@@ -190,7 +190,14 @@ class Ingestor:
         if "trade_id" in frame:
             frame["trade_id"] = frame["trade_id"].astype("int64")
         df = self.spark.createDataFrame(frame, schema=raw_schema(stream))
-        options = write_options(RAW_LAYOUTS[table], "insert", metadata)
+        options = {
+            **write_options(RAW_LAYOUTS[table], "insert", metadata),
+            # The raw table has a second writer, its clustering (clustering.py): both write
+            # with optimistic concurrency under the table's lock. A failed insert is now
+            # rolled back by a later clean once its heartbeat expires (LAZY), not by the
+            # next insert; until then it is an inflight instant no reader sees.
+            **concurrent_writer_options(self.settings.lakehouse.lock_path(table), guard=False),
+        }
         # An all-rejects batch still commits (empty) so the checkpoint moves on.
         options["hoodie.allow.empty.commit"] = "true"
         df.write.format("hudi").options(**options).mode("append").save(
@@ -274,8 +281,8 @@ class Ingestor:
             try:
                 self.ingest_once()
             except Exception:
-                # A failed commit is rolled back by Hudi on the next write; retry
-                # next cycle.
+                # A failed commit stays an inflight instant no reader sees (a later
+                # clean rolls it back); its files are read again next cycle.
                 log.exception("ingestion cycle failed; retrying after the interval")
             remaining = self.config.commit_interval_s - (time.monotonic() - started)
             deadline = time.monotonic() + max(0.0, remaining)

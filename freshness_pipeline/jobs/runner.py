@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 
 from freshness_pipeline.hudi_metadata import (
     ARRIVAL_MAX_KEY,
@@ -34,6 +34,7 @@ from freshness_pipeline.jobs.external_read import read_external
 from freshness_pipeline.jobs.run_config import ResolvedRun
 from freshness_pipeline.jobs.sql import sql_sections
 from freshness_pipeline.lakehouse import Lakehouse, Location
+from freshness_pipeline.run_phases import StepTimes, TimelineTimes, runner_phases
 
 T_DONE_BEFORE_KEY = "freshness.t_done_before_us"
 FILES_READ_KEY = "freshness.files_read"
@@ -60,6 +61,12 @@ class RunReport:
     rows_scanned: int
     rows_written: int
     seconds: float
+    # read, transform and the write's phases (run_phases.runner_phases); empty if unknown
+    phases: Mapping[str, float] = field(default_factory=dict)
+
+
+def _now_us() -> int:
+    return int(time.time() * 1_000_000)
 
 
 def _drop_hoodie(df):
@@ -253,14 +260,18 @@ class JobRunner:
 
     def _run(self, spec: JobSpec, resolved: ResolvedRun, fail_before_commit: bool) -> RunReport:
         started = time.monotonic()
+        started_us = _now_us()
         rows_scanned = self._register_inputs(spec, resolved)
+        inputs_read_us = _now_us()
         result = self._transform(spec)
         stats = result.selectExpr(
             "count(*) AS n",
             "min(unix_micros(arrival_ts)) AS lo",
             "max(unix_micros(arrival_ts)) AS hi",
         ).first()
+        transformed_us = _now_us()
         self._commit(spec, resolved, result, stats, fail_before_commit)
+        step = StepTimes(started_us, inputs_read_us, transformed_us, _now_us())
         return RunReport(
             job=spec.name,
             t_done_before_us=resolved.t_done_us,
@@ -270,6 +281,22 @@ class JobRunner:
             rows_scanned=rows_scanned,
             rows_written=int(stats["n"]),
             seconds=time.monotonic() - started,
+            phases=runner_phases(step, self._timeline_times(spec.name, resolved.cutoff_us)),
+        )
+
+    def _timeline_times(self, table: str, cutoff_us: int) -> TimelineTimes | None:
+        """The marks of the commit this run just made (the newest carrying its watermark);
+        None when they cannot be read: timing never fails a committed run."""
+        try:
+            meta = self.meta(table)
+            ours = [c for c in meta.commits() if c.watermark_us == cutoff_us]
+            if not ours:
+                return None
+            timing = meta.instant_timing(ours[-1])
+        except Exception:
+            return None
+        return TimelineTimes(
+            timing.requested_us, timing.inflight_us, timing.completed_us, timing.clean_us
         )
 
     def _register_inputs(self, spec: JobSpec, resolved: ResolvedRun) -> int:
