@@ -114,6 +114,12 @@ def test_daemon_keeps_all_six_tables_fresh(lakehouse: Settings, tmp_path: Path, 
         assert len(failed) == 2
         attempts = sorted(RunPlan.from_run(r).attempt for r in trade_runs)
         assert {1, 2} <= set(attempts)
+        # The sensor's runs went through the run queue: their phases include its wait.
+        records = instance.fetch_materializations(dg.AssetKey("trade_aggr"), limit=50).records
+        phases = [r.asset_materialization.metadata for r in records]
+        worked = [m for m in phases if "phase_write_files_s" in m]
+        assert worked and all("phase_queue_wait_s" in m for m in worked), phases[:1]
+        assert all(m["phase_queue_wait_s"].value >= 0 for m in worked)
 
 
 def wait_for_drain(lakehouse: Settings, procs, seen: dict[str, list[int]], tmp_path: Path) -> int:

@@ -202,8 +202,9 @@ def plan_metadata(
 
 
 def queue_marks(context: AssetExecutionContext) -> tuple[int, int | None, int | None]:
-    """When the run was created, enqueued and dequeued (epoch micros; None: it never went
-    through the run queue, as an in-process `dagster asset materialize`)."""
+    """When the run was created, enqueued and let out of the queue (epoch micros; None: it
+    never went through the run queue, as an in-process `dagster asset materialize`). The
+    queue coordinator records no dequeue event; RUN_STARTING is when it launched the run."""
     from dagster import DagsterEventType
 
     instance, run_id = context.instance, context.run.run_id
@@ -211,7 +212,7 @@ def queue_marks(context: AssetExecutionContext) -> tuple[int, int | None, int | 
     created_us = int(record.create_timestamp.timestamp() * 1e6) if record else 0
     marks: dict[DagsterEventType, int] = {}
     events = instance.get_records_for_run(
-        run_id, of_type={DagsterEventType.RUN_ENQUEUED, DagsterEventType.RUN_DEQUEUED}
+        run_id, of_type={DagsterEventType.RUN_ENQUEUED, DagsterEventType.RUN_STARTING}
     ).records
     for event in events:
         entry = event.event_log_entry
@@ -220,7 +221,9 @@ def queue_marks(context: AssetExecutionContext) -> tuple[int, int | None, int | 
     return (
         created_us,
         marks.get(DagsterEventType.RUN_ENQUEUED),
-        marks.get(DagsterEventType.RUN_DEQUEUED),
+        marks.get(DagsterEventType.RUN_STARTING)
+        if DagsterEventType.RUN_ENQUEUED in marks
+        else None,
     )
 
 

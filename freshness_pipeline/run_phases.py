@@ -112,11 +112,13 @@ def dagster_phases(
     session_us: int | None,
 ) -> dict[str, float]:
     """queue_wait, launch, plan and session from the run's events and the asset's marks. A
-    run without a queue (`dagster asset materialize` in process) waited for none."""
-    queue_wait = dequeued_us - enqueued_us if enqueued_us and dequeued_us else 0
+    run that never went through the run queue (`dagster asset materialize` in process) has
+    no queue_wait (left out, not 0: nothing was measured)."""
+    phases: dict[str, float] = {}
+    if enqueued_us and dequeued_us:
+        phases["queue_wait"] = _s(max(dequeued_us - enqueued_us, 0))
     launched_from = dequeued_us or created_us
-    phases = {
-        "queue_wait": _s(max(queue_wait, 0)),
+    phases |= {
         "launch": _s(max(body_started_us - launched_from, 0)),
         "plan": _s(max(planned_us - body_started_us, 0)),
     }
