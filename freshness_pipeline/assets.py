@@ -13,6 +13,7 @@ from dagster import (
     AssetsDefinition,
     AutomationCondition,
     Config,
+    DagsterEventType,
     Failure,
     FreshnessPolicy,
     MaterializeResult,
@@ -202,29 +203,19 @@ def plan_metadata(
 
 
 def queue_marks(context: AssetExecutionContext) -> tuple[int, int | None, int | None]:
-    """When the run was created, enqueued and let out of the queue (epoch micros; None: it
-    never went through the run queue, as an in-process `dagster asset materialize`). The
-    queue coordinator records no dequeue event; RUN_STARTING is when it launched the run."""
-    from dagster import DagsterEventType
-
+    """When the run was created, enqueued and launched (epoch micros; None: no such event,
+    e.g. an in-process `dagster asset materialize` is never queued). The queue coordinator
+    records no dequeue event: RUN_STARTING is when it let the run go."""
     instance, run_id = context.instance, context.run.run_id
     record = instance.get_run_record_by_id(run_id)
     created_us = int(record.create_timestamp.timestamp() * 1e6) if record else 0
+    wanted = (DagsterEventType.RUN_ENQUEUED, DagsterEventType.RUN_STARTING)
     marks: dict[DagsterEventType, int] = {}
-    events = instance.get_records_for_run(
-        run_id, of_type={DagsterEventType.RUN_ENQUEUED, DagsterEventType.RUN_STARTING}
-    ).records
-    for event in events:
+    for event in instance.get_records_for_run(run_id, of_type=set(wanted)).records:
         entry = event.event_log_entry
         if entry.dagster_event is not None:
             marks.setdefault(entry.dagster_event.event_type, int(entry.timestamp * 1e6))
-    return (
-        created_us,
-        marks.get(DagsterEventType.RUN_ENQUEUED),
-        marks.get(DagsterEventType.RUN_STARTING)
-        if DagsterEventType.RUN_ENQUEUED in marks
-        else None,
-    )
+    return created_us, *(marks.get(kind) for kind in wanted)
 
 
 def report_metadata(report: RunReport, resolved: ResolvedRun) -> dict[str, object]:
