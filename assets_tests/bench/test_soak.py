@@ -34,11 +34,26 @@ def test_report_judges_memory_runs_and_restarts():
     text = report(60, 2000, {"ingest": grows, "spark": flat}, stats, {"SUCCESS": 9}, [])
     assert "| ingest |" in text and text.split("| ingest |")[1].split("\n")[0].endswith("**no** |")
     assert text.split("| spark |")[1].split("\n")[0].endswith("yes |")
-    assert "| trade_aggr | 9 (9) | 6 | 4 | 2 (2) | no |" in text  # 9 commits: before cleaning
+    assert "| trade_aggr | 9 (9) | 6 | 4 | 2 (2) | no | - |" in text  # 9 commits: before cleaning
     workers = report(60, 2000, {"dagster run workers": grows}, {}, {"SUCCESS": 1}, [])
     assert workers.split("| dagster run workers |")[1].split("\n")[0].endswith("not judged |")
     cleaned = report(60, 2000, {}, {"t": [(0.0, TableStats(31, 40, 20))]}, {"SUCCESS": 1}, [])
-    assert "| t | 31 (31) | 40 | 20 | 20 (20) | yes |" in cleaned
+    assert "| t | 31 (31) | 40 | 20 | 20 (20) | yes | - |" in cleaned
+    assert "Clustering runs by status (part of the runs above): none." in cleaned
     assert "Failed or canceled: 0 (met" in text and "restart: 0." in text
     failing = report(60, 2000, {}, {}, {"SUCCESS": 9, "FAILURE": 1}, ["ingest restarted"])
     assert "Failed or canceled: 1 (**missed**" in failing and "(ingest restarted)" in failing
+
+
+def test_report_gives_the_snapshot_file_groups_last_and_largest():
+    # A raw table clustered twice: the snapshot's groups fall back while the disk's grow
+    # until the cleaner catches up.
+    samples = [
+        (0.0, TableStats(10, 260, 260, live_groups=260)),
+        (30.0, TableStats(20, 520, 520, live_groups=None)),  # a sample hudi-rs could not read
+        (60.0, TableStats(25, 546, 546, live_groups=30)),
+        (90.0, TableStats(31, 572, 572, live_groups=56)),
+    ]
+    text = report(2, 2000, {}, {"trade_raw": samples}, {"SUCCESS": 5}, [], {"SUCCESS": 2})
+    assert "| trade_raw | 31 (31) | 572 | 572 | 0 (0) | yes | 56 (260) |" in text
+    assert "Clustering runs by status (part of the runs above): SUCCESS 2." in text

@@ -8,9 +8,13 @@ sensor) on a throwaway lakehouse and samples, every `--interval` seconds:
 - per table, the active timeline (completed instants Hudi has not archived) and the base
   files beside their file groups: every base file beyond a group's newest is an old file
   slice, which Hudi's cleaner must keep bounded (hudi_write: 30 commits retained,
-  archival at 120). A raw table's growing count of small file groups is the clustering
-  issue's (19), so it is reported, not judged, here.
-At the end: runs by status (a soak has no failed run) and a verdict per figure.
+  archival at 120);
+- per table, the file groups of the latest snapshot (hudi-rs), which is what the planner
+  and every reader see: with clustering on (the default), a raw table's stay bounded while
+  the groups clustering replaced wait on disk for the cleaner. They are reported, and
+  judged by the clustering issue's (19) figures, not here.
+At the end: runs by status (a soak has no failed run), clustering runs, and a verdict per
+figure.
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ import statistics
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from freshness_pipeline.bench.memory import role_rss_mib, tree_rss_mib
@@ -47,6 +51,7 @@ class TableStats:
     active_instants: int  # completed instants on the active timeline
     base_files: int
     file_groups: int
+    live_groups: int | None = None  # file groups of the latest snapshot (None: not read)
 
     @property
     def old_slices(self) -> int:
@@ -70,6 +75,29 @@ def table_stats(table_dir: Path) -> TableStats | None:
     return TableStats(instants, files, len(groups))
 
 
+def live_file_groups(location) -> int | None:
+    """File groups of the table's latest snapshot, as hudi-rs lists them (None if the table
+    cannot be read at this moment, e.g. while a writer creates it)."""
+    from freshness_pipeline.hudi_metadata import HudiTableMetadata
+
+    try:
+        return len(HudiTableMetadata(location).latest_file_slices())
+    except Exception:  # noqa: BLE001 - a sample is skipped, the soak goes on
+        return None
+
+
+def clustering_run_counts(home: Path) -> dict[str, int]:
+    """Clustering runs (jobs `cluster_<table>`) by status."""
+    import dagster as dg
+
+    counts: dict[str, int] = {}
+    with dg.DagsterInstance.from_config(str(home)) as instance:
+        for run in instance.get_runs():
+            if run.job_name.startswith("cluster_"):
+                counts[run.status.value] = counts.get(run.status.value, 0) + 1
+    return counts
+
+
 def _windows(values: list[tuple[float, float]], total_s: float, parts: int = 6) -> list:
     """Median per window of the run, None for an empty window."""
     size = total_s / parts
@@ -87,6 +115,7 @@ def report(
     tables: dict[str, list[tuple[float, TableStats]]],
     runs: dict[str, int],
     restarts: list[str],
+    clustering_runs: dict[str, int] | None = None,
 ) -> str:
     total_s = minutes * 60
     lines = [
@@ -119,11 +148,13 @@ def report(
         "base files, file groups, and old file slices (base files beyond each group's "
         "newest, which the cleaner removes once a table has more than "
         f"{CLEAN_RETAINED_COMMITS} commits: before that, old slices can only grow, and the "
-        "last column says whether the run got that far):",
+        "next column says whether the run got that far), and the file groups of the latest "
+        "snapshot, which the planner and readers see (clustering keeps a raw table's "
+        "bounded; the groups it replaced stay on disk until cleaned):",
         "",
         "| table | active instants (max) | base files | file groups | old slices (max) | "
-        "cleaner's horizon reached |",
-        "|---|---|---|---|---|---|",
+        "cleaner's horizon reached | snapshot file groups (max) |",
+        "|---|---|---|---|---|---|---|",
     ]
     for table, samples in tables.items():
         if not samples:
@@ -131,10 +162,12 @@ def report(
         last = samples[-1][1]
         most_instants = max(s.active_instants for _, s in samples)
         most_old = max(s.old_slices for _, s in samples)
+        live = [s.live_groups for _, s in samples if s.live_groups is not None]
+        live_cell = f"{live[-1]} ({max(live)})" if live else "-"
         lines.append(
             f"| {table} | {last.active_instants} ({most_instants}) | {last.base_files} | "
             f"{last.file_groups} | {last.old_slices} ({most_old}) | "
-            f"{'yes' if most_instants > CLEAN_RETAINED_COMMITS else 'no'} |"
+            f"{'yes' if most_instants > CLEAN_RETAINED_COMMITS else 'no'} | {live_cell} |"
         )
     failed = runs.get("FAILURE", 0) + runs.get("CANCELED", 0)
     statuses = ", ".join(f"{k} {v}" for k, v in sorted(runs.items()))
@@ -142,6 +175,13 @@ def report(
         "",
         f"Runs by status: {statuses}. Failed or canceled: {failed} "
         f"({'met' if failed == 0 else '**missed**'}: a soak has no failed run).",
+        "Clustering runs by status (part of the runs above): "
+        + (
+            ", ".join(f"{k} {v}" for k, v in sorted(clustering_runs.items()))
+            if clustering_runs
+            else "none"
+        )
+        + ".",
         f"Processes the supervisor had to restart: {len(restarts)}"
         + (f" ({'; '.join(restarts)})" if restarts else "")
         + ".",
@@ -200,13 +240,14 @@ def main(argv: list[str] | None = None) -> int:
             for table, samples in tables.items():
                 stats = table_stats(lakehouse.table(table).local_path())
                 if stats is not None:
-                    samples.append((elapsed, stats))
+                    live = live_file_groups(lakehouse.table(table))
+                    samples.append((elapsed, replace(stats, live_groups=live)))
             print(
                 f"{elapsed / 60:5.1f} min: RSS MiB "
                 + ", ".join(f"{n} {v[-1][1]:.0f}" for n, v in rss.items())
-                + "; instants/old slices "
+                + "; instants/old slices/snapshot groups "
                 + ", ".join(
-                    f"{t} {s[-1][1].active_instants}/{s[-1][1].old_slices}"
+                    f"{t} {s[-1][1].active_instants}/{s[-1][1].old_slices}/{s[-1][1].live_groups}"
                     for t, s in tables.items()
                     if s
                 ),
@@ -215,7 +256,8 @@ def main(argv: list[str] | None = None) -> int:
             restarts += stack.supervise()
             stop.wait(args.interval)
         runs = run_counts(home)
-    text = report(args.minutes, args.rate, rss, tables, runs, restarts)
+        clustering = clustering_run_counts(home)
+    text = report(args.minutes, args.rate, rss, tables, runs, restarts, clustering)
     print(text)
     if args.report:
         write_section(args.report, "soak", text)
