@@ -41,14 +41,41 @@ def test_a_fault_without_a_target_does_not_hold_up_the_ones_behind_it():
     targets = {"kill_run": None, "kill_daemon": "daemon 42", "kill_ingest": "ingest 7"}
     result, config = ChaosResult(config={}), ChaosConfig(faults=3)
     pending = [(1.0, "kill_run"), (2.0, "kill_daemon"), (50.0, "kill_ingest")]
-    _inject_next_due(pending, 10.0, targets.get, result, config)
+    tried: dict = {}
+    _inject_next_due(pending, 10.0, targets.get, result, config, tried)
     assert [(f.kind, f.target) for f in result.faults] == [("kill_daemon", "daemon 42")]
     assert pending == [(1.0, "kill_run"), (50.0, "kill_ingest")]
-    _inject_next_due(pending, 20.0, targets.get, result, config)  # kill_ingest not yet due
+    _inject_next_due(pending, 20.0, targets.get, result, config, tried)  # kill_ingest not due
     assert len(result.faults) == 1
-    _inject_next_due(pending, 1.0 + GIVE_UP_S + 1, targets.get, result, config)
+    _inject_next_due(pending, 10.0 + GIVE_UP_S - 1, targets.get, result, config, tried)
+    # kill_run's clock started at its first try (10 s): still waiting; kill_ingest went.
+    assert pending == [(1.0, "kill_run")] and result.faults[-1].kind == "kill_ingest"
+    _inject_next_due(pending, 10.0 + GIVE_UP_S + 1, targets.get, result, config, tried)
     assert (result.faults[-1].kind, result.faults[-1].injected) == ("kill_run", False)
-    assert pending == [(50.0, "kill_ingest")]
+    assert pending == []
+
+
+def test_a_waiting_kill_in_commit_holds_the_faults_behind_it_and_they_get_their_own_clock():
+    # No commit in flight: the Spark service kill due behind it waits (it would fail the
+    # very runs whose commit kill_in_commit waits for), then goes once kill_in_commit does.
+    targets = {"kill_in_commit": None, "kill_spark_service": "service 9", "kill_run": None}
+    result, config = ChaosResult(config={}), ChaosConfig(faults=3)
+    pending = [(1.0, "kill_in_commit"), (2.0, "kill_spark_service"), (3.0, "kill_run")]
+    tried: dict = {}
+    for now in (5.0, 60.0, 1.0 + GIVE_UP_S):
+        _inject_next_due(pending, now, targets.get, result, config, tried)
+    assert result.faults == [] and len(pending) == 3
+    targets["kill_in_commit"] = "service 8 during trade_aggr's commit 1"
+    _inject_next_due(pending, 130.0, targets.get, result, config, tried)
+    _inject_next_due(pending, 131.0, targets.get, result, config, tried)
+    assert [f.target for f in result.faults] == [targets["kill_in_commit"], "service 9"]
+    # kill_run was held from 3 s on and first tried at 132 s: its GIVE_UP_S counts from then.
+    assert pending == [(3.0, "kill_run")]
+    _inject_next_due(pending, 132.0, targets.get, result, config, tried)
+    _inject_next_due(pending, 132.0 + GIVE_UP_S - 1, targets.get, result, config, tried)
+    assert pending == [(3.0, "kill_run")]
+    _inject_next_due(pending, 132.0 + GIVE_UP_S + 1, targets.get, result, config, tried)
+    assert pending == [] and not result.faults[-1].injected
 
 
 def test_armed_faults_are_taken_once_each(tmp_path):
