@@ -111,10 +111,18 @@ def _stale_plan_reason(message: str, job: str) -> str:
 
 
 class JobRunner:
-    def __init__(self, spark, tables: Lakehouse | Callable[[str], str]) -> None:
+    def __init__(
+        self,
+        spark,
+        tables: Lakehouse | Callable[[str], str],
+        write_overrides: Mapping[str, str] | None = None,
+    ) -> None:
         """`tables`: the lakehouse (its tables' locations, storage options and lock
-        folder), or a callable table name -> URI (a local lakehouse)."""
+        folder), or a callable table name -> URI (a local lakehouse). `write_overrides`:
+        Hudi write options put over the job's own, last (bench/write_modes.py measures
+        index types and merge-on-read with them)."""
         self.spark = spark
+        self.write_overrides = dict(write_overrides or {})
         self.lakehouse = tables if isinstance(tables, Lakehouse) else None
         self._table_uri = None if isinstance(tables, Lakehouse) else tables
         self._views: set[str] = set()
@@ -390,6 +398,7 @@ class JobRunner:
             **guarded_writer_options(self.lock_path(spec.name)),
         }
         options.update(_job_write_options(spec))
+        options.update(self.write_overrides)
         self._create_if_missing(spec, result, options)
         if fail:
             options.update(_FAIL_BEFORE_COMMIT)
