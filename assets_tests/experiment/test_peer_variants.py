@@ -59,6 +59,15 @@ def test_peers_run_without_our_sensor_under_the_same_k_tick_and_seed(tmp_path: P
     assert load_settings(envs["interval_45"]).scheduler.automation == "interval"
 
 
+def test_no_clustering_ablation_is_pmb_with_the_raw_tables_never_clustered(tmp_path: Path):
+    cfg = config(tmp_path)
+    base = variant_env(cfg, variant_named("pmb"), 7, tmp_path / "pmb")
+    ablation = variant_env(cfg, variant_named("pmb_no_clustering"), 7, tmp_path / "off")
+    assert ablation["FRESHNESS_POLICY"] == base["FRESHNESS_POLICY"] == "pmb"
+    assert load_settings(ablation).clustering.tables == ()
+    assert load_settings(base).clustering.tables == ("price_raw", "trade_raw")
+
+
 def test_variant_names():
     assert variant_named("dagster_eager") is POLICY_VARIANTS["dagster_eager"]
     assert variant_named("interval_20").is_peer and not variant_named("pmb").is_peer

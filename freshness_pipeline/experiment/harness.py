@@ -92,6 +92,12 @@ POLICY_VARIANTS = {
         {"FRESHNESS_MAX_WAIT_S": "off", "FRESHNESS_FIRST_RUNS_FIRST": "false"},
         "ablation: eta's order alone (published), no aging bound and no first runs first",
     ),
+    "pmb_no_clustering": Variant(
+        "pmb_no_clustering",
+        "pmb",
+        {"FRESHNESS_CLUSTERING_TABLES": "none"},
+        "ablation: the raw tables never clustered (issue 19: P with and without)",
+    ),
     "pmb_pipeline": Variant(
         "pmb_pipeline",
         "pmb_pipeline",

@@ -227,6 +227,11 @@ COMPARISONS = (
         "eta's order alone (published) instead of with aging (a bound on every job's wait, "
         "first runs first)",
     ),
+    (
+        "pmb_no_clustering",
+        "pmb",
+        "the raw tables never clustered instead of clustered while ingestion runs (issue 19)",
+    ),
 )
 
 
