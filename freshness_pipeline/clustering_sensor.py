@@ -12,6 +12,7 @@ once, and never a clustering of a job table while a run of that asset is active.
 
 # No `from __future__ import annotations` here: Dagster reads the op's config class from
 # its annotations at definition time.
+import contextlib
 import time
 
 from dagster import (
@@ -107,9 +108,14 @@ def build_clustering_job(table: str) -> JobDefinition:
         if lakehouse.is_external(table):
             raise Failure(description=f"{table} is a declared input someone else writes")
         fail = faults.take(settings.faults_dir, table, FAULT_KIND)
+        session = spark.spark_session
+        with contextlib.suppress(Exception):
+            # A failure through Spark Connect then carries the server's Java stack: the
+            # soak's four clustering failures said only "CancellationException".
+            session.conf.set("spark.sql.pyspark.jvmStacktrace.enabled", "true")
         try:
             outcome = execute_clustering(
-                spark.spark_session,
+                session,
                 lakehouse,
                 table,
                 settings.clustering,
@@ -122,7 +128,10 @@ def build_clustering_job(table: str) -> JobDefinition:
             # writers of the table never wait for it.
             raise Failure(
                 description=f"clustering of {table} failed: {str(exc)[:2000]}",
-                metadata={"resumed_by": "the next clustering run of this table"},
+                metadata={
+                    "resumed_by": "the next clustering run of this table",
+                    "error": MetadataValue.text(str(exc)[:30_000]),
+                },
             ) from exc
         metadata = {
             "clustering_instants": ", ".join(outcome.instants) or "none",
