@@ -57,3 +57,24 @@ def test_report_gives_the_snapshot_file_groups_last_and_largest():
     text = report(2, 2000, {}, {"trade_raw": samples}, {"SUCCESS": 5}, [], {"SUCCESS": 2})
     assert "| trade_raw | 31 (31) | 572 | 572 | 0 (0) | yes | 56 (260) |" in text
     assert "Clustering runs by status (part of the runs above): SUCCESS 2." in text
+
+
+def test_report_judges_a_jvm_by_its_live_heap_after_gc():
+    filling = [(t * 60.0, 2500.0 + 30 * t) for t in range(60)]  # RSS toward -Xmx
+    steady = [(t * 300.0, 400.0 + (t % 2) * 20) for t in range(12)]
+    leaking = [(t * 300.0, 400.0 + 100 * t) for t in range(12)]
+    text = report(
+        60,
+        2000,
+        {"spark-service": filling},
+        {},
+        {"SUCCESS": 1},
+        [],
+        None,
+        {"spark-service": steady, "ingest": leaking},
+    )
+    assert text.split("| spark-service |")[1].split("\n")[0].endswith("**no** |")  # RSS
+    heap_rows = text.split("what judges a JVM:")[1]
+    assert heap_rows.split("| spark-service |")[1].split("\n")[0].endswith("yes |")
+    assert heap_rows.split("| ingest |")[1].split("\n")[0].endswith("**no** |")
+    assert "Live heap" not in report(60, 2000, {}, {}, {"SUCCESS": 1}, [])

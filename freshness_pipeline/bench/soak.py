@@ -29,7 +29,7 @@ import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from freshness_pipeline.bench.memory import role_rss_mib, tree_rss_mib
+from freshness_pipeline.bench.memory import live_heap_mib, role_rss_mib, tree_rss_mib
 from freshness_pipeline.chaos import run_counts
 from freshness_pipeline.jobs.catalog import JOBS
 from freshness_pipeline.lakehouse import Lakehouse
@@ -41,6 +41,7 @@ ARCHIVAL_MAX_COMMITS = 120  # hudi_write: hoodie.keep.max.commits
 CLEAN_RETAINED_COMMITS = 30  # hudi_write: hoodie.clean.commits.retained
 DAGSTER_SERVERS = "dagster (webserver, daemon, code server)"
 RUN_WORKERS = "dagster run workers"  # scales with the runs in flight: reported, not judged
+JVM_TREES = ("spark-service", "ingest")  # whose live heap is read after a forced full GC
 # Memory is flat when the last sixth's median is within this of the second sixth's (the
 # first holds the warm-up: heaps growing, caches filling).
 FLAT_RATIO = 1.15
@@ -116,6 +117,7 @@ def report(
     runs: dict[str, int],
     restarts: list[str],
     clustering_runs: dict[str, int] | None = None,
+    heap: dict[str, list[tuple[float, float]]] | None = None,
 ) -> str:
     total_s = minutes * 60
     lines = [
@@ -141,6 +143,23 @@ def report(
         cells = " | ".join("-" if m is None else f"{m:.0f}" for m in medians)
         verdict = "not judged" if name == RUN_WORKERS else ("yes" if flat else "**no**")
         lines.append(f"| {name} | {cells} | {verdict} |")
+    if heap:
+        lines += [
+            "",
+            "A JVM's RSS grows toward its heap limit (-Xmx) and is never given back, so RSS "
+            "cannot tell a full heap from a leak. Live heap of each JVM tree right after a "
+            "forced full GC (`jcmd GC.run`, every few samples), MiB, median per sixth; "
+            "this is what judges a JVM:",
+            "",
+            "| JVM tree | " + " | ".join(f"sixth {i + 1}" for i in range(6)) + " | flat |",
+            "|---|" + "---|" * 7,
+        ]
+        for name, values in heap.items():
+            medians = _windows(values, total_s)
+            known = [m for m in medians if m is not None]
+            flat = len(known) >= 2 and known[-1] <= known[min(1, len(known) - 1)] * FLAT_RATIO
+            cells = " | ".join("-" if m is None else f"{m:.0f}" for m in medians)
+            lines.append(f"| {name} | {cells} | {'yes' if flat else '**no**'} |")
     lines += [
         "",
         "Per table, at the end (and the largest seen): completed instants on the active "
@@ -195,6 +214,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rate", type=float, default=2000)
     parser.add_argument("--interval", type=float, default=30)
     parser.add_argument("--report", type=Path, help="write the soak section of this file")
+    parser.add_argument(
+        "--gc-every", type=int, default=10, help="samples between live-heap readings"
+    )
     args = parser.parse_args(argv)
 
     from freshness_pipeline.stack import Stack, StackConfig, StopFlag
@@ -222,6 +244,8 @@ def main(argv: list[str] | None = None) -> int:
     stop = StopFlag()
     restarts: list[str] = []
     rss: dict[str, list[tuple[float, float]]] = {}
+    heap: dict[str, list[tuple[float, float]]] = {}
+    samples_taken = 0
     tables: dict[str, list[tuple[float, TableStats]]] = {t: [] for t in (*RAW_TABLES, *JOBS)}
     with stack:
         started = time.monotonic()
@@ -237,6 +261,11 @@ def main(argv: list[str] | None = None) -> int:
                     rss.setdefault(RUN_WORKERS, []).append((elapsed, workers))
                 elif name != "replay":
                     rss.setdefault(name, []).append((elapsed, tree_rss_mib(pid)))
+                if name in JVM_TREES and samples_taken % args.gc_every == args.gc_every - 1:
+                    live = live_heap_mib(pid)
+                    if live is not None:
+                        heap.setdefault(name, []).append((elapsed, live))
+            samples_taken += 1
             for table, samples in tables.items():
                 stats = table_stats(lakehouse.table(table).local_path())
                 if stats is not None:
@@ -257,7 +286,7 @@ def main(argv: list[str] | None = None) -> int:
             stop.wait(args.interval)
         runs = run_counts(home)
         clustering = clustering_run_counts(home)
-    text = report(args.minutes, args.rate, rss, tables, runs, restarts, clustering)
+    text = report(args.minutes, args.rate, rss, tables, runs, restarts, clustering, heap)
     print(text)
     if args.report:
         write_section(args.report, "soak", text)
