@@ -118,3 +118,21 @@ def test_sensor_waits_while_the_spark_service_is_unreachable():
     assert isinstance(result, dg.SensorResult) and result.skip_reason is not None
     assert "waiting for the Spark service" in result.skip_reason.skip_message
     assert result.cursor == "idle: Spark service not reachable"  # the tick history's row
+
+
+def test_a_commit_already_hit_does_not_draw_a_second_kill(tmp_path):
+    # After a kill during trade_aggr's commit its inflight mark stays, young, until rolled
+    # back: the restarted service is not committing it, so it is no target any more.
+    from freshness_pipeline.chaos import _inflight_commit
+    from freshness_pipeline.lakehouse import Lakehouse
+
+    lakehouse = Lakehouse.parse(str(tmp_path / "tables"))
+    timeline = lakehouse.table("trade_aggr").local_path() / ".hoodie" / "timeline"
+    timeline.mkdir(parents=True)
+    (timeline / "20261124020043711.inflight").write_text("")
+    (timeline / "20261124010000000_20261124010001000.commit").write_text("")
+    found = _inflight_commit(lakehouse)
+    assert found == ("trade_aggr", "20261124020043711")
+    assert _inflight_commit(lakehouse, exclude={found}) is None
+    (timeline / "20261124020050000.inflight").write_text("")  # a new commit begins
+    assert _inflight_commit(lakehouse, exclude={found}) == ("trade_aggr", "20261124020050000")

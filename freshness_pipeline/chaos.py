@@ -134,6 +134,10 @@ class Injector:
     ) -> None:
         self.stack, self.faults_dir, self.rng = stack, faults_dir, rng
         self.lakehouse = lakehouse
+        # Commits a kill_in_commit already hit: their inflight marks stay (young) after
+        # the kill until rolled back, and must not draw a second kill of a restarted
+        # service that is committing nothing (run 6: two kills named one commit).
+        self.hit_commits: set[tuple[str, str]] = set()
 
     def __call__(self, kind: str) -> str | None:
         return getattr(self, kind)()
@@ -189,8 +193,9 @@ class Injector:
         while time.monotonic() < deadline:
             if service.process.poll() is not None:
                 return None
-            found = _inflight_commit(self.lakehouse)
+            found = _inflight_commit(self.lakehouse, exclude=self.hit_commits)
             if found is not None:
+                self.hit_commits.add(found)
                 os.kill(service.pid, signal.SIGKILL)
                 return f"Spark service pid {service.pid} during {found[0]}'s commit {found[1]}"
             time.sleep(0.05)
@@ -202,10 +207,12 @@ class Injector:
         return f"next {job} run fails before its commit"
 
 
-def _inflight_commit(lakehouse: Lakehouse) -> tuple[str, str] | None:
-    """(job, instant) of a job commit that is inflight right now, if any. Timeline layout 2
-    names an inflight commit `<instant>.inflight` (other actions `<instant>.<action>.inflight`)
-    and a completed one `<instant>_<completion>.commit`."""
+def _inflight_commit(
+    lakehouse: Lakehouse, exclude: set[tuple[str, str]] | frozenset = frozenset()
+) -> tuple[str, str] | None:
+    """(job, instant) of a job commit that is inflight right now, if any, other than those
+    in `exclude`. Timeline layout 2 names an inflight commit `<instant>.inflight` (other
+    actions `<instant>.<action>.inflight`) and a completed one `<instant>_<completion>.commit`."""
     for job in JOBS:
         timeline = lakehouse.table(job).local_path() / ".hoodie" / "timeline"
         try:
@@ -216,7 +223,12 @@ def _inflight_commit(lakehouse: Lakehouse) -> tuple[str, str] | None:
         for name in names:
             if name.endswith((".commit.inflight", ".inflight")) and name.count(".") <= 2:
                 instant = name.split(".", 1)[0]
-                if instant.isdigit() and instant not in done and ".rollback." not in name:
+                if (
+                    instant.isdigit()
+                    and instant not in done
+                    and ".rollback." not in name
+                    and (job, instant) not in exclude
+                ):
                     # A failed write's inflight stays until it is rolled back (lazily);
                     # only one begun in the last seconds is a commit in progress.
                     try:
