@@ -275,6 +275,10 @@ def test_clustering_writes_like_every_other_writer_of_the_table():
     ingest = write_options(RAW_LAYOUTS["price_raw"], "insert")
     for key, value in SHARED_OPTIONS.items():  # same retention: cleans agree
         assert options[key] == ingest[key] == value
+    # Every writer's markers are one file per data file (a writer killed with -9 keeps
+    # them all, so its rollback removes every file it wrote: chaos run 6).
+    assert options["hoodie.write.markers.type"] == ingest["hoodie.write.markers.type"]
+    assert ingest["hoodie.write.markers.type"] == "DIRECT"
     with pytest.raises(ValueError, match="cannot pass through"):
         clustering_options("/locks/a,b", SETTINGS, spec)
     # Resuming plans nothing new: no groups key at all (Hudi cannot parse `k=`).

@@ -52,6 +52,13 @@ SHARED_OPTIONS = {
     "hoodie.clean.commits.retained": "30",
     "hoodie.keep.min.commits": "100",
     "hoodie.keep.max.commits": "120",
+    # One marker file per data file, created before it and never rewritten. Hudi's
+    # default for Spark (timeline-server markers) keeps a few MARKERS files that every
+    # flush truncates and rewrites whole: a writer killed with -9 mid-flush loses the
+    # markers of files it already wrote, its rollback then leaves those files behind, and
+    # once archival moves the timeline's start past the failed instant Hudi reads them as
+    # committed (chaos run 6: 1,322 price_raw rows twice, from one orphan file).
+    "hoodie.write.markers.type": "DIRECT",
 }
 
 
