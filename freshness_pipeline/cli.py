@@ -161,9 +161,10 @@ def cmd_kafka_broker(args: argparse.Namespace) -> int:
 
 EXPERIMENT_MODES = {
     # short: CI-friendly, a few minutes. long: every variant, three seeds; about 6.5 minutes
-    # per variant and seed (the window plus start, drain and stop), so about 3.3 hours with
-    # the two peers (issue 18: dagster_eager, interval), or
-    # one seed at a time with the same --out (the report pools what the folder holds).
+    # per variant and seed (the window plus start, drain and stop), so about 3.9 hours for
+    # its 12 variants (the peers dagster_eager and interval, and the aging and clustering
+    # ablations, included), or one seed at a time with the same --out (the report pools
+    # what the folder holds).
     # Both at 300 events/s with 10 s ingestion commits: on 2 cores a higher rate leaves the
     # derived jobs' runs waiting on ingestion's JVM (docs/results/README.md).
     "short": {
@@ -175,7 +176,8 @@ EXPERIMENT_MODES = {
     },
     "long": {
         "variants": "pmb,max_benefit,random,dagster_eager,interval,pmb_footer_tmin,"
-        "pmb_two_term,pmb_pipeline,fixed_order_subsets,fixed_order_full",
+        "pmb_two_term,pmb_no_aging,pmb_no_clustering,pmb_pipeline,fixed_order_subsets,"
+        "fixed_order_full",
         "seeds": "1,2,3",
         "duration": 300,
         "rate": 300.0,
