@@ -25,6 +25,7 @@ def test_short_chaos_loses_and_doubles_nothing(tmp_path):
     injected = {f.kind for f in result.faults if f.injected}
     assert injected >= {"kill_spark_service", "kill_ingest", "kill_daemon", "fail_write"}, report
     assert result.drained, report
+    assert {"price_raw", "trade_raw"} <= set(result.oracle), report  # raw events checked too
     assert result.rows_lost == 0 and result.rows_doubled == 0, report
     assert result.survived, report
     assert any("restarted" in e for e in result.supervisor_events), report

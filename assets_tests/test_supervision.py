@@ -136,3 +136,14 @@ def test_a_commit_already_hit_does_not_draw_a_second_kill(tmp_path):
     assert _inflight_commit(lakehouse, exclude={found}) is None
     (timeline / "20261124020050000.inflight").write_text("")  # a new commit begins
     assert _inflight_commit(lakehouse, exclude={found}) == ("trade_aggr", "20261124020050000")
+
+
+def test_raw_duplicates_counts_every_extra_copy_of_an_event():
+    import pandas as pd
+
+    from freshness_pipeline.chaos import raw_duplicates
+
+    events = pd.DataFrame({"event_id": ["a", "b", "b", "c", "c", "c"], "size": range(6)})
+    doubled, keys = raw_duplicates(events, "event_id")
+    assert doubled == 3 and sorted(keys) == ["b", "c"]
+    assert raw_duplicates(events.drop_duplicates("event_id"), "event_id") == (0, [])

@@ -378,14 +378,30 @@ def run_counts(home: Path) -> dict[str, int]:
     return counts
 
 
+def raw_duplicates(events, key: str) -> tuple[int, list[str]]:
+    """(events stored more than once, a few of their keys) in a raw table's rows."""
+    counts = events[key].value_counts()
+    twice = counts[counts > 1]
+    return int((twice - 1).sum()), [str(k) for k in twice.index[:3]]
+
+
 def compare_with_oracles(lakehouse: Lakehouse, scratch: Path) -> dict[str, dict]:
     """Per table: rows the table lacks (lost), rows it has beyond the oracle (doubled or
-    stale), by the batch SQL oracle and the independent pandas one."""
+    stale), by the batch SQL oracle and the independent pandas one; per raw table, the
+    events it stores twice. Both oracles recompute from the raw tables, so a raw event
+    stored twice would pass them unseen when the jobs read it twice too (run 6 caught one
+    only because the jobs had read the table before the copy appeared)."""
     from freshness_pipeline import oracle
     from freshness_pipeline.batch_oracle import batch_recompute, differences
+    from freshness_pipeline.hudi_write import RAW_LAYOUTS
     from freshness_pipeline.spark import build_spark_session
 
     found: dict[str, dict] = {}
+    for table in RAW_TABLES:
+        doubled, keys = raw_duplicates(
+            oracle.read_table(lakehouse.table(table)), RAW_LAYOUTS[table].record_key
+        )
+        found[table] = {"missing": 0, "extra": doubled, "mismatched": 0, "examples": keys}
     for difference in oracle.check_lakehouse(lakehouse.table):
         found[difference.table] = {
             "missing": difference.missing,
@@ -454,7 +470,8 @@ def report_markdown(result: ChaosResult, command: str) -> str:
         f"| drain time after the last fault alone | {result.drain_s_after_last_fault} s "
         "(includes any stream left after it) |",
         f"| rows lost (oracle rows missing from a table) | {result.rows_lost} |",
-        f"| rows doubled or stale (table rows not in the oracle) | {result.rows_doubled} |",
+        f"| rows doubled or stale (table rows not in the oracle; in a raw table, events "
+        f"stored twice) | {result.rows_doubled} |",
         f"| verdict | {'survived' if result.survived else 'FAILED'} |",
         "",
         "Per table:",
