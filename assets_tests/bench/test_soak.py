@@ -78,3 +78,45 @@ def test_report_judges_a_jvm_by_its_live_heap_after_gc():
     assert heap_rows.split("| spark-service |")[1].split("\n")[0].endswith("yes |")
     assert heap_rows.split("| ingest |")[1].split("\n")[0].endswith("**no** |")
     assert "Live heap" not in report(60, 2000, {}, {}, {"SUCCESS": 1}, [])
+
+
+def test_failed_runs_name_the_job_and_the_steps_error(tmp_path: Path):
+    import dagster as dg
+
+    from freshness_pipeline.bench.soak import failed_runs
+
+    @dg.op
+    def fails_with_metadata() -> None:
+        raise dg.Failure(
+            description="clustering of trade_raw failed: short",
+            metadata={
+                "error": dg.MetadataValue.text("java.util.concurrent.CancellationException\n  at X")
+            },
+        )
+
+    @dg.op
+    def raises() -> None:
+        raise ValueError("plain error")
+
+    @dg.op
+    def succeeds() -> None:
+        pass
+
+    home = tmp_path / "home"
+    home.mkdir()
+    with dg.DagsterInstance.from_config(str(home)) as instance:
+        for name, step in (
+            ("ok_job", succeeds),
+            ("cluster_trade_raw", fails_with_metadata),
+            ("trade_aggr_job", raises),
+        ):
+            job = dg.GraphDefinition(name=name, node_defs=[step]).to_job()
+            job.execute_in_process(instance=instance, raise_on_error=False)
+    lines = failed_runs(home)
+    assert len(lines) == 2  # the successful run is not listed
+    by_job = {line.split(" ")[0]: line for line in lines}
+    assert "java.util.concurrent.CancellationException at X" in by_job["cluster_trade_raw"]
+    assert "FAILURE" in by_job["cluster_trade_raw"]
+    assert "plain error" in by_job["trade_aggr_job"]
+    text = report(60, 2000, {}, {}, {"SUCCESS": 1, "FAILURE": 2}, [], failures=lines)
+    assert "What failed" in text and "- `cluster_trade_raw " in text

@@ -99,6 +99,65 @@ def clustering_run_counts(home: Path) -> dict[str, int]:
     return counts
 
 
+def failed_runs(home: Path, limit: int = 20) -> list[str]:
+    """One line per failed or canceled run (newest first, at most `limit`): its job, id and
+    what failed, the step's own `error` metadata first (the clustering op keeps the JVM's
+    stack there), else the step's error message, else the run's failure message."""
+    import dagster as dg
+
+    lines: list[str] = []
+    with dg.DagsterInstance.from_config(str(home)) as instance:
+        runs = instance.get_runs(
+            filters=dg.RunsFilter(
+                statuses=[dg.DagsterRunStatus.FAILURE, dg.DagsterRunStatus.CANCELED]
+            ),
+            limit=limit,
+        )
+        for run in runs:
+            lines.append(
+                f"{run.job_name} {run.run_id[:8]} {run.status.value}: {_why(instance, run)}"
+            )
+    return lines
+
+
+def _why(instance, run) -> str:
+    import dagster as dg
+
+    messages: list[str] = []
+    for record in instance.get_records_for_run(run.run_id).records:
+        event = record.event_log_entry.dagster_event
+        if event is None:
+            continue
+        if event.event_type == dg.DagsterEventType.STEP_FAILURE:
+            data = event.step_failure_data
+            metadata = data.user_failure_data.metadata if data.user_failure_data else {}
+            error = metadata.get("error")
+            if error is not None:
+                messages.append(str(error.value))
+            elif data.error is not None:
+                messages.append(_error_chain(data.error))
+        elif (
+            event.event_type
+            in (
+                dg.DagsterEventType.RUN_FAILURE,
+                dg.DagsterEventType.RUN_CANCELED,
+            )
+            and not messages
+        ):
+            messages.append(record.event_log_entry.message or event.event_type.value)
+    text = " | ".join(messages) or "no failure event recorded"
+    return " ".join(text.split())[:4000]
+
+
+def _error_chain(error) -> str:
+    """A SerializableErrorInfo with its causes: Dagster wraps a step's own exception."""
+    parts = []
+    while error is not None:
+        parts.append(error.message.strip())
+        error = error.cause
+    return " <- caused by: ".join(parts)
+
+
 def _windows(values: list[tuple[float, float]], total_s: float, parts: int = 6) -> list:
     """Median per window of the run, None for an empty window."""
     size = total_s / parts
@@ -118,6 +177,7 @@ def report(
     restarts: list[str],
     clustering_runs: dict[str, int] | None = None,
     heap: dict[str, list[tuple[float, float]]] | None = None,
+    failures: list[str] | None = None,
 ) -> str:
     total_s = minutes * 60
     lines = [
@@ -205,6 +265,9 @@ def report(
         + (f" ({'; '.join(restarts)})" if restarts else "")
         + ".",
     ]
+    if failures:
+        lines += ["", "What failed (newest first; the step's error, Java stack included):", ""]
+        lines += [f"- `{line.split(':')[0]}`: {line.split(':', 1)[1].strip()}" for line in failures]
     return "\n".join(lines) + "\n"
 
 
@@ -223,6 +286,8 @@ def main(argv: list[str] | None = None) -> int:
     from freshness_pipeline.stream.generator import StreamConfig
 
     root = Path(tempfile.mkdtemp(prefix="soak_"))
+    # Kept afterwards: the runs, their logs and the tables stay there to look into.
+    print(f"soak: lakehouse, Dagster home and logs under {root}", flush=True)
     lakehouse = Lakehouse.parse(str(root / "tables"))
     env = {
         "FRESHNESS_LAKEHOUSE": lakehouse.uri,
@@ -286,7 +351,8 @@ def main(argv: list[str] | None = None) -> int:
             stop.wait(args.interval)
         runs = run_counts(home)
         clustering = clustering_run_counts(home)
-    text = report(args.minutes, args.rate, rss, tables, runs, restarts, clustering, heap)
+        failures = failed_runs(home)
+    text = report(args.minutes, args.rate, rss, tables, runs, restarts, clustering, heap, failures)
     print(text)
     if args.report:
         write_section(args.report, "soak", text)
