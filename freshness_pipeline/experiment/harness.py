@@ -30,6 +30,7 @@ from pathlib import Path
 
 from freshness_pipeline.dagster_instance import write_instance_yaml
 from freshness_pipeline.experiment.progress import Progress
+from freshness_pipeline.experiment.report import MATERIALIZED_AT
 from freshness_pipeline.experiment.staleness import S, StalenessSampler, total_staleness
 from freshness_pipeline.hudi_metadata import HudiTableMetadata, TableNotFound
 from freshness_pipeline.jobs.catalog import JOBS
@@ -438,7 +439,10 @@ def _collect(
             for rec in instance.fetch_materializations(dg.AssetKey(job), limit=10_000).records:
                 meta = rec.asset_materialization.metadata
                 materialized.setdefault(rec.run_id, {})[job] = {
-                    k: getattr(v, "value", None) for k, v in meta.items()
+                    **{k: getattr(v, "value", None) for k, v in meta.items()},
+                    # when this table's refresh landed: a peer's run of six steps credits
+                    # P step by step, long before the run itself ends
+                    MATERIALIZED_AT: rec.timestamp,
                 }
         for record in records:
             run = record.dagster_run
