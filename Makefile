@@ -203,8 +203,15 @@ bench-lineage: setup
 experiment: setup
 	$(VENV)/bin/freshness experiment --mode short
 
+# A campaign of about 3.9 hours: run it a seed (or a few variants) at a time, e.g.
+# `make experiment-long SEEDS=1 VARIANTS=pmb,max_benefit,random,dagster_eager,interval`.
+# Each finished (seed, variant) keeps its measurements in docs/results/long/runs (committed;
+# the lakehouses, Dagster homes, logs and recorded streams are not), so later sessions on
+# other machines add to the same campaign and the report pools all of it.
 experiment-long: setup
-	$(VENV)/bin/freshness experiment --mode long --resume
+	$(VENV)/bin/freshness experiment --mode long --resume \
+	  --out docs/results/long/runs --report-dir docs/results/long \
+	  $(if $(SEEDS),--seeds $(SEEDS)) $(if $(VARIANTS),--variants $(VARIANTS))
 
 # The interval peer's period N, tuned on seed 99 (no measured run uses it) under the short
 # mode's conditions; the best N becomes DEFAULT_INTERVAL_S (scheduler_settings.py).
