@@ -169,6 +169,7 @@ class ExperimentConfig:
     burst_every_s: int = 0  # StreamConfig's bursts; 0 = a steady stream
     burst_s: int = 10
     burst_factor: float = 1.0
+    spike_symbols: int = 0  # StreamConfig's news spikes: a burst's extra events on N symbols
     keep_lakehouses: bool = False
     resume: bool = False  # keep finished (seed, variant) runs found in out_dir
     # "cluster": each run on its own cluster profile (Postgres, Spark master + worker;
@@ -187,6 +188,7 @@ class ExperimentConfig:
             burst_every_s=self.burst_every_s,
             burst_s=self.burst_s,
             burst_factor=self.burst_factor,
+            spike_symbols=self.spike_symbols,
         )
 
 
@@ -208,7 +210,7 @@ def record(config: ExperimentConfig, seed: int) -> Path:
         f"-burst{stream.burst_every_s}s{stream.burst_s}x{stream.burst_factor:g}"
         if stream.bursty
         else ""
-    )
+    ) + (f"-spikes{stream.spike_symbols}" if stream.spiky else "")
     name = f"stream-seed{seed}-{config.duration_s}s-{config.rate:.0f}eps{bursts}.jsonl.gz"
     path = config.out_dir / name
     if not path.exists():
@@ -571,6 +573,8 @@ def _conditions(config: ExperimentConfig) -> dict:
             burst_s=config.burst_s,
             burst_factor=config.burst_factor,
         )
+    if config.stream_config(0).spiky:
+        conditions["spike_symbols"] = config.spike_symbols
     return conditions
 
 

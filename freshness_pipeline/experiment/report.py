@@ -587,9 +587,15 @@ def _bursts(config: dict) -> str:
     every, factor = config.get("burst_every_s", 0), config.get("burst_factor", 1.0)
     if not every or factor == 1.0:
         return ""
+    spikes = config.get("spike_symbols", 0)
     return (
         f" Bursts: every {every} s, the first {config.get('burst_s', 10)} s at {factor:g}x "
-        "the rate."
+        "the rate"
+        + (
+            f", the extra events on {spikes} symbols drawn per burst (news spikes)."
+            if spikes and factor > 1
+            else "."
+        )
     )
 
 
