@@ -217,6 +217,7 @@ def cmd_experiment(args: argparse.Namespace) -> int:
         burst_s=args.burst_length,
         burst_factor=args.burst_factor,
         spike_symbols=args.spike_symbols,
+        raw_packing=args.raw_packing,
         keep_lakehouses=args.keep_lakehouses,
         resume=args.resume,
         profile=args.settings.profile,
@@ -423,6 +424,12 @@ def build_parser() -> argparse.ArgumentParser:
     experiment.add_argument("--out", help="raw data folder (default .lakehouse/experiments/MODE)")
     experiment.add_argument("--report-dir", help="default docs/results/MODE")
     experiment.add_argument("--keep-lakehouses", action="store_true")
+    experiment.add_argument(
+        "--raw-packing",
+        action="store_true",
+        help="the published raw-table regime for every variant: ingestion packs the raw "
+        "tables' small files (FRESHNESS_RAW_PACKING), clustering off",
+    )
     experiment.add_argument(
         "--resume",
         action="store_true",

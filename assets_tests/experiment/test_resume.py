@@ -74,6 +74,13 @@ def test_bursts_are_a_condition_and_a_stream_of_their_own(tmp_path: Path):
     assert harness._conditions(spiky)["spike_symbols"] == 4
     assert harness._conditions(spiky) != harness._conditions(bursty)
     assert spiky.stream_config(7).spike_symbols == 4
+    packed = replace(steady, raw_packing=True)
+    assert harness._conditions(packed) == {**harness._conditions(steady), "raw_packing": True}
+    env = harness.variant_env(packed, POLICY_VARIANTS["pmb"], 1, tmp_path / "run")
+    assert env["FRESHNESS_RAW_PACKING"] == "true" and env["FRESHNESS_CLUSTERING_TABLES"] == "none"
+    assert "FRESHNESS_RAW_PACKING" not in harness.variant_env(
+        steady, POLICY_VARIANTS["pmb"], 1, tmp_path
+    )
 
 
 def test_a_bursty_stream_is_recorded_under_its_own_name(tmp_path: Path):

@@ -54,6 +54,8 @@ STREAM_MARGIN_S = 60
 # tuning N").
 TUNED_INTERVAL_S = DEFAULT_INTERVAL_S
 TUNING_SEED = 99
+# The published raw-table regime for every variant of an experiment (--raw-packing).
+RAW_PACKING_ENV = {"FRESHNESS_RAW_PACKING": "true", "FRESHNESS_CLUSTERING_TABLES": "none"}
 
 
 @dataclass(frozen=True)
@@ -170,6 +172,9 @@ class ExperimentConfig:
     burst_s: int = 10
     burst_factor: float = 1.0
     spike_symbols: int = 0  # StreamConfig's news spikes: a burst's extra events on N symbols
+    # The published raw-table regime: ingestion packs small files (each commit rewrites a
+    # partition's file), so a pending file is big with few new rows; clustering off.
+    raw_packing: bool = False
     keep_lakehouses: bool = False
     resume: bool = False  # keep finished (seed, variant) runs found in out_dir
     # "cluster": each run on its own cluster profile (Postgres, Spark master + worker;
@@ -238,6 +243,8 @@ def variant_env(config: ExperimentConfig, variant: Variant, seed: int, run_dir: 
         "FRESHNESS_SPARK_SERVICE_PORT": str(free_port()),
         **variant.env,
     }
+    if config.raw_packing:
+        env.update(RAW_PACKING_ENV)
     if variant.policy:  # a peer runs without our sensor: no policy to set
         env["FRESHNESS_POLICY"] = variant.policy
     return env
@@ -575,6 +582,8 @@ def _conditions(config: ExperimentConfig) -> dict:
         )
     if config.stream_config(0).spiky:
         conditions["spike_symbols"] = config.spike_symbols
+    if config.raw_packing:
+        conditions["raw_packing"] = True  # only then: earlier runs still match
     return conditions
 
 

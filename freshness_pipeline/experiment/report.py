@@ -622,7 +622,13 @@ def setting_rows(exp_dir: Path, facts: dict, runs: list[dict]) -> list[str]:
         f"companies, replayed at speed-up {config['speedup']}; one recorded stream per seed, "
         f"replayed identically for every variant.{_bursts(config)}",
         f"- Scheduler: K = {config['k']}, sensor tick {config['tick_s']} s; ingestion commits "
-        f"every {config['commit_interval_s']} s; seeds {sorted({r['seed'] for r in runs})}.",
+        f"every {config['commit_interval_s']} s; seeds {sorted({r['seed'] for r in runs})}."
+        + (
+            " Raw tables packed (FRESHNESS_RAW_PACKING: each commit rewrites a partition's "
+            "file with its new rows, as in the published experiment), clustering off."
+            if config.get("raw_packing")
+            else ""
+        ),
         f"- Measurement: every second, each non-raw table's watermark from its Hudi timeline; "
         f"window {config['duration_s'] / config['speedup']:.0f} s from the moment the stack is "
         "up. P = sum over tables and samples of (now - watermark); P0 = the same with each "
