@@ -37,7 +37,7 @@ export FRESHNESS_JARS_DIR := $(abspath $(JARS_DIR))
 export DAGSTER_HOME ?= $(abspath .dagster_home)
 
 .PHONY: setup demo demo-kafka test test-fast lint format bench-ingest bench-kafka-ingest bench-growth bench-tick \
-	bench-tick-real bench-overhead bench-memory bench-lineage experiment experiment-long tune-interval \
+	bench-tick-real bench-overhead bench-memory bench-lineage experiment experiment-long experiment-bursty experiment-packed tune-interval \
 	simulate simulate-aging simulate-published first-materializations chaos soak \
 	clean-data postgres chromium demo-cluster test-ui
 
@@ -212,6 +212,22 @@ experiment-long: setup
 	$(VENV)/bin/freshness experiment --mode long --resume \
 	  --out docs/results/long/runs --report-dir docs/results/long \
 	  $(if $(SEEDS),--seeds $(SEEDS)) $(if $(VARIANTS),--variants $(VARIANTS))
+
+# Where subsets should help (issue 18 item 4), each a campaign of about an hour (three
+# variants, three seeds, 300 s windows), kept like experiment-long's; SEEDS= picks a part.
+# Bursty: every minute a 10 s burst at 10x the rate, its extra events on 5 symbols.
+experiment-bursty: setup
+	$(VENV)/bin/freshness experiment --mode long --variants pmb,max_benefit,random --resume \
+	  --burst-every 60 --burst-length 10 --burst-factor 10 --spike-symbols 5 \
+	  --out docs/results/bursty/runs --report-dir docs/results/bursty \
+	  $(if $(SEEDS),--seeds $(SEEDS))
+
+# The published raw-table regime: ingestion packs small files, so pending files are big
+# with few new rows.
+experiment-packed: setup
+	$(VENV)/bin/freshness experiment --mode long --variants pmb,max_benefit,random --resume \
+	  --raw-packing --out docs/results/packed/runs --report-dir docs/results/packed \
+	  $(if $(SEEDS),--seeds $(SEEDS))
 
 # The interval peer's period N, tuned on seed 99 (no measured run uses it) under the short
 # mode's conditions; the best N becomes DEFAULT_INTERVAL_S (scheduler_settings.py).
