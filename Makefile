@@ -38,7 +38,7 @@ export DAGSTER_HOME ?= $(abspath .dagster_home)
 
 .PHONY: setup demo demo-kafka test test-fast lint format bench-ingest bench-kafka-ingest bench-growth bench-tick \
 	bench-tick-real bench-overhead bench-memory bench-lineage experiment experiment-long experiment-bursty experiment-packed tune-interval \
-	simulate simulate-aging simulate-published first-materializations chaos soak \
+	simulate simulate-aging simulate-published first-materializations chaos soak soak-no-clustering \
 	clean-data postgres chromium demo-cluster test-ui
 
 # Reproducible install: requirements.lock pins every Python package (transitive, with
@@ -245,6 +245,11 @@ chaos: setup
 # failed run; writes the soak section of docs/RELIABILITY.md.
 soak: setup
 	$(VENV)/bin/python -m freshness_pipeline.bench.soak --minutes 60 --report docs/RELIABILITY.md
+
+# The same hour with clustering off (issue 19: file counts, tick and run times without it).
+soak-no-clustering: setup
+	FRESHNESS_CLUSTERING_TABLES=none $(VENV)/bin/python -m freshness_pipeline.bench.soak \
+	  --minutes 60 --report docs/BENCHMARKS.md --section soak-no-clustering
 
 simulate: setup
 	$(VENV)/bin/python -m freshness_pipeline.experiment.simulate

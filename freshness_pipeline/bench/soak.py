@@ -199,6 +199,14 @@ def tick_and_run_times(home: Path, window_s: float = 600) -> dict[str, EdgeTimes
     return {"tick": _edges(ticks, window_s), "run": _edges(runs, window_s)}
 
 
+def clustering_state() -> str:
+    """Which tables the clustering sensor keeps clustered in this soak (its settings)."""
+    from freshness_pipeline.settings import load_settings
+
+    tables = load_settings().clustering.tables
+    return f"on for {', '.join(tables)}" if tables else "off (FRESHNESS_CLUSTERING_TABLES=none)"
+
+
 def timing_lines(timings: dict[str, EdgeTimes]) -> list[str]:
     def cell(value: float | None, count: int) -> str:
         return "-" if value is None else f"{value:.2f} s ({count})"
@@ -259,7 +267,7 @@ def report(
         f"Produced by `python -m freshness_pipeline.bench.soak --minutes {minutes:g} "
         f"--rate {rate:g}` on {time.strftime('%Y-%m-%d', time.gmtime())} "
         f"({os.cpu_count()} cores): the live demo for {minutes:g} minutes at {rate:g} "
-        "events/s, sampled every 30 s.",
+        f"events/s, sampled every 30 s. Clustering: {clustering_state()}.",
         "",
         "Resident memory per process tree, MiB, median per sixth of the run:",
         "",
@@ -353,6 +361,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--interval", type=float, default=30)
     parser.add_argument("--report", type=Path, help="write the soak section of this file")
     parser.add_argument(
+        "--section",
+        default="soak",
+        help="name of the report's section (e.g. soak-no-clustering beside the default)",
+    )
+    parser.add_argument(
         "--gc-every", type=int, default=10, help="samples between live-heap readings"
     )
     args = parser.parse_args(argv)
@@ -433,7 +446,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     print(text)
     if args.report:
-        write_section(args.report, "soak", text)
+        write_section(args.report, args.section, text)
     return 0
 
 
