@@ -246,10 +246,11 @@ chaos: setup
 soak: setup
 	$(VENV)/bin/python -m freshness_pipeline.bench.soak --minutes 60 --report docs/RELIABILITY.md
 
-# The same hour with clustering off (issue 19: file counts, tick and run times without it).
+# The same hour with clustering off (issue 19: file counts, tick and run times without it;
+# its report is docs/results/soak-no-clustering.md, the soak with it is in RELIABILITY.md).
 soak-no-clustering: setup
 	FRESHNESS_CLUSTERING_TABLES=none $(VENV)/bin/python -m freshness_pipeline.bench.soak \
-	  --minutes 60 --report docs/BENCHMARKS.md --section soak-no-clustering
+	  --minutes 60 --report docs/results/soak-no-clustering.md --section soak-no-clustering
 
 simulate: setup
 	$(VENV)/bin/python -m freshness_pipeline.experiment.simulate
