@@ -37,8 +37,8 @@ export FRESHNESS_JARS_DIR := $(abspath $(JARS_DIR))
 export DAGSTER_HOME ?= $(abspath .dagster_home)
 
 .PHONY: setup demo demo-kafka test test-fast lint format bench-ingest bench-kafka-ingest bench-growth bench-tick \
-	bench-tick-real bench-overhead bench-memory bench-lineage experiment experiment-long tune-interval \
-	simulate simulate-aging simulate-published first-materializations chaos soak \
+	bench-tick-real bench-overhead bench-memory bench-lineage experiment experiment-long experiment-bursty experiment-packed tune-interval \
+	simulate simulate-aging simulate-published first-materializations chaos soak soak-no-clustering \
 	clean-data postgres chromium demo-cluster test-ui
 
 # Reproducible install: requirements.lock pins every Python package (transitive, with
@@ -203,8 +203,31 @@ bench-lineage: setup
 experiment: setup
 	$(VENV)/bin/freshness experiment --mode short
 
+# A campaign of about 3.9 hours: run it a seed (or a few variants) at a time, e.g.
+# `make experiment-long SEEDS=1 VARIANTS=pmb,max_benefit,random,dagster_eager,interval`.
+# Each finished (seed, variant) keeps its measurements in docs/results/long/runs (committed;
+# the lakehouses, Dagster homes, logs and recorded streams are not), so later sessions on
+# other machines add to the same campaign and the report pools all of it.
 experiment-long: setup
-	$(VENV)/bin/freshness experiment --mode long --resume
+	$(VENV)/bin/freshness experiment --mode long --resume \
+	  --out docs/results/long/runs --report-dir docs/results/long \
+	  $(if $(SEEDS),--seeds $(SEEDS)) $(if $(VARIANTS),--variants $(VARIANTS))
+
+# Where subsets should help (issue 18 item 4), each a campaign of about an hour (three
+# variants, three seeds, 300 s windows), kept like experiment-long's; SEEDS= picks a part.
+# Bursty: every minute a 10 s burst at 10x the rate, its extra events on 5 symbols.
+experiment-bursty: setup
+	$(VENV)/bin/freshness experiment --mode long --variants pmb,max_benefit,random --resume \
+	  --burst-every 60 --burst-length 10 --burst-factor 10 --spike-symbols 5 \
+	  --out docs/results/bursty/runs --report-dir docs/results/bursty \
+	  $(if $(SEEDS),--seeds $(SEEDS))
+
+# The published raw-table regime: ingestion packs small files, so pending files are big
+# with few new rows.
+experiment-packed: setup
+	$(VENV)/bin/freshness experiment --mode long --variants pmb,max_benefit,random --resume \
+	  --raw-packing --out docs/results/packed/runs --report-dir docs/results/packed \
+	  $(if $(SEEDS),--seeds $(SEEDS))
 
 # The interval peer's period N, tuned on seed 99 (no measured run uses it) under the short
 # mode's conditions; the best N becomes DEFAULT_INTERVAL_S (scheduler_settings.py).
@@ -222,6 +245,12 @@ chaos: setup
 # failed run; writes the soak section of docs/RELIABILITY.md.
 soak: setup
 	$(VENV)/bin/python -m freshness_pipeline.bench.soak --minutes 60 --report docs/RELIABILITY.md
+
+# The same hour with clustering off (issue 19: file counts, tick and run times without it;
+# its report is docs/results/soak-no-clustering.md, the soak with it is in RELIABILITY.md).
+soak-no-clustering: setup
+	FRESHNESS_CLUSTERING_TABLES=none $(VENV)/bin/python -m freshness_pipeline.bench.soak \
+	  --minutes 60 --report docs/results/soak-no-clustering.md --section soak-no-clustering
 
 simulate: setup
 	$(VENV)/bin/python -m freshness_pipeline.experiment.simulate

@@ -15,6 +15,8 @@ from freshness_pipeline.stream.generator import StreamConfig
         ["experiment", "--burst-every", "5", "--burst-length", "6"],
         ["record", "--duration", "1", "--out", "never.jsonl.gz", "--burst-factor", "0"],
         ["demo", "--rate", "-1"],
+        ["experiment", "--burst-every", "30", "--burst-factor", "5", "--spike-symbols", "-2"],
+        ["experiment", "--universe-size", "10", "--spike-symbols", "11"],
     ],
 )
 def test_bad_stream_settings_are_refused_before_anything_runs(argv, capsys, monkeypatch):
@@ -42,6 +44,15 @@ def test_good_stream_settings_reach_the_command(monkeypatch):
         StreamConfig(seed=7, rate=300.0, universe_size=50),
         StreamConfig(
             seed=7, rate=300.0, universe_size=50, burst_every_s=30, burst_s=5, burst_factor=20.0
+        ),
+        StreamConfig(
+            seed=7,
+            rate=300.0,
+            universe_size=50,
+            burst_every_s=30,
+            burst_s=5,
+            burst_factor=20.0,
+            spike_symbols=3,
         ),
     ],
 )

@@ -153,3 +153,20 @@ def test_a_bad_postgres_url_is_refused_with_the_reason_and_never_quoted(value, r
     assert message.startswith("FRESHNESS_POSTGRES_URL is not accepted: expected ")
     assert "postgresql+psycopg2://user@host:port/database" in message and reason in message
     assert value not in message and "pw-in-url" not in message
+
+
+def test_raw_packing_is_refused_beside_raw_clustering_and_reaches_the_raw_layout():
+    from freshness_pipeline.hudi_write import RAW_LAYOUTS, raw_layout, write_options
+
+    with pytest.raises(SettingsError, match="FRESHNESS_RAW_PACKING=true") as refused:
+        load_settings({"FRESHNESS_RAW_PACKING": "true"})  # clustering of both raw tables on
+    assert "price_raw, trade_raw" in str(refused.value)
+    packed = load_settings({"FRESHNESS_RAW_PACKING": "true", "FRESHNESS_CLUSTERING_TABLES": "none"})
+    assert packed.raw_packing and not load_settings({}).raw_packing
+    # packing: Hudi's small-file limit stays at its default, so inserts fill small files
+    assert "hoodie.parquet.small.file.limit" not in write_options(
+        raw_layout("trade_raw", True), "insert"
+    )
+    steady = write_options(raw_layout("trade_raw"), "insert")
+    assert steady["hoodie.parquet.small.file.limit"] == "0"
+    assert raw_layout("price_raw") == RAW_LAYOUTS["price_raw"]

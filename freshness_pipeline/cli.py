@@ -39,6 +39,7 @@ def _stream_config(args: argparse.Namespace):
         burst_every_s=args.burst_every,
         burst_s=args.burst_length,
         burst_factor=args.burst_factor,
+        spike_symbols=args.spike_symbols,
     )
 
 
@@ -215,6 +216,8 @@ def cmd_experiment(args: argparse.Namespace) -> int:
         burst_every_s=args.burst_every,
         burst_s=args.burst_length,
         burst_factor=args.burst_factor,
+        spike_symbols=args.spike_symbols,
+        raw_packing=args.raw_packing,
         keep_lakehouses=args.keep_lakehouses,
         resume=args.resume,
         profile=args.settings.profile,
@@ -328,6 +331,13 @@ def build_parser() -> argparse.ArgumentParser:
         )
         p.add_argument("--burst-length", type=int, default=10, help="seconds a burst lasts")
         p.add_argument("--burst-factor", type=float, default=1.0, help="rate multiplier")
+        p.add_argument(
+            "--spike-symbols",
+            type=int,
+            default=0,
+            help="a burst's extra events all go to this many symbols, drawn per burst (a "
+            "news spike; default 0: spread like the rest)",
+        )
 
     def stream_args(p: argparse.ArgumentParser) -> None:
         p.add_argument("--seed", type=int, default=42)
@@ -414,6 +424,12 @@ def build_parser() -> argparse.ArgumentParser:
     experiment.add_argument("--out", help="raw data folder (default .lakehouse/experiments/MODE)")
     experiment.add_argument("--report-dir", help="default docs/results/MODE")
     experiment.add_argument("--keep-lakehouses", action="store_true")
+    experiment.add_argument(
+        "--raw-packing",
+        action="store_true",
+        help="the published raw-table regime for every variant: ingestion packs the raw "
+        "tables' small files (FRESHNESS_RAW_PACKING), clustering off",
+    )
     experiment.add_argument(
         "--resume",
         action="store_true",
@@ -504,6 +520,8 @@ def _check_stream_args(parser: argparse.ArgumentParser, args: argparse.Namespace
             burst_every_s=args.burst_every,
             burst_s=args.burst_length,
             burst_factor=args.burst_factor,
+            spike_symbols=args.spike_symbols,
+            universe_size=getattr(args, "universe_size", None) or DEFAULT_UNIVERSE_SIZE,
         )
     except ValueError as exc:
         parser.error(f"bad stream settings: {exc}")

@@ -7,7 +7,7 @@ Hudi's commit-metadata key prefix, so the data and its watermark land in one com
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from freshness_pipeline.hudi_metadata import META_PREFIX
 from freshness_pipeline.ingestion.streamer_checkpoint import STREAMER_CHECKPOINT_KEY
@@ -31,6 +31,14 @@ RAW_LAYOUTS = {
     "company_master": TableLayout("company_master", "symbol", None, None),
     "raw_rejects": TableLayout("raw_rejects", "reject_id", "landed_ts", None),
 }
+
+
+def raw_layout(table: str, packing: bool = False) -> TableLayout:
+    """A raw table's layout as ingestion writes it: with `packing` (FRESHNESS_RAW_PACKING),
+    Hudi packs each commit's rows into the partition's small files, rewriting them, as in
+    the published experiment; otherwise each commit writes files of its own."""
+    layout = RAW_LAYOUTS[table]
+    return replace(layout, pack_small_files=True) if packing else layout
 
 
 # What every writer of a table sets alike, table services (clustering) included: a

@@ -17,7 +17,7 @@ TMIN_MODES = ("pending", "footer")
 AUTOMATIONS = ("freshness_sensor", "dagster_eager", "interval")
 # The interval automation's default period, tuned on a seed of its own (the experiment's
 # `interval` variant uses it; docs/BENCHMARKS.md, "The interval peer: tuning N").
-DEFAULT_INTERVAL_S = 30
+DEFAULT_INTERVAL_S = 40
 # Dagster's sensor daemon loops at most every 5 s (MIN_INTERVAL_LOOP_TIME in
 # dagster/_daemon/sensor.py), so a shorter interval would silently mean 5 s.
 MIN_TICK_S = 5

@@ -379,6 +379,12 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("FRESHNESS_CLUSTERING_TICK_S", "30",
             "interval of the clustering sensor in seconds",
             f"an integer of at least {MIN_TICK_S}", _int_at_least(MIN_TICK_S)),
+    Setting("FRESHNESS_RAW_PACKING", "false",
+            "ingestion packs new rows into the raw tables' small files (Hudi's copy-on-write "
+            "small-file handling: each commit rewrites a partition's file with its new rows), "
+            "the regime of the published experiment; off, each commit writes new files. On "
+            "needs FRESHNESS_CLUSTERING_TABLES without a raw table",
+            "true or false", _bool),
     Setting("FRESHNESS_FAULTS_DIR", None,
             "fault injection for tests and `make chaos` (`faults.py`); unset: off", "a folder",
             _folder),
@@ -490,6 +496,7 @@ class Settings:
     scheduler: SchedulerSettings = field(default_factory=SchedulerSettings)
     staleness_target: StalenessTarget = field(default_factory=StalenessTarget)
     clustering: ClusteringSettings = field(default_factory=ClusteringSettings)
+    raw_packing: bool = False  # ingestion packs the raw tables' small files (published regime)
     faults_dir: Path | None = None  # fault injection (faults.py); None: off
     source: str = "landing"  # "landing" folder or "kafka" topics
     kafka: KafkaSettings = field(default_factory=KafkaSettings)
@@ -573,6 +580,16 @@ def load_settings(
             f"{values['FRESHNESS_CLUSTERING_TARGET_FILE_MB']} is not accepted: expected at "
             f"least FRESHNESS_CLUSTERING_SMALL_FILE_MB ({exc})"
         ) from exc
+    packed_and_clustered = sorted(set(clustering.tables) & set(RAW_TABLES))
+    if values["FRESHNESS_RAW_PACKING"] and packed_and_clustered:
+        # Packing rewrites a raw file on every commit while clustering merges the same
+        # files: the two writers would conflict on every file group they share.
+        raise SettingsError(
+            "FRESHNESS_RAW_PACKING=true and FRESHNESS_CLUSTERING_TABLES="
+            f"{','.join(clustering.tables)} both rewrite {', '.join(packed_and_clustered)}: "
+            "expected packing off, or the raw tables out of FRESHNESS_CLUSTERING_TABLES "
+            "(e.g. none)"
+        )
     s3 = S3Settings(
         endpoint=values["FRESHNESS_S3_ENDPOINT"],
         region=values["FRESHNESS_S3_REGION"],
@@ -636,6 +653,7 @@ def load_settings(
         scheduler=scheduler,
         staleness_target=staleness_target,
         clustering=clustering,
+        raw_packing=values["FRESHNESS_RAW_PACKING"],
         faults_dir=values["FRESHNESS_FAULTS_DIR"],
         source=values["FRESHNESS_SOURCE"],
         kafka=kafka,

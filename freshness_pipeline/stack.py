@@ -111,6 +111,8 @@ def stream_args(stream: StreamConfig) -> list[str]:
             "--burst-factor",
             str(stream.burst_factor),
         ]
+    if stream.spiky:
+        args += ["--spike-symbols", str(stream.spike_symbols)]
     return args
 
 

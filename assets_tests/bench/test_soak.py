@@ -120,3 +120,41 @@ def test_failed_runs_name_the_job_and_the_steps_error(tmp_path: Path):
     assert "plain error" in by_job["trade_aggr_job"]
     text = report(60, 2000, {}, {}, {"SUCCESS": 1, "FAILURE": 2}, [], failures=lines)
     assert "What failed" in text and "- `cluster_trade_raw " in text
+
+
+def test_tick_and_run_times_compare_the_first_and_last_ten_minutes():
+    from freshness_pipeline.bench.soak import EdgeTimes, _edges, timing_lines
+
+    # ticks every 10 s over an hour, slower toward the end (a growing table)
+    ticks = [(t, 0.1 + t / 3600) for t in range(0, 3600, 10)]
+    edges = _edges(ticks, 600)
+    assert edges.first_count == 60 and edges.last_count == 60
+    assert round(edges.first, 3) == round(0.1 + 295 / 3600, 3)
+    assert round(edges.last, 3) == round(0.1 + 3295 / 3600, 3)  # ticks 3000-3590 s
+    assert _edges([], 600) == EdgeTimes(None, None, 0, 0)
+    lines = timing_lines({"tick": edges, "run": EdgeTimes(12.0, None, 3, 0)})
+    assert lines[2].startswith("| freshness sensor tick") and "(60) |" in lines[2]
+    assert lines[3].endswith("| 12.00 s (3) | - |")
+    text = report(60, 2000, {}, {}, {"SUCCESS": 1}, [], timings={"tick": edges})
+    assert "| median (count) | first 10 minutes | last 10 minutes |" in text
+
+
+def test_run_times_come_from_the_six_jobs_successful_runs(tmp_path: Path):
+    import dagster as dg
+
+    from freshness_pipeline.bench.soak import tick_and_run_times
+    from freshness_pipeline.run_plan import ASSET_TAG
+
+    @dg.op
+    def work() -> None:
+        pass
+
+    home = tmp_path / "home"
+    home.mkdir()
+    job = dg.GraphDefinition(name="trade_aggr_job", node_defs=[work]).to_job()
+    with dg.DagsterInstance.from_config(str(home)) as instance:
+        job.execute_in_process(instance=instance, tags={ASSET_TAG: "trade_aggr"})
+        job.execute_in_process(instance=instance)  # not a sensor run of the six: left out
+    times = tick_and_run_times(home)
+    assert times["run"].first_count == 1 and times["run"].first is not None
+    assert times["tick"].first is None  # no sensor ticked here

@@ -5,50 +5,17 @@ sensor), staleness is sampled from the Hudi timelines, and the report is generat
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from freshness_pipeline.settings import PROJECT_ROOT
+from assets_tests.experiment.tiny_experiment import run_tiny_experiment
 
 pytestmark = pytest.mark.spark
 
 
 def test_short_experiment_produces_the_report(tmp_path: Path):
-    out, report = tmp_path / "raw", tmp_path / "report"
-    run = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "freshness_pipeline.cli",
-            "experiment",
-            "--variants",
-            "pmb,random",
-            "--duration",
-            "75",
-            "--rate",
-            "300",
-            "--universe-size",
-            "300",
-            "--tick",
-            "5",
-            "--out",
-            str(out),
-            "--report-dir",
-            str(report),
-        ],
-        cwd=PROJECT_ROOT,
-        capture_output=True,
-        text=True,
-        timeout=1500,
-    )
-    assert run.returncode == 0, run.stderr[-4000:]
-    summaries = {
-        json.loads(p.read_text())["variant"]: json.loads(p.read_text())
-        for p in out.glob("seed1/*/summary.json")
-    }
+    run, out, report, summaries = run_tiny_experiment(tmp_path, "pmb,random", 75)
     assert set(summaries) == {"pmb", "random"}
     for summary in summaries.values():
         # one sample per second per job table over the 75 s window

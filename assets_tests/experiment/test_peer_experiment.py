@@ -7,51 +7,18 @@ progress as it runs."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from assets_tests.experiment.tiny_experiment import run_tiny_experiment
 from freshness_pipeline.jobs.catalog import JOBS
-from freshness_pipeline.settings import PROJECT_ROOT
 
 pytestmark = pytest.mark.spark
 
 
 def test_peers_run_through_the_real_system(tmp_path: Path):
-    out, report = tmp_path / "raw", tmp_path / "report"
-    run = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "freshness_pipeline.cli",
-            "experiment",
-            "--variants",
-            "dagster_eager,interval_20",
-            "--duration",
-            "60",
-            "--rate",
-            "300",
-            "--universe-size",
-            "300",
-            "--tick",
-            "5",
-            "--out",
-            str(out),
-            "--report-dir",
-            str(report),
-        ],
-        cwd=PROJECT_ROOT,
-        capture_output=True,
-        text=True,
-        timeout=1500,
-    )
-    assert run.returncode == 0, run.stderr[-4000:]
-    summaries = {
-        json.loads(p.read_text())["variant"]: json.loads(p.read_text())
-        for p in out.glob("seed1/*/summary.json")
-    }
+    run, out, report, summaries = run_tiny_experiment(tmp_path, "dagster_eager,interval_20", 60)
     assert set(summaries) == {"dagster_eager", "interval_20"}
     for name, summary in summaries.items():
         assert 6 * 55 <= summary["samples"] <= 6 * 65

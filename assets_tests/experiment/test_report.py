@@ -168,6 +168,56 @@ def test_peers_are_reported_beside_pmb_with_runs_and_refreshes_apart(tmp_path: P
     assert peer_rows(runs[:1], {"pmb": stats["pmb"]}) == []
 
 
+def test_a_peer_run_is_credited_per_table_when_each_refresh_lands(tmp_path: Path):
+    # The interval tuning's six-step runs ended after the window while P fell: the tables
+    # they committed inside it count, those after it do not, whatever the run's end.
+    from freshness_pipeline.experiment.report import (
+        MATERIALIZED_AT,
+        refreshes_by,
+        run_figures,
+    )
+
+    t0 = 1_000.0
+    window_end = t0 + 90
+    six_steps = {
+        "status": "SUCCESS",
+        "start": t0 + 5,
+        "end": t0 + 130,  # after the window
+        "assets": ["trade_aggr", "price_aggr", "market_features", "a", "b", "c"],
+        "metadata_by_asset": {
+            "trade_aggr": {"duration_s": 9.0, MATERIALIZED_AT: t0 + 30},
+            "price_aggr": {"duration_s": 9.0, MATERIALIZED_AT: t0 + 60},
+            "market_features": {"nothing_to_do": "x", MATERIALIZED_AT: t0 + 70},
+            "a": {"duration_s": 9.0, MATERIALIZED_AT: t0 + 100},
+        },
+    }
+    assert refreshes_by(six_steps, window_end) == 2
+    # a failed run's steps that committed are refreshes all the same
+    assert refreshes_by({**six_steps, "status": "FAILURE"}, window_end) == 2
+    # a sensor run: one refresh, when its table landed
+    sensor = {
+        "status": "SUCCESS",
+        "end": t0 + 95,
+        "assets": ["trade_aggr"],
+        "metadata_by_asset": {"trade_aggr": {"duration_s": 3.0, MATERIALIZED_AT: t0 + 85}},
+    }
+    assert refreshes_by(sensor, window_end) == 1
+    late = {**sensor, "metadata_by_asset": {"trade_aggr": {MATERIALIZED_AT: t0 + 91}}}
+    assert refreshes_by(late, window_end) == 0
+    # records from before the time was kept: the whole run, by its end
+    old = {"status": "SUCCESS", "end": t0 + 50, "assets": ["trade_aggr"]}
+    assert refreshes_by(old, window_end) == 1
+    assert refreshes_by({**old, "end": t0 + 95}, window_end) == 0
+    run = {
+        "dir": _run_dir(tmp_path, "interval_40", 99, [six_steps, sensor]),
+        "start_us": int(t0 * 1e6),
+        "window_s": 90,
+    }
+    figures = run_figures(run)
+    assert figures["refreshes"] == 3
+    assert figures["runs"] == 0  # no Dagster run ended inside the window
+
+
 def test_phases_are_summarized_per_job_over_successful_runs(tmp_path: Path):
     from freshness_pipeline.experiment.report import phase_rows
 

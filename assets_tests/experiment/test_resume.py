@@ -68,6 +68,19 @@ def test_bursts_are_a_condition_and_a_stream_of_their_own(tmp_path: Path):
     assert harness._conditions(bursty)["burst_factor"] == 20.0
     assert bursty.stream_config(7).rate_at(0) == 6000.0
     assert bursty.stream_config(7).seed == 7
+    # news spikes are a condition of their own, and only then a key (older bursty runs match)
+    assert "spike_symbols" not in harness._conditions(bursty)
+    spiky = replace(bursty, spike_symbols=4)
+    assert harness._conditions(spiky)["spike_symbols"] == 4
+    assert harness._conditions(spiky) != harness._conditions(bursty)
+    assert spiky.stream_config(7).spike_symbols == 4
+    packed = replace(steady, raw_packing=True)
+    assert harness._conditions(packed) == {**harness._conditions(steady), "raw_packing": True}
+    env = harness.variant_env(packed, POLICY_VARIANTS["pmb"], 1, tmp_path / "run")
+    assert env["FRESHNESS_RAW_PACKING"] == "true" and env["FRESHNESS_CLUSTERING_TABLES"] == "none"
+    assert "FRESHNESS_RAW_PACKING" not in harness.variant_env(
+        steady, POLICY_VARIANTS["pmb"], 1, tmp_path
+    )
 
 
 def test_a_bursty_stream_is_recorded_under_its_own_name(tmp_path: Path):
@@ -85,3 +98,5 @@ def test_a_bursty_stream_is_recorded_under_its_own_name(tmp_path: Path):
     assert steady.name == "stream-seed1-2s-20eps.jsonl.gz"
     assert bursty.name == "stream-seed1-2s-20eps-burst30s5x20.jsonl.gz"
     assert bursty.stat().st_size > 2 * steady.stat().st_size
+    spiky = replace(base, burst_every_s=30, burst_s=5, burst_factor=20.0, spike_symbols=3)
+    assert harness.record(spiky, 1).name == "stream-seed1-2s-20eps-burst30s5x20-spikes3.jsonl.gz"

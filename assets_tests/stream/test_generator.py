@@ -119,3 +119,48 @@ def test_bursts_multiply_the_rate_in_their_seconds_only():
 def test_bad_burst_settings_are_refused(bad):
     with pytest.raises(ValueError, match="burst"):
         StreamConfig(**bad)
+
+
+def test_a_news_spike_puts_a_bursts_extra_events_on_a_few_symbols():
+    spiky = StreamConfig(
+        seed=5, rate=200, burst_every_s=10, burst_s=3, burst_factor=10.0, spike_symbols=3
+    )
+    batches = take(spiky, 20)
+
+    def symbols(batch) -> collections.Counter:
+        return collections.Counter(e["symbol"] for e in (*batch.prices, *batch.trades))
+
+    counts = [sum(symbols(b).values()) for b in batches]
+    in_burst = [c for s, c in enumerate(counts) if s % 10 < 3]
+    assert 1_500 < np.mean(in_burst) < 2_500  # the rate is the burst's, as without spikes
+    for first in (0, 10):
+        burst = sum((symbols(batches[s]) for s in range(first, first + 3)), collections.Counter())
+        top3 = sum(n for _, n in burst.most_common(3))
+        # the extra 9x rate on three names: about 90 % of the burst's events
+        assert top3 > 0.8 * sum(burst.values())
+    spiked = [
+        {
+            sym
+            for sym, _ in sum(
+                (symbols(batches[s]) for s in range(f, f + 3)), collections.Counter()
+            ).most_common(3)
+        }
+        for f in (0, 10)
+    ]
+    assert spiked[0] != spiked[1]  # drawn anew for each burst
+    # outside the bursts the stream is spread by activity as before
+    calm = symbols(batches[5])
+    assert calm.most_common(1)[0][1] < 0.5 * sum(calm.values())
+    # events stay in time order within each kind, and the same seed gives the same stream
+    assert all(
+        [e["event_ts"] for e in b.prices] == sorted(e["event_ts"] for e in b.prices)
+        for b in batches
+    )
+    assert take(spiky, 12)[11].trades == batches[11].trades
+    assert spiky.spiky and not StreamConfig(burst_every_s=10, burst_factor=10.0).spiky
+
+
+@pytest.mark.parametrize("bad", [{"spike_symbols": -1}, {"spike_symbols": 10_000}])
+def test_bad_spike_settings_are_refused(bad):
+    with pytest.raises(ValueError, match="spike_symbols"):
+        StreamConfig(universe_size=300, **bad)

@@ -149,6 +149,86 @@ def _why(instance, run) -> str:
     return " ".join(text.split())[:4000]
 
 
+@dataclass(frozen=True)
+class EdgeTimes:
+    """A figure's median over the soak's first and last `window_s` (None: nothing there)."""
+
+    first: float | None
+    last: float | None
+    first_count: int
+    last_count: int
+
+
+def _edges(values: list[tuple[float, float]], window_s: float) -> EdgeTimes:
+    """(time, value) pairs, cut into the first and last window of their own span."""
+    if not values:
+        return EdgeTimes(None, None, 0, 0)
+    start, end = min(t for t, _ in values), max(t for t, _ in values)
+    first = [v for t, v in values if t < start + window_s]
+    last = [v for t, v in values if t > end - window_s]
+    return EdgeTimes(
+        statistics.median(first) if first else None,
+        statistics.median(last) if last else None,
+        len(first),
+        len(last),
+    )
+
+
+def tick_and_run_times(home: Path, window_s: float = 600) -> dict[str, EdgeTimes]:
+    """How long the freshness sensor's ticks and the six jobs' runs took at the soak's
+    start and at its end (issue 19: with the raw tables' files growing or clustered)."""
+    import dagster as dg
+    from dagster._core.definitions.run_request import InstigatorType  # not public in 1.13
+
+    from freshness_pipeline.run_plan import ASSET_TAG
+
+    ticks: list[tuple[float, float]] = []
+    runs: list[tuple[float, float]] = []
+    with dg.DagsterInstance.from_config(str(home)) as instance:
+        for state in instance.all_instigator_state(instigator_type=InstigatorType.SENSOR):
+            if state.name != "freshness_sensor":
+                continue
+            for tick in instance.get_ticks(state.instigator_origin_id, state.selector_id):
+                if tick.end_timestamp is not None:
+                    ticks.append((tick.timestamp, tick.end_timestamp - tick.timestamp))
+        for record in instance.get_run_records(
+            filters=dg.RunsFilter(statuses=[dg.DagsterRunStatus.SUCCESS])
+        ):
+            if ASSET_TAG in record.dagster_run.tags and record.start_time and record.end_time:
+                runs.append((record.start_time, record.end_time - record.start_time))
+    return {"tick": _edges(ticks, window_s), "run": _edges(runs, window_s)}
+
+
+def clustering_state() -> str:
+    """Which tables the clustering sensor keeps clustered in this soak (its settings)."""
+    from freshness_pipeline.settings import load_settings
+
+    tables = load_settings().clustering.tables
+    return f"on for {', '.join(tables)}" if tables else "off (FRESHNESS_CLUSTERING_TABLES=none)"
+
+
+def timing_lines(timings: dict[str, EdgeTimes]) -> list[str]:
+    def cell(value: float | None, count: int) -> str:
+        return "-" if value is None else f"{value:.2f} s ({count})"
+
+    names = {
+        "tick": "freshness sensor tick (start to end, as Dagster records it)",
+        "run": "a job's run (start to end, successful sensor runs of the six)",
+    }
+    lines = [
+        "| median (count) | first 10 minutes | last 10 minutes |",
+        "|---|---|---|",
+    ]
+    for key, name in names.items():
+        edge = timings.get(key)
+        if edge is not None:
+            lines.append(
+                f"| {name} | {cell(edge.first, edge.first_count)} | "
+                f"{cell(edge.last, edge.last_count)} |"
+            )
+    return lines
+
+
 def _error_chain(error) -> str:
     """A SerializableErrorInfo with its causes: Dagster wraps a step's own exception."""
     parts = []
@@ -178,6 +258,7 @@ def report(
     clustering_runs: dict[str, int] | None = None,
     heap: dict[str, list[tuple[float, float]]] | None = None,
     failures: list[str] | None = None,
+    timings: dict[str, EdgeTimes] | None = None,
 ) -> str:
     total_s = minutes * 60
     lines = [
@@ -186,7 +267,7 @@ def report(
         f"Produced by `python -m freshness_pipeline.bench.soak --minutes {minutes:g} "
         f"--rate {rate:g}` on {time.strftime('%Y-%m-%d', time.gmtime())} "
         f"({os.cpu_count()} cores): the live demo for {minutes:g} minutes at {rate:g} "
-        "events/s, sampled every 30 s.",
+        f"events/s, sampled every 30 s. Clustering: {clustering_state()}.",
         "",
         "Resident memory per process tree, MiB, median per sixth of the run:",
         "",
@@ -265,6 +346,8 @@ def report(
         + (f" ({'; '.join(restarts)})" if restarts else "")
         + ".",
     ]
+    if timings:
+        lines += ["", *timing_lines(timings)]
     if failures:
         lines += ["", "What failed (newest first; the step's error, Java stack included):", ""]
         lines += [f"- `{line.split(':')[0]}`: {line.split(':', 1)[1].strip()}" for line in failures]
@@ -277,6 +360,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rate", type=float, default=2000)
     parser.add_argument("--interval", type=float, default=30)
     parser.add_argument("--report", type=Path, help="write the soak section of this file")
+    parser.add_argument(
+        "--section",
+        default="soak",
+        help="name of the report's section (e.g. soak-no-clustering beside the default)",
+    )
     parser.add_argument(
         "--gc-every", type=int, default=10, help="samples between live-heap readings"
     )
@@ -352,10 +440,13 @@ def main(argv: list[str] | None = None) -> int:
         runs = run_counts(home)
         clustering = clustering_run_counts(home)
         failures = failed_runs(home)
-    text = report(args.minutes, args.rate, rss, tables, runs, restarts, clustering, heap, failures)
+        timings = tick_and_run_times(home)
+    text = report(
+        args.minutes, args.rate, rss, tables, runs, restarts, clustering, heap, failures, timings
+    )
     print(text)
     if args.report:
-        write_section(args.report, "soak", text)
+        write_section(args.report, args.section, text)
     return 0
 
 

@@ -30,6 +30,7 @@ from pathlib import Path
 
 from freshness_pipeline.dagster_instance import write_instance_yaml
 from freshness_pipeline.experiment.progress import Progress
+from freshness_pipeline.experiment.report import MATERIALIZED_AT
 from freshness_pipeline.experiment.staleness import S, StalenessSampler, total_staleness
 from freshness_pipeline.hudi_metadata import HudiTableMetadata, TableNotFound
 from freshness_pipeline.jobs.catalog import JOBS
@@ -53,6 +54,8 @@ STREAM_MARGIN_S = 60
 # tuning N").
 TUNED_INTERVAL_S = DEFAULT_INTERVAL_S
 TUNING_SEED = 99
+# The published raw-table regime for every variant of an experiment (--raw-packing).
+RAW_PACKING_ENV = {"FRESHNESS_RAW_PACKING": "true", "FRESHNESS_CLUSTERING_TABLES": "none"}
 
 
 @dataclass(frozen=True)
@@ -168,6 +171,10 @@ class ExperimentConfig:
     burst_every_s: int = 0  # StreamConfig's bursts; 0 = a steady stream
     burst_s: int = 10
     burst_factor: float = 1.0
+    spike_symbols: int = 0  # StreamConfig's news spikes: a burst's extra events on N symbols
+    # The published raw-table regime: ingestion packs small files (each commit rewrites a
+    # partition's file), so a pending file is big with few new rows; clustering off.
+    raw_packing: bool = False
     keep_lakehouses: bool = False
     resume: bool = False  # keep finished (seed, variant) runs found in out_dir
     # "cluster": each run on its own cluster profile (Postgres, Spark master + worker;
@@ -186,6 +193,7 @@ class ExperimentConfig:
             burst_every_s=self.burst_every_s,
             burst_s=self.burst_s,
             burst_factor=self.burst_factor,
+            spike_symbols=self.spike_symbols,
         )
 
 
@@ -207,7 +215,7 @@ def record(config: ExperimentConfig, seed: int) -> Path:
         f"-burst{stream.burst_every_s}s{stream.burst_s}x{stream.burst_factor:g}"
         if stream.bursty
         else ""
-    )
+    ) + (f"-spikes{stream.spike_symbols}" if stream.spiky else "")
     name = f"stream-seed{seed}-{config.duration_s}s-{config.rate:.0f}eps{bursts}.jsonl.gz"
     path = config.out_dir / name
     if not path.exists():
@@ -235,6 +243,8 @@ def variant_env(config: ExperimentConfig, variant: Variant, seed: int, run_dir: 
         "FRESHNESS_SPARK_SERVICE_PORT": str(free_port()),
         **variant.env,
     }
+    if config.raw_packing:
+        env.update(RAW_PACKING_ENV)
     if variant.policy:  # a peer runs without our sensor: no policy to set
         env["FRESHNESS_POLICY"] = variant.policy
     return env
@@ -438,7 +448,10 @@ def _collect(
             for rec in instance.fetch_materializations(dg.AssetKey(job), limit=10_000).records:
                 meta = rec.asset_materialization.metadata
                 materialized.setdefault(rec.run_id, {})[job] = {
-                    k: getattr(v, "value", None) for k, v in meta.items()
+                    **{k: getattr(v, "value", None) for k, v in meta.items()},
+                    # when this table's refresh landed: a peer's run of six steps credits
+                    # P step by step, long before the run itself ends
+                    MATERIALIZED_AT: rec.timestamp,
                 }
         for record in records:
             run = record.dagster_run
@@ -567,6 +580,10 @@ def _conditions(config: ExperimentConfig) -> dict:
             burst_s=config.burst_s,
             burst_factor=config.burst_factor,
         )
+    if config.stream_config(0).spiky:
+        conditions["spike_symbols"] = config.spike_symbols
+    if config.raw_packing:
+        conditions["raw_packing"] = True  # only then: earlier runs still match
     return conditions
 
 

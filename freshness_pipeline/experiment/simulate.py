@@ -517,10 +517,11 @@ def compare(
 
 
 def calibrated() -> Conditions:
-    """The long experiment on this machine (docs/results/long): 300 events/s, commits every
-    10 s with 26 files each, K = 3, a 5 s tick. A run alone does ~10 s of work (7 s of job
-    and 4.6 s outside it, docs/BENCHMARKS.md), three in flight share about one run's speed
-    (measured: 26-47 s a run with three in flight), 5-8 s of queue and launch."""
+    """The long experiment on this machine (docs/results/long-2026-11-22): 300 events/s,
+    commits every 10 s with 26 files each, K = 3, a 5 s tick. A run alone does ~10 s of
+    work (7 s of job and 4.6 s outside it, docs/BENCHMARKS.md), three in flight share
+    about one run's speed (measured: 26-47 s a run with three in flight), 5-8 s of queue
+    and launch."""
     return Conditions()
 
 

@@ -23,7 +23,12 @@ from freshness_pipeline.hudi_metadata import (
     HudiTableMetadata,
     TableNotFound,
 )
-from freshness_pipeline.hudi_write import RAW_LAYOUTS, concurrent_writer_options, write_options
+from freshness_pipeline.hudi_write import (
+    RAW_LAYOUTS,
+    concurrent_writer_options,
+    raw_layout,
+    write_options,
+)
 from freshness_pipeline.ingestion.reader import LandedBatchReader
 from freshness_pipeline.ingestion.validate import Reject, ValidatedBatch
 from freshness_pipeline.landing import list_landed, remove_ingested
@@ -191,7 +196,7 @@ class Ingestor:
             frame["trade_id"] = frame["trade_id"].astype("int64")
         df = self.spark.createDataFrame(frame, schema=raw_schema(stream))
         options = {
-            **write_options(RAW_LAYOUTS[table], "insert", metadata),
+            **write_options(raw_layout(table, self.settings.raw_packing), "insert", metadata),
             # The raw table has a second writer, its clustering (clustering.py): both write
             # with optimistic concurrency under the table's lock. A failed insert is now
             # rolled back by a later clean once its heartbeat expires (LAZY), not by the

@@ -35,6 +35,9 @@ class StreamConfig:
     burst_every_s: int = 0
     burst_s: int = 10
     burst_factor: float = 1.0
+    # News spikes: a burst's extra events (beyond the steady rate) all go to this many
+    # symbols, drawn anew for each burst. 0 = the extra events spread like the rest.
+    spike_symbols: int = 0
 
     def __post_init__(self) -> None:
         if self.rate <= 0:
@@ -47,6 +50,13 @@ class StreamConfig:
             )
         if self.burst_factor <= 0:
             raise ValueError(f"burst_factor must be positive, got {self.burst_factor}")
+        if self.spike_symbols < 0:
+            raise ValueError(f"spike_symbols must be >= 0, got {self.spike_symbols}")
+        if self.spike_symbols > self.universe_size:
+            raise ValueError(
+                f"spike_symbols ({self.spike_symbols}) exceeds the universe "
+                f"({self.universe_size} companies)"
+            )
         if not 0.0 <= self.trade_fraction <= 1.0:
             raise ValueError(f"trade_fraction must be in [0, 1], got {self.trade_fraction}")
         if self.zipf_exponent <= 0:
@@ -56,11 +66,17 @@ class StreamConfig:
     def bursty(self) -> bool:
         return self.burst_every_s > 0 and self.burst_factor != 1.0
 
+    def in_burst(self, second: int) -> bool:
+        return self.bursty and second % self.burst_every_s < self.burst_s
+
     def rate_at(self, second: int) -> float:
         """Events per second at this second of event time."""
-        if self.bursty and second % self.burst_every_s < self.burst_s:
-            return self.rate * self.burst_factor
-        return self.rate
+        return self.rate * self.burst_factor if self.in_burst(second) else self.rate
+
+    @property
+    def spiky(self) -> bool:
+        """Whether a burst's extra events go to a few symbols (a news spike)."""
+        return self.bursty and self.burst_factor > 1.0 and self.spike_symbols > 0
 
 
 @dataclass(frozen=True)
@@ -90,6 +106,7 @@ class MarketEventGenerator:
         self._spread_ticks = self._rng.integers(1, 6, size=n)
         self._trade_id = 0
         self._second = 0
+        self._spiking: np.ndarray | None = None  # the current burst's spike symbols
 
     def __iter__(self) -> Iterator[EventBatch]:
         while True:
@@ -97,10 +114,15 @@ class MarketEventGenerator:
 
     def next_batch(self) -> EventBatch:
         cfg, rng = self.config, self._rng
-        count = int(rng.poisson(cfg.rate_at(self._second)))
+        if cfg.spiky and cfg.in_burst(self._second):
+            count, sym = self._spike_symbols()
+        else:
+            count = int(rng.poisson(cfg.rate_at(self._second)))
+            sym = None
         base_us = cfg.start_us + self._second * 1_000_000
         offsets = np.sort(rng.integers(0, 1_000_000, size=count))
-        sym = rng.choice(len(self.symbols), size=count, p=self._activity)
+        if sym is None:
+            sym = rng.choice(len(self.symbols), size=count, p=self._activity)
         is_trade = rng.random(count) < cfg.trade_fraction
         steps = rng.choice(np.array([-1, 0, 1]), size=count, p=[0.25, 0.5, 0.25])
         mid = self._walk(sym, steps)
@@ -140,6 +162,23 @@ class MarketEventGenerator:
                 )
         self._second += 1
         return EventBatch(second=self._second - 1, prices=prices, trades=trades)
+
+    def _spike_symbols(self) -> tuple[int, np.ndarray]:
+        """(events, their symbols) for a second of a spiky burst: the steady rate spread
+        by activity as always, the burst's extra events on its few spike symbols, mixed
+        in time."""
+        cfg, rng = self.config, self._rng
+        if self._second % cfg.burst_every_s == 0 or self._spiking is None:
+            self._spiking = rng.choice(len(self.symbols), size=cfg.spike_symbols, replace=False)
+        steady = int(rng.poisson(cfg.rate))
+        extra = int(rng.poisson(cfg.rate * (cfg.burst_factor - 1.0)))
+        sym = np.concatenate(
+            [
+                rng.choice(len(self.symbols), size=steady, p=self._activity),
+                rng.choice(self._spiking, size=extra),
+            ]
+        )
+        return steady + extra, rng.permutation(sym)
 
     def _walk(self, sym: np.ndarray, steps: np.ndarray) -> np.ndarray:
         """Mid price (in ticks) after each event's step, walking each symbol independently."""

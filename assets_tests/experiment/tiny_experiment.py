@@ -1,0 +1,30 @@
+"""The experiment command on the tests' tiny configuration (300 events/s over 300
+companies, a 5 s tick), run as a user runs it, and what it left behind."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from freshness_pipeline.settings import PROJECT_ROOT
+
+
+def run_tiny_experiment(
+    tmp_path: Path, variants: str, duration_s: int
+) -> tuple[subprocess.CompletedProcess, Path, Path, dict[str, dict]]:
+    """(the finished command, its raw output folder, its report folder, each variant's
+    summary of seed 1); fails the test with the command's stderr if it did not succeed."""
+    out, report = tmp_path / "raw", tmp_path / "report"
+    command = [sys.executable, "-m", "freshness_pipeline.cli", "experiment"]
+    command += ["--variants", variants, "--duration", str(duration_s)]
+    command += ["--rate", "300", "--universe-size", "300", "--tick", "5"]
+    command += ["--out", str(out), "--report-dir", str(report)]
+    run = subprocess.run(command, cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=1500)
+    assert run.returncode == 0, run.stderr[-4000:]
+    summaries = {}
+    for path in out.glob("seed1/*/summary.json"):
+        summary = json.loads(path.read_text())
+        summaries[summary["variant"]] = summary
+    return run, out, report, summaries
