@@ -119,9 +119,6 @@ public class FaultInjectingClusteringExecutionStrategy<T> extends SparkSortAndSi
       if (t instanceof CancellationException) {
         return true;
       }
-      if (t.getCause() == t) {
-        break;
-      }
     }
     return false;
   }
