@@ -341,3 +341,30 @@ def test_archived_commits_fall_back_to_the_listing_only_when_they_may_be_pending
     assert {p.slice.file_id for p in newer} == {w.file_id for c in active[1:] for w in c.written}
     with pytest.raises(AssertionError, match="listed the whole table"):
         HudiTableMetadata(path).pending_files(None)
+
+
+def test_a_clustering_run_archives_what_ingestion_left(spark, tmp_path):
+    """A clustered raw table's ingestion archives only at its far backstop; the clustering
+    run's `archive_timeline` (Hudi's archive_commits procedure) archives it down to the
+    horizon, and the table's pending files are still all there."""
+    from freshness_pipeline.clustering_exec import archive_timeline
+    from freshness_pipeline.hudi_write import ingestion_archival_options
+
+    path = str(tmp_path / "clustered_raw")
+    ingestion = {**ingestion_archival_options(True), "hoodie.clean.commits.retained": "1"}
+    for i in range(6):
+        rows = [(f"k{i}_{j}", f"p{i}", j, BASE_US + 1000 * i + j) for j in range(5)]
+        write(spark, path, rows, "insert", extra=ingestion)
+    before = HudiTableMetadata(path)
+    assert not before.has_archived_commits()
+    assert len(before.commits()) == 6
+    everything = {p.slice for p in before.pending_files(None)}
+
+    archive_timeline(spark, path, keep_min=2, keep_max=3, clean_retained=1)
+    after = HudiTableMetadata(path)
+    assert after.has_archived_commits()
+    assert 2 <= len(after.commits()) < 6
+    assert [c.instant for c in after.commits()] == [c.instant for c in before.commits()][
+        -len(after.commits()) :
+    ]
+    assert {p.slice for p in after.pending_files(None)} == everything

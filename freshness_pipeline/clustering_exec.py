@@ -22,7 +22,13 @@ from freshness_pipeline.clustering import (
     decode_groups,
 )
 from freshness_pipeline.hudi_metadata import ARRIVAL_COLUMN, HudiTableMetadata
-from freshness_pipeline.hudi_write import SHARED_OPTIONS, concurrent_writer_options
+from freshness_pipeline.hudi_write import (
+    ARCHIVE_KEEP_MAX_COMMITS,
+    ARCHIVE_KEEP_MIN_COMMITS,
+    CLEAN_RETAINED_COMMITS,
+    SHARED_OPTIONS,
+    concurrent_writer_options,
+)
 from freshness_pipeline.lakehouse import Lakehouse
 
 PLAN_STRATEGY = "io.freshness.hudi.ArrivalWindowClusteringPlanStrategy"
@@ -107,6 +113,26 @@ def _call(spark, uri: str, options: dict[str, str], **params: str) -> list:
     return spark.sql(f"CALL run_clustering({', '.join(args)}, options => '{text}')").collect()
 
 
+def archive_timeline(
+    spark,
+    uri: str,
+    keep_min: int = ARCHIVE_KEEP_MIN_COMMITS,
+    keep_max: int = ARCHIVE_KEEP_MAX_COMMITS,
+    clean_retained: int = CLEAN_RETAINED_COMMITS,
+) -> None:
+    """Archives the table's active timeline down to `keep_min` commits once it holds more
+    than `keep_max` (Hudi's archiver, which keeps what the cleaner and pending instants
+    still need). A clustering table service does not archive after its commit (only a
+    write does), and a clustered raw table's ingestion leaves archival to its clustering
+    (hudi_write.ingestion_archival_options), so the clustering run archives here, once its
+    file groups no longer read the timeline."""
+    spark.sql(
+        f"CALL archive_commits(path => '{uri}', min_commits => {keep_min}, "
+        f"max_commits => {keep_max}, retain_commits => {clean_retained}, "
+        "enable_metadata => false)"
+    ).collect()
+
+
 def execute_clustering(
     spark,
     lakehouse: Lakehouse,
@@ -137,6 +163,7 @@ def execute_clustering(
         options = clustering_options(lock_path, settings, groups, fail_after_write)
         rows = _call(spark, uri, options)
         instants += [str(r[0]) for r in rows if str(r[0]) not in instants]
+    archive_timeline(spark, uri)
     meta = lakehouse.metadata(table)
     after = len(meta.latest_file_slices())
     done = [c for c in meta.commits() if c.instant in set(instants) and c.is_clustering]

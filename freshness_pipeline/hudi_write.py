@@ -41,6 +41,36 @@ def raw_layout(table: str, packing: bool = False) -> TableLayout:
     return replace(layout, pack_small_files=True) if packing else layout
 
 
+# Cleaning and archival horizons: a writer's commit cleans file versions older than the
+# last CLEAN_RETAINED_COMMITS commits and, once the active timeline holds more than
+# ARCHIVE_KEEP_MAX_COMMITS commits, archives it down to ARCHIVE_KEEP_MIN_COMMITS.
+CLEAN_RETAINED_COMMITS = 30
+ARCHIVE_KEEP_MIN_COMMITS = 100
+ARCHIVE_KEEP_MAX_COMMITS = 120
+
+# A clustered raw table is archived by its clustering runs only (clustering_exec.archive_
+# timeline, one run at a time per table), not by ingestion: a clustering's file groups each
+# read the commit metadata of every instant of the timeline loaded when it started (Hudi
+# 1.1 TableSchemaResolver.getTableInternalSchemaFromCommitMetadata), and an ingestion
+# commit that archived meanwhile made it fail with "Could not read commit details"
+# (2 of 30 clustering runs in a 40-minute soak, docs/RELIABILITY.md). Ingestion keeps a
+# far horizon of its own as a backstop, so a table whose clustering stopped (its sensor
+# switched off, or failing) still has a bounded timeline.
+INGEST_BACKSTOP_KEEP_MIN_COMMITS = 400
+INGEST_BACKSTOP_KEEP_MAX_COMMITS = 500
+
+
+def ingestion_archival_options(clustered: bool) -> dict[str, str]:
+    """Archival of an ingestion write: a clustered raw table's commits are archived by its
+    clustering runs, so ingestion's own horizon moves out to the backstop."""
+    if not clustered:
+        return {}
+    return {
+        "hoodie.keep.min.commits": str(INGEST_BACKSTOP_KEEP_MIN_COMMITS),
+        "hoodie.keep.max.commits": str(INGEST_BACKSTOP_KEEP_MAX_COMMITS),
+    }
+
+
 # What every writer of a table sets alike, table services (clustering) included: a
 # clustering's own clean must keep as many file versions as the writers' cleans do.
 SHARED_OPTIONS = {
@@ -57,9 +87,9 @@ SHARED_OPTIONS = {
     # Keep the file versions of the last 30 commits, so a planned file list stays
     # readable while its run waits in the queue; older versions are cleaned.
     "hoodie.clean.automatic": "true",
-    "hoodie.clean.commits.retained": "30",
-    "hoodie.keep.min.commits": "100",
-    "hoodie.keep.max.commits": "120",
+    "hoodie.clean.commits.retained": str(CLEAN_RETAINED_COMMITS),
+    "hoodie.keep.min.commits": str(ARCHIVE_KEEP_MIN_COMMITS),
+    "hoodie.keep.max.commits": str(ARCHIVE_KEEP_MAX_COMMITS),
     # One marker file per data file, created before it and never rewritten. Hudi's
     # default for Spark (timeline-server markers) keeps a few MARKERS files that every
     # flush truncates and rewrites whole: a writer killed with -9 mid-flush loses the

@@ -31,14 +31,18 @@ from pathlib import Path
 
 from freshness_pipeline.bench.memory import live_heap_mib, role_rss_mib, tree_rss_mib
 from freshness_pipeline.chaos import run_counts
+from freshness_pipeline.hudi_write import (
+    ARCHIVE_KEEP_MAX_COMMITS as ARCHIVAL_MAX_COMMITS,
+)
+from freshness_pipeline.hudi_write import (
+    CLEAN_RETAINED_COMMITS,
+)
 from freshness_pipeline.jobs.catalog import JOBS
 from freshness_pipeline.lakehouse import Lakehouse
 from freshness_pipeline.report_sections import write_section
 from freshness_pipeline.settings import RAW_TABLES, child_environment
 
 COMPLETED = re.compile(r"^\d+_\d+\.(commit|deltacommit|replacecommit|clean|rollback)$")
-ARCHIVAL_MAX_COMMITS = 120  # hudi_write: hoodie.keep.max.commits
-CLEAN_RETAINED_COMMITS = 30  # hudi_write: hoodie.clean.commits.retained
 DAGSTER_SERVERS = "dagster (webserver, daemon, code server)"
 RUN_WORKERS = "dagster run workers"  # scales with the runs in flight: reported, not judged
 JVM_TREES = ("spark-service", "ingest")  # whose live heap is read after a forced full GC

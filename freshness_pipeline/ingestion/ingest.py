@@ -26,6 +26,7 @@ from freshness_pipeline.hudi_metadata import (
 from freshness_pipeline.hudi_write import (
     RAW_LAYOUTS,
     concurrent_writer_options,
+    ingestion_archival_options,
     raw_layout,
     write_options,
 )
@@ -101,6 +102,25 @@ def load_symbols(spark, settings: Settings) -> frozenset[str]:
         ) from exc
     rows = spark.read.format("hudi").load(uri).select("symbol").collect()
     return frozenset(r.symbol for r in rows)
+
+
+def raw_write_options(
+    settings: Settings, table: str, metadata: Mapping[str, object]
+) -> dict[str, str]:
+    """The options of one ingestion commit into raw `table`, carrying `metadata`."""
+    options = {
+        **write_options(raw_layout(table, settings.raw_packing), "insert", metadata),
+        # The raw table has a second writer, its clustering (clustering.py): both write
+        # with optimistic concurrency under the table's lock. A failed insert is now
+        # rolled back by a later clean once its heartbeat expires (LAZY), not by the
+        # next insert; until then it is an inflight instant no reader sees.
+        **concurrent_writer_options(settings.lakehouse.lock_path(table), guard=False),
+        # A clustered table's timeline is archived by its clustering runs (hudi_write).
+        **ingestion_archival_options(table in settings.clustering.tables),
+    }
+    # An all-rejects batch still commits (empty) so the checkpoint moves on.
+    options["hoodie.allow.empty.commit"] = "true"
+    return options
 
 
 class Ingestor:
@@ -195,16 +215,7 @@ class Ingestor:
         if "trade_id" in frame:
             frame["trade_id"] = frame["trade_id"].astype("int64")
         df = self.spark.createDataFrame(frame, schema=raw_schema(stream))
-        options = {
-            **write_options(raw_layout(table, self.settings.raw_packing), "insert", metadata),
-            # The raw table has a second writer, its clustering (clustering.py): both write
-            # with optimistic concurrency under the table's lock. A failed insert is now
-            # rolled back by a later clean once its heartbeat expires (LAZY), not by the
-            # next insert; until then it is an inflight instant no reader sees.
-            **concurrent_writer_options(self.settings.lakehouse.lock_path(table), guard=False),
-        }
-        # An all-rejects batch still commits (empty) so the checkpoint moves on.
-        options["hoodie.allow.empty.commit"] = "true"
+        options = raw_write_options(self.settings, table, metadata)
         df.write.format("hudi").options(**options).mode("append").save(
             self.settings.table_uri(table)
         )
