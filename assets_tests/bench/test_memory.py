@@ -39,3 +39,61 @@ PY = "/work/main/.venv/bin/python3"
 )
 def test_role_of(cmdline: str, role: str):
     assert role_of(cmdline) == role
+
+
+HISTOGRAM = """\
+12345:
+ num     #instances         #bytes  class name (module)
+-------------------------------------------------------
+   1:        200000       52428800  [B (java.base@17.0.13)
+   2:         50000        1200000  java.lang.String (java.base@17.0.13)
+   3:           100           4000  org.apache.spark.sql.connect.service.SessionHolder
+   4:            10            400  org.apache.spark.sql.connect.service.SessionHolder
+Total        250110       53633200
+"""
+
+
+def test_a_class_histogram_is_read_per_class():
+    from freshness_pipeline.bench.memory import parse_class_histogram
+
+    found = parse_class_histogram(HISTOGRAM)
+    assert found["[B"] == (200000, 52428800)
+    assert found["java.lang.String"] == (50000, 1200000)
+    # one class under two loaders is two rows: summed
+    assert found["org.apache.spark.sql.connect.service.SessionHolder"] == (110, 4400)
+    assert "Total" not in found and len(found) == 3
+
+
+def test_growth_names_the_classes_that_grew_most_first():
+    from freshness_pipeline.bench.memory import histogram_growth
+
+    before = {"a": (1, 1024 * 1024), "b": (10, 10 * 1024 * 1024), "gone": (5, 5)}
+    after = {"a": (3, 3 * 1024 * 1024), "b": (9, 9 * 1024 * 1024), "new": (40, 40 * 1024 * 1024)}
+    rows = histogram_growth(before, after)
+    assert [r.name for r in rows] == ["new", "a"]  # b shrank: left out
+    assert (rows[0].mib_before, rows[0].mib_after, rows[0].instances_after) == (0, 40, 40)
+    assert rows[1].instances_before == 1
+    assert histogram_growth(before, after, top=1)[0].name == "new"
+
+
+def test_the_class_histogram_of_a_real_jvm(tmp_path):
+    """jcmd reads a live JVM's objects: a sleeping one holds strings like any other."""
+    import subprocess
+    import time
+
+    from freshness_pipeline.bench.memory import class_histogram, parse_class_histogram
+
+    source = tmp_path / "Sleep.java"
+    source.write_text(
+        "public class Sleep { public static void main(String[] a) throws Exception "
+        '{ System.out.println("up"); Thread.sleep(60000); } }'
+    )
+    jvm = subprocess.Popen(["java", str(source)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert jvm.stdout is not None and jvm.stdout.readline().strip() == "up"
+        time.sleep(0.5)
+        found = parse_class_histogram(class_histogram(jvm.pid) or "")
+        assert found["java.lang.String"][0] > 0
+    finally:
+        jvm.kill()
+        jvm.wait()

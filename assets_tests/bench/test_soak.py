@@ -158,3 +158,16 @@ def test_run_times_come_from_the_six_jobs_successful_runs(tmp_path: Path):
     times = tick_and_run_times(home)
     assert times["run"].first_count == 1 and times["run"].first is not None
     assert times["tick"].first is None  # no sensor ticked here
+
+
+def test_report_names_what_grew_in_a_jvm():
+    from freshness_pipeline.bench.memory import ClassGrowth
+
+    grew = ClassGrowth("org.example.Session", 2.0, 250.0, 10, 100)
+    text = report(
+        60, 2000, {}, {}, {"SUCCESS": 1}, [], growth={"spark-service": (10.2, 60.1, [grew])}
+    )
+    section = text.split("What grew in spark-service's live heap from minute 10 to minute 60")[1]
+    assert "| `org.example.Session` | 2.0 | 250.0 | 10 | 100 |" in section
+    nothing = report(60, 2000, {}, {}, {"SUCCESS": 1}, [], growth={"spark-service": (10, 60, [])})
+    assert "(nothing grew)" in nothing

@@ -25,9 +25,12 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from freshness_pipeline.settings import child_environment
+
+MIB = 1024 * 1024
 
 
 def _children_by_parent() -> dict[int, list[int]]:
@@ -138,6 +141,67 @@ def live_heap_mib(pid: int) -> float | None:
             total += int(match.group(1)) / 1024
             seen = True
     return total if seen else None
+
+
+# `jcmd <pid> GC.class_histogram` rows: "   1:   123456   12345678  [B (java.base@17)"
+_HISTOGRAM_ROW = re.compile(r"^\s*\d+:\s+(\d+)\s+(\d+)\s+(\S+)")
+
+
+def parse_class_histogram(text: str) -> dict[str, tuple[int, int]]:
+    """Class name -> (instances, bytes) from a `jcmd GC.class_histogram` listing."""
+    found: dict[str, tuple[int, int]] = {}
+    for line in text.splitlines():
+        match = _HISTOGRAM_ROW.match(line)
+        if match:
+            instances, size, name = int(match.group(1)), int(match.group(2)), match.group(3)
+            old = found.get(name, (0, 0))  # a class loaded twice is one row per loader
+            found[name] = (old[0] + instances, old[1] + size)
+    return found
+
+
+def class_histogram(pid: int) -> str | None:
+    """The live objects by class of the first JVM in a process tree (the listing forces a
+    full GC first, so it counts what is still reachable), or None without a JVM."""
+    for candidate in tree_pids(pid):
+        try:
+            if Path(f"/proc/{candidate}/comm").read_text().strip() != "java":
+                continue
+            return subprocess.run(
+                ["jcmd", str(candidate), "GC.class_histogram"],
+                capture_output=True,
+                text=True,
+                timeout=120,
+            ).stdout
+        except (OSError, subprocess.TimeoutExpired):
+            continue
+    return None
+
+
+@dataclass(frozen=True)
+class ClassGrowth:
+    name: str
+    mib_before: float
+    mib_after: float
+    instances_before: int
+    instances_after: int
+
+
+def histogram_growth(
+    before: dict[str, tuple[int, int]], after: dict[str, tuple[int, int]], top: int = 12
+) -> list[ClassGrowth]:
+    """The `top` classes whose live bytes grew most from `before` to `after`."""
+    rows = [
+        ClassGrowth(
+            name,
+            before.get(name, (0, 0))[1] / MIB,
+            after[name][1] / MIB,
+            before.get(name, (0, 0))[0],
+            after[name][0],
+        )
+        for name in after
+    ]
+    rows.sort(key=lambda r: r.mib_after - r.mib_before, reverse=True)
+    return [r for r in rows[:top] if r.mib_after > r.mib_before]
 
 
 def main() -> int:

@@ -29,7 +29,15 @@ import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from freshness_pipeline.bench.memory import live_heap_mib, role_rss_mib, tree_rss_mib
+from freshness_pipeline.bench.memory import (
+    ClassGrowth,
+    class_histogram,
+    histogram_growth,
+    live_heap_mib,
+    parse_class_histogram,
+    role_rss_mib,
+    tree_rss_mib,
+)
 from freshness_pipeline.chaos import run_counts
 from freshness_pipeline.hudi_write import (
     ARCHIVE_KEEP_MAX_COMMITS as ARCHIVAL_MAX_COMMITS,
@@ -45,6 +53,9 @@ from freshness_pipeline.settings import RAW_TABLES, child_environment
 COMPLETED = re.compile(r"^\d+_\d+\.(commit|deltacommit|replacecommit|clean|rollback)$")
 DAGSTER_SERVERS = "dagster (webserver, daemon, code server)"
 RUN_WORKERS = "dagster run workers"  # scales with the runs in flight: reported, not judged
+DAGSTER_SERVER_ROLES = ("webserver", "daemon", "code server", "other")
+HISTOGRAM_TREES = ("spark-service",)  # whose live objects by class are compared
+HISTOGRAM_START_S = 600  # the first listing: after ten minutes (caches warm)
 JVM_TREES = ("spark-service", "ingest")  # whose live heap is read after a forced full GC
 # Memory is flat when the last sixth's median is within this of the second sixth's (the
 # first holds the warm-up: heaps growing, caches filling).
@@ -263,6 +274,7 @@ def report(
     heap: dict[str, list[tuple[float, float]]] | None = None,
     failures: list[str] | None = None,
     timings: dict[str, EdgeTimes] | None = None,
+    growth: dict[str, tuple[float, float, list[ClassGrowth]]] | None = None,
 ) -> str:
     total_s = minutes * 60
     lines = [
@@ -305,6 +317,21 @@ def report(
             flat = len(known) >= 2 and known[-1] <= known[min(1, len(known) - 1)] * FLAT_RATIO
             cells = " | ".join("-" if m is None else f"{m:.0f}" for m in medians)
             lines.append(f"| {name} | {cells} | {'yes' if flat else '**no**'} |")
+    for name, (start_min, end_min, rows) in (growth or {}).items():
+        lines += [
+            "",
+            f"What grew in {name}'s live heap from minute {start_min:.0f} to minute "
+            f"{end_min:.0f} (`jcmd GC.class_histogram`, after a full GC; the listings are "
+            "kept in the soak's logs folder), the classes that grew most:",
+            "",
+            "| class | MiB before | MiB after | instances before | instances after |",
+            "|---|---|---|---|---|",
+        ]
+        lines += [
+            f"| `{r.name}` | {r.mib_before:.1f} | {r.mib_after:.1f} | "
+            f"{r.instances_before:,} | {r.instances_after:,} |"
+            for r in rows
+        ] or ["| (nothing grew) | | | | |"]
     lines += [
         "",
         "Per table, at the end (and the largest seen): completed instants on the active "
@@ -403,6 +430,14 @@ def main(argv: list[str] | None = None) -> int:
     rss: dict[str, list[tuple[float, float]]] = {}
     heap: dict[str, list[tuple[float, float]]] = {}
     samples_taken = 0
+    # A JVM's live objects by class, once the run has warmed up and again at the end.
+    first_histogram: dict[str, tuple[float, dict[str, tuple[int, int]]]] = {}
+
+    def _histogram(pid: int, name: str, elapsed: float) -> dict[str, tuple[int, int]]:
+        text = class_histogram(pid) or ""
+        (root / "logs" / f"histogram_{name}_{elapsed / 60:.0f}min.txt").write_text(text)
+        return parse_class_histogram(text)
+
     tables: dict[str, list[tuple[float, TableStats]]] = {t: [] for t in (*RAW_TABLES, *JOBS)}
     with stack:
         started = time.monotonic()
@@ -416,12 +451,20 @@ def main(argv: list[str] | None = None) -> int:
                     workers = roles.pop("run workers", 0.0)
                     rss.setdefault(DAGSTER_SERVERS, []).append((elapsed, sum(roles.values())))
                     rss.setdefault(RUN_WORKERS, []).append((elapsed, workers))
+                    # Each server apart too, so a growth names its process.
+                    for role in DAGSTER_SERVER_ROLES:
+                        rss.setdefault(f"dagster {role}", []).append(
+                            (elapsed, roles.get(role, 0.0))
+                        )
                 elif name != "replay":
                     rss.setdefault(name, []).append((elapsed, tree_rss_mib(pid)))
                 if name in JVM_TREES and samples_taken % args.gc_every == args.gc_every - 1:
                     live = live_heap_mib(pid)
                     if live is not None:
                         heap.setdefault(name, []).append((elapsed, live))
+                    warm = elapsed >= min(HISTOGRAM_START_S, args.minutes * 30)
+                    if name in HISTOGRAM_TREES and name not in first_histogram and warm:
+                        first_histogram[name] = (elapsed, _histogram(pid, name, elapsed))
             samples_taken += 1
             for table, samples in tables.items():
                 stats = table_stats(lakehouse.table(table).local_path())
@@ -441,12 +484,31 @@ def main(argv: list[str] | None = None) -> int:
             )
             restarts += stack.supervise()
             stop.wait(args.interval)
+        growth = {
+            name: (
+                start / 60,
+                (end := time.monotonic() - started) / 60,
+                histogram_growth(before, _histogram(stack.pids()[name], name, end)),
+            )
+            for name, (start, before) in first_histogram.items()
+            if name in stack.pids()
+        }
         runs = run_counts(home)
         clustering = clustering_run_counts(home)
         failures = failed_runs(home)
         timings = tick_and_run_times(home)
     text = report(
-        args.minutes, args.rate, rss, tables, runs, restarts, clustering, heap, failures, timings
+        args.minutes,
+        args.rate,
+        rss,
+        tables,
+        runs,
+        restarts,
+        clustering,
+        heap,
+        failures,
+        timings,
+        growth,
     )
     print(text)
     if args.report:
