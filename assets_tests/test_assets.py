@@ -178,3 +178,77 @@ def test_dagster_cli_materializes_with_and_without_config(
         f"{Path(env['DAGSTER_HOME']).resolve()})"
     )
     assert feeder.meta("price_aggr").watermark_us() == feeder.meta("price_raw").watermark_us()
+
+
+@pytest.mark.parametrize(
+    ("job", "busy", "launched", "chain"),
+    [
+        (
+            "trade_aggr",
+            (),
+            (),
+            ("market_features", "enriched_features", "sector_vwap", "industry_spike"),
+        ),
+        # the other aggregate launched in the same tick: its child would read it too early
+        ("trade_aggr", (), ("price_aggr",), ()),
+        ("trade_aggr", ("price_aggr",), (), ()),
+        ("enriched_features", (), (), ("sector_vwap", "industry_spike")),
+        ("enriched_features", ("sector_vwap",), (), ("industry_spike",)),
+        ("market_features", ("enriched_features",), (), ()),  # nothing below a busy child
+        ("sector_vwap", (), (), ()),
+    ],
+)
+def test_chained_descendants(job, busy, launched, chain):
+    from freshness_pipeline.jobs.catalog import chained_descendants
+
+    assert chained_descendants(job, set(busy), set(launched)) == chain
+
+
+@pytest.mark.spark
+def test_a_chained_sensor_run_refreshes_the_descendants_exactly(spark, lakehouse: Settings):
+    """FRESHNESS_CHAIN_DESCENDANTS through real Dagster steps and Hudi: the sensor's run of
+    trade_aggr selects its four descendants; each descendant step processes what its
+    inputs hold when it starts, says it was chained, records no launch of its own, and
+    every table then equals the independent oracle."""
+    from freshness_pipeline import oracle as independent_oracle
+    from freshness_pipeline.jobs.catalog import JOBS
+    from freshness_pipeline.scheduler_settings import SchedulerSettings
+    from freshness_pipeline.sensor import evaluate_tick
+
+    feeder = StreamFeeder(spark, lakehouse, seed=9)
+    feeder.land(3)
+    feeder.ingest()
+    resources = {"hudi_meta": HudiMetadataResource(), "spark": HudiSparkResource()}
+    # price_aggr up to date, so only trade_aggr is planned (a child of two launched jobs
+    # is never chained)
+    assert dg.materialize([job_asset("price_aggr")], resources=resources).success
+    with dg.instance_for_test() as instance:
+        settings = SchedulerSettings(chain_descendants=True)
+        now_us = feeder.meta("trade_raw").watermark_us() + 1_000_000
+        _, requests = evaluate_tick(HudiMetadataResource(), instance, settings, now_us)
+        (request,) = requests
+        chain = [key.to_user_string() for key in request.asset_selection]
+        assert chain == ["trade_aggr", *(j for j in JOBS if j not in ("trade_aggr", "price_aggr"))]
+        result = dg.materialize(
+            [job_asset(name) for name in chain],
+            resources=resources,
+            run_config=request.run_config,
+            tags=request.tags,
+            instance=instance,
+        )
+    assert result.success
+    head = result.asset_materializations_for_node("trade_aggr")[0].metadata
+    assert head["launched_by"].value == "freshness_sensor" and "sensor_plan" in head
+    for name in chain[1:]:
+        meta = result.asset_materializations_for_node(name)[0].metadata
+        assert meta["launched_by"].value == "freshness_sensor, chained after trade_aggr"
+        assert "sensor_plan" not in meta and "phase_launch_s" not in meta
+        assert meta["rows_written"].value > 0, name
+    cap = feeder.meta("trade_aggr").watermark_us()
+    assert cap == feeder.meta("trade_raw").watermark_us()
+    for name in ("market_features", "enriched_features", "sector_vwap", "industry_spike"):
+        assert feeder.meta(name).watermark_us() == min(
+            cap, feeder.meta("price_aggr").watermark_us()
+        ), name
+    for difference in independent_oracle.check_lakehouse(lakehouse.lakehouse.table):
+        assert difference.equal, difference

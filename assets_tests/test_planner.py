@@ -332,3 +332,20 @@ def test_a_new_policy_is_one_class_and_one_registry_line(monkeypatch):
     # uses_downstream reached candidates(): G is own 1 s plus 1 s unlocked in the child.
     assert launch.gain_s == pytest.approx(2.0)
     assert result.skipped == (Skip("big", "no free slot (K=1, 0 running)"),)
+
+
+def test_job_runs_count_slots_when_one_run_holds_several_jobs():
+    """A chained run holds several running jobs in one run-queue slot."""
+    files = [f("a", 1, 1, 5_000_000)]
+    jobs = [
+        state("fast", files=files, cost=CostModel(1.0, 0.0)),
+        state("slow", files=files, cost=CostModel(10.0, 0.0)),
+        state("chain_head", files=files, running=True),
+        state("chain_tail", files=files, running=True),
+    ]
+    assert plan(jobs, k=3, now_us=0).free_slots == 1  # one slot per running job
+    held = plan(jobs, k=3, now_us=0, job_runs=1)
+    assert held.free_slots == 2
+    assert [c.job for c in held.launches] == ["fast", "slow"]
+    with pytest.raises(ValueError, match="job_runs"):
+        plan(jobs, k=3, now_us=0, job_runs=-1)

@@ -377,3 +377,49 @@ def test_the_sensor_says_its_aging_setting(max_wait_s, first, words):
     settings = SchedulerSettings(max_wait_s=max_wait_s, first_runs_first=first)
     assert aging_words(settings) == words
     assert words in (build_sensor(settings).description or "")
+
+
+def test_a_chained_run_refreshes_the_jobs_descendants_in_one_run():
+    """FRESHNESS_CHAIN_DESCENDANTS: the run of a planned job also selects its descendants,
+    which have no config (each processes what its inputs hold when its step starts); a
+    descendant of two launched jobs goes to neither (it would read one input too early)."""
+    lake = raw_lake()
+    lake.add(FakeTable("price_aggr", T0 + 60 * S))  # up to date: only trade_aggr runs
+    with dg.instance_for_test() as instance:
+        _, requests = tick(lake, instance, chain_descendants=True)
+        (request,) = requests
+        chain = ["trade_aggr", "market_features", "enriched_features"]
+        chain += ["sector_vwap", "industry_spike"]
+        assert request.asset_selection == [dg.AssetKey(name) for name in chain]
+        assert request.tags["freshness/chained"] == ",".join(chain[1:])
+        assert set(request.run_config["ops"]) == {"trade_aggr"}
+        assert RunPlan.from_run(request).asset == "trade_aggr"
+
+        _, both = tick(raw_lake(), instance, chain_descendants=True)
+        assert sorted(r.tags[ASSET_TAG] for r in both) == ["price_aggr", "trade_aggr"]
+        assert all(r.asset_selection == [dg.AssetKey(r.tags[ASSET_TAG])] for r in both)
+        assert all("freshness/chained" not in r.tags for r in both)
+
+        _, unchained = tick(lake, instance)  # off by default
+        assert unchained[0].asset_selection == [dg.AssetKey("trade_aggr")]
+
+
+def test_a_chained_run_takes_one_slot_and_holds_its_jobs():
+    with dg.instance_for_test() as instance:
+        create_run_for_test(
+            instance,
+            job_name="chain",
+            status=dg.DagsterRunStatus.STARTED,
+            tags={ASSET_TAG: "trade_aggr", "freshness/chained": "market_features"},
+            asset_selection={dg.AssetKey("trade_aggr"), dg.AssetKey("market_features")},
+        )
+        result, requests = tick(raw_lake(), instance, k=2, chain_descendants=True)
+        assert [r.tags[ASSET_TAG] for r in requests] == ["price_aggr"]  # one slot left
+        assert result.free_slots == 1
+        skipped = {s.job: s.reason for s in result.skipped}
+        assert skipped["trade_aggr"] == skipped["market_features"] == "already running"
+        # and price_aggr's run chains nothing its running sibling holds
+        assert requests[0].asset_selection == [dg.AssetKey("price_aggr")]
+        # Without chaining, each running job counts as a run (two running: no slot).
+        result, requests = tick(raw_lake(), instance, k=2)
+        assert requests == [] and result.free_slots == 0

@@ -164,13 +164,20 @@ def files_chosen(resolved: ResolvedRun) -> int:
 
 
 def plan_metadata(
-    resolved: ResolvedRun, planned: RunPlan | None, stale: list[str]
+    resolved: ResolvedRun,
+    planned: RunPlan | None,
+    stale: list[str],
+    chained_after: str | None = None,
 ) -> dict[str, object]:
     """What the run set out to do: its window, the pending set, and, for a sensor run, what
     the sensor expected and why (beside what the run then did): the decision the run's
-    few tags leave out."""
+    few tags leave out. `chained_after`: the planned asset of the sensor run this step was
+    chained into."""
+    launched_by = SENSOR if planned is not None else BY_HAND
+    if chained_after:
+        launched_by = f"{SENSOR}, chained after {chained_after}"
     metadata: dict[str, object] = {
-        "launched_by": SENSOR if planned is not None else BY_HAND,
+        "launched_by": launched_by,
         "cutoff": readable_utc(resolved.cutoff_us),
         "t_done_before": iso(resolved.t_done_us),
         "cutoff_u": iso(resolved.cutoff_us),
@@ -341,7 +348,17 @@ def build_asset(
         for reason in stale:
             context.log.warning(f"{reason}; re-planned from the current watermark")
         planned = RunPlan.from_run(context.run)  # None: launched by hand, not by the sensor
-        if planned is None:
+        chained_after = planned.asset if planned is not None else None
+        chained = chained_after is not None and chained_after != spec.name
+        if chained:
+            # A descendant in a chained sensor run: the run's plan, tags and config are
+            # its planned asset's; this step processes what its inputs hold now.
+            context.log.info(
+                f"chained after {chained_after}: {resolved.file_count} of "
+                f"{resolved.pending_files} pending files, up to {readable_utc(resolved.cutoff_us)}"
+            )
+            planned = None
+        elif planned is None:
             record_hand_launch(context, resolved)
         else:
             context.log.info(planned.describe())
@@ -361,7 +378,7 @@ def build_asset(
                 context, spec, config, resolved, runner, hudi_meta.table
             )
             stale += lost
-        metadata = plan_metadata(resolved, planned, stale)
+        metadata = plan_metadata(resolved, planned, stale, chained_after if chained else None)
         # With nothing to do, the watermark it resolved against is the table's current one.
         after = report.t_done_after_us if report is not None else resolved.t_done_us
         metadata |= staleness_metadata(
@@ -370,10 +387,11 @@ def build_asset(
         if report is None:
             context.log.info(f"nothing to do: {resolved.nothing_to_do}")
             return MaterializeResult(metadata={**metadata, "nothing_to_do": resolved.nothing_to_do})
-        phases = {
-            **dagster_phases(*queue_marks(context), started_us, planned_us, session_us),
-            **report.phases,
-        }
+        phases = dagster_phases(*queue_marks(context), started_us, planned_us, session_us)
+        if chained:
+            # Its step began after the run's earlier steps, not at a launch of its own.
+            phases = {k: v for k, v in phases.items() if k not in ("queue_wait", "launch")}
+        phases |= report.phases
         return MaterializeResult(
             metadata={
                 **metadata,

@@ -504,11 +504,13 @@ def plan(
     other_runs: int = 0,
     max_wait_s: float | None = None,
     first_runs_first: bool = False,
+    job_runs: int | None = None,
 ) -> Plan:
     """Chooses which jobs to launch now and what each processes. `other_runs`: queued or
     running runs that are not jobs (clustering) but take run-queue slots all the same.
     `max_wait_s`, `first_runs_first`: aging (`age`); None and False: the policy's order
-    alone, as published."""
+    alone, as published. `job_runs`: queued or running runs of the jobs, when one run may
+    hold several running jobs (a chained run); None: one run per running job."""
     rules = get_policy(policy)
     if k < 1:
         raise ValueError(f"K must be at least 1, got {k}")
@@ -516,7 +518,9 @@ def plan(
         raise ValueError(f"other_runs must not be negative, got {other_runs}")
     if max_wait_s is not None and max_wait_s <= 0:
         raise ValueError(f"max_wait_s must be positive or None, got {max_wait_s}")
-    running = sum(1 for j in jobs if j.running)
+    if job_runs is not None and job_runs < 0:
+        raise ValueError(f"job_runs must not be negative, got {job_runs}")
+    running = sum(1 for j in jobs if j.running) if job_runs is None else job_runs
     free = max(0, k - running - other_runs)
     choices: list[JobChoice] = []
     skipped: list[Skip] = []

@@ -25,6 +25,9 @@ from freshness_pipeline.timefmt import readable_utc
 TAG_PREFIX = "freshness/"
 APPROXIMATE = "completion_time"  # hudi_metadata.SOURCE_COMPLETION (pure module: no import)
 ASSET_TAG = f"{TAG_PREFIX}asset"
+# The descendants a sensor run refreshes after its planned asset (comma list; the run's
+# plan, tags and config are the planned asset's alone).
+CHAINED_TAG = f"{TAG_PREFIX}chained"
 SENSOR = "freshness_sensor"
 BY_HAND = "hand"  # a Materialize click, `dagster asset materialize`, a backfill
 PLAN_FIELD = "sensor_plan"  # the op config field that carries the rest of the decision

@@ -43,6 +43,9 @@ class SchedulerSettings:
     # A never-materialized job takes the next free slot (planner.age): every table exists
     # within a few runs of the start, at a cost in P where runs are slow.
     first_runs_first: bool = True
+    # A run of a job also refreshes its descendants, in one Dagster run (catalog.
+    # chained_descendants): one launch for the chain instead of one per table.
+    chain_descendants: bool = False
 
     def __post_init__(self) -> None:
         if self.policy not in POLICIES:

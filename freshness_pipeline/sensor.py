@@ -32,7 +32,7 @@ from freshness_pipeline.clustering import TABLE_TAG as CLUSTERING_TABLE_TAG
 from freshness_pipeline.cost_model import FittedCost, RunSample, fit_cost_model
 from freshness_pipeline.experiment.staleness import staleness_s
 from freshness_pipeline.hudi_metadata import TableNotFound
-from freshness_pipeline.jobs.catalog import JOBS, JobSpec, downstream_of
+from freshness_pipeline.jobs.catalog import JOBS, JobSpec, chained_descendants, downstream_of
 from freshness_pipeline.planner import (
     JobChoice,
     JobState,
@@ -43,7 +43,7 @@ from freshness_pipeline.planner import (
     retry_backoff_s,
 )
 from freshness_pipeline.resources import HudiMetadataResource
-from freshness_pipeline.run_plan import ASSET_TAG, RunPlan
+from freshness_pipeline.run_plan import ASSET_TAG, CHAINED_TAG, RunPlan
 from freshness_pipeline.scheduler_settings import SchedulerSettings
 from freshness_pipeline.settings import RAW_TABLES, load_settings
 from freshness_pipeline.staleness_target import StalenessTarget
@@ -73,6 +73,16 @@ def running_jobs(instance) -> set[str]:
         for key in run.asset_selection or ():
             busy.add(key.to_user_string())
     return busy & set(JOBS)
+
+
+def active_job_runs(instance) -> int:
+    """Queued or running runs that hold one of the jobs (a chained run holds several)."""
+    return sum(
+        1
+        for run in instance.get_runs(filters=RunsFilter(statuses=ACTIVE_STATUSES))
+        if run.tags.get(ASSET_TAG) in JOBS
+        or any(key.to_user_string() in JOBS for key in run.asset_selection or ())
+    )
 
 
 def active_clustering_runs(instance) -> dict[str, int]:
@@ -188,13 +198,19 @@ def run_request(
     cost: FittedCost,
     attempt: int = 0,
     arrival_sources: tuple[str, ...] = (),
+    chained: tuple[str, ...] = (),
 ) -> RunRequest:
+    """The run of a decision; `chained`: descendants the same run refreshes after it (no
+    config of their own: each processes what its inputs hold when its step starts)."""
     plan_record = RunPlan.from_choice(choice, t_done, cost, attempt, arrival_sources)
+    tags = plan_record.tags()
+    if chained:
+        tags[CHAINED_TAG] = ",".join(chained)
     return RunRequest(
         run_key=plan_record.run_key,
-        asset_selection=[AssetKey(plan_record.asset)],
+        asset_selection=[AssetKey(name) for name in (plan_record.asset, *chained)],
         run_config=plan_record.run_config(),
-        tags=plan_record.tags(),
+        tags=tags,
     )
 
 
@@ -274,9 +290,19 @@ def plan_tick(
         clustering,
         settings.max_wait_s,
         settings.first_runs_first,
+        # a chained run holds several jobs in one slot of the run queue
+        active_job_runs(instance) if settings.chain_descendants else None,
     )
+    launched = {c.job for c in result.launches}
     requests = [
-        run_request(c, t_dones[c.job], fitted[c.job], attempts[c.job], tuple(sources[c.job]))
+        run_request(
+            c,
+            t_dones[c.job],
+            fitted[c.job],
+            attempts[c.job],
+            tuple(sources[c.job]),
+            chained_descendants(c.job, busy, launched) if settings.chain_descendants else (),
+        )
         for c in result.launches
     ]
     return TickOutcome(result, requests, t_dones)

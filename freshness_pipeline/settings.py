@@ -295,6 +295,11 @@ SETTINGS: tuple[Setting, ...] = (
             "ahead of the policy's order (every table exists within a few runs of the "
             "start; costs P where runs take minutes: docs/BENCHMARKS.md, Aging)",
             "true or false", _bool),
+    Setting("FRESHNESS_CHAIN_DESCENDANTS", "false",
+            "a sensor run of a job also refreshes the job's descendants in the same Dagster "
+            "run (each step processes what its inputs hold when it starts): one run's "
+            "launch for the chain instead of one per table (experiment variant `pmb_chained`)",
+            "true or false", _bool),
     Setting("FRESHNESS_STALENESS_TARGET_S", "300",
             "how stale (now minus the newest arrival a table reflects, METHOD 1) a derived "
             "table may get: each asset's Dagster freshness policy fails past it, and the "
@@ -558,6 +563,7 @@ def load_settings(
             interval_s=values["FRESHNESS_INTERVAL_S"],
             max_wait_s=values["FRESHNESS_MAX_WAIT_S"],
             first_runs_first=values["FRESHNESS_FIRST_RUNS_FIRST"],
+            chain_descendants=values["FRESHNESS_CHAIN_DESCENDANTS"],
         )
         staleness_target = StalenessTarget(
             fail_s=values["FRESHNESS_STALENESS_TARGET_S"],

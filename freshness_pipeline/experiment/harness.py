@@ -106,6 +106,13 @@ POLICY_VARIANTS = {
         "pmb_pipeline",
         note="beyond the thesis: benefit also counts downstream staleness a run unlocks",
     ),
+    "pmb_chained": Variant(
+        "pmb_chained",
+        "pmb",
+        {"FRESHNESS_CHAIN_DESCENDANTS": "true"},
+        "beyond the thesis: a run also refreshes its job's descendants, in one Dagster run "
+        "(one launch per chain, as an eager run of several assets has)",
+    ),
     "fixed_order_subsets": Variant(
         "fixed_order_subsets",
         "fixed_order_pmb",

@@ -224,6 +224,12 @@ COMPARISONS = (
     ),
     ("pmb_pipeline", "pmb", "benefit also counts the downstream staleness a run unlocks"),
     (
+        "pmb_chained",
+        "pmb",
+        "a run also refreshes its job's descendants in the same Dagster run (one launch per "
+        "chain) instead of one run per table",
+    ),
+    (
         "pmb_no_aging",
         "pmb",
         "eta's order alone (published) instead of with aging (a bound on every job's wait, "
