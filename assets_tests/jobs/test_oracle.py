@@ -13,12 +13,15 @@ import pytest
 from assets_tests.jobs.conftest import StreamFeeder
 from assets_tests.jobs.oracle import ORDER, batch_recompute, differences
 from freshness_pipeline import oracle as independent_oracle
+from freshness_pipeline.bench.memory import class_histogram, parse_class_histogram
 from freshness_pipeline.hudi_metadata import TableNotFound
 from freshness_pipeline.jobs.catalog import JOBS
 from freshness_pipeline.jobs.run_config import RunConfigError, resolve_run
 from freshness_pipeline.jobs.runner import InjectedFailure, JobRunner
 
 pytestmark = pytest.mark.spark
+
+CACHED_DATA = "org.apache.spark.sql.execution.CachedData"  # one per entry in Spark's cache
 
 
 def watermark(feeder: StreamFeeder, table: str) -> int | None:
@@ -167,6 +170,14 @@ def test_oracle_holds_under_random_schedules(
         assert not resolved.nothing_to_do
         runner.run(JOBS[job], resolved)
         assert watermark(feeder, job) == final, job
+    if backend == "service":
+        # The service's cache is shared by all sessions and outlives them: no run may
+        # leave an entry in it (`df.cache()` through Connect left one per SQL with a CTE).
+        service = request.getfixturevalue("spark_service")
+        histogram = class_histogram(service.process.pid)
+        assert histogram is not None, "no JVM found under the Spark service"
+        cached = parse_class_histogram(histogram).get(CACHED_DATA, (0, 0))[0]
+        assert cached == 0, f"{cached} cache entries left in the Spark service"
 
     expected = batch_recompute(spark, lakehouse.table_uri, tmp_path / "oracle")
     for job in ORDER:

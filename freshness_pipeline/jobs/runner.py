@@ -126,7 +126,7 @@ class JobRunner:
         self.lakehouse = tables if isinstance(tables, Lakehouse) else None
         self._table_uri = None if isinstance(tables, Lakehouse) else tables
         self._views: set[str] = set()
-        self._cached: list = []  # frames this run cached; released when it ends
+        self._cached: list[str] = []  # views this run cached; uncached when it ends
 
     def table_uri(self, table: str) -> str:
         """A table as Spark spells it."""
@@ -246,9 +246,9 @@ class JobRunner:
         # A Spark Connect server keeps each run's session (up to 100, for an hour idle);
         # the views and cached frames hold plans naming every file the run read, so they
         # go with the run, whether it committed or failed.
-        for df in self._cached:
+        for name in self._cached:
             with contextlib.suppress(Exception):
-                df.unpersist()
+                self.spark.catalog.uncacheTable(name)
         self._cached.clear()
         for name in sorted(self._views):
             with contextlib.suppress(Exception):
@@ -261,10 +261,20 @@ class JobRunner:
             with contextlib.suppress(Exception):
                 self.spark.interruptAll()
 
-    def _cache(self, df):
-        cached = df.cache()
-        self._cached.append(cached)
-        return cached
+    def _cache_view(self, df, name: str):
+        """Registers `df` as the temp view `name`, caches the view, returns it as a frame.
+
+        Not `df.cache()`: through Spark Connect a frame is analysed again at every use,
+        and a plan with a CTE gets new ids each time, so the cache entry `df.cache()`
+        makes is matched by no later query and by no `unpersist`: it stays in the
+        service's shared cache for good, with the plans and the session it names (a
+        soak's heap held 64 such entries after 22 minutes, and growing). A view is
+        analysed once: queries over it use the cache, and uncaching it by name finds
+        the same plan, on a local session and through the service alike."""
+        self._register(df, name)
+        self.spark.catalog.cacheTable(name)
+        self._cached.append(name)
+        return self.spark.table(name)
 
     def _run(self, spec: JobSpec, resolved: ResolvedRun, fail_before_commit: bool) -> RunReport:
         started = time.monotonic()
@@ -312,9 +322,8 @@ class JobRunner:
         table whole; returns the rows scanned."""
         rows_scanned = 0
         for table in spec.inputs:
-            delta = self._cache(self._delta(table, resolved))
+            delta = self._cache_view(self._delta(table, resolved), f"delta_{table}")
             rows_scanned += int(delta.count())  # numpy.int64 through Spark Connect
-            self._register(delta, f"delta_{table}")
         for table in spec.dimensions:
             dimension = self.spark.read.format("hudi").load(self.table_uri(table))
             self._register(_drop_hoodie(dimension), table)
@@ -325,12 +334,11 @@ class JobRunner:
         spark = self.spark
         sections = sql_sections(spec.name)
         if spec.kind == "merge":
-            partial = self._cache(spark.sql(sections["partial"]))
-            self._register(partial, "partial")
+            partial = self._cache_view(spark.sql(sections["partial"]), "partial")
             existing = self._existing(spec, partial)
             self._register(existing if existing is not None else partial.limit(0), "existing")
-            return self._cache(spark.sql(sections["merge"]))
-        touched = self._cache(spark.sql(sections["touched"]))
+            return self._cache_view(spark.sql(sections["merge"]), "run_result")
+        touched = self._cache_view(spark.sql(sections["touched"]), "run_touched")
         bounds = self._second_bounds(touched)
         source = spec.inputs[0]
         if bounds is None:
@@ -341,12 +349,11 @@ class JobRunner:
                 touched, [spec.group_column, "second"], "left_semi"
             )
         self._register(group_rows, "group_rows")
-        partial = self._cache(spark.sql(sections["partial"]))
-        self._register(partial, "partial")
+        partial = self._cache_view(spark.sql(sections["partial"]), "partial")
         if spec.kind == "window":
             existing = self._existing(spec, partial, WINDOW_SECONDS)
             self._register(existing if existing is not None else partial.limit(0), "existing")
-        return self._cache(spark.sql(sections["merge"]))
+        return self._cache_view(spark.sql(sections["merge"]), "run_result")
 
     def _create_if_missing(self, spec: JobSpec, result, options: dict[str, str]) -> None:
         """A new target table starts with an empty commit of its schema and no watermark.
