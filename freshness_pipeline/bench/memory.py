@@ -119,20 +119,10 @@ def tree_pids(pid: int) -> list[int]:
 def live_heap_mib(pid: int) -> float | None:
     """Heap in use right after a forced full GC, summed over the JVMs in a process tree."""
     total, seen = 0.0, False
-    for candidate in tree_pids(pid):
+    for candidate in _java_pids(pid):
         try:
-            if Path(f"/proc/{candidate}/comm").read_text().strip() != "java":
-                continue
-        except OSError:
-            continue
-        try:
-            subprocess.run(["jcmd", str(candidate), "GC.run"], capture_output=True, timeout=60)
-            info = subprocess.run(
-                ["jcmd", str(candidate), "GC.heap_info"],
-                capture_output=True,
-                text=True,
-                timeout=60,
-            ).stdout
+            _jcmd(candidate, "GC.run", timeout_s=60)
+            info = _jcmd(candidate, "GC.heap_info", timeout_s=60)
         except (OSError, subprocess.TimeoutExpired):
             continue
         # "garbage-first heap   total 262144K, used 81234K [...]"
@@ -162,19 +152,30 @@ def parse_class_histogram(text: str) -> dict[str, tuple[int, int]]:
 def class_histogram(pid: int) -> str | None:
     """The live objects by class of the first JVM in a process tree (the listing forces a
     full GC first, so it counts what is still reachable), or None without a JVM."""
-    for candidate in tree_pids(pid):
+    for candidate in _java_pids(pid):
         try:
-            if Path(f"/proc/{candidate}/comm").read_text().strip() != "java":
-                continue
-            return subprocess.run(
-                ["jcmd", str(candidate), "GC.class_histogram"],
-                capture_output=True,
-                text=True,
-                timeout=120,
-            ).stdout
+            return _jcmd(candidate, "GC.class_histogram", timeout_s=120)
         except (OSError, subprocess.TimeoutExpired):
             continue
     return None
+
+
+def _java_pids(pid: int) -> list[int]:
+    """The JVMs in a process tree (a process that is gone is left out)."""
+    found = []
+    for candidate in tree_pids(pid):
+        try:
+            if Path(f"/proc/{candidate}/comm").read_text().strip() == "java":
+                found.append(candidate)
+        except OSError:
+            continue
+    return found
+
+
+def _jcmd(pid: int, command: str, timeout_s: float) -> str:
+    return subprocess.run(
+        ["jcmd", str(pid), command], capture_output=True, text=True, timeout=timeout_s
+    ).stdout
 
 
 @dataclass(frozen=True)
