@@ -181,27 +181,38 @@ def test_dagster_cli_materializes_with_and_without_config(
 
 
 @pytest.mark.parametrize(
-    ("job", "busy", "launched", "chain"),
+    ("job", "busy", "launched", "chain", "unstarted"),
     [
         (
             "trade_aggr",
             (),
             (),
             ("market_features", "enriched_features", "sector_vwap", "industry_spike"),
+            (),
+        ),
+        # the other aggregate has no table yet: its child cannot run, nor anything below
+        ("price_aggr", (), (), (), ("trade_aggr",)),
+        # a job of the chain itself may be new: it is refreshed before its children
+        (
+            "trade_aggr",
+            (),
+            (),
+            ("market_features", "enriched_features", "sector_vwap", "industry_spike"),
+            ("trade_aggr", "market_features", "enriched_features"),
         ),
         # the other aggregate launched in the same tick: its child would read it too early
-        ("trade_aggr", (), ("price_aggr",), ()),
-        ("trade_aggr", ("price_aggr",), (), ()),
-        ("enriched_features", (), (), ("sector_vwap", "industry_spike")),
-        ("enriched_features", ("sector_vwap",), (), ("industry_spike",)),
-        ("market_features", ("enriched_features",), (), ()),  # nothing below a busy child
-        ("sector_vwap", (), (), ()),
+        ("trade_aggr", (), ("price_aggr",), (), ()),
+        ("trade_aggr", ("price_aggr",), (), (), ()),
+        ("enriched_features", (), (), ("sector_vwap", "industry_spike"), ()),
+        ("enriched_features", ("sector_vwap",), (), ("industry_spike",), ()),
+        ("market_features", ("enriched_features",), (), (), ()),  # nothing below a busy child
+        ("sector_vwap", (), (), (), ()),
     ],
 )
-def test_chained_descendants(job, busy, launched, chain):
+def test_chained_descendants(job, busy, launched, chain, unstarted):
     from freshness_pipeline.jobs.catalog import chained_descendants
 
-    assert chained_descendants(job, set(busy), set(launched)) == chain
+    assert chained_descendants(job, set(busy), set(launched), set(unstarted)) == chain
 
 
 @pytest.mark.spark

@@ -294,6 +294,7 @@ def plan_tick(
         active_job_runs(instance) if settings.chain_descendants else None,
     )
     launched = {c.job for c in result.launches}
+    unstarted = {job for job, t_done in t_dones.items() if t_done is None}
     requests = [
         run_request(
             c,
@@ -301,7 +302,9 @@ def plan_tick(
             fitted[c.job],
             attempts[c.job],
             tuple(sources[c.job]),
-            chained_descendants(c.job, busy, launched) if settings.chain_descendants else (),
+            chained_descendants(c.job, busy, launched, unstarted)
+            if settings.chain_descendants
+            else (),
         )
         for c in result.launches
     ]
