@@ -348,9 +348,11 @@ def build_asset(
         for reason in stale:
             context.log.warning(f"{reason}; re-planned from the current watermark")
         planned = RunPlan.from_run(context.run)  # None: launched by hand, not by the sensor
-        chained_after = planned.asset if planned is not None else None
-        chained = chained_after is not None and chained_after != spec.name
-        if chained:
+        # In a chained sensor run, the asset planned ahead of this one; None otherwise.
+        chained_after = (
+            planned.asset if planned is not None and planned.asset != spec.name else None
+        )
+        if chained_after:
             # A descendant in a chained sensor run: the run's plan, tags and config are
             # its planned asset's; this step processes what its inputs hold now.
             context.log.info(
@@ -378,7 +380,7 @@ def build_asset(
                 context, spec, config, resolved, runner, hudi_meta.table
             )
             stale += lost
-        metadata = plan_metadata(resolved, planned, stale, chained_after if chained else None)
+        metadata = plan_metadata(resolved, planned, stale, chained_after)
         # With nothing to do, the watermark it resolved against is the table's current one.
         after = report.t_done_after_us if report is not None else resolved.t_done_us
         metadata |= staleness_metadata(
@@ -388,7 +390,7 @@ def build_asset(
             context.log.info(f"nothing to do: {resolved.nothing_to_do}")
             return MaterializeResult(metadata={**metadata, "nothing_to_do": resolved.nothing_to_do})
         phases = dagster_phases(*queue_marks(context), started_us, planned_us, session_us)
-        if chained:
+        if chained_after:
             # Its step began after the run's earlier steps, not at a launch of its own.
             phases = {k: v for k, v in phases.items() if k not in ("queue_wait", "launch")}
         phases |= report.phases

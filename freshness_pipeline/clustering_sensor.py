@@ -60,6 +60,7 @@ from freshness_pipeline.resources import HudiMetadataResource
 from freshness_pipeline.sensor import (
     FINISHED_STATUSES,
     active_clustering_runs,
+    active_runs,
     running_jobs,
     service_down,
 )
@@ -241,8 +242,9 @@ def evaluate_clustering(
     settings: ClusteringSettings,
     now_us: int,
 ) -> tuple[list[ClusteringDecision], list[RunRequest]]:
-    busy = running_jobs(instance)
-    clustering_runs = active_clustering_runs(instance)
+    active = active_runs(instance)
+    busy = running_jobs(active)
+    clustering_runs = active_clustering_runs(active)
     decisions, requests = [], []
     for table in settings.tables:
         state, latest = table_state(table, hudi_meta, instance, busy, clustering_runs)

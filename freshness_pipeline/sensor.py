@@ -64,31 +64,32 @@ ACTIVE_STATUSES = [
 ]
 
 
-def running_jobs(instance) -> set[str]:
-    """Jobs with a queued or running run, whoever launched it."""
-    busy = set()
-    for run in instance.get_runs(filters=RunsFilter(statuses=ACTIVE_STATUSES)):
-        if run.tags.get(ASSET_TAG):
-            busy.add(run.tags[ASSET_TAG])
-        for key in run.asset_selection or ():
-            busy.add(key.to_user_string())
-    return busy & set(JOBS)
+def active_runs(instance) -> list:
+    """Queued or running runs, read once per tick for the counts below."""
+    return list(instance.get_runs(filters=RunsFilter(statuses=ACTIVE_STATUSES)))
 
 
-def active_job_runs(instance) -> int:
+def _run_jobs(run) -> set[str]:
+    held = {key.to_user_string() for key in run.asset_selection or ()}
+    if run.tags.get(ASSET_TAG):
+        held.add(run.tags[ASSET_TAG])
+    return held & set(JOBS)
+
+
+def running_jobs(runs: Iterable) -> set[str]:
+    """Jobs with a queued or running run (of `active_runs`), whoever launched it."""
+    return set().union(*(_run_jobs(run) for run in runs))
+
+
+def active_job_runs(runs: Iterable) -> int:
     """Queued or running runs that hold one of the jobs (a chained run holds several)."""
-    return sum(
-        1
-        for run in instance.get_runs(filters=RunsFilter(statuses=ACTIVE_STATUSES))
-        if run.tags.get(ASSET_TAG) in JOBS
-        or any(key.to_user_string() in JOBS for key in run.asset_selection or ())
-    )
+    return sum(1 for run in runs if _run_jobs(run))
 
 
-def active_clustering_runs(instance) -> dict[str, int]:
+def active_clustering_runs(runs: Iterable) -> dict[str, int]:
     """Queued or running clustering runs per table (they take run-queue slots too)."""
     found: dict[str, int] = {}
-    for run in instance.get_runs(filters=RunsFilter(statuses=ACTIVE_STATUSES)):
+    for run in runs:
         table = run.tags.get(CLUSTERING_TABLE_TAG)
         if table:
             found[table] = found.get(table, 0) + 1
@@ -247,7 +248,8 @@ def plan_tick(
     jobs: Iterable[JobSpec] = JOBS.values(),
 ) -> TickOutcome:
     jobs = list(jobs)
-    busy = running_jobs(instance)
+    active = active_runs(instance)
+    busy = running_jobs(active)
     streaks = failure_streaks(instance, [spec.name for spec in jobs])
     states, fitted, t_dones, attempts = [], {}, {}, {}
     sources: dict[str, set[str]] = {}
@@ -280,7 +282,7 @@ def plan_tick(
         )
     if get_policy(settings.policy).uses_downstream:
         states = [replace(s, downstream=downstream_of(s.job, t_dones)) for s in states]
-    clustering = sum(active_clustering_runs(instance).values())
+    clustering = sum(active_clustering_runs(active).values())
     result = plan(
         states,
         settings.k,
@@ -291,7 +293,7 @@ def plan_tick(
         settings.max_wait_s,
         settings.first_runs_first,
         # a chained run holds several jobs in one slot of the run queue
-        active_job_runs(instance) if settings.chain_descendants else None,
+        active_job_runs(active) if settings.chain_descendants else None,
     )
     launched = {c.job for c in result.launches}
     unstarted = {job for job, t_done in t_dones.items() if t_done is None}

@@ -126,7 +126,6 @@ class JobRunner:
         self.lakehouse = tables if isinstance(tables, Lakehouse) else None
         self._table_uri = None if isinstance(tables, Lakehouse) else tables
         self._views: set[str] = set()
-        self._cached: list[str] = []  # views this run cached; uncached when it ends
 
     def table_uri(self, table: str) -> str:
         """A table as Spark spells it."""
@@ -245,11 +244,7 @@ class JobRunner:
     def _release(self) -> None:
         # A Spark Connect server keeps each run's session (up to 100, for an hour idle);
         # the views and cached frames hold plans naming every file the run read, so they
-        # go with the run, whether it committed or failed.
-        for name in self._cached:
-            with contextlib.suppress(Exception):
-                self.spark.catalog.uncacheTable(name)
-        self._cached.clear()
+        # go with the run, whether it committed or failed. Dropping a view uncaches it.
         for name in sorted(self._views):
             with contextlib.suppress(Exception):
                 self.spark.catalog.dropTempView(name)
@@ -273,7 +268,6 @@ class JobRunner:
         the same plan, on a local session and through the service alike."""
         self._register(df, name)
         self.spark.catalog.cacheTable(name)
-        self._cached.append(name)
         return self.spark.table(name)
 
     def _run(self, spec: JobSpec, resolved: ResolvedRun, fail_before_commit: bool) -> RunReport:
