@@ -7,6 +7,7 @@ from dagster import Definitions, in_process_executor
 from freshness_pipeline.assets import build_job_assets
 from freshness_pipeline.automation import get_automation
 from freshness_pipeline.clustering_sensor import build_clustering_sensor, clustering_jobs
+from freshness_pipeline.memory_probe import start_if_requested as start_memory_probe
 from freshness_pipeline.raw_sources import RAW_SOURCES
 from freshness_pipeline.resources import HudiMetadataResource
 from freshness_pipeline.settings import Settings, load_settings
@@ -19,6 +20,7 @@ def build_definitions(settings: Settings | None = None) -> Definitions:
     raw tables' clustering, which is table maintenance whoever launches the jobs
     (FRESHNESS_CLUSTERING_TABLES=none: no clustering jobs and no clustering sensor)."""
     settings = settings or load_settings()
+    start_memory_probe(settings.memory_probe, settings.memory_probe_s)  # a soak's diagnostic
     automation = get_automation(settings.scheduler.automation).build(settings)
     cluster_jobs = clustering_jobs(settings.clustering)
     cluster_sensors = (

@@ -393,6 +393,13 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("FRESHNESS_FAULTS_DIR", None,
             "fault injection for tests and `make chaos` (`faults.py`); unset: off", "a folder",
             _folder),
+    Setting("FRESHNESS_MEMORY_PROBE", None,
+            "a diagnostic for soaks: a code server appends its memory (RSS before and after "
+            "malloc_trim, tracemalloc's grown sites, objects by type) to this file as JSON "
+            "lines (`memory_probe.py`); unset: off", "a file", _folder),
+    Setting("FRESHNESS_MEMORY_PROBE_S", "60",
+            "interval of the memory probe in seconds", "an integer of at least 5",
+            _int_at_least(5)),
 )  # fmt: skip
 _BY_ENV = {s.env: s for s in SETTINGS}
 
@@ -503,6 +510,8 @@ class Settings:
     clustering: ClusteringSettings = field(default_factory=ClusteringSettings)
     raw_packing: bool = False  # ingestion packs the raw tables' small files (published regime)
     faults_dir: Path | None = None  # fault injection (faults.py); None: off
+    memory_probe: Path | None = None  # memory_probe.py's output file; None: off
+    memory_probe_s: int = 60
     source: str = "landing"  # "landing" folder or "kafka" topics
     kafka: KafkaSettings = field(default_factory=KafkaSettings)
     s3: S3Settings = field(default_factory=S3Settings)
@@ -661,6 +670,8 @@ def load_settings(
         clustering=clustering,
         raw_packing=values["FRESHNESS_RAW_PACKING"],
         faults_dir=values["FRESHNESS_FAULTS_DIR"],
+        memory_probe=values["FRESHNESS_MEMORY_PROBE"],
+        memory_probe_s=values["FRESHNESS_MEMORY_PROBE_S"],
         source=values["FRESHNESS_SOURCE"],
         kafka=kafka,
         s3=s3,

@@ -1,0 +1,149 @@
+"""A memory probe inside a long-running Dagster code server (issue 15's soak found the code
+server's resident memory growing while every cache of ours is bounded, and the process's
+RSS alone cannot say what grows).
+
+FRESHNESS_MEMORY_PROBE=<file>: a code server that loads the definitions appends one JSON
+line to <file> every FRESHNESS_MEMORY_PROBE_S seconds (settings.py) with
+- its resident memory, then again after glibc's `malloc_trim`: memory the heap had freed
+  but kept shows as the difference, a leak as growth that survives the trim;
+- what Python's allocator holds (tracemalloc) and the allocation sites that grew most since
+  the first sample, with their call paths;
+- pyarrow's memory pool, the live Python objects by type that grew, and the thread count.
+tracemalloc slows allocation: a diagnostic for soaks, off by default. Run workers (which
+load the same definitions) are left alone: they live for one run.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import gc
+import json
+import os
+import sys
+import threading
+import time
+import tracemalloc
+from collections import Counter
+from collections.abc import Sequence
+from pathlib import Path
+
+FRAMES = 6  # call path depth kept per allocation (tracemalloc's cost grows with it)
+TOP_SITES = 12
+TOP_TYPES = 12
+
+_started = False
+_lock = threading.Lock()
+
+
+def is_code_server(argv: Sequence[str]) -> bool:
+    """Whether this process serves code to Dagster's daemon and webserver (`dagster api
+    grpc` under `dagster dev`, or `dagster code-server start`), not a run worker."""
+    words = " ".join(argv)
+    return ("api grpc" in words or "code-server" in words) and "execute" not in words
+
+
+def rss_mib() -> float:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def malloc_trim() -> bool:
+    """Return freed heap to the OS (glibc only); False where there is no such call."""
+    try:
+        return bool(ctypes.CDLL("libc.so.6").malloc_trim(0))
+    except (OSError, AttributeError):
+        return False
+
+
+def live_types() -> Counter[str]:
+    return Counter(type(o).__qualname__ for o in gc.get_objects())
+
+
+def type_growth(first: Counter[str], now: Counter[str], top: int = TOP_TYPES) -> list:
+    """The types whose live count grew most since `first`: [name, count now, growth]."""
+    grown = [(name, now[name], now[name] - first.get(name, 0)) for name in now]
+    grown = [row for row in grown if row[2] > 0]
+    return [list(row) for row in sorted(grown, key=lambda row: -row[2])[:top]]
+
+
+def _pyarrow_bytes() -> int | None:
+    pyarrow = sys.modules.get("pyarrow")
+    return None if pyarrow is None else int(pyarrow.total_allocated_bytes())
+
+
+class MemoryProbe:
+    """Samples this process; the first sample is the baseline growth is measured from."""
+
+    def __init__(self, path: Path, interval_s: float) -> None:
+        self.path = path
+        self.interval_s = interval_s
+        self._first_snapshot: tracemalloc.Snapshot | None = None
+        self._first_types: Counter[str] | None = None
+        self._started_at = time.monotonic()
+        self.stopped = threading.Event()
+
+    def sample(self) -> dict:
+        gc.collect()
+        rss = rss_mib()
+        trimmed = malloc_trim()
+        snapshot = tracemalloc.take_snapshot().filter_traces(
+            [tracemalloc.Filter(False, tracemalloc.__file__)]
+        )
+        types = live_types()
+        if self._first_snapshot is None:
+            self._first_snapshot, self._first_types = snapshot, types
+        current, peak = tracemalloc.get_traced_memory()
+        sites = snapshot.compare_to(self._first_snapshot, "traceback")[:TOP_SITES]
+        return {
+            "pid": os.getpid(),
+            "elapsed_s": round(time.monotonic() - self._started_at, 1),
+            "rss_mib": round(rss, 1),
+            "rss_after_trim_mib": round(rss_mib(), 1) if trimmed else None,
+            "traced_mib": round(current / 2**20, 1),
+            "traced_peak_mib": round(peak / 2**20, 1),
+            "pyarrow_bytes": _pyarrow_bytes(),
+            "threads": threading.active_count(),
+            "gc_objects": sum(types.values()),
+            "grown_sites": [
+                {
+                    "growth_kib": round(site.size_diff / 1024, 1),
+                    "kib": round(site.size / 1024, 1),
+                    "blocks": site.count,
+                    "path": [f"{frame.filename}:{frame.lineno}" for frame in site.traceback],
+                }
+                for site in sites
+                if site.size_diff > 0
+            ],
+            "grown_types": type_growth(self._first_types or Counter(), types),
+        }
+
+    def run(self) -> None:
+        while not self.stopped.is_set():
+            try:
+                line = json.dumps(self.sample())
+                with self.path.open("a") as out:
+                    out.write(line + "\n")
+            except Exception:  # a probe never takes the code server down
+                pass
+            self.stopped.wait(self.interval_s)
+
+
+def start_if_requested(
+    target: Path | None, interval_s: float, argv: Sequence[str] | None = None
+) -> MemoryProbe | None:
+    """Start the probe's thread in a code server when `target` (settings.memory_probe) is
+    set; once per process (the definitions may be loaded more than once)."""
+    global _started
+    if target is None or not is_code_server(sys.argv if argv is None else argv):
+        return None
+    with _lock:
+        if _started:
+            return None
+        _started = True
+    if not tracemalloc.is_tracing():
+        tracemalloc.start(FRAMES)
+    probe = MemoryProbe(Path(target), interval_s)
+    threading.Thread(target=probe.run, name="memory-probe", daemon=True).start()
+    return probe
