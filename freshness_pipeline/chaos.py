@@ -11,8 +11,8 @@ on a fresh lakehouse. At seeded random moments during the stream a fault of the 
 - `kill_run`: SIGKILL to the worker process of a run in flight (Hudi commit or not);
 - `kill_spark_service`: SIGKILL to the Spark Connect server (every run in it dies);
 - `kill_ingest`: SIGKILL to ingestion's process group (its Spark JVM with it);
-- `kill_daemon`: SIGKILL to the Dagster daemon's process group (`dagster dev`: the
-  daemon, the code server and the run workers it launched);
+- `kill_daemon`: SIGKILL to Dagster's process groups: the daemon's and the code
+  server's (with the run workers it launched);
 - `fail_write`: the next run of a random job fails after writing its files, before its
   commit (`faults.py`);
 - `kill_in_commit`: SIGKILL to the Spark service while a job's Hudi commit is inflight.
@@ -176,11 +176,14 @@ class Injector:
         return f"ingestion process group {proc.pid}"
 
     def kill_daemon(self) -> str | None:
-        proc = self.stack.process("dagster")
-        if proc.poll() is not None:
-            return None
-        os.killpg(proc.pid, signal.SIGKILL)
-        return f"Dagster daemon process group {proc.pid}"
+        killed = []
+        for name in ("dagster", "code-server"):  # the code server: a child of its own
+            proc = self.stack.process(name) if name in self.stack.pids() else None
+            if proc is None or proc.poll() is not None:
+                continue
+            os.killpg(proc.pid, signal.SIGKILL)
+            killed.append(f"{name} {proc.pid}")
+        return f"Dagster process groups ({', '.join(killed)})" if killed else None
 
     def kill_in_commit(self) -> str | None:
         """SIGKILL the Spark service while a job's Hudi commit is inflight (its files are

@@ -10,7 +10,8 @@ line to <file> every FRESHNESS_MEMORY_PROBE_S seconds (settings.py) with
   the first sample, with their call paths;
 - pyarrow's memory pool, the live Python objects by type that grew, and the thread count.
 tracemalloc slows allocation: a diagnostic for soaks, off by default. Run workers (which
-load the same definitions) are left alone: they live for one run.
+load the same definitions, and which the code server spawns through multiprocessing with
+its own argv) are left alone: they live for one run.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from __future__ import annotations
 import ctypes
 import gc
 import json
+import multiprocessing
 import os
 import sys
 import threading
@@ -138,6 +140,8 @@ def start_if_requested(
     global _started
     if target is None or not is_code_server(sys.argv if argv is None else argv):
         return None
+    if multiprocessing.parent_process() is not None:
+        return None  # a run worker: the code server spawns it with its own argv
     with _lock:
         if _started:
             return None

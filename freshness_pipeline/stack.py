@@ -13,9 +13,11 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
@@ -37,6 +39,10 @@ INGEST_READY = "ingestion ready: Spark is up, waiting for landed files"
 # that outlives it is cut off and fails (the service stops under it).
 DRAIN_TIMEOUT_S = 240.0
 ORPHAN_CHECK_S = 5.0  # how often the supervisor looks for runs whose worker died
+# The code location: the name workspace.yaml's module gives it, kept when the daemon
+# reaches a code server of ours (run and sensor records name their location).
+CODE_LOCATION = "freshness_pipeline.definitions"
+CODE_SERVER_READY_S = 240.0  # loading the definitions imports dagster and pyspark
 
 
 class StopFlag:
@@ -192,6 +198,7 @@ class Stack:
         self._instance = None  # the supervisor's Dagster instance, opened on first use
         self._next_orphan_check = 0.0
         self._log_offsets: dict[str, int] = {}
+        self._code_socket: Path | None = None  # the code server's socket (daemon-only mode)
         self.started_at = datetime.now(timezone.utc)
 
     # -- start ---------------------------------------------------------------------------
@@ -327,16 +334,78 @@ class Stack:
                 str(cfg.port),
             ]
         else:
-            dagster = [str(bin_dir / "dagster-daemon"), "run", "-w", workspace]
+            daemon_workspace = self._start_code_server(bin_dir)
+            dagster = [str(bin_dir / "dagster-daemon"), "run", "-w", str(daemon_workspace)]
         # Run from DAGSTER_HOME so dagster does not mistake the checkout's dagster.yaml for
         # a second instance config (the one in DAGSTER_HOME is a link to it).
         self._spawn("dagster", dagster, 60)  # cwd: DAGSTER_HOME (_child_cwd)
+        if self._code_socket is not None:
+            # Stopped after the daemon and the drain of its runs: the run workers are the
+            # code server's children.
+            self.children.append(self.children.pop(self._child_index("code-server")))
         # The stream starts once ingestion's Spark is up, so landed files do not pile up
         # behind a starting JVM (the first commit would otherwise be a burst).
         self._wait_for_log("ingest", INGEST_READY, timeout_s=240)
         self._spawn("replay", self._replay_argv, 15)
         # stop order: the stream first, then ingestion, then Dagster
         self.children.insert(0, self.children.pop())
+
+    def _start_code_server(self, bin_dir: Path) -> Path:
+        """One code server for the stack's life, the daemon's workspace pointing at it; the
+        workspace file is returned. Given workspace.yaml's module, `dagster-daemon run`
+        starts a code server of its own and replaces it every minute (the soak saw a new
+        one every 75 s, each loading the definitions again: seconds of CPU each time, and
+        no long-lived process whose memory a soak could judge). `dagster dev` and a
+        deployment keep one; so does the stack. A Unix socket: nothing listens on a port."""
+        socket_dir = Path(tempfile.mkdtemp(prefix="freshness-code-"))
+        self._code_socket = socket_dir / "grpc.sock"
+        server = [
+            str(bin_dir / "dagster"),
+            "code-server",
+            "start",
+            "--socket",
+            str(self._code_socket),
+            "--module-name",
+            CODE_LOCATION,
+            "--working-directory",
+            str(PROJECT_ROOT),
+            "--location-name",
+            CODE_LOCATION,
+        ]
+        self._spawn("code-server", server, 60)
+        self._wait_for_code_server(bin_dir)
+        workspace = self.dagster_home / "daemon-workspace.yaml"
+        workspace.write_text(
+            "# Written by the stack (stack.py): the daemon reaches the stack's code server.\n"
+            "load_from:\n"
+            "  - grpc_server:\n"
+            f"      socket: {self._code_socket}\n"
+            f"      location_name: {CODE_LOCATION}\n"
+        )
+        return workspace
+
+    def _wait_for_code_server(self, bin_dir: Path) -> None:
+        assert self._code_socket is not None
+        check = [str(bin_dir / "dagster"), "api", "grpc-health-check", "--socket"]
+        deadline = time.monotonic() + CODE_SERVER_READY_S
+        proc = self.process("code-server")
+        while time.monotonic() < deadline:
+            if proc.poll() is not None:
+                log_path = self.config.logs_dir / "code-server.log"
+                raise RuntimeError(
+                    f"code-server exited with code {proc.returncode}; see {log_path}"
+                )
+            if self._code_socket.exists():
+                answer = subprocess.run(
+                    [*check, str(self._code_socket)], capture_output=True, env=self.env
+                )
+                if answer.returncode == 0:
+                    return
+            time.sleep(1.0)
+        raise RuntimeError(f"the code server did not answer within {CODE_SERVER_READY_S:.0f} s")
+
+    def _child_index(self, name: str) -> int:
+        return next(i for i, (n, _, _) in enumerate(self.children) if n == name)
 
     def _wait_for_log(self, name: str, marker: str, timeout_s: float) -> None:
         path = self.config.logs_dir / f"{name}.log"
@@ -417,6 +486,8 @@ class Stack:
                 continue
             code = proc.returncode
             kill_group(proc)  # whatever it left behind (dagster dev's daemon, webserver)
+            if name == "code-server" and self._code_socket is not None:
+                self._code_socket.unlink(missing_ok=True)  # the dead server's socket file
             restarted = self._launch(name, proc.args)
             self.children[index] = (name, restarted, timeout)
             self.restarts[name] = self.restarts.get(name, 0) + 1
@@ -430,7 +501,7 @@ class Stack:
         return self.env
 
     def _child_cwd(self, name: str) -> Path:
-        return self.dagster_home if name == "dagster" else PROJECT_ROOT
+        return self.dagster_home if name in ("dagster", "code-server") else PROJECT_ROOT
 
     def fail_orphaned_runs(self) -> list[str]:
         """Runs of this stack that Dagster still shows as started though their worker
@@ -488,6 +559,8 @@ class Stack:
                 if self.service.process is not None:
                     withdraw(self.dagster_home, self.service.process.pid)
                 self.service.stop()
+            if self._code_socket is not None:
+                shutil.rmtree(self._code_socket.parent, ignore_errors=True)
 
     def drain_runs(self, timeout_s: float) -> None:
         """Cancel this stack's queued runs (nothing would launch them) and wait for its

@@ -25,6 +25,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -102,6 +103,20 @@ def role_rss_mib(pid: int) -> dict[str, float]:
             continue
         role = role_of(cmdline)
         totals[role] = totals.get(role, 0.0) + _rss_mib(member)
+    return totals
+
+
+DAGSTER_CHILDREN = ("dagster", "code-server")  # the stack's children that run Dagster
+
+
+def dagster_role_rss_mib(pids: Mapping[str, int]) -> dict[str, float]:
+    """RSS by role over the stack's Dagster trees: `dagster dev`'s, or a lone daemon's and
+    the code server the stack starts beside it (stack.py)."""
+    totals: dict[str, float] = {}
+    for name in DAGSTER_CHILDREN:
+        if name in pids:
+            for role, mib in role_rss_mib(pids[name]).items():
+                totals[role] = totals.get(role, 0.0) + mib
     return totals
 
 
@@ -244,17 +259,15 @@ def main() -> int:
         started = time.monotonic()
         while not stop() and time.monotonic() - started < args.minutes * 60:
             elapsed = time.monotonic() - started
-            for name, pid in stack.pids().items():
-                if name == "replay":
-                    continue
-                if name != "dagster":
+            pids = stack.pids()
+            for name, pid in pids.items():
+                if name != "replay" and name not in DAGSTER_CHILDREN:
                     samples.setdefault(name, []).append((elapsed, tree_rss_mib(pid)))
-                    continue
-                # One walk of the Dagster tree gives both its total and its roles.
-                roles = role_rss_mib(pid)
-                samples.setdefault(name, []).append((elapsed, sum(roles.values())))
-                for role in [r for r, _ in DAGSTER_ROLES] + ["other"]:
-                    samples.setdefault(f"  {role}", []).append((elapsed, roles.get(role, 0.0)))
+            # One walk of the Dagster trees gives both their total and their roles.
+            roles = dagster_role_rss_mib(pids)
+            samples.setdefault("dagster", []).append((elapsed, sum(roles.values())))
+            for role in [r for r, _ in DAGSTER_ROLES] + ["other"]:
+                samples.setdefault(f"  {role}", []).append((elapsed, roles.get(role, 0.0)))
             line = ", ".join(
                 f"{n} {v[-1][1]:.0f}" for n, v in samples.items() if not n.startswith(" ")
             )

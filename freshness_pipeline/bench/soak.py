@@ -30,12 +30,13 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from freshness_pipeline.bench.memory import (
+    DAGSTER_CHILDREN,
     ClassGrowth,
     class_histogram,
+    dagster_role_rss_mib,
     histogram_growth,
     live_heap_mib,
     parse_class_histogram,
-    role_rss_mib,
     tree_rss_mib,
 )
 from freshness_pipeline.chaos import run_counts
@@ -443,20 +444,18 @@ def main(argv: list[str] | None = None) -> int:
         started = time.monotonic()
         while not stop() and time.monotonic() - started < args.minutes * 60:
             elapsed = time.monotonic() - started
-            for name, pid in stack.pids().items():
-                if name == "dagster":
-                    # Run workers come and go with the runs in flight: apart, so the
-                    # long-lived processes' memory can be judged on its own.
-                    roles = role_rss_mib(pid)
-                    workers = roles.pop("run workers", 0.0)
-                    rss.setdefault(DAGSTER_SERVERS, []).append((elapsed, sum(roles.values())))
-                    rss.setdefault(RUN_WORKERS, []).append((elapsed, workers))
-                    # Each server apart too, so a growth names its process.
-                    for role in DAGSTER_SERVER_ROLES:
-                        rss.setdefault(f"dagster {role}", []).append(
-                            (elapsed, roles.get(role, 0.0))
-                        )
-                elif name != "replay":
+            pids = stack.pids()
+            # Run workers come and go with the runs in flight: apart, so the long-lived
+            # processes' memory can be judged on its own.
+            roles = dagster_role_rss_mib(pids)
+            workers = roles.pop("run workers", 0.0)
+            rss.setdefault(DAGSTER_SERVERS, []).append((elapsed, sum(roles.values())))
+            rss.setdefault(RUN_WORKERS, []).append((elapsed, workers))
+            # Each server apart too, so a growth names its process.
+            for role in DAGSTER_SERVER_ROLES:
+                rss.setdefault(f"dagster {role}", []).append((elapsed, roles.get(role, 0.0)))
+            for name, pid in pids.items():
+                if name != "replay" and name not in DAGSTER_CHILDREN:
                     rss.setdefault(name, []).append((elapsed, tree_rss_mib(pid)))
                 if name in JVM_TREES and samples_taken % args.gc_every == args.gc_every - 1:
                     live = live_heap_mib(pid)
