@@ -76,6 +76,18 @@ def test_started_only_in_a_code_server_with_a_file(tmp_path, monkeypatch):
         probe.stopped.set()
         line = json.loads(target.read_text().splitlines()[0])
         assert line["pid"] > 0 and "rss_mib" in line
+        assert tracemalloc.is_tracing()
     finally:
         if not was_tracing:
             tracemalloc.stop()
+
+
+def test_without_frames_the_probe_samples_without_tracemalloc(tmp_path):
+    assert not tracemalloc.is_tracing()
+    probe = MemoryProbe(tmp_path / "probe.jsonl", interval_s=60)
+    probe.sample()
+    kept = [Leaky() for _ in range(1_000)]
+    second = probe.sample()
+    assert second["grown_sites"] == [] and second["traced_mib"] == 0
+    assert ["Leaky", 1_000, 1_000] in second["grown_types"]
+    del kept

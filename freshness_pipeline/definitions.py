@@ -20,7 +20,9 @@ def build_definitions(settings: Settings | None = None) -> Definitions:
     raw tables' clustering, which is table maintenance whoever launches the jobs
     (FRESHNESS_CLUSTERING_TABLES=none: no clustering jobs and no clustering sensor)."""
     settings = settings or load_settings()
-    start_memory_probe(settings.memory_probe, settings.memory_probe_s)  # a soak's diagnostic
+    start_memory_probe(  # a soak's diagnostic; off unless FRESHNESS_MEMORY_PROBE is set
+        settings.memory_probe, settings.memory_probe_s, settings.memory_probe_frames
+    )
     automation = get_automation(settings.scheduler.automation).build(settings)
     cluster_jobs = clustering_jobs(settings.clustering)
     cluster_sensors = (

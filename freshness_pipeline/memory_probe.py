@@ -29,7 +29,7 @@ from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 
-FRAMES = 6  # call path depth kept per allocation (tracemalloc's cost grows with it)
+FRAMES = 6  # default call path depth per allocation (tracemalloc's cost grows with it)
 TOP_SITES = 12
 TOP_TYPES = 12
 
@@ -90,14 +90,18 @@ class MemoryProbe:
         gc.collect()
         rss = rss_mib()
         trimmed = malloc_trim()
-        snapshot = tracemalloc.take_snapshot().filter_traces(
-            [tracemalloc.Filter(False, tracemalloc.__file__)]
-        )
         types = live_types()
-        if self._first_snapshot is None:
-            self._first_snapshot, self._first_types = snapshot, types
+        if self._first_types is None:
+            self._first_types = types
+        sites: list[tracemalloc.StatisticDiff] = []
+        if tracemalloc.is_tracing():
+            snapshot = tracemalloc.take_snapshot().filter_traces(
+                [tracemalloc.Filter(False, tracemalloc.__file__)]
+            )
+            if self._first_snapshot is None:
+                self._first_snapshot = snapshot
+            sites = snapshot.compare_to(self._first_snapshot, "traceback")[:TOP_SITES]
         current, peak = tracemalloc.get_traced_memory()
-        sites = snapshot.compare_to(self._first_snapshot, "traceback")[:TOP_SITES]
         return {
             "pid": os.getpid(),
             "elapsed_s": round(time.monotonic() - self._started_at, 1),
@@ -133,10 +137,14 @@ class MemoryProbe:
 
 
 def start_if_requested(
-    target: Path | None, interval_s: float, argv: Sequence[str] | None = None
+    target: Path | None,
+    interval_s: float,
+    frames: int = FRAMES,
+    argv: Sequence[str] | None = None,
 ) -> MemoryProbe | None:
     """Start the probe's thread in a code server when `target` (settings.memory_probe) is
-    set; once per process (the definitions may be loaded more than once)."""
+    set; once per process (the definitions may be loaded more than once). `frames` 0: no
+    tracemalloc."""
     global _started
     if target is None or not is_code_server(sys.argv if argv is None else argv):
         return None
@@ -146,8 +154,8 @@ def start_if_requested(
         if _started:
             return None
         _started = True
-    if not tracemalloc.is_tracing():
-        tracemalloc.start(FRAMES)
+    if frames > 0 and not tracemalloc.is_tracing():
+        tracemalloc.start(frames)
     probe = MemoryProbe(Path(target), interval_s)
     threading.Thread(target=probe.run, name="memory-probe", daemon=True).start()
     return probe

@@ -400,6 +400,10 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("FRESHNESS_MEMORY_PROBE_S", "60",
             "interval of the memory probe in seconds", "an integer of at least 5",
             _int_at_least(5)),
+    Setting("FRESHNESS_MEMORY_PROBE_FRAMES", "6",
+            "call-path depth the memory probe's tracemalloc keeps; 0: no tracemalloc (RSS, "
+            "malloc_trim and objects by type only, without slowing every allocation)",
+            "an integer of at least 0", _int_at_least(0)),
 )  # fmt: skip
 _BY_ENV = {s.env: s for s in SETTINGS}
 
@@ -512,6 +516,7 @@ class Settings:
     faults_dir: Path | None = None  # fault injection (faults.py); None: off
     memory_probe: Path | None = None  # memory_probe.py's output file; None: off
     memory_probe_s: int = 60
+    memory_probe_frames: int = 6  # 0: no tracemalloc
     source: str = "landing"  # "landing" folder or "kafka" topics
     kafka: KafkaSettings = field(default_factory=KafkaSettings)
     s3: S3Settings = field(default_factory=S3Settings)
@@ -672,6 +677,7 @@ def load_settings(
         faults_dir=values["FRESHNESS_FAULTS_DIR"],
         memory_probe=values["FRESHNESS_MEMORY_PROBE"],
         memory_probe_s=values["FRESHNESS_MEMORY_PROBE_S"],
+        memory_probe_frames=values["FRESHNESS_MEMORY_PROBE_FRAMES"],
         source=values["FRESHNESS_SOURCE"],
         kafka=kafka,
         s3=s3,
