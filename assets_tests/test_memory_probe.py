@@ -53,6 +53,10 @@ def test_a_sample_names_the_site_and_type_that_grew(tmp_path):
     assert top["growth_kib"] >= 4_000
     assert any(frame.startswith(__file__) for frame in top["path"])
     assert ["Leaky", 20_000, 20_000] in second["grown_types"]
+    # The grown type's newest objects, and who holds them: the list `kept`.
+    [example, *_] = second["examples"]["Leaky"]
+    assert "Leaky object" in example["repr"]
+    assert any(holder.startswith("list:") for holder in example["held_by"])
     assert second["rss_mib"] > 0
     json.dumps(second)  # one JSON line per sample
     del kept, blob

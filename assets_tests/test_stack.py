@@ -108,3 +108,36 @@ def test_pool_slots_of_ended_runs_are_freed_at_once(tmp_path: Path):
         assert storage.get_concurrency_info("hudi_writer/trade_aggr").claimed_slots == []
         held = storage.get_concurrency_info("hudi_writer/price_aggr").claimed_slots
         assert [s.run_id for s in held] == [live]
+
+
+def test_without_the_webserver_the_daemon_reaches_one_code_server_of_the_stack(tmp_path: Path):
+    """A bare `dagster-daemon run` would start its own code server and replace it every
+    minute; the stack starts one for its life, and the daemon's workspace points at it
+    under the location name workspace.yaml gives (run and sensor records name it)."""
+    import sys
+
+    from dagster._core.workspace.load import location_origins_from_yaml_paths
+
+    from freshness_pipeline.stack import CODE_LOCATION
+
+    home = tmp_path / "dagster_home"
+    home.mkdir()
+    stack = Stack(StackConfig(webserver=False, dagster_home=home, logs_dir=tmp_path / "logs"))
+    try:
+        workspace = stack._start_code_server(Path(sys.executable).parent)
+        [origin] = location_origins_from_yaml_paths([str(workspace)])
+        assert origin.location_name == CODE_LOCATION
+        with origin.create_single_location(dg.DagsterInstance.ephemeral()) as location:
+            repository = location.get_repository("__repository__")
+            assert repository.has_sensor("freshness_sensor")
+        server = stack.process("code-server")
+        # Killed, it is started again on the same socket by the supervisor.
+        server.kill()
+        server.wait()
+        stack.supervise()
+        assert stack.restarts == {"code-server": 1}
+        stack._wait_for_code_server(Path(sys.executable).parent)
+    finally:
+        stack.stop()
+    assert stack.process("code-server").poll() is not None
+    assert not stack._code_socket.parent.exists()

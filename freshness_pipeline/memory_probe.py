@@ -59,8 +59,36 @@ def malloc_trim() -> bool:
         return False
 
 
-def live_types() -> Counter[str]:
-    return Counter(type(o).__qualname__ for o in gc.get_objects())
+def live_types(objects: list | None = None) -> Counter[str]:
+    return Counter(type(o).__qualname__ for o in (gc.get_objects() if objects is None else objects))
+
+
+# Containers everything uses: their growth names no culprit, their examples would be noise.
+GENERIC_TYPES = frozenset({"dict", "list", "tuple", "set", "function", "cell", "ReferenceType"})
+EXAMPLES_PER_TYPE = 3
+
+
+def examples_of(objects: list, type_name: str, count: int = EXAMPLES_PER_TYPE) -> list[dict]:
+    """The newest live objects of a type (gc lists them roughly in allocation order), each
+    with its repr and what refers to it: what a grown type's objects are and who keeps them."""
+    found = [o for o in objects if type(o).__qualname__ == type_name][-count:]
+    described = []
+    for obj in found:
+        holders = [o for o in gc.get_referrers(obj) if o is not objects and o is not found]
+        described.append(
+            {
+                "repr": _short_repr(obj),
+                "held_by": [f"{type(h).__qualname__}: {_short_repr(h, 120)}" for h in holders[:4]],
+            }
+        )
+    return described
+
+
+def _short_repr(obj: object, limit: int = 200) -> str:
+    try:
+        return repr(obj)[:limit]
+    except Exception as error:  # a repr may fail on a half-built object
+        return f"<repr failed: {error!r}>"[:limit]
 
 
 def type_growth(first: Counter[str], now: Counter[str], top: int = TOP_TYPES) -> list:
@@ -90,9 +118,16 @@ class MemoryProbe:
         gc.collect()
         rss = rss_mib()
         trimmed = malloc_trim()
-        types = live_types()
+        objects = gc.get_objects()
+        types = live_types(objects)
         if self._first_types is None:
             self._first_types = types
+        grown_types = type_growth(self._first_types, types)
+        examples = {
+            name: examples_of(objects, name)
+            for name, _, _ in [row for row in grown_types if row[0] not in GENERIC_TYPES][:3]
+        }
+        del objects
         sites: list[tracemalloc.StatisticDiff] = []
         if tracemalloc.is_tracing():
             snapshot = tracemalloc.take_snapshot().filter_traces(
@@ -122,7 +157,8 @@ class MemoryProbe:
                 for site in sites
                 if site.size_diff > 0
             ],
-            "grown_types": type_growth(self._first_types or Counter(), types),
+            "grown_types": grown_types,
+            "examples": examples,
         }
 
     def run(self) -> None:

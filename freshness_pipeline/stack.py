@@ -133,7 +133,8 @@ class StackConfig:
     replay_file: Path | None = None  # a recorded stream instead of the generator
     duration_s: float | None = None  # event-time seconds to replay (None: forever)
     spark_mode: str = "service"  # "service": one shared Spark Connect server; "local"
-    webserver: bool = True  # `dagster dev` (UI + daemon) or just `dagster-daemon run`
+    # `dagster dev` (UI + daemon), or `dagster-daemon run` beside a code server of ours
+    webserver: bool = True
     host: str = "127.0.0.1"
     port: int = 3000
     dagster_home: Path | None = None
