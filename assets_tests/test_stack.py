@@ -127,7 +127,7 @@ def test_without_the_webserver_the_daemon_reaches_one_code_server_of_the_stack(t
         workspace = stack._start_code_server(Path(sys.executable).parent)
         [origin] = location_origins_from_yaml_paths([str(workspace)])
         assert origin.location_name == CODE_LOCATION
-        with origin.create_single_location(dg.DagsterInstance.ephemeral()) as location:
+        with origin.create_location(dg.DagsterInstance.ephemeral()) as location:
             repository = location.get_repository("__repository__")
             assert repository.has_sensor("freshness_sensor")
         server = stack.process("code-server")

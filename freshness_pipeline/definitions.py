@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dagster import Definitions, in_process_executor
 
+from freshness_pipeline.alembic_location import name_alembic_scripts_by_path
 from freshness_pipeline.assets import build_job_assets
 from freshness_pipeline.automation import get_automation
 from freshness_pipeline.clustering_sensor import build_clustering_sensor, clustering_jobs
@@ -20,6 +21,7 @@ def build_definitions(settings: Settings | None = None) -> Definitions:
     raw tables' clustering, which is table maintenance whoever launches the jobs
     (FRESHNESS_CLUSTERING_TABLES=none: no clustering jobs and no clustering sensor)."""
     settings = settings or load_settings()
+    name_alembic_scripts_by_path()  # a code server opens an instance every sensor tick
     start_memory_probe(  # a soak's diagnostic; off unless FRESHNESS_MEMORY_PROBE is set
         settings.memory_probe, settings.memory_probe_s, settings.memory_probe_frames
     )
