@@ -66,6 +66,7 @@ def live_types(objects: list | None = None) -> Counter[str]:
 # Containers everything uses: their growth names no culprit, their examples would be noise.
 GENERIC_TYPES = frozenset({"dict", "list", "tuple", "set", "function", "cell", "ReferenceType"})
 EXAMPLES_PER_TYPE = 3
+EXAMPLE_TYPES = 6  # how many grown types get examples
 
 
 def examples_of(objects: list, type_name: str, count: int = EXAMPLES_PER_TYPE) -> list[dict]:
@@ -125,7 +126,9 @@ class MemoryProbe:
         grown_types = type_growth(self._first_types, types)
         examples = {
             name: examples_of(objects, name)
-            for name, _, _ in [row for row in grown_types if row[0] not in GENERIC_TYPES][:3]
+            for name, _, _ in [row for row in grown_types if row[0] not in GENERIC_TYPES][
+                :EXAMPLE_TYPES
+            ]
         }
         del objects
         sites: list[tracemalloc.StatisticDiff] = []
