@@ -36,6 +36,13 @@ def test_evaluating_a_sensor_as_the_code_server_does_leaves_nothing_behind(
     """Through Dagster's own gRPC entry point, with an instance ref as the daemon sends
     it: after a first tick, ticks add no ExitStack (with Dagster's resource name for the
     alembic scripts each tick left two, registered with atexit by alembic)."""
+    # As in a code server: an instance opened (and alembic configs cached with Dagster's
+    # resource name) before the definitions load.
+    monkeypatch.setattr(dagster_sql, "ALEMBIC_SCRIPTS_LOCATION", "dagster:_core/storage/alembic")
+    dagster_sql.get_alembic_config.cache_clear()
+    (tmp_path / "early").mkdir()
+    with dg.instance_for_test(temp_dir=str(tmp_path / "early")) as early:
+        early.get_runs()
     monkeypatch.setenv("FRESHNESS_LAKEHOUSE", str(tmp_path / "tables"))
     monkeypatch.setenv("FRESHNESS_SPARK_MODE", "local")  # no service to wait for
     repo = build_definitions(load_settings()).get_repository_def()

@@ -37,8 +37,11 @@ def scripts_folder(location: str) -> Path | None:
 
 
 def name_alembic_scripts_by_path() -> None:
-    """Point Dagster's default alembic script location at its folder's path (once; a no-op
-    when it already is a path or the folder cannot be found)."""
+    """Point Dagster's default alembic script location at its folder's path (a no-op when
+    it already is a path or the folder cannot be found). `get_alembic_config` keeps its
+    configs in an lru_cache, and a code server opens an instance before it loads our
+    definitions: the configs cached with the resource name are dropped too."""
     folder = scripts_folder(dagster_sql.ALEMBIC_SCRIPTS_LOCATION)
     if folder is not None:
         dagster_sql.ALEMBIC_SCRIPTS_LOCATION = str(folder)
+        dagster_sql.get_alembic_config.cache_clear()
