@@ -115,7 +115,9 @@ class WrittenFile:
     @property
     def is_log(self) -> bool:
         """A merge-on-read log write (`.<fileId>_<instant>.log.<n>_<token>`)."""
-        return ".log." in PurePosixPath(self.path).name
+        # Not PurePosixPath(path).name: pathlib interns every part it parses, and a code
+        # server asks this of every file on every active timeline each tick.
+        return ".log." in self.path.rsplit("/", 1)[-1]
 
 
 class ArrivalRange(NamedTuple):
@@ -466,10 +468,10 @@ class HudiTableMetadata:
         if self._names is None:
             infos = self._fs.get_file_info(pafs.FileSelector(self._timeline_path))
             files = [i for i in infos if i.type == pafs.FileType.File]
-            self._names = sorted(PurePosixPath(i.path).name for i in files)
+            self._names = sorted(i.base_name for i in files)
             # Timeline layout 1 (table version 6) names a completed instant without its
             # completion time; the completed file's modification time is when it completed.
-            self._mtimes = {PurePosixPath(i.path).name: i.mtime_ns for i in files}
+            self._mtimes = {i.base_name: i.mtime_ns for i in files}
         return self._names
 
     def _completion_times(self) -> dict[str, tuple[str, str]]:
