@@ -44,11 +44,15 @@ def is_code_server(argv: Sequence[str]) -> bool:
     return ("api grpc" in words or "code-server" in words) and "execute" not in words
 
 
-def rss_mib() -> float:
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    return float("nan")
+def rss_mib(pid: int | str = "self") -> float:
+    """Resident memory of one process (this one by default), in MiB (0 if it is gone)."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return 0.0
 
 
 def malloc_trim() -> bool:
@@ -59,8 +63,8 @@ def malloc_trim() -> bool:
         return False
 
 
-def live_types(objects: list | None = None) -> Counter[str]:
-    return Counter(type(o).__qualname__ for o in (gc.get_objects() if objects is None else objects))
+def live_types(objects: list) -> Counter[str]:
+    return Counter(type(o).__qualname__ for o in objects)
 
 
 # Containers everything uses: their growth names no culprit, their examples would be noise.

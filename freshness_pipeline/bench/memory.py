@@ -29,6 +29,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from freshness_pipeline.memory_probe import rss_mib
 from freshness_pipeline.settings import child_environment
 
 MIB = 1024 * 1024
@@ -49,20 +50,9 @@ def _children_by_parent() -> dict[int, list[int]]:
     return children
 
 
-def _rss_mib(pid: int) -> float:
-    """Resident memory of one process, in MiB (0 if it is gone)."""
-    try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-    except OSError:
-        pass
-    return 0.0
-
-
 def tree_rss_mib(pid: int) -> float:
     """RSS of a process and all its descendants, in MiB (0 if it is gone)."""
-    return sum(_rss_mib(member) for member in tree_pids(pid))
+    return sum(rss_mib(member) for member in tree_pids(pid))
 
 
 # Which Dagster process a command line belongs to, first match wins.
@@ -102,7 +92,7 @@ def role_rss_mib(pid: int) -> dict[str, float]:
         except OSError:
             continue
         role = role_of(cmdline)
-        totals[role] = totals.get(role, 0.0) + _rss_mib(member)
+        totals[role] = totals.get(role, 0.0) + rss_mib(member)
     return totals
 
 
