@@ -120,6 +120,8 @@ def test_daemon_keeps_all_six_tables_fresh(lakehouse: Settings, tmp_path: Path, 
         worked = [m for m in phases if "phase_write_files_s" in m]
         assert worked and all("phase_queue_wait_s" in m for m in worked), phases[:1]
         assert all(m["phase_queue_wait_s"].value >= 0 for m in worked)
+        # The daemon's code server started them as forks of its fork server (run_start.py).
+        assert {m["run_worker"].value for m in worked} == {"forkserver"}, phases[:1]
 
 
 def wait_for_drain(lakehouse: Settings, procs, seen: dict[str, list[int]], tmp_path: Path) -> int:

@@ -127,6 +127,7 @@ def test_hand_materialize_beside_a_sensor_run(
     if not sensor_first:  # first, the hand run has work (second, the sensor's may leave none)
         assert hand["spark"].value.startswith(f"shared Spark service {spark_service.url}")
         assert "found running" in hand["spark"].value
+        assert hand["run_worker"].value == "in process"  # the CLI runs it in its own process
         # Where its time went, from its own marks and the commit's on the Hudi timeline.
         phases = {k: v.value for k, v in hand.items() if k.startswith("phase_")}
         for phase in ("launch", "plan", "session", "read", "transform", "index_lookup"):

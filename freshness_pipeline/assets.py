@@ -45,6 +45,7 @@ from freshness_pipeline.raw_sources import ASSET_GROUP, LAYER_TAG
 from freshness_pipeline.resources import HudiMetadataResource
 from freshness_pipeline.run_phases import as_metadata, dagster_phases
 from freshness_pipeline.run_plan import BY_HAND, PLAN_FIELD, SENSOR, RunPlan, hand_run_tags
+from freshness_pipeline.run_start import run_worker_start
 from freshness_pipeline.settings import load_settings
 from freshness_pipeline.spark import HudiSparkResource
 from freshness_pipeline.staleness_target import StalenessTarget
@@ -400,6 +401,7 @@ def build_asset(
                 **report_metadata(report, resolved),
                 **as_metadata(phases),
                 "spark": spark.description,
+                "run_worker": run_worker_start(),  # how its process was started (run_start.py)
             }
         )
 

@@ -11,6 +11,7 @@ from freshness_pipeline.clustering_sensor import build_clustering_sensor, cluste
 from freshness_pipeline.memory_probe import start_if_requested as start_memory_probe
 from freshness_pipeline.raw_sources import RAW_SOURCES
 from freshness_pipeline.resources import HudiMetadataResource
+from freshness_pipeline.run_start import use_fork_server
 from freshness_pipeline.settings import Settings, load_settings
 from freshness_pipeline.spark import HudiSparkResource
 
@@ -25,6 +26,7 @@ def build_definitions(settings: Settings | None = None) -> Definitions:
     start_memory_probe(  # a soak's diagnostic; off unless FRESHNESS_MEMORY_PROBE is set
         settings.memory_probe, settings.memory_probe_s, settings.memory_probe_frames
     )
+    use_fork_server(settings.run_start)  # a code server starts runs as forks (run_start.py)
     automation = get_automation(settings.scheduler.automation).build(settings)
     cluster_jobs = clustering_jobs(settings.clustering)
     cluster_sensors = (

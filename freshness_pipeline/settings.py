@@ -24,6 +24,7 @@ from freshness_pipeline.inputs import InputsError, load_inputs
 from freshness_pipeline.jobs.catalog import JOBS
 from freshness_pipeline.lakehouse import Lakehouse, LocationError
 from freshness_pipeline.planner import POLICIES
+from freshness_pipeline.run_start import RUN_STARTS
 from freshness_pipeline.scheduler_settings import (
     AUTOMATIONS,
     DEFAULT_INTERVAL_S,
@@ -253,6 +254,11 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("FRESHNESS_SPARK_MODE", "service",
             "`service`: the demo starts a local shared Spark service; `local`: every run "
             "starts its own Spark", " or ".join(SPARK_MODES), _choice(SPARK_MODES)),
+    Setting("FRESHNESS_RUN_START", "forkserver",
+            "how a code server starts a run's process: `forkserver`: a fork of one process "
+            "that imported the definitions once (`run_start.py`); `spawn`: Dagster's own, a "
+            "new Python that imports Dagster, PySpark and the definitions per run",
+            " or ".join(RUN_STARTS), _choice(RUN_STARTS)),
     Setting("FRESHNESS_SPARK_SERVICE_PORT", "15002", "port of the local Spark service",
             "a port number 1-65535", _int_at_least(1)),
     Setting("FRESHNESS_SPARK_SERVICE_BIND", "127.0.0.1",
@@ -506,6 +512,7 @@ class Settings:
     postgres_password: str | None = field(default=None, repr=False)  # a secret: never printed
     spark_remote: str | None = None
     spark_mode: str = "service"  # the shared Spark service (spark_service.py) or "local"
+    run_start: str = "forkserver"  # how a code server starts runs (run_start.py)
     spark_service_port: int = 15002
     spark_service_memory: str = "4g"
     spark_service_bind: str = "127.0.0.1"
@@ -667,6 +674,7 @@ def load_settings(
         postgres_password=values["FRESHNESS_POSTGRES_PASSWORD"] or None,
         spark_remote=values["FRESHNESS_SPARK_REMOTE"] or None,
         spark_mode=values["FRESHNESS_SPARK_MODE"],
+        run_start=values["FRESHNESS_RUN_START"],
         spark_service_port=values["FRESHNESS_SPARK_SERVICE_PORT"],
         spark_service_memory=values["FRESHNESS_SPARK_SERVICE_MEMORY"],
         spark_service_bind=values["FRESHNESS_SPARK_SERVICE_BIND"],

@@ -41,6 +41,20 @@ def test_role_of(cmdline: str, role: str):
     assert role_of(cmdline) == role
 
 
+FORK_SERVER = (
+    f"{PY} -B -c from multiprocessing.forkserver import main; main(9, 10, "
+    "['freshness_pipeline.definitions'], **{'sys_path': ['/x'], 'main_path': '/x/bin/dagster'})"
+)
+
+
+def test_the_fork_server_and_the_runs_forked_from_it():
+    """run_start.py: a code server's fork server and its children share one command line;
+    the children are the run workers."""
+    code_server = f"{PY} -m dagster api grpc --socket /tmp/s"
+    assert role_of(FORK_SERVER, parent_cmdline=code_server) == "run fork server"
+    assert role_of(FORK_SERVER, parent_cmdline=FORK_SERVER) == "run workers"
+
+
 HISTOGRAM = """\
 12345:
  num     #instances         #bytes  class name (module)

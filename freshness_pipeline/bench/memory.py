@@ -75,24 +75,42 @@ DAGSTER_ROLES = (
 )  # the rest ("other"): the `dagster dev` supervisor and anything unmatched
 
 
-def role_of(cmdline: str) -> str:
+# The code server's fork server (run_start.py) and the run workers forked from it share
+# its command line; a worker is the one whose parent is a fork server too.
+FORK_SERVER_MARK = "multiprocessing.forkserver import main"
+
+
+def role_of(cmdline: str, parent_cmdline: str = "") -> str:
     """The Dagster role of a process, from its command line before the first `--` option:
     `dagster dev` passes the webserver and the daemon `--code-server-log-level`, which
     must not make them code servers."""
     command = cmdline.split(" --", 1)[0]
+    if FORK_SERVER_MARK in command:
+        return "run workers" if FORK_SERVER_MARK in parent_cmdline else "run fork server"
     return next((r for r, marks in DAGSTER_ROLES if any(m in command for m in marks)), "other")
 
 
+def _cmdline(pid: int) -> str | None:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+    except OSError:
+        return None
+
+
 def role_rss_mib(pid: int) -> dict[str, float]:
-    """RSS of a Dagster tree by role (webserver, daemon, code server, run workers)."""
+    """RSS of a Dagster tree by role (webserver, daemon, code server, its run fork
+    server, run workers)."""
     totals: dict[str, float] = {}
-    for member in tree_pids(pid):
-        try:
-            cmdline = Path(f"/proc/{member}/cmdline").read_bytes().replace(b"\0", b" ").decode()
-        except OSError:
+    children = _children_by_parent()
+    stack: list[tuple[int, str]] = [(pid, "")]
+    while stack:
+        member, parent_cmdline = stack.pop()
+        cmdline = _cmdline(member)
+        if cmdline is None:
             continue
-        role = role_of(cmdline)
+        role = role_of(cmdline, parent_cmdline)
         totals[role] = totals.get(role, 0.0) + rss_mib(member)
+        stack.extend((child, cmdline) for child in children.get(member, ()))
     return totals
 
 

@@ -54,7 +54,7 @@ from freshness_pipeline.settings import RAW_TABLES, child_environment
 COMPLETED = re.compile(r"^\d+_\d+\.(commit|deltacommit|replacecommit|clean|rollback)$")
 DAGSTER_SERVERS = "dagster (webserver, daemon, code server)"
 RUN_WORKERS = "dagster run workers"  # scales with the runs in flight: reported, not judged
-DAGSTER_SERVER_ROLES = ("webserver", "daemon", "code server", "other")
+DAGSTER_SERVER_ROLES = ("webserver", "daemon", "code server", "run fork server", "other")
 HISTOGRAM_TREES = ("spark-service",)  # whose live objects by class are compared
 HISTOGRAM_START_S = 600  # the first listing: after ten minutes (caches warm)
 JVM_TREES = ("spark-service", "ingest")  # whose live heap is read after a forced full GC
