@@ -7,7 +7,8 @@ the daemon and its code server) on a throwaway lakehouse for `--minutes`, once w
 FRESHNESS_RUN_START=spawn (Dagster's own: a new Python per run) and once with
 `forkserver` (run_start.py), the order alternating pair by pair, and reports per side:
 - each sensor run's `launch` phase (queue release until the asset's code runs: the run's
-  process, code loading, resources), median and quartiles, and its whole run wall time;
+  process, code loading, resources), median and quartiles, and the run's time from its
+  worker's RUN_START event to its end (the part after the process started);
 - when each of the six tables first materialized after the stack's start (issue 18 item 5
   reads the same from a demo: bench/first_materializations.py).
 The runs' own metadata says how each was started (`run_worker`): a side whose runs did not
