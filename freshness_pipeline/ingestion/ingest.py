@@ -36,6 +36,19 @@ from freshness_pipeline.landing import list_landed, remove_ingested
 from freshness_pipeline.settings import MASTER_TABLE, REJECTS_TABLE, STREAM_TABLE, STREAMS, Settings
 
 log = logging.getLogger(__name__)
+# After a cycle that found nothing landed, the next one comes this soon (at most the
+# interval): see `pause_after`.
+EMPTY_POLL_S = 1.0
+
+
+def pause_after(committed: bool, commit_interval_s: float, elapsed_s: float) -> float:
+    """How long the loop waits after a cycle that took `elapsed_s`. The interval paces
+    commits; a cycle with nothing landed committed nothing, so the next looks again within
+    a second: at the start (ingestion is ready before the stream's first file lands) and
+    after a quiet spell, the first files are committed at once, not up to an interval
+    later (the demo's first raw commit came 10 s after the stream started)."""
+    pause = commit_interval_s if committed else min(EMPTY_POLL_S, commit_interval_s)
+    return max(0.0, pause - elapsed_s)
 
 
 @dataclass(frozen=True)
@@ -295,12 +308,15 @@ class Ingestor:
         while not should_stop():
             started = time.monotonic()
             try:
-                self.ingest_once()
+                committed = bool(self.ingest_once())
             except Exception:
                 # A failed commit stays an inflight instant no reader sees (a later
                 # clean rolls it back); its files are read again next cycle.
                 log.exception("ingestion cycle failed; retrying after the interval")
-            remaining = self.config.commit_interval_s - (time.monotonic() - started)
-            deadline = time.monotonic() + max(0.0, remaining)
+                committed = True  # a failure waits the whole interval
+            remaining = pause_after(
+                committed, self.config.commit_interval_s, time.monotonic() - started
+            )
+            deadline = time.monotonic() + remaining
             while not should_stop() and time.monotonic() < deadline:
                 time.sleep(min(0.2, deadline - time.monotonic()))
