@@ -80,6 +80,22 @@ def test_report_judges_a_jvm_by_its_live_heap_after_gc():
     assert "Live heap" not in report(60, 2000, {}, {}, {"SUCCESS": 1}, [])
 
 
+def test_a_jvm_is_judged_by_the_floor_of_its_live_heap_not_by_runs_in_flight():
+    """Most readings of the last sixth caught runs' data in flight (its median jumps); the
+    floor stays: flat. A floor that rises is a leak, whatever the medians do."""
+    in_flight = [(t * 120.0, 400.0) for t in range(30)]
+    in_flight += [(3000.0 + t * 60.0 + 30, 900.0) for t in range(9)]
+    rising_floor = [(t * 120.0, 400.0 + 10 * t) for t in range(30)]
+    text = report(
+        60, 2000, {}, {}, {"SUCCESS": 1}, [], None,
+        {"spark-service": in_flight, "ingest": rising_floor},
+    )  # fmt: skip
+    heap_rows = text.split("what judges a JVM:")[1]
+    service = heap_rows.split("| spark-service |")[1].split("\n")[0]
+    assert service.endswith("yes |") and "400 / 900" in service, service
+    assert heap_rows.split("| ingest |")[1].split("\n")[0].endswith("**no** |")
+
+
 def test_failed_runs_name_the_job_and_the_steps_error(tmp_path: Path):
     import dagster as dg
 

@@ -254,13 +254,15 @@ def _error_chain(error) -> str:
     return " <- caused by: ".join(parts)
 
 
-def _windows(values: list[tuple[float, float]], total_s: float, parts: int = 6) -> list:
-    """Median per window of the run, None for an empty window."""
+def _windows(
+    values: list[tuple[float, float]], total_s: float, parts: int = 6, stat=statistics.median
+) -> list:
+    """`stat` (the median) per window of the run, None for an empty window."""
     size = total_s / parts
     out = []
     for index in range(parts):
         inside = [v for t, v in values if index * size <= t < (index + 1) * size]
-        out.append(statistics.median(inside) if inside else None)
+        out.append(stat(inside) if inside else None)
     return out
 
 
@@ -306,17 +308,24 @@ def report(
             "",
             "A JVM's RSS grows toward its heap limit (-Xmx) and is never given back, so RSS "
             "cannot tell a full heap from a leak. Live heap of each JVM tree right after a "
-            "forced full GC (`jcmd GC.run`, every few samples), MiB, median per sixth; "
-            "this is what judges a JVM:",
+            "forced full GC (`jcmd GC.run`, every few samples), MiB per sixth as floor / "
+            "median. A reading also holds the data of the runs in flight at that moment, "
+            "which swings the median by hundreds of MiB from one reading to the next; the "
+            "floor (the reading with the least in flight) is what a leak raises, and it is "
+            "what judges a JVM:",
             "",
             "| JVM tree | " + " | ".join(f"sixth {i + 1}" for i in range(6)) + " | flat |",
             "|---|" + "---|" * 7,
         ]
         for name, values in heap.items():
             medians = _windows(values, total_s)
-            known = [m for m in medians if m is not None]
+            floors = _windows(values, total_s, stat=min)
+            known = [m for m in floors if m is not None]
             flat = len(known) >= 2 and known[-1] <= known[min(1, len(known) - 1)] * FLAT_RATIO
-            cells = " | ".join("-" if m is None else f"{m:.0f}" for m in medians)
+            cells = " | ".join(
+                "-" if f is None else f"{f:.0f} / {m:.0f}"
+                for f, m in zip(floors, medians, strict=True)
+            )
             lines.append(f"| {name} | {cells} | {'yes' if flat else '**no**'} |")
     for name, (start_min, end_min, rows) in (growth or {}).items():
         lines += [
@@ -398,7 +407,10 @@ def main(argv: list[str] | None = None) -> int:
         help="name of the report's section (e.g. soak-no-clustering beside the default)",
     )
     parser.add_argument(
-        "--gc-every", type=int, default=10, help="samples between live-heap readings"
+        "--gc-every",
+        type=int,
+        default=4,
+        help="samples between live-heap readings (4: every 2 minutes, five a sixth)",
     )
     args = parser.parse_args(argv)
 
