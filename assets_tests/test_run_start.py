@@ -4,6 +4,7 @@ definitions, where Dagster would spawn a new Python per run."""
 from __future__ import annotations
 
 import inspect
+import multiprocessing
 import subprocess
 import sys
 import textwrap
@@ -102,11 +103,19 @@ def test_a_code_server_starts_runs_from_a_fork_server_that_preloaded_the_definit
     assert lines["exit"] == "0"
 
 
+def _started_as(queue) -> None:
+    from freshness_pipeline.run_start import run_worker_start
+
+    queue.put(run_worker_start())
+
+
 def test_a_run_says_how_its_process_was_started():
-    assert run_worker_start() == "in process"  # pytest is nobody's child
-    # what a run worker sees: spawn's child is told `--multiprocessing-fork`
-    multiprocessing_child = "freshness_pipeline.run_start.multiprocessing.parent_process"
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(multiprocessing_child, lambda: object())
-        assert run_worker_start(["-c", "--multiprocessing-fork"]) == "spawn"
-        assert run_worker_start(["-c"]) == "forkserver"
+    """Through the real start methods: pytest is nobody's child; a spawned child's OS
+    parent is its multiprocessing parent; a fork server's child's is the fork server."""
+    assert run_worker_start() == "in process"
+    context = multiprocessing.get_context("spawn")
+    queue = context.Queue()
+    worker = context.Process(target=_started_as, args=(queue,))
+    worker.start()
+    assert queue.get(timeout=120) == "spawn"
+    worker.join(30)

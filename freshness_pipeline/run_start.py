@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import multiprocessing
 import multiprocessing.context
+import os
 import sys
 import threading
 from collections.abc import Sequence
@@ -74,14 +75,16 @@ def use_fork_server(run_start: str, argv: Sequence[str] | None = None) -> bool:
     return True
 
 
-def run_worker_start(argv: Sequence[str] | None = None) -> str:
+def run_worker_start() -> str:
     """How this run's process was started, for its materialization's metadata: `in
-    process` (a hand `dagster asset materialize`, tests), `spawn` (Dagster's own start, a
-    spawned child's argv ends with `--multiprocessing-fork`) or `forkserver`."""
-    if multiprocessing.parent_process() is None:
+    process` (a hand `dagster asset materialize`, tests), `spawn` (Dagster's own start) or
+    `forkserver`. Both children take the code server's argv, and both name the code server
+    as their multiprocessing parent; only a fork server's child has another process (the
+    fork server) as its parent in the operating system's sense."""
+    parent = multiprocessing.parent_process()
+    if parent is None:
         return "in process"
-    argv = sys.argv if argv is None else argv
-    return "spawn" if "--multiprocessing-fork" in argv else "forkserver"
+    return "spawn" if parent.pid == os.getppid() else "forkserver"
 
 
 class _ForkServerContext:
