@@ -141,3 +141,45 @@ def test_without_the_webserver_the_daemon_reaches_one_code_server_of_the_stack(t
         stack.stop()
     assert stack.process("code-server").poll() is not None
     assert not stack._code_socket.parent.exists()
+
+
+def test_a_run_that_ended_as_its_worker_exited_is_not_marked_lost(tmp_path: Path, monkeypatch):
+    """The supervisor lists started runs, then finds a worker gone: a run that wrote its
+    RUN_SUCCESS between the two stays a success; one still started is marked failed."""
+    from freshness_pipeline import stack
+
+    home = tmp_path / "dagster_home"
+    home.mkdir()
+    (home / "dagster.yaml").write_text((PROJECT_ROOT / "dagster.yaml").read_text())
+    before = datetime.now(timezone.utc)
+    with dg.DagsterInstance.from_config(str(home)) as instance:
+        finished = _add(instance, dg.DagsterRunStatus.STARTED)
+        lost = _add(instance, dg.DagsterRunStatus.STARTED)
+        monkeypatch.setattr(stack, "run_worker_pid", lambda _instance, run_id: 4_000_000)
+
+        def gone(_pid: int) -> bool:
+            # the worker of `finished` wrote its success just before it exited
+            run = instance.get_run_by_id(finished)
+            if run is not None and run.status == dg.DagsterRunStatus.STARTED:
+                instance.handle_new_event(_success_event(run))
+            return False
+
+        monkeypatch.setattr(stack, "pid_alive", gone)
+        events = stack.fail_runs_without_worker(instance, before)
+        assert events == [f"run {lost} lost its worker (pid 4000000); marked failed"]
+        assert instance.get_run_by_id(finished).status == dg.DagsterRunStatus.SUCCESS
+        assert instance.get_run_by_id(lost).status == dg.DagsterRunStatus.FAILURE
+
+
+def _success_event(run: DagsterRun):
+    from dagster._core.events.log import EventLogEntry
+
+    event = DagsterEvent(DagsterEventType.RUN_SUCCESS.value, job_name=run.job_name)
+    return EventLogEntry(
+        error_info=None,
+        level="INFO",
+        user_message="",
+        run_id=run.run_id,
+        timestamp=time.time(),
+        dagster_event=event,
+    )

@@ -166,6 +166,29 @@ def run_worker_pid(instance, run_id: str) -> int | None:
     return None
 
 
+def fail_runs_without_worker(instance, started_after: datetime) -> list[str]:
+    """Marks failed the runs Dagster still shows as started whose worker process is gone.
+    A run's status is read again once its worker is found gone: a worker that wrote its
+    RUN_SUCCESS and exited between the listing and the check is not a lost run (the soak
+    of 2026-11-25 22:06 saw a successful run marked failed that way)."""
+    import dagster as dg
+
+    events = []
+    started = dg.RunsFilter(statuses=[dg.DagsterRunStatus.STARTED], created_after=started_after)
+    for run in instance.get_runs(started):
+        pid = run_worker_pid(instance, run.run_id)
+        if pid is None or pid_alive(pid):
+            continue
+        current = instance.get_run_by_id(run.run_id)
+        if current is None or current.status != dg.DagsterRunStatus.STARTED:
+            continue  # it ended on its own before its worker exited
+        instance.report_run_failed(
+            current, message=f"run worker (pid {pid}) is gone; marked failed to retry"
+        )
+        events.append(f"run {run.run_id} lost its worker (pid {pid}); marked failed")
+    return events
+
+
 def free_slots_of_ended_runs(instance) -> list[str]:
     """Frees the pool slots still claimed by runs that have ended. A run whose worker was
     killed cannot free its own; Dagster's run monitoring does it too, but only on its poll
@@ -519,16 +542,7 @@ class Stack:
         if self._instance is None:
             self._instance = dg.DagsterInstance.from_config(str(self.dagster_home))
         instance = self._instance
-        started = dg.RunsFilter(
-            statuses=[dg.DagsterRunStatus.STARTED], created_after=self.started_at
-        )
-        for run in instance.get_runs(started):
-            pid = run_worker_pid(instance, run.run_id)
-            if pid is not None and not pid_alive(pid):
-                instance.report_run_failed(
-                    run, message=f"run worker (pid {pid}) is gone; marked failed to retry"
-                )
-                events.append(f"run {run.run_id} lost its worker (pid {pid}); marked failed")
+        events += fail_runs_without_worker(instance, self.started_at)
         events += free_slots_of_ended_runs(instance)
         return events
 
