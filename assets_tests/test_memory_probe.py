@@ -95,3 +95,20 @@ def test_without_frames_the_probe_samples_without_tracemalloc(tmp_path):
     assert second["grown_sites"] == [] and second["traced_mib"] == 0
     assert ["Leaky", 1_000, 1_000] in second["grown_types"]
     del kept
+
+
+def test_a_package_imported_after_the_start_is_named_with_who_imported_it(tmp_path):
+    """A step in a code server's memory is often a library imported late: the sample names
+    the package and the call path of its first import."""
+    import sys
+
+    probe = MemoryProbe(tmp_path / "probe.jsonl", 60)
+    assert "wave" not in sys.modules  # a stdlib package nothing here imports
+    _import_wave()
+    found = probe.sample()["late_imports"]
+    assert "wave" in found and "_import_wave" in found["wave"], found
+    assert "os" not in found  # imported before the probe started
+
+
+def _import_wave() -> None:
+    import wave  # noqa: F401

@@ -24,6 +24,7 @@ import os
 import sys
 import threading
 import time
+import traceback
 import tracemalloc
 from collections import Counter
 from collections.abc import Sequence
@@ -103,6 +104,30 @@ def type_growth(first: Counter[str], now: Counter[str], top: int = TOP_TYPES) ->
     return [list(row) for row in sorted(grown, key=lambda row: -row[2])[:top]]
 
 
+class LateImports:
+    """Top-level packages first imported after the probe started, each with the call path
+    of its first import: a code server that imports a large library in its 31st minute
+    (the soaks saw pandas arrive, ~60 MiB) shows a step, not a leak, and this names who
+    asked for it. An audit hook (it cannot be removed; it returns at once for a package
+    already seen)."""
+
+    def __init__(self, limit: int = 30) -> None:
+        self.known = {name.partition(".")[0] for name in sys.modules}
+        self.found: dict[str, str] = {}
+        self.limit = limit
+        sys.addaudithook(self._hook)
+
+    def _hook(self, event: str, args: tuple) -> None:
+        if event != "import":
+            return
+        top = str(args[0]).partition(".")[0]
+        if top in self.known:
+            return
+        self.known.add(top)
+        frames = traceback.format_stack(limit=self.limit)[:-1]  # without this hook
+        self.found[top] = "".join(frames)
+
+
 def _pyarrow_bytes() -> int | None:
     pyarrow = sys.modules.get("pyarrow")
     return None if pyarrow is None else int(pyarrow.total_allocated_bytes())
@@ -118,6 +143,7 @@ class MemoryProbe:
         self._first_types: Counter[str] | None = None
         self._started_at = time.monotonic()
         self.stopped = threading.Event()
+        self.late_imports = LateImports()
 
     def sample(self) -> dict:
         gc.collect()
@@ -166,6 +192,7 @@ class MemoryProbe:
             ],
             "grown_types": grown_types,
             "examples": examples,
+            "late_imports": dict(self.late_imports.found),
         }
 
     def run(self) -> None:
