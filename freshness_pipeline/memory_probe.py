@@ -45,6 +45,16 @@ def is_code_server(argv: Sequence[str]) -> bool:
     return ("api grpc" in words or "code-server" in words) and "execute" not in words
 
 
+def serves_code(argv: Sequence[str] | None = None) -> bool:
+    """This process is a code server itself, not one of its run workers: they take the
+    code server's argv (spawn and forkserver both hand it over), so the argv alone cannot
+    tell them apart; a run worker has a multiprocessing parent."""
+    return (
+        is_code_server(sys.argv if argv is None else argv)
+        and multiprocessing.parent_process() is None
+    )
+
+
 def rss_mib(pid: int | str = "self") -> float:
     """Resident memory of one process (this one by default), in MiB (0 if it is gone)."""
     try:
@@ -216,10 +226,8 @@ def start_if_requested(
     set; once per process (the definitions may be loaded more than once). `frames` 0: no
     tracemalloc."""
     global _started
-    if target is None or not is_code_server(sys.argv if argv is None else argv):
+    if target is None or not serves_code(argv):
         return None
-    if multiprocessing.parent_process() is not None:
-        return None  # a run worker: the code server spawns it with its own argv
     with _lock:
         if _started:
             return None

@@ -23,11 +23,10 @@ from __future__ import annotations
 import multiprocessing
 import multiprocessing.context
 import os
-import sys
 import threading
 from collections.abc import Sequence
 
-from freshness_pipeline.memory_probe import is_code_server
+from freshness_pipeline.memory_probe import serves_code
 
 RUN_STARTS = ("forkserver", "spawn")
 # What the fork server imports once: the definitions (and with them Dagster and PySpark).
@@ -61,10 +60,8 @@ def use_fork_server(run_start: str, argv: Sequence[str] | None = None) -> bool:
     which load the definitions without serving them)."""
     if run_start != "forkserver":
         return False
-    if not is_code_server(sys.argv if argv is None else argv):
-        return False
-    if multiprocessing.parent_process() is not None:
-        return False  # a run worker (a child of the code server or of its fork server)
+    if not serves_code(argv):
+        return False  # the CLI, tests, or a run worker (they take the code server's argv)
     fork_server_context()  # the preload is set before the fork server starts
     server = _server_class()
     if not isinstance(server.__dict__.get("_mp_ctx"), _ForkServerContext):
