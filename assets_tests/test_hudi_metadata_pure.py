@@ -63,3 +63,40 @@ def test_a_decreasing_arrival_column_is_found():
     assert arrival_regressions(ranges[:3]) == []
     text = ArrivalRegression("5", 250, 300).describe("price_raw", "ingested_at")
     assert "price_raw: commit 5 wrote ingested_at from 1970-01-01" in text
+
+
+@pytest.mark.parametrize("unit", ["us", "ns"])
+def test_a_commits_own_rows_are_ranged_without_pandas(tmp_path, unit: str):
+    """A copy-on-write merge's file also holds older rows: the range of one commit's own
+    rows, in epoch micros whatever the file's unit. Read in the code server every tick, so
+    it must not make pyarrow import pandas (a ~60 MiB step in a soak's code server)."""
+    import subprocess
+    import sys
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    path = tmp_path / "merged.parquet"
+    scale = 1000 if unit == "ns" else 1
+    pq.write_table(
+        pa.table(
+            {
+                "_hoodie_commit_time": ["20261123100000000", "20261123110000000"] * 2,
+                "arrival_ts": pa.array(
+                    [x * scale for x in (5, 70, 9, 40)], pa.timestamp(unit, "UTC")
+                ),
+            }
+        ),
+        path,
+    )
+    probe = (
+        "import sys\n"
+        "from freshness_pipeline.hudi_metadata import own_rows_arrival_range as r\n"
+        f"print(tuple(r({str(path)!r}, 'arrival_ts', '20261123110000000')))\n"
+        f"print(tuple(r({str(path)!r}, 'arrival_ts', '20261123120000000')))\n"
+        "print('pandas' in sys.modules)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True
+    ).stdout.split("\n")
+    assert out[:3] == ["(40, 70)", "(None, None)", "False"]

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Generic, NamedTuple, TypeVar
 
+import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
@@ -354,11 +355,22 @@ def _read_own_rows(uri: str | Location, column: str, instant: str) -> FooterRang
         if "_hoodie_commit_time" not in parquet.schema_arrow.names:
             return FooterRange(None, None)  # a table written without Hudi's meta fields
         table = parquet.read(columns=["_hoodie_commit_time", column])
-    own = table.filter(pc.equal(table["_hoodie_commit_time"], instant))[column]
-    if len(own) == 0 or own.null_count == len(own):
+    # No Python value enters pyarrow here (pc.equal(column, instant) would convert the str
+    # with pa.scalar, and pyarrow imports pandas for that: ~60 MiB appearing in the code
+    # server half an hour into a soak). The instant is picked out of the column's own
+    # distinct values, and the range read as integers.
+    commit_times = pc.unique(table["_hoodie_commit_time"])
+    names = commit_times.to_pylist()
+    if instant not in names:
         return FooterRange(None, None)
-    bounds = pc.min_max(own)
-    return FooterRange(_as_micros(bounds["min"].as_py()), _as_micros(bounds["max"].as_py()))
+    mine = commit_times.slice(names.index(instant), 1)
+    own = table.filter(pc.is_in(table["_hoodie_commit_time"], value_set=mine))[column]
+    if own.null_count == len(own):
+        return FooterRange(None, None)
+    if pa.types.is_timestamp(own.type):
+        own = pc.cast(own, pa.timestamp("us", own.type.tz), safe=False)
+    bounds = pc.min_max(pc.cast(own, pa.int64()))
+    return FooterRange(bounds["min"].as_py(), bounds["max"].as_py())
 
 
 def _as_micros(value: object) -> int:

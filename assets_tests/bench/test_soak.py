@@ -74,7 +74,7 @@ def test_report_judges_a_jvm_by_its_live_heap_after_gc():
         {"spark-service": steady, "ingest": leaking},
     )
     assert text.split("| spark-service |")[1].split("\n")[0].endswith("**no** |")  # RSS
-    heap_rows = text.split("what judges a JVM:")[1]
+    heap_rows = text.split("judges a JVM, unless it is read at rest (below):")[1]
     assert heap_rows.split("| spark-service |")[1].split("\n")[0].endswith("yes |")
     assert heap_rows.split("| ingest |")[1].split("\n")[0].endswith("**no** |")
     assert "Live heap" not in report(60, 2000, {}, {}, {"SUCCESS": 1}, [])
@@ -90,7 +90,7 @@ def test_a_jvm_is_judged_by_the_floor_of_its_live_heap_not_by_runs_in_flight():
         60, 2000, {}, {}, {"SUCCESS": 1}, [], None,
         {"spark-service": in_flight, "ingest": rising_floor},
     )  # fmt: skip
-    heap_rows = text.split("what judges a JVM:")[1]
+    heap_rows = text.split("judges a JVM, unless it is read at rest (below):")[1]
     service = heap_rows.split("| spark-service |")[1].split("\n")[0]
     assert service.endswith("yes |") and "400 / 900" in service, service
     assert heap_rows.split("| ingest |")[1].split("\n")[0].endswith("**no** |")
@@ -187,3 +187,76 @@ def test_report_names_what_grew_in_a_jvm():
     assert "| `org.example.Session` | 2.0 | 250.0 | 10 | 100 |" in section
     nothing = report(60, 2000, {}, {}, {"SUCCESS": 1}, [], growth={"spark-service": (10, 60, [])})
     assert "(nothing grew)" in nothing
+
+
+def test_a_rest_reading_pauses_launches_until_nothing_is_in_flight():
+    """The daemon's process group is stopped while runs in flight end, the JVM read at rest,
+    and the daemon resumed (also when the reading fails)."""
+    import subprocess
+
+    import pytest
+
+    from freshness_pipeline.bench.soak import rest_reading
+
+    daemon = subprocess.Popen(["sleep", "60"], start_new_session=True)
+    try:
+        states: list[str] = []
+
+        def state() -> str:
+            return Path(f"/proc/{daemon.pid}/stat").read_text().split(") ")[1][0]
+
+        left = iter([2, 1, 0])
+
+        def in_flight() -> int:
+            states.append(state())
+            return next(left)
+
+        reading = rest_reading(
+            daemon.pid, {"spark-service": 11}, in_flight, 15.0,
+            read_live=lambda pid: 300.0 + pid, at_rest=lambda: states.append(state()),
+            poll_s=0.01,
+        )  # fmt: skip
+        assert states == ["T", "T", "T", "T"]  # stopped throughout
+        assert state() != "T"  # and running again
+        assert reading.live_mib == {"spark-service": 311.0} and reading.in_flight == 0
+
+        stuck = rest_reading(
+            daemon.pid, {"spark-service": 11}, lambda: 3, 30.0,
+            read_live=lambda pid: 500.0, wait_s=0.05, poll_s=0.01,
+        )  # fmt: skip
+        assert stuck.in_flight == 3 and state() != "T"
+
+        def broken() -> None:
+            raise RuntimeError("jcmd failed")
+
+        with pytest.raises(RuntimeError):
+            rest_reading(daemon.pid, {}, lambda: 0, 45.0, at_rest=broken)
+        assert state() != "T"
+    finally:
+        daemon.kill()
+        daemon.wait()
+
+
+def test_the_jvm_that_runs_the_jobs_is_judged_at_rest():
+    """Under load its floor rose with the runs in flight; at rest it is flat, and that is
+    its verdict. A heap at rest that rises is a leak."""
+    from freshness_pipeline.bench.soak import RestReading
+
+    rising_floor = [(t * 120.0, 400.0 + 10 * t) for t in range(30)]
+    flat = [RestReading(m, {"spark-service": v}, 40.0, 0) for m, v in ((15, 300), (60, 320))]
+    text = report(
+        60, 2000, {}, {}, {"SUCCESS": 1}, [], None, {"spark-service": rising_floor},
+        rest=flat,
+    )  # fmt: skip
+    under_load = text.split("unless it is read at rest (below):")[1].split("at rest**")[0]
+    assert under_load.split("| spark-service |")[1].split("\n")[0].endswith("judged at rest |")
+    at_rest = text.split("at rest**")[1]
+    row = at_rest.split("| spark-service |")[1].split("\n")[0]
+    assert row == " 300 | 320 | yes |" and "minute 15 (40 s)" in at_rest
+    leaking = [
+        RestReading(15, {"spark-service": 300}, 40.0, 0),
+        RestReading(60, {"spark-service": 400}, 250.0, 2),
+    ]
+    text = report(60, 2000, {}, {}, {"SUCCESS": 1}, [], None, None, rest=leaking)
+    assert text.split("| spark-service |")[-1].split("\n")[0].endswith("**no** |")
+    assert "minute 60 (2 runs)" in text

@@ -20,13 +20,17 @@ figure.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import re
+import signal
 import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, replace
+from datetime import datetime
 from pathlib import Path
 
 from freshness_pipeline.bench.memory import (
@@ -61,6 +65,15 @@ JVM_TREES = ("spark-service", "ingest")  # whose live heap is read after a force
 # Memory is flat when the last sixth's median is within this of the second sixth's (the
 # first holds the warm-up: heaps growing, caches filling).
 FLAT_RATIO = 1.15
+# A JVM that runs the jobs holds their data while they are in flight, and under a live
+# stream something always is (three runs, a clustering): its live heap under load swings
+# by hundreds of MiB with what is in flight, and its floor rises as runs grow with the
+# load. What a leak raises is the heap at rest, so these JVMs are read, and judged, with no
+# run in flight: the daemon is paused (no launch), the runs in flight end, one reading,
+# the daemon resumes. Ingestion and the stream go on meanwhile.
+REST_TREES = ("spark-service",)
+REST_EVERY_MIN = 15.0
+REST_WAIT_S = 300.0  # the longest a rest reading waits for the runs in flight to end
 
 
 @dataclass(frozen=True)
@@ -254,6 +267,98 @@ def _error_chain(error) -> str:
     return " <- caused by: ".join(parts)
 
 
+@dataclass(frozen=True)
+class RestReading:
+    minute: float
+    live_mib: dict[str, float]  # JVM tree -> live heap after a full GC, no run in flight
+    waited_s: float  # from the daemon's pause to the last run in flight ending
+    in_flight: int  # runs still in flight when the wait gave up (0: a true rest)
+
+
+def runs_in_flight(home: Path, since: datetime) -> int:
+    """Runs of this stack that are starting, running or being canceled."""
+    import dagster as dg
+
+    statuses = [
+        dg.DagsterRunStatus.STARTING,
+        dg.DagsterRunStatus.STARTED,
+        dg.DagsterRunStatus.CANCELING,
+    ]
+    with dg.DagsterInstance.from_config(str(home)) as instance:
+        return len(instance.get_runs(dg.RunsFilter(statuses=statuses, created_after=since)))
+
+
+@contextlib.contextmanager
+def launches_paused(daemon_pid: int) -> Iterator[None]:
+    """No sensor tick and no launch from the queue while inside: the daemon's process group
+    is stopped (SIGSTOP) and resumed (SIGCONT) on the way out, whatever happens inside."""
+    os.killpg(daemon_pid, signal.SIGSTOP)
+    try:
+        yield
+    finally:
+        os.killpg(daemon_pid, signal.SIGCONT)
+
+
+def rest_reading(
+    daemon_pid: int,
+    jvm_pids: dict[str, int],
+    in_flight,
+    minute: float,
+    read_live=live_heap_mib,
+    at_rest=None,
+    wait_s: float = REST_WAIT_S,
+    poll_s: float = 2.0,
+) -> RestReading:
+    """Pauses launches, waits (up to `wait_s`) for `in_flight()` to reach 0, reads each JVM's
+    live heap, calls `at_rest()` (e.g. a class histogram) and resumes launches."""
+    with launches_paused(daemon_pid):
+        started = time.monotonic()
+        left = in_flight()
+        while left and time.monotonic() - started < wait_s:
+            time.sleep(poll_s)
+            left = in_flight()
+        waited = time.monotonic() - started
+        live = {name: mib for name, pid in jvm_pids.items() if (mib := read_live(pid)) is not None}
+        if at_rest is not None:
+            at_rest()
+    return RestReading(minute, live, round(waited, 1), left)
+
+
+def rest_lines(readings: list[RestReading]) -> list[str]:
+    """The at-rest table and its verdict: flat when the last reading is within FLAT_RATIO of
+    the first (taken after the warm-up sixth)."""
+    names = [n for n in REST_TREES if any(n in r.live_mib for r in readings)]
+    if not names:
+        return []
+    lines = [
+        "",
+        "Live heap **at rest**, which judges the JVMs that run the jobs: the daemon paused "
+        "(no launch) until no run was in flight, then a forced full GC; the stream and "
+        "ingestion went on. MiB at each reading, with the wait for the runs in flight "
+        "to end:",
+        "",
+        "| JVM tree | "
+        + " | ".join(f"minute {r.minute:.0f} ({r.waited_s:.0f} s)" for r in readings)
+        + " | flat |",
+        "|---|" + "---|" * (len(readings) + 1),
+    ]
+    for name in names:
+        values = [r.live_mib.get(name) for r in readings]
+        known = [v for v in values if v is not None]
+        flat = len(known) >= 2 and known[-1] <= known[0] * FLAT_RATIO
+        cells = " | ".join("-" if v is None else f"{v:.0f}" for v in values)
+        lines.append(f"| {name} | {cells} | {'yes' if flat else '**no**'} |")
+    unrested = [r for r in readings if r.in_flight]
+    if unrested:
+        lines += [
+            "",
+            "Not at rest (runs still in flight when the wait gave up): "
+            + ", ".join(f"minute {r.minute:.0f} ({r.in_flight} runs)" for r in unrested)
+            + ".",
+        ]
+    return lines
+
+
 def _windows(
     values: list[tuple[float, float]], total_s: float, parts: int = 6, stat=statistics.median
 ) -> list:
@@ -278,6 +383,7 @@ def report(
     failures: list[str] | None = None,
     timings: dict[str, EdgeTimes] | None = None,
     growth: dict[str, tuple[float, float, list[ClassGrowth]]] | None = None,
+    rest: list[RestReading] | None = None,
 ) -> str:
     total_s = minutes * 60
     lines = [
@@ -311,8 +417,8 @@ def report(
             "forced full GC (`jcmd GC.run`, every few samples), MiB per sixth as floor / "
             "median. A reading also holds the data of the runs in flight at that moment, "
             "which swings the median by hundreds of MiB from one reading to the next; the "
-            "floor (the reading with the least in flight) is what a leak raises, and it is "
-            "what judges a JVM:",
+            "floor (the reading with the least in flight) judges a JVM, unless it is read "
+            "at rest (below):",
             "",
             "| JVM tree | " + " | ".join(f"sixth {i + 1}" for i in range(6)) + " | flat |",
             "|---|" + "---|" * 7,
@@ -326,13 +432,19 @@ def report(
                 "-" if f is None else f"{f:.0f} / {m:.0f}"
                 for f, m in zip(floors, medians, strict=True)
             )
-            lines.append(f"| {name} | {cells} | {'yes' if flat else '**no**'} |")
+            verdict = "yes" if flat else "**no**"
+            if rest and name in REST_TREES:
+                verdict = "judged at rest"
+            lines.append(f"| {name} | {cells} | {verdict} |")
+    lines += rest_lines(rest or [])
     for name, (start_min, end_min, rows) in (growth or {}).items():
         lines += [
             "",
             f"What grew in {name}'s live heap from minute {start_min:.0f} to minute "
-            f"{end_min:.0f} (`jcmd GC.class_histogram`, after a full GC; the listings are "
-            "kept in the soak's logs folder), the classes that grew most:",
+            f"{end_min:.0f} (`jcmd GC.class_histogram`, after a full GC"
+            + (", both at rest" if rest else "")
+            + "; the listings are kept in the soak's logs folder), the classes that grew "
+            "most:",
             "",
             "| class | MiB before | MiB after | instances before | instances after |",
             "|---|---|---|---|---|",
@@ -412,6 +524,13 @@ def main(argv: list[str] | None = None) -> int:
         default=4,
         help="samples between live-heap readings (4: every 2 minutes, five a sixth)",
     )
+    parser.add_argument(
+        "--rest-every",
+        type=float,
+        default=REST_EVERY_MIN,
+        help="minutes between readings at rest of the JVMs that run the jobs, and one at the "
+        "end (0: none, they are judged by their floor under load)",
+    )
     args = parser.parse_args(argv)
 
     from freshness_pipeline.stack import Stack, StackConfig, StopFlag
@@ -452,8 +571,41 @@ def main(argv: list[str] | None = None) -> int:
         return parse_class_histogram(text)
 
     tables: dict[str, list[tuple[float, TableStats]]] = {t: [] for t in (*RAW_TABLES, *JOBS)}
+    rest: list[RestReading] = []
+    rest_listings: dict[str, list[tuple[float, dict[str, tuple[int, int]]]]] = {}
+    # Read at rest, a JVM's class listings are taken at the first and last rest readings
+    # (nothing in flight in either), instead of at a time under load.
+    histogram_at_rest = args.rest_every > 0
+
+    def _rest(elapsed: float) -> None:
+        pids = stack.pids()
+        jvms = {name: pids[name] for name in REST_TREES if name in pids}
+
+        def histograms() -> None:
+            for name in HISTOGRAM_TREES:
+                if name in jvms:
+                    rest_listings.setdefault(name, []).append(
+                        (elapsed, _histogram(jvms[name], name, elapsed))
+                    )
+
+        reading = rest_reading(
+            pids["dagster"],
+            jvms,
+            lambda: runs_in_flight(home, stack.started_at),
+            elapsed / 60,
+            at_rest=histograms,
+        )
+        rest.append(reading)
+        print(
+            f"{elapsed / 60:5.1f} min: at rest after {reading.waited_s:.0f} s "
+            f"({reading.in_flight} in flight): "
+            + ", ".join(f"{n} {v:.0f} MiB" for n, v in reading.live_mib.items()),
+            flush=True,
+        )
+
     with stack:
         started = time.monotonic()
+        next_rest_s = args.rest_every * 60
         while not stop() and time.monotonic() - started < args.minutes * 60:
             elapsed = time.monotonic() - started
             pids = stack.pids()
@@ -474,7 +626,8 @@ def main(argv: list[str] | None = None) -> int:
                     if live is not None:
                         heap.setdefault(name, []).append((elapsed, live))
                     warm = elapsed >= min(HISTOGRAM_START_S, args.minutes * 30)
-                    if name in HISTOGRAM_TREES and name not in first_histogram and warm:
+                    listed = name in first_histogram or histogram_at_rest
+                    if name in HISTOGRAM_TREES and not listed and warm:
                         first_histogram[name] = (elapsed, _histogram(pid, name, elapsed))
             samples_taken += 1
             for table, samples in tables.items():
@@ -494,16 +647,34 @@ def main(argv: list[str] | None = None) -> int:
                 flush=True,
             )
             restarts += stack.supervise()
+            if args.rest_every > 0 and time.monotonic() - started >= next_rest_s:
+                _rest(time.monotonic() - started)
+                next_rest_s += args.rest_every * 60
             stop.wait(args.interval)
-        growth = {
-            name: (
-                start / 60,
-                (end := time.monotonic() - started) / 60,
-                histogram_growth(before, _histogram(stack.pids()[name], name, end)),
-            )
-            for name, (start, before) in first_histogram.items()
-            if name in stack.pids()
-        }
+        if args.rest_every > 0 and not stop():
+            _rest(time.monotonic() - started)
+        end = time.monotonic() - started
+        if histogram_at_rest:
+            # The first and the last listing at rest: nothing in flight in either.
+            growth = {
+                name: (
+                    listed[0][0] / 60,
+                    listed[-1][0] / 60,
+                    histogram_growth(listed[0][1], listed[-1][1]),
+                )
+                for name, listed in rest_listings.items()
+                if len(listed) >= 2
+            }
+        else:
+            growth = {
+                name: (
+                    start / 60,
+                    end / 60,
+                    histogram_growth(before, _histogram(stack.pids()[name], name, end)),
+                )
+                for name, (start, before) in first_histogram.items()
+                if name in stack.pids()
+            }
         runs = run_counts(home)
         clustering = clustering_run_counts(home)
         failures = failed_runs(home)
@@ -520,6 +691,7 @@ def main(argv: list[str] | None = None) -> int:
         failures,
         timings,
         growth,
+        rest,
     )
     print(text)
     if args.report:
