@@ -408,6 +408,8 @@ def report(
         )
         cells = " | ".join("-" if m is None else f"{m:.0f}" for m in medians)
         verdict = "not judged" if name == RUN_WORKERS else ("yes" if flat else "**no**")
+        if heap and name in heap:
+            verdict = "by live heap"  # a JVM's RSS grows toward -Xmx (below)
         lines.append(f"| {name} | {cells} | {verdict} |")
     if heap:
         lines += [
