@@ -65,11 +65,13 @@ def test_a_decreasing_arrival_column_is_found():
     assert "price_raw: commit 5 wrote ingested_at from 1970-01-01" in text
 
 
-@pytest.mark.parametrize("unit", ["us", "ns"])
-def test_a_commits_own_rows_are_ranged_without_pandas(tmp_path, unit: str):
-    """A copy-on-write merge's file also holds older rows: the range of one commit's own
-    rows, in epoch micros whatever the file's unit. Read in the code server every tick, so
-    it must not make pyarrow import pandas (a ~60 MiB step in a soak's code server)."""
+@pytest.mark.parametrize("unit", ["ms", "us", "ns"])
+def test_arrival_ranges_are_read_without_pandas(tmp_path, unit: str):
+    """A file's range from its footer, and one commit's own rows in a file a copy-on-write
+    merge rewrote (it also holds older rows), in epoch micros whatever the file's unit.
+    Read in the code server every tick, so neither may make pyarrow import pandas (it does
+    for a UTC timestamp's statistics or a Python value in a compute call: a ~60 MiB step in
+    a soak's code server)."""
     import subprocess
     import sys
 
@@ -77,13 +79,13 @@ def test_a_commits_own_rows_are_ranged_without_pandas(tmp_path, unit: str):
     import pyarrow.parquet as pq
 
     path = tmp_path / "merged.parquet"
-    scale = 1000 if unit == "ns" else 1
+    per_ms = {"ms": 1, "us": 1000, "ns": 1_000_000}[unit]
     pq.write_table(
         pa.table(
             {
                 "_hoodie_commit_time": ["20261123100000000", "20261123110000000"] * 2,
                 "arrival_ts": pa.array(
-                    [x * scale for x in (5, 70, 9, 40)], pa.timestamp(unit, "UTC")
+                    [x * per_ms for x in (5, 70, 9, 40)], pa.timestamp(unit, "UTC")
                 ),
             }
         ),
@@ -91,7 +93,9 @@ def test_a_commits_own_rows_are_ranged_without_pandas(tmp_path, unit: str):
     )
     probe = (
         "import sys\n"
+        "from freshness_pipeline.hudi_metadata import footer_arrival_range as f\n"
         "from freshness_pipeline.hudi_metadata import own_rows_arrival_range as r\n"
+        f"print(tuple(f({str(path)!r}, 'arrival_ts')))\n"
         f"print(tuple(r({str(path)!r}, 'arrival_ts', '20261123110000000')))\n"
         f"print(tuple(r({str(path)!r}, 'arrival_ts', '20261123120000000')))\n"
         "print('pandas' in sys.modules)\n"
@@ -99,4 +103,4 @@ def test_a_commits_own_rows_are_ranged_without_pandas(tmp_path, unit: str):
     out = subprocess.run(
         [sys.executable, "-c", probe], capture_output=True, text=True, check=True
     ).stdout.split("\n")
-    assert out[:3] == ["(40, 70)", "(None, None)", "False"]
+    assert out[:4] == ["(5000, 70000)", "(40000, 70000)", "(None, None)", "False"]

@@ -400,8 +400,34 @@ def test_a_chained_run_refreshes_the_jobs_descendants_in_one_run():
         assert all(r.asset_selection == [dg.AssetKey(r.tags[ASSET_TAG])] for r in both)
         assert all("freshness/chained" not in r.tags for r in both)
 
-        _, unchained = tick(lake, instance)  # off by default
+        _, unchained = tick(lake, instance, chain_first_runs=False)  # off by default
         assert unchained[0].asset_selection == [dg.AssetKey("trade_aggr")]
+
+
+def test_a_run_chains_the_descendants_never_materialized_and_only_those():
+    """FRESHNESS_CHAIN_FIRST_RUNS (on by default): on a new lakehouse a run also makes its
+    descendants' first materializations; a descendant that already has a table is left
+    to its own run, and so is what would need it first."""
+    lake = raw_lake()
+    lake.add(FakeTable("price_aggr", T0 + 60 * S))  # up to date: only trade_aggr runs
+    with dg.instance_for_test() as instance:
+        _, (request,) = tick(lake, instance)
+        chain = ["market_features", "enriched_features", "sector_vwap", "industry_spike"]
+        assert request.asset_selection == [dg.AssetKey(n) for n in ["trade_aggr", *chain]]
+        assert request.tags["freshness/chained"] == ",".join(chain)
+
+        lake.add(FakeTable("market_features", T0))
+        lake.add(FakeTable("enriched_features", T0))
+        lake.add(FakeTable("sector_vwap", T0))
+        _, (request,) = tick(lake, instance)
+        assert request.asset_selection == [dg.AssetKey("trade_aggr")]  # nothing new below
+
+        # every table exists: nothing chained, as without the setting
+        lake.add(FakeTable("industry_spike", T0))
+        lake.add(FakeTable("trade_aggr", T0))
+        result, requests = tick(lake, instance)
+        assert requests and all(len(r.asset_selection) == 1 for r in requests)
+        assert all("freshness/chained" not in r.tags for r in requests)
 
 
 def test_a_chained_run_takes_one_slot_and_holds_its_jobs():
@@ -421,5 +447,5 @@ def test_a_chained_run_takes_one_slot_and_holds_its_jobs():
         # and price_aggr's run chains nothing its running sibling holds
         assert requests[0].asset_selection == [dg.AssetKey("price_aggr")]
         # Without chaining, each running job counts as a run (two running: no slot).
-        result, requests = tick(raw_lake(), instance, k=2)
+        result, requests = tick(raw_lake(), instance, k=2, chain_first_runs=False)
         assert requests == [] and result.free_slots == 0

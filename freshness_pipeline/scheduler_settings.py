@@ -46,6 +46,15 @@ class SchedulerSettings:
     # A run of a job also refreshes its descendants, in one Dagster run (catalog.
     # chained_descendants): one launch for the chain instead of one per table.
     chain_descendants: bool = False
+    # Chaining for the descendants never materialized only (a new lakehouse's first runs):
+    # every table exists within one chain of the start, not one tick, launch and slot each.
+    chain_first_runs: bool = True
+
+    @property
+    def chains(self) -> bool:
+        """Whether a sensor run may carry descendants (so a running run may hold several
+        jobs in one slot)."""
+        return self.chain_descendants or self.chain_first_runs
 
     def __post_init__(self) -> None:
         if self.policy not in POLICIES:

@@ -293,7 +293,7 @@ def plan_tick(
         settings.max_wait_s,
         settings.first_runs_first,
         # a chained run holds several jobs in one slot of the run queue
-        active_job_runs(active) if settings.chain_descendants else None,
+        active_job_runs(active) if settings.chains else None,
     )
     launched = {c.job for c in result.launches}
     unstarted = {job for job, t_done in t_dones.items() if t_done is None}
@@ -304,8 +304,14 @@ def plan_tick(
             fitted[c.job],
             attempts[c.job],
             tuple(sources[c.job]),
-            chained_descendants(c.job, busy, launched, unstarted)
-            if settings.chain_descendants
+            chained_descendants(
+                c.job,
+                busy,
+                launched,
+                unstarted,
+                only=None if settings.chain_descendants else unstarted,
+            )
+            if settings.chains
             else (),
         )
         for c in result.launches

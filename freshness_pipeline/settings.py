@@ -306,6 +306,12 @@ SETTINGS: tuple[Setting, ...] = (
             "run (each step processes what its inputs hold when it starts): one run's "
             "launch for the chain instead of one per table (experiment variant `pmb_chained`)",
             "true or false", _bool),
+    Setting("FRESHNESS_CHAIN_FIRST_RUNS", "true",
+            "a sensor run of a job also materializes, in the same Dagster run, those of its "
+            "descendants that were never materialized, so a new lakehouse's tables exist "
+            "without a tick, a launch and a free slot to wait for between them (issue 18 "
+            "item 5); once every table exists it changes nothing",
+            "true or false", _bool),
     Setting("FRESHNESS_STALENESS_TARGET_S", "300",
             "how stale (now minus the newest arrival a table reflects, METHOD 1) a derived "
             "table may get: each asset's Dagster freshness policy fails past it, and the "
@@ -585,6 +591,7 @@ def load_settings(
             max_wait_s=values["FRESHNESS_MAX_WAIT_S"],
             first_runs_first=values["FRESHNESS_FIRST_RUNS_FIRST"],
             chain_descendants=values["FRESHNESS_CHAIN_DESCENDANTS"],
+            chain_first_runs=values["FRESHNESS_CHAIN_FIRST_RUNS"],
         )
         staleness_target = StalenessTarget(
             fail_s=values["FRESHNESS_STALENESS_TARGET_S"],

@@ -132,7 +132,11 @@ def downstream_of(job: str, t_dones: dict[str, int | None]) -> tuple[Downstream,
 
 
 def chained_descendants(
-    job: str, busy: Collection[str], launched: Collection[str], unstarted: Collection[str] = ()
+    job: str,
+    busy: Collection[str],
+    launched: Collection[str],
+    unstarted: Collection[str] = (),
+    only: Collection[str] | None = None,
 ) -> tuple[str, ...]:
     """The descendants of `job` a run of it also refreshes when runs are chained
     (FRESHNESS_CHAIN_DESCENDANTS), in pipeline order: Dagster runs each after its inputs'
@@ -143,10 +147,13 @@ def chained_descendants(
     need a run of its own after it), or with an input outside the chain that has no
     watermark yet (`unstarted`: the step could not run; found by the long experiment,
     where a first chained run of price_aggr failed in market_features for want of
-    trade_aggr)."""
+    trade_aggr). With `only` (FRESHNESS_CHAIN_FIRST_RUNS: the jobs never materialized),
+    a descendant outside it is not chained, nor anything that would need it first."""
     chain = [job]
     for spec in JOBS.values():
         if spec.name == job or spec.name in busy or spec.name in launched:
+            continue
+        if only is not None and spec.name not in only:
             continue
         job_inputs = [t for t in spec.inputs if t in JOBS]
         if not any(t in chain for t in job_inputs):
