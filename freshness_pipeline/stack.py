@@ -142,6 +142,21 @@ class StackConfig:
     env: dict[str, str] = field(default_factory=dict)  # e.g. FRESHNESS_POLICY, lakehouse
 
 
+def in_flight_filter(since: datetime):
+    """Dagster's filter for the runs created since `since` that are starting, running or
+    being canceled."""
+    import dagster as dg
+
+    return dg.RunsFilter(
+        statuses=[
+            dg.DagsterRunStatus.STARTING,
+            dg.DagsterRunStatus.STARTED,
+            dg.DagsterRunStatus.CANCELING,
+        ],
+        created_after=since,
+    )
+
+
 def pid_alive(pid: int) -> bool:
     """A live process (a zombie counts as gone)."""
     try:
@@ -586,9 +601,7 @@ class Stack:
         def ours(*statuses: dg.DagsterRunStatus) -> dg.RunsFilter:
             return dg.RunsFilter(statuses=list(statuses), created_after=self.started_at)
 
-        active = ours(
-            dg.DagsterRunStatus.STARTING, dg.DagsterRunStatus.STARTED, dg.DagsterRunStatus.CANCELING
-        )
+        active = in_flight_filter(self.started_at)
         if not (self.dagster_home / "dagster.yaml").exists():
             return
         with dg.DagsterInstance.from_config(str(self.dagster_home)) as instance:

@@ -30,7 +30,6 @@ import tempfile
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
-from datetime import datetime
 from pathlib import Path
 
 from freshness_pipeline.bench.memory import (
@@ -273,19 +272,6 @@ class RestReading:
     live_mib: dict[str, float]  # JVM tree -> live heap after a full GC, no run in flight
     waited_s: float  # from the daemon's pause to the last run in flight ending
     in_flight: int  # runs still in flight when the wait gave up (0: a true rest)
-
-
-def runs_in_flight(home: Path, since: datetime) -> int:
-    """Runs of this stack that are starting, running or being canceled."""
-    import dagster as dg
-
-    statuses = [
-        dg.DagsterRunStatus.STARTING,
-        dg.DagsterRunStatus.STARTED,
-        dg.DagsterRunStatus.CANCELING,
-    ]
-    with dg.DagsterInstance.from_config(str(home)) as instance:
-        return len(instance.get_runs(dg.RunsFilter(statuses=statuses, created_after=since)))
 
 
 @contextlib.contextmanager
@@ -590,13 +576,19 @@ def main(argv: list[str] | None = None) -> int:
                         (elapsed, _histogram(jvms[name], name, elapsed))
                     )
 
-        reading = rest_reading(
-            pids["dagster"],
-            jvms,
-            lambda: runs_in_flight(home, stack.started_at),
-            elapsed / 60,
-            at_rest=histograms,
-        )
+        import dagster as dg
+
+        from freshness_pipeline.stack import in_flight_filter
+
+        in_flight = in_flight_filter(stack.started_at)
+        with dg.DagsterInstance.from_config(str(home)) as instance:
+            reading = rest_reading(
+                pids["dagster"],
+                jvms,
+                lambda: len(instance.get_runs(in_flight)),
+                elapsed / 60,
+                at_rest=histograms,
+            )
         rest.append(reading)
         print(
             f"{elapsed / 60:5.1f} min: at rest after {reading.waited_s:.0f} s "
