@@ -280,9 +280,33 @@ def launches_paused(daemon_pid: int) -> Iterator[None]:
     is stopped (SIGSTOP) and resumed (SIGCONT) on the way out, whatever happens inside."""
     os.killpg(daemon_pid, signal.SIGSTOP)
     try:
+        # SIGSTOP is delivered asynchronously: a process in uninterruptible sleep (D) stops
+        # only when it leaves it, so wait until the whole group shows as stopped.
+        _wait_group_stopped(daemon_pid)
         yield
     finally:
         os.killpg(daemon_pid, signal.SIGCONT)
+
+
+def _group_states(pgid: int) -> list[str]:
+    """The state letter of every live process in process group `pgid` (from /proc)."""
+    states = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(") ", 1)[1].split()
+        except (OSError, IndexError):
+            continue  # the process ended while we looked
+        if int(fields[2]) == pgid:
+            states.append(fields[0])
+    return states
+
+
+def _wait_group_stopped(pgid: int, timeout_s: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while any(state not in "tTZX" for state in _group_states(pgid)):
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"process group {pgid} not stopped {timeout_s:.0f} s after SIGSTOP")
+        time.sleep(0.01)
 
 
 def rest_reading(
