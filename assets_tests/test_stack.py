@@ -131,6 +131,9 @@ def test_without_the_webserver_the_daemon_reaches_one_code_server_of_the_stack(t
             repository = location.get_repository("__repository__")
             assert repository.has_sensor("freshness_sensor")
         server = stack.process("code-server")
+        environ = Path(f"/proc/{server.pid}/environ").read_bytes().split(b"\0")
+        assert b"MALLOC_ARENA_MAX=2" in environ
+        assert b"ARROW_DEFAULT_MEMORY_POOL=system" in environ
         # Killed, it is started again on the same socket by the supervisor.
         server.kill()
         server.wait()
@@ -183,3 +186,15 @@ def _success_event(run: DagsterRun):
         timestamp=time.time(),
         dagster_event=event,
     )
+
+
+def test_the_code_servers_allocator_settings_yield_to_the_users():
+    from freshness_pipeline.stack import code_server_environment
+
+    assert code_server_environment({"PATH": "/bin"}) == {
+        "PATH": "/bin",
+        "MALLOC_ARENA_MAX": "2",
+        "ARROW_DEFAULT_MEMORY_POOL": "system",
+    }
+    mine = code_server_environment({"MALLOC_ARENA_MAX": "8"})
+    assert mine["MALLOC_ARENA_MAX"] == "8"

@@ -84,6 +84,19 @@ def spawn(
     )
 
 
+# The code server lives as long as the stack and reads footers and timelines on ten threads
+# (gRPC, hudi-rs): glibc gives each thread an arena of its own, and pyarrow's default pool
+# (mimalloc here) keeps freed pages for itself, so its RSS crept with nothing alive behind it
+# (a soak: +48 MiB after malloc_trim over an hour while its Python objects stayed flat,
+# docs/RELIABILITY.md). Two arenas and pyarrow on the system allocator; a value the user
+# set wins. Its run workers (forked from it) inherit both.
+CODE_SERVER_ALLOCATOR_ENV = {"MALLOC_ARENA_MAX": "2", "ARROW_DEFAULT_MEMORY_POOL": "system"}
+
+
+def code_server_environment(env: dict[str, str]) -> dict[str, str]:
+    return {**CODE_SERVER_ALLOCATOR_ENV, **env}
+
+
 def stop_child(name: str, proc: subprocess.Popen, timeout: float) -> None:
     """SIGINT (a clean stop), then SIGTERM and SIGKILL to its process group if it hangs."""
     if proc.poll() is not None:
@@ -537,6 +550,8 @@ class Stack:
     def _child_env(self, name: str) -> dict[str, str]:
         if name == "ingest":
             return {k: v for k, v in self.env.items() if k != "FRESHNESS_SPARK_REMOTE"}
+        if name == "code-server":
+            return code_server_environment(self.env)
         return self.env
 
     def _child_cwd(self, name: str) -> Path:
