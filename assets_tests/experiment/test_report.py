@@ -254,3 +254,28 @@ def test_phases_are_summarized_per_job_over_successful_runs(tmp_path: Path):
     assert "| price_aggr | 1 | 0.50 | - | - |" in rows
     assert not any("market_features" in row for row in rows)
     assert phase_rows([]) == ["No run recorded its phases."]
+
+
+def _plan(candidates: int, files: int, pending: int, mib: float, b: float, c: float, e: float):
+    from freshness_pipeline.run_plan import RunPlan
+
+    return RunPlan(
+        asset="trade_aggr", cutoff_u=2, t_done_us=1, file_count=files, pending_files=pending,
+        scan_bytes=int(mib * 2**20), policy="pmb", gain_s=10.0, cost_s=e, eta=10.0 / e,
+        candidates=candidates, cost_a_s=e - b * mib - c * files, cost_b_s_per_mib=b,
+        cost_c_s_per_file=c, cost_model="fit:three_term", cost_fit="",
+    )  # fmt: skip
+
+
+def test_why_no_subset_counts_single_cutoffs_and_the_set_dependent_cost():
+    from freshness_pipeline.experiment.report import subset_reason_rows
+
+    plans = {
+        "pmb": [
+            _plan(1, 26, 26, 1.0, 0.0, 0.0, 20.0),  # one cutoff: nothing to choose
+            _plan(3, 52, 52, 2.0, 1.0, 0.1, 20.0),  # set-dependent 2 + 5.2 = 7.2 s
+            _plan(4, 10, 52, 1.0, 2.0, 0.0, 10.0),  # a subset; 2 s of 10
+        ]
+    }
+    [_, _, row] = subset_reason_rows(plans, ["pmb", "random"])
+    assert row == "| pmb | 3 | 1 | 2 | 1 | 20.00 | 2.000 | 20.0% |"
