@@ -35,16 +35,17 @@ def stop_process_group(
             continue
 
 
-def _group_pids(pgid: int) -> list[int]:
-    pids = []
+def group_states(pgid: int) -> dict[int, str]:
+    """pid -> state letter (R, S, D, T, Z, ...) of every process in process group `pgid`."""
+    states = {}
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
             with contextlib.suppress(OSError, IndexError, ValueError):
                 # the fields after the parenthesised command name: state, ppid, pgrp, ...
                 fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
                 if int(fields[2]) == pgid:
-                    pids.append(int(entry.name))
-    return pids
+                    states[int(entry.name)] = fields[0]
+    return states
 
 
 def _socket_inodes(pid: int) -> set[str]:
@@ -72,7 +73,7 @@ def _hex_address(text: str) -> tuple[str, int]:
 def listening_addresses(pgid: int) -> set[tuple[str, int]]:
     """(address, port) of every TCP socket a process group listens on (Linux /proc): how a
     test proves a server we start binds 127.0.0.1 only."""
-    inodes = set().union(*(_socket_inodes(pid) for pid in _group_pids(pgid)))
+    inodes = set().union(*(_socket_inodes(pid) for pid in group_states(pgid)))
     found = set()
     for table in ("/proc/net/tcp", "/proc/net/tcp6"):
         with contextlib.suppress(OSError):

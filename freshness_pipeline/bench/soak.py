@@ -51,6 +51,7 @@ from freshness_pipeline.hudi_write import (
 )
 from freshness_pipeline.jobs.catalog import JOBS
 from freshness_pipeline.lakehouse import Lakehouse
+from freshness_pipeline.processes import group_states
 from freshness_pipeline.report_sections import write_section
 from freshness_pipeline.settings import RAW_TABLES, child_environment
 
@@ -288,22 +289,9 @@ def launches_paused(daemon_pid: int) -> Iterator[None]:
         os.killpg(daemon_pid, signal.SIGCONT)
 
 
-def _group_states(pgid: int) -> list[str]:
-    """The state letter of every live process in process group `pgid` (from /proc)."""
-    states = []
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(") ", 1)[1].split()
-        except (OSError, IndexError):
-            continue  # the process ended while we looked
-        if int(fields[2]) == pgid:
-            states.append(fields[0])
-    return states
-
-
 def _wait_group_stopped(pgid: int, timeout_s: float = 10.0) -> None:
     deadline = time.monotonic() + timeout_s
-    while any(state not in "tTZX" for state in _group_states(pgid)):
+    while any(state not in "tTZX" for state in group_states(pgid).values()):
         if time.monotonic() > deadline:
             raise TimeoutError(f"process group {pgid} not stopped {timeout_s:.0f} s after SIGSTOP")
         time.sleep(0.01)

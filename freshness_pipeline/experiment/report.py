@@ -213,8 +213,8 @@ def subset_reason_rows(
 ) -> list[str]:
     """Why a subset was or was not chosen, from each decision's own tags: a subset needs
     two candidate cutoffs (pending files whose arrival ranges end apart) and a cost that
-    falls with the files left out. `E_set` is the part of E that depends on the set
-    (b * MiB + c * files); a subset saves at most that, and gives up part of G."""
+    falls with the files left out. The part of E that depends on the set is b * MiB +
+    c * files; a subset saves at most that, and gives up part of G."""
     lines = [
         "| variant | decisions | 1 candidate cutoff | 2+ candidates | subsets chosen | "
         "E (s, median) | set-dependent part of E (s, median) | its share of E (median) |",
