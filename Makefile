@@ -127,7 +127,7 @@ $(KAFKA_STAMP): infra/kafka/pom.xml
 kafka: $(KAFKA_STAMP)
 
 # Debian's PostgreSQL server for the cluster profile's Dagster storage; installed only when
-# no server binaries are there (freshness_pipeline/postgres_server.py finds them).
+# no server binaries are there (freshness_pipeline/runtime/postgres_server.py finds them).
 postgres:
 	@if ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1; then \
 	  echo "PostgreSQL present: $$(ls /usr/lib/postgresql/*/bin/postgres)"; \
@@ -243,18 +243,18 @@ tune-interval: setup
 
 # 50 faults on a live pipeline, then a drain and both oracles; writes docs/RELIABILITY.md.
 chaos: setup
-	$(VENV)/bin/python -m freshness_pipeline.chaos --faults 50 --duration 1200 \
+	$(VENV)/bin/python -m freshness_pipeline.ops.chaos --faults 50 --duration 1200 \
 	  --report docs/RELIABILITY.md
 
 # One hour of the live demo: memory flat, timelines and old file slices bounded, no
 # failed run; writes the soak section of docs/RELIABILITY.md.
 soak: setup
-	$(VENV)/bin/python -m freshness_pipeline.bench.soak --minutes 60 --report docs/RELIABILITY.md
+	$(VENV)/bin/python -m freshness_pipeline.ops.soak --minutes 60 --report docs/RELIABILITY.md
 
 # The same hour with clustering off (issue 19: file counts, tick and run times without it;
 # its report is docs/results/soak-no-clustering.md, the soak with it is in RELIABILITY.md).
 soak-no-clustering: setup
-	FRESHNESS_CLUSTERING_TABLES=none $(VENV)/bin/python -m freshness_pipeline.bench.soak \
+	FRESHNESS_CLUSTERING_TABLES=none $(VENV)/bin/python -m freshness_pipeline.ops.soak \
 	  --minutes 60 --report docs/results/soak-no-clustering.md --section soak-no-clustering
 
 simulate: setup

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from freshness_pipeline.settings import Settings, load_settings
+from freshness_pipeline.config.settings import Settings, load_settings
 
 
 @pytest.fixture
@@ -22,7 +22,7 @@ def lakehouse(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Settings:
 
 @pytest.fixture(scope="session")
 def spark() -> Iterator[object]:
-    from freshness_pipeline.spark import build_spark_session, hudi_jars, s3a_jars
+    from freshness_pipeline.runtime.spark import build_spark_session, hudi_jars, s3a_jars
 
     # With s3a's jars whatever the lakehouse: the S3 lakehouse tests point this session at
     # their object store at run time (spark.apply_lakehouse_conf).
@@ -38,7 +38,7 @@ def spark() -> Iterator[object]:
 @pytest.fixture(scope="session")
 def spark_service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
     """One real Spark Connect server (the shared Spark service) for the test session."""
-    from freshness_pipeline.spark_service import SparkService, SparkServiceConfig, free_port
+    from freshness_pipeline.runtime.spark_service import SparkService, SparkServiceConfig, free_port
 
     config = SparkServiceConfig(
         jars_dir=load_settings().jars_dir,
@@ -54,7 +54,7 @@ def spark_service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
 def connect_spark(spark_service) -> Iterator[object]:
     """A Spark Connect session on the shared service, stopped after the test (which also
     takes pyspark out of Connect mode for the local-session tests that follow)."""
-    from freshness_pipeline.spark import build_spark_session
+    from freshness_pipeline.runtime.spark import build_spark_session
 
     session = build_spark_session(remote=spark_service.url, app_name="assets_tests")
     yield session
@@ -63,7 +63,7 @@ def connect_spark(spark_service) -> Iterator[object]:
 
 def assert_listens_on_loopback_only(addresses: set[tuple[str, int]], what: str) -> None:
     """The project's rule for every server it starts: bound to 127.0.0.1, nothing wider."""
-    from freshness_pipeline.processes import is_loopback
+    from freshness_pipeline.runtime.processes import is_loopback
 
     assert addresses, f"{what} listens on no TCP port"
     wide = sorted(a for a in addresses if not is_loopback(a[0]))
@@ -80,7 +80,7 @@ def child_env(settings: Settings) -> dict[str, str]:
 
 def table_watermark(lakehouse, table: str) -> int | None:
     """A table's watermark, None while it does not exist (stack tests poll it)."""
-    from freshness_pipeline.hudi_metadata import HudiTableMetadata, TableNotFound
+    from freshness_pipeline.hudi.metadata import HudiTableMetadata, TableNotFound
 
     try:
         return HudiTableMetadata(lakehouse.table(table)).watermark_us()
@@ -90,7 +90,7 @@ def table_watermark(lakehouse, table: str) -> int | None:
 
 def short_stack_config(tmp_path: Path, env: dict[str, str], dagster_home: Path, seed: int):
     """The stack of the short end-to-end tests: 20 s of stream at 200 events/s."""
-    from freshness_pipeline.stack import StackConfig
+    from freshness_pipeline.runtime.stack import StackConfig
     from freshness_pipeline.stream.generator import StreamConfig
 
     return StackConfig(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from freshness_pipeline import cli
-from freshness_pipeline.stack import stream_args
+from freshness_pipeline.runtime.stack import stream_args
 from freshness_pipeline.stream.generator import StreamConfig
 
 

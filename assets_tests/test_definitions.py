@@ -8,10 +8,10 @@ from pathlib import Path
 import dagster as dg
 from dagster._core.definitions.freshness import TimeWindowFreshnessPolicy
 
-from freshness_pipeline.assets import build_job_assets
+from freshness_pipeline.config.settings import PROJECT_ROOT
 from freshness_pipeline.definitions import defs
-from freshness_pipeline.settings import PROJECT_ROOT
-from freshness_pipeline.staleness_target import StalenessTarget
+from freshness_pipeline.orchestration.assets import build_job_assets
+from freshness_pipeline.scheduling.staleness_target import StalenessTarget
 
 RAW = {"price_raw", "trade_raw", "company_master", "raw_rejects"}
 

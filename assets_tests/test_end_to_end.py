@@ -21,13 +21,13 @@ import dagster as dg
 import pytest
 
 from assets_tests.conftest import child_env
-from freshness_pipeline import faults
-from freshness_pipeline.hudi_metadata import HudiTableMetadata, TableNotFound
-from freshness_pipeline.jobs.catalog import JOBS
+from freshness_pipeline.catalog.jobs import JOBS
+from freshness_pipeline.config.settings import PROJECT_ROOT, Settings
+from freshness_pipeline.hudi.metadata import HudiTableMetadata, TableNotFound
 from freshness_pipeline.jobs.run_config import iso
-from freshness_pipeline.run_plan import RunPlan
-from freshness_pipeline.settings import PROJECT_ROOT, Settings
-from freshness_pipeline.stack import stop_child
+from freshness_pipeline.runtime import faults
+from freshness_pipeline.runtime.stack import stop_child
+from freshness_pipeline.scheduling.run_plan import RunPlan
 
 pytestmark = pytest.mark.spark
 K = 3

@@ -11,15 +11,16 @@ from pathlib import Path
 import pytest
 
 from assets_tests.conftest import short_stack_config, table_watermark
-from freshness_pipeline import oracle
-from freshness_pipeline.hudi_metadata import HudiTableMetadata
+from freshness_pipeline.catalog.jobs import JOBS
+from freshness_pipeline.catalog.tables import RAW_TABLES
+from freshness_pipeline.config.settings import load_settings
+from freshness_pipeline.hudi.lakehouse import Lakehouse
+from freshness_pipeline.hudi.metadata import HudiTableMetadata
+from freshness_pipeline.hudi.streamer_checkpoint import STREAMER_CHECKPOINT_KEY
 from freshness_pipeline.ingestion.kafka_ingest import consumer_lag
-from freshness_pipeline.ingestion.streamer_checkpoint import STREAMER_CHECKPOINT_KEY
-from freshness_pipeline.jobs.catalog import JOBS
-from freshness_pipeline.lakehouse import Lakehouse
-from freshness_pipeline.settings import RAW_TABLES, load_settings
-from freshness_pipeline.spark_service import free_port
-from freshness_pipeline.stack import Stack
+from freshness_pipeline.jobs import oracle
+from freshness_pipeline.runtime.spark_service import free_port
+from freshness_pipeline.runtime.stack import Stack
 
 pytestmark = pytest.mark.spark
 DRAIN_TIMEOUT_S = 480

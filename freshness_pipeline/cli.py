@@ -16,14 +16,14 @@ import sys
 import time
 from pathlib import Path
 
-from freshness_pipeline.object_store import ObjectStoreError
-from freshness_pipeline.settings import (
+from freshness_pipeline.config.settings import (
     PROJECT_ROOT,
     SettingsError,
     load_settings,
     set_process_settings,
 )
-from freshness_pipeline.stack import INGEST_READY, StopFlag
+from freshness_pipeline.runtime.object_store import ObjectStoreError
+from freshness_pipeline.runtime.stack import INGEST_READY, StopFlag
 from freshness_pipeline.stream.universe import DEFAULT_UNIVERSE_SIZE
 
 log = logging.getLogger("freshness")
@@ -45,8 +45,8 @@ def _stream_config(args: argparse.Namespace):
 
 def cmd_load_master(args: argparse.Namespace) -> int:
     from freshness_pipeline.ingestion.master import load_company_master
-    from freshness_pipeline.object_store import check_object_store
-    from freshness_pipeline.spark import build_spark_session
+    from freshness_pipeline.runtime.object_store import check_object_store
+    from freshness_pipeline.runtime.spark import build_spark_session
 
     check_object_store(args.settings)  # a bad S3 lakehouse fails here, before Spark starts
     spark = build_spark_session(app_name="load_master")
@@ -95,12 +95,12 @@ def cmd_record(args: argparse.Namespace) -> int:
 
 def cmd_ingest(args: argparse.Namespace) -> int:
     from freshness_pipeline.ingestion.ingest import IngestConfig, Ingestor
-    from freshness_pipeline.spark import build_spark_session
+    from freshness_pipeline.runtime.spark import build_spark_session
 
     config = IngestConfig(
         commit_interval_s=args.commit_interval, max_files_per_commit=args.max_files
     )
-    from freshness_pipeline.object_store import check_object_store
+    from freshness_pipeline.runtime.object_store import check_object_store
 
     check_object_store(args.settings)  # a bad S3 lakehouse fails here, before Spark starts
     # Always its own Spark driver, never the shared service (see stack.py for why).
@@ -125,7 +125,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
 
 
 def cmd_spark_service(args: argparse.Namespace) -> int:
-    from freshness_pipeline.spark_service import SparkService, service_config
+    from freshness_pipeline.runtime.spark_service import SparkService, service_config
 
     config = service_config(args.settings, PROJECT_ROOT / ".lakehouse" / "logs")
     stop = StopFlag()
@@ -142,7 +142,11 @@ def cmd_spark_service(args: argparse.Namespace) -> int:
 
 
 def cmd_kafka_broker(args: argparse.Namespace) -> int:
-    from freshness_pipeline.kafka_broker import KafkaBroker, KafkaBrokerConfig, broker_state_dir
+    from freshness_pipeline.runtime.kafka_broker import (
+        KafkaBroker,
+        KafkaBrokerConfig,
+        broker_state_dir,
+    )
 
     settings = args.settings
     config = KafkaBrokerConfig.from_settings(settings.kafka, broker_state_dir(settings))
@@ -242,8 +246,8 @@ def cmd_experiment(args: argparse.Namespace) -> int:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    from freshness_pipeline.cluster_profile import ClusterProfile, start_stack
-    from freshness_pipeline.stack import Stack, StackConfig
+    from freshness_pipeline.runtime.cluster_profile import ClusterProfile, start_stack
+    from freshness_pipeline.runtime.stack import Stack, StackConfig
 
     settings = args.settings
     stop = StopFlag()
@@ -313,7 +317,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 def cmd_lineage(args: argparse.Namespace) -> int:
     """Prints the six job assets' column lineage (no Spark, no server)."""
-    from freshness_pipeline.lineage import render
+    from freshness_pipeline.jobs.lineage import render
 
     sys.stdout.write(render(args.format, args.asset or None))
     return 0
@@ -458,7 +462,7 @@ def build_parser() -> argparse.ArgumentParser:
     master.add_argument("--universe-size", type=int, default=DEFAULT_UNIVERSE_SIZE)
     master.set_defaults(func=cmd_load_master)
 
-    from freshness_pipeline.jobs.catalog import PIPELINE_ORDER
+    from freshness_pipeline.catalog.jobs import PIPELINE_ORDER
 
     lineage = sub.add_parser(
         "lineage",

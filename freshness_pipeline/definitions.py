@@ -4,16 +4,19 @@ from __future__ import annotations
 
 from dagster import Definitions, in_process_executor
 
-from freshness_pipeline.alembic_location import name_alembic_scripts_by_path
-from freshness_pipeline.assets import build_job_assets
-from freshness_pipeline.automation import get_automation
-from freshness_pipeline.clustering_sensor import build_clustering_sensor, clustering_jobs
-from freshness_pipeline.memory_probe import start_if_requested as start_memory_probe
-from freshness_pipeline.raw_sources import RAW_SOURCES
-from freshness_pipeline.resources import HudiMetadataResource
-from freshness_pipeline.run_start import use_fork_server
-from freshness_pipeline.settings import Settings, load_settings
-from freshness_pipeline.spark import HudiSparkResource
+from freshness_pipeline.config.settings import Settings, load_settings
+from freshness_pipeline.orchestration.alembic_location import name_alembic_scripts_by_path
+from freshness_pipeline.orchestration.assets import build_job_assets
+from freshness_pipeline.orchestration.automation import get_automation
+from freshness_pipeline.orchestration.clustering_sensor import (
+    build_clustering_sensor,
+    clustering_jobs,
+)
+from freshness_pipeline.orchestration.raw_sources import RAW_SOURCES
+from freshness_pipeline.orchestration.resources import HudiMetadataResource
+from freshness_pipeline.orchestration.run_start import use_fork_server
+from freshness_pipeline.runtime.memory_probe import start_if_requested as start_memory_probe
+from freshness_pipeline.runtime.spark import HudiSparkResource
 
 
 def build_definitions(settings: Settings | None = None) -> Definitions:

@@ -12,7 +12,7 @@ from freshness_pipeline.bench.first_materializations import (
     read_firsts,
     report,
 )
-from freshness_pipeline.jobs.catalog import JOBS
+from freshness_pipeline.catalog.jobs import JOBS
 
 START = 1_800_000_000.0
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from assets_tests.experiment.tiny_experiment import run_tiny_experiment
-from freshness_pipeline.jobs.catalog import JOBS
+from freshness_pipeline.catalog.jobs import JOBS
 
 pytestmark = pytest.mark.spark
 

@@ -9,6 +9,8 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
+from freshness_pipeline.catalog.jobs import JOBS
+from freshness_pipeline.config.settings import load_settings
 from freshness_pipeline.experiment.harness import (
     POLICY_VARIANTS,
     TUNED_INTERVAL_S,
@@ -18,9 +20,7 @@ from freshness_pipeline.experiment.harness import (
     variant_env,
     variant_named,
 )
-from freshness_pipeline.jobs.catalog import JOBS
-from freshness_pipeline.run_plan import ASSET_TAG
-from freshness_pipeline.settings import load_settings
+from freshness_pipeline.scheduling.run_plan import ASSET_TAG
 
 
 def config(tmp_path: Path) -> ExperimentConfig:

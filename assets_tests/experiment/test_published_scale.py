@@ -17,7 +17,7 @@ from freshness_pipeline.experiment.published_scale import (
     published_conditions,
 )
 from freshness_pipeline.experiment.simulate import _raw_commit_bytes, _Table
-from freshness_pipeline.planner import MIB, Candidate, JobChoice
+from freshness_pipeline.scheduling.planner import MIB, Candidate, JobChoice
 
 S = 1_000_000
 

@@ -257,7 +257,7 @@ def test_phases_are_summarized_per_job_over_successful_runs(tmp_path: Path):
 
 
 def _plan(candidates: int, files: int, pending: int, mib: float, b: float, c: float, e: float):
-    from freshness_pipeline.run_plan import RunPlan
+    from freshness_pipeline.scheduling.run_plan import RunPlan
 
     return RunPlan(
         asset="trade_aggr", cutoff_u=2, t_done_us=1, file_count=files, pending_files=pending,

@@ -7,9 +7,9 @@ from dataclasses import replace
 
 import pytest
 
+from freshness_pipeline.catalog.jobs import JOBS
 from freshness_pipeline.experiment import simulate_aging as aging
 from freshness_pipeline.experiment.simulate import Conditions, _Table, calibrated, simulate
-from freshness_pipeline.jobs.catalog import JOBS
 
 S = 1_000_000
 

@@ -19,7 +19,7 @@ from freshness_pipeline.experiment.simulate import (
     calibrated,
     simulate,
 )
-from freshness_pipeline.planner import CostModel, JobChoice
+from freshness_pipeline.scheduling.planner import CostModel, JobChoice
 
 S = 1_000_000
 SHORT = replace(calibrated(), duration_s=120)

@@ -13,13 +13,13 @@ from pathlib import Path
 import pytest
 
 from assets_tests.conftest import child_env
-from freshness_pipeline.hudi_metadata import CHECKPOINT_KEY, HudiTableMetadata
+from freshness_pipeline.config.settings import Settings
+from freshness_pipeline.hudi.metadata import CHECKPOINT_KEY, HudiTableMetadata
 from freshness_pipeline.ingestion.ingest import IngestConfig, Ingestor
 from freshness_pipeline.ingestion.master import load_company_master
 from freshness_pipeline.ingestion.validate import REJECT_REASONS, validate_record
-from freshness_pipeline.landing import list_landed
-from freshness_pipeline.settings import Settings
 from freshness_pipeline.stream.generator import StreamConfig
+from freshness_pipeline.stream.landing import list_landed
 from freshness_pipeline.stream.replayer import (
     MALFORMED_KINDS,
     VirtualClock,

@@ -17,19 +17,20 @@ import pytest
 
 from assets_tests.conftest import assert_listens_on_loopback_only, child_env
 from assets_tests.ingestion.test_ingest import UNIVERSE, _inflight
-from freshness_pipeline.hudi_metadata import HudiTableMetadata
+from freshness_pipeline.catalog.tables import STREAM_TABLE
+from freshness_pipeline.config.settings import Settings, load_settings
+from freshness_pipeline.hudi.metadata import HudiTableMetadata
+from freshness_pipeline.hudi.streamer_checkpoint import (
+    STREAMER_CHECKPOINT_KEY,
+    parse_checkpoint,
+)
 from freshness_pipeline.ingestion.ingest import IngestConfig
 from freshness_pipeline.ingestion.kafka_ingest import KafkaIngestor, consumer_lag
 from freshness_pipeline.ingestion.kafka_reader import consumer_config
 from freshness_pipeline.ingestion.master import load_company_master
-from freshness_pipeline.ingestion.streamer_checkpoint import (
-    STREAMER_CHECKPOINT_KEY,
-    parse_checkpoint,
-)
 from freshness_pipeline.ingestion.validate import validate_record
-from freshness_pipeline.kafka_broker import KafkaBroker, KafkaBrokerConfig, create_topics
-from freshness_pipeline.settings import STREAM_TABLE, Settings, load_settings
-from freshness_pipeline.spark_service import free_port, port_is_open
+from freshness_pipeline.runtime.kafka_broker import KafkaBroker, KafkaBrokerConfig, create_topics
+from freshness_pipeline.runtime.spark_service import free_port, port_is_open
 from freshness_pipeline.stream.generator import StreamConfig
 from freshness_pipeline.stream.kafka_sink import KafkaSink
 from freshness_pipeline.stream.replayer import VirtualClock, generated_batches, land_instantly
@@ -150,7 +151,7 @@ def test_broker_starts_formats_once_and_stops_by_its_pid(tmp_path: Path):
 
 
 def test_missing_broker_jars_are_a_clear_error(tmp_path: Path):
-    from freshness_pipeline.kafka_broker import KafkaBrokerError
+    from freshness_pipeline.runtime.kafka_broker import KafkaBrokerError
 
     config = KafkaBrokerConfig(jars_dir=tmp_path / "none", state_dir=tmp_path, port=free_port())
     with pytest.raises(KafkaBrokerError, match="make setup"):
@@ -286,7 +287,7 @@ def test_the_stack_starts_the_broker_before_ingestion_and_stops_it(tmp_path: Pat
     """`freshness demo --source kafka`: the stack's broker step (no Spark, no Dagster)."""
     from confluent_kafka.admin import AdminClient
 
-    from freshness_pipeline.stack import Stack, StackConfig
+    from freshness_pipeline.runtime.stack import Stack, StackConfig
 
     port = free_port()
     env = {

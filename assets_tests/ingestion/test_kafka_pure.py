@@ -7,16 +7,16 @@ from dataclasses import dataclass
 
 import pytest
 
-from freshness_pipeline.hudi_write import RAW_LAYOUTS, write_options
-from freshness_pipeline.ingestion.kafka_reader import validate_messages
-from freshness_pipeline.ingestion.streamer_checkpoint import (
+from freshness_pipeline.config.settings import SettingsError, load_settings
+from freshness_pipeline.hudi.streamer_checkpoint import (
     STREAMER_CHECKPOINT_KEY,
     CheckpointFormatError,
     TopicCheckpoint,
     format_checkpoint,
     parse_checkpoint,
 )
-from freshness_pipeline.settings import SettingsError, load_settings
+from freshness_pipeline.hudi.write import RAW_LAYOUTS, write_options
+from freshness_pipeline.ingestion.kafka_reader import validate_messages
 
 
 def test_kafka_settings_defaults_and_overrides():

@@ -7,7 +7,8 @@ runs, and ingestion keeps only a far backstop horizon."""
 
 from __future__ import annotations
 
-from freshness_pipeline.hudi_write import (
+from freshness_pipeline.config.settings import load_settings
+from freshness_pipeline.hudi.write import (
     ARCHIVE_KEEP_MAX_COMMITS,
     ARCHIVE_KEEP_MIN_COMMITS,
     CLEAN_RETAINED_COMMITS,
@@ -15,7 +16,6 @@ from freshness_pipeline.hudi_write import (
     INGEST_BACKSTOP_KEEP_MIN_COMMITS,
 )
 from freshness_pipeline.ingestion.ingest import raw_write_options
-from freshness_pipeline.settings import load_settings
 
 METADATA = {"freshness.watermark_us": 1}
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from freshness_pipeline.ingestion.reader import LandedBatchReader, ReadBatch
-from freshness_pipeline.landing import write_landed
+from freshness_pipeline.stream.landing import write_landed
 
 SYMBOLS = frozenset({"AAPL", "MSFT"})
 T0 = 1_767_364_200_000_000  # 2026-01-02 14:30 UTC, epoch microseconds

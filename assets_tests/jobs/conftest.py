@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from freshness_pipeline.stream.feeder import StreamFeeder
+from freshness_pipeline.ingestion.feeder import StreamFeeder
 
 UNIVERSE = 60  # StreamFeeder's default universe
 

@@ -7,11 +7,11 @@ from pathlib import Path
 import pytest
 
 from assets_tests.jobs.conftest import StreamFeeder
-from freshness_pipeline.jobs.catalog import JOBS
+from freshness_pipeline.catalog.jobs import JOBS
+from freshness_pipeline.config.settings import Settings
+from freshness_pipeline.hudi.lakehouse import Lakehouse
 from freshness_pipeline.jobs.run_config import RunConfigError, parse_cutoff, resolve_run
 from freshness_pipeline.jobs.runner import JobRunner
-from freshness_pipeline.lakehouse import Lakehouse
-from freshness_pipeline.settings import Settings
 
 TRADE_AGGR = JOBS["trade_aggr"]
 

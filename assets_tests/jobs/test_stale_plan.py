@@ -7,11 +7,11 @@ from __future__ import annotations
 import pytest
 
 from assets_tests.jobs.oracle import ORDER, batch_recompute, differences
-from freshness_pipeline import oracle as independent_oracle
-from freshness_pipeline.jobs.catalog import JOBS
+from freshness_pipeline.catalog.jobs import JOBS
+from freshness_pipeline.ingestion.feeder import StreamFeeder
+from freshness_pipeline.jobs import oracle as independent_oracle
 from freshness_pipeline.jobs.run_config import RunConfigError, resolve_run
 from freshness_pipeline.jobs.runner import InjectedFailure, JobRunner, StalePlan
-from freshness_pipeline.stream.feeder import StreamFeeder
 
 pytestmark = pytest.mark.spark
 

@@ -6,8 +6,8 @@ from pathlib import Path
 import pytest
 
 from freshness_pipeline.ingestion.validate import REJECT_REASONS, validate_record
-from freshness_pipeline.landing import list_landed, remove_ingested
 from freshness_pipeline.stream.generator import StreamConfig
+from freshness_pipeline.stream.landing import list_landed, remove_ingested
 from freshness_pipeline.stream.replayer import (
     MALFORMED_KINDS,
     ReplayConfig,

@@ -11,7 +11,7 @@ import pytest
 
 from assets_tests.ui.browser import Page, chromium_missing, headless_chromium
 from assets_tests.ui.webserver import DagsterWebserver
-from freshness_pipeline.settings import Settings, load_settings
+from freshness_pipeline.config.settings import Settings, load_settings
 
 # A staleness target other than the default, so the freshness policy the asset pages show
 # is seen to come from the settings (10 and 5 minutes, worded exactly by the UI).

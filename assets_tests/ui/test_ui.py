@@ -24,9 +24,9 @@ from assets_tests.ui.dagster_pages import (
     sensor_ticks,
 )
 from assets_tests.ui.webserver import WORKSPACE, DagsterWebserver
+from freshness_pipeline.catalog.jobs import JOBS
+from freshness_pipeline.config.settings import Settings
 from freshness_pipeline.definitions import build_definitions
-from freshness_pipeline.jobs.catalog import JOBS
-from freshness_pipeline.settings import Settings
 
 pytestmark = pytest.mark.ui
 

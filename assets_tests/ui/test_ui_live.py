@@ -31,12 +31,12 @@ from assets_tests.ui.dagster_pages import (
     sensor_ticks,
 )
 from assets_tests.ui.webserver import code_locations_loaded, prepare_dagster_home
+from freshness_pipeline.catalog.jobs import JOBS
+from freshness_pipeline.config.settings import load_settings
 from freshness_pipeline.definitions import build_definitions
-from freshness_pipeline.jobs.catalog import JOBS
-from freshness_pipeline.run_plan import ASSET_TAG, LAUNCHED_BY_TAG, SENSOR, VISIBLE_TAGS
-from freshness_pipeline.settings import load_settings
-from freshness_pipeline.spark_service import free_port
-from freshness_pipeline.stack import Stack
+from freshness_pipeline.runtime.spark_service import free_port
+from freshness_pipeline.runtime.stack import Stack
+from freshness_pipeline.scheduling.run_plan import ASSET_TAG, LAUNCHED_BY_TAG, SENSOR, VISIBLE_TAGS
 
 pytestmark = [pytest.mark.spark, pytest.mark.ui]
 SENSOR_NAME = "freshness_sensor"

@@ -15,10 +15,10 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-from freshness_pipeline.processes import stop_process_group
-from freshness_pipeline.settings import PROJECT_ROOT
-from freshness_pipeline.spark_service import free_port
-from freshness_pipeline.stack import default_signals
+from freshness_pipeline.config.settings import PROJECT_ROOT
+from freshness_pipeline.runtime.processes import stop_process_group
+from freshness_pipeline.runtime.spark_service import free_port
+from freshness_pipeline.runtime.stack import default_signals
 
 WORKSPACE = PROJECT_ROOT / "workspace.yaml"
 READY_TIMEOUT_S = 180.0  # the code server imports pyspark and dagster on 2 busy cores

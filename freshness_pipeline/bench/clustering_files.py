@@ -45,16 +45,16 @@ def main() -> int:
     import dagster as dg
 
     from freshness_pipeline.bench.common import temp_lakehouse
-    from freshness_pipeline.clustering import ClusteringSettings, decide, encode_groups
-    from freshness_pipeline.clustering_exec import execute_clustering
-    from freshness_pipeline.clustering_sensor import table_state
+    from freshness_pipeline.catalog.jobs import JOBS
+    from freshness_pipeline.catalog.tables import RAW_TABLES
+    from freshness_pipeline.config.scheduler_settings import SchedulerSettings
     from freshness_pipeline.ingestion.ingest import IngestConfig, Ingestor
-    from freshness_pipeline.jobs.catalog import JOBS
+    from freshness_pipeline.jobs.clustering_exec import execute_clustering
     from freshness_pipeline.jobs.runner import JobRunner
-    from freshness_pipeline.resources import HudiMetadataResource
-    from freshness_pipeline.scheduler_settings import SchedulerSettings
-    from freshness_pipeline.sensor import evaluate_tick
-    from freshness_pipeline.settings import RAW_TABLES
+    from freshness_pipeline.orchestration.clustering_sensor import table_state
+    from freshness_pipeline.orchestration.resources import HudiMetadataResource
+    from freshness_pipeline.orchestration.sensor import evaluate_tick
+    from freshness_pipeline.scheduling.clustering import ClusteringSettings, decide, encode_groups
     from freshness_pipeline.stream.generator import StreamConfig
     from freshness_pipeline.stream.replayer import VirtualClock, generated_batches, land_instantly
 

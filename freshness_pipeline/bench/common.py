@@ -5,7 +5,7 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
-from freshness_pipeline.settings import set_process_settings
+from freshness_pipeline.config.settings import set_process_settings
 from freshness_pipeline.stream.universe import DEFAULT_UNIVERSE_SIZE
 
 
@@ -17,7 +17,7 @@ def temp_lakehouse(prefix: str):
         {"FRESHNESS_LAKEHOUSE": str(root / "tables"), "FRESHNESS_LANDING": str(root / "landing")}
     )
     from freshness_pipeline.ingestion.master import load_company_master
-    from freshness_pipeline.spark import build_spark_session
+    from freshness_pipeline.runtime.spark import build_spark_session
 
     spark = build_spark_session(app_name=prefix.strip("_"), remote="")  # own driver
     load_company_master(spark, settings, DEFAULT_UNIVERSE_SIZE)

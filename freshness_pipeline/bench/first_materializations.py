@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
-from freshness_pipeline.jobs.catalog import JOBS
+from freshness_pipeline.catalog.jobs import JOBS
 
 TARGET_S = 180.0
 
@@ -60,7 +60,7 @@ def read_firsts(instance) -> tuple[list[FirstMaterialization], float | None]:
     creation time of the instance's earliest run."""
     from dagster import AssetKey
 
-    from freshness_pipeline.run_plan import AGING_TAG
+    from freshness_pipeline.scheduling.run_plan import AGING_TAG
 
     firsts = []
     for job in JOBS:

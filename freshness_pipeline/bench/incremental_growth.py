@@ -17,7 +17,7 @@ import statistics
 import sys
 import time
 
-from freshness_pipeline.jobs.catalog import PIPELINE_ORDER as ORDER
+from freshness_pipeline.catalog.jobs import PIPELINE_ORDER as ORDER
 
 
 def main() -> int:
@@ -32,9 +32,9 @@ def main() -> int:
     )
     args = parser.parse_args()
     from freshness_pipeline.bench.common import temp_lakehouse
-    from freshness_pipeline.hudi_metadata import HudiTableMetadata
+    from freshness_pipeline.catalog.jobs import JOBS
+    from freshness_pipeline.hudi.metadata import HudiTableMetadata
     from freshness_pipeline.ingestion.ingest import IngestConfig, Ingestor
-    from freshness_pipeline.jobs.catalog import JOBS
     from freshness_pipeline.jobs.run_config import resolve_run
     from freshness_pipeline.jobs.runner import JobRunner
     from freshness_pipeline.stream.generator import StreamConfig
@@ -46,8 +46,12 @@ def main() -> int:
     ingestor = Ingestor(spark, settings, IngestConfig(max_files_per_commit=30))
     service = None
     if args.service:
-        from freshness_pipeline.spark import build_spark_session
-        from freshness_pipeline.spark_service import SparkService, SparkServiceConfig, free_port
+        from freshness_pipeline.runtime.spark import build_spark_session
+        from freshness_pipeline.runtime.spark_service import (
+            SparkService,
+            SparkServiceConfig,
+            free_port,
+        )
 
         port = free_port()
         state = settings.lakehouse.root.local_path().parent / "service"

@@ -23,7 +23,7 @@ import sys
 import threading
 import time
 
-from freshness_pipeline.settings import child_environment
+from freshness_pipeline.config.settings import child_environment
 
 
 def main() -> int:
@@ -37,10 +37,10 @@ def main() -> int:
     args = parser.parse_args()
 
     from freshness_pipeline.bench.common import temp_lakehouse
-    from freshness_pipeline.hudi_metadata import CHECKPOINT_KEY, HudiTableMetadata
+    from freshness_pipeline.hudi.metadata import CHECKPOINT_KEY, HudiTableMetadata
     from freshness_pipeline.ingestion.ingest import IngestConfig, Ingestor
-    from freshness_pipeline.landing import list_landed
     from freshness_pipeline.stream.generator import StreamConfig
+    from freshness_pipeline.stream.landing import list_landed
     from freshness_pipeline.stream.replayer import VirtualClock, generated_batches, land_instantly
 
     settings, spark = temp_lakehouse("bench_ingest_")

@@ -34,13 +34,13 @@ def main() -> int:
     parser.add_argument("--partitions", type=int, default=4)
     args = parser.parse_args()
 
+    from freshness_pipeline.config.settings import load_settings
     from freshness_pipeline.ingestion.ingest import IngestConfig, Ingestor
     from freshness_pipeline.ingestion.kafka_ingest import KafkaIngestor
     from freshness_pipeline.ingestion.master import load_company_master
-    from freshness_pipeline.kafka_broker import KafkaBroker, KafkaBrokerConfig
-    from freshness_pipeline.settings import load_settings
-    from freshness_pipeline.spark import build_spark_session
-    from freshness_pipeline.spark_service import free_port
+    from freshness_pipeline.runtime.kafka_broker import KafkaBroker, KafkaBrokerConfig
+    from freshness_pipeline.runtime.spark import build_spark_session
+    from freshness_pipeline.runtime.spark_service import free_port
     from freshness_pipeline.stream.generator import StreamConfig
     from freshness_pipeline.stream.kafka_sink import KafkaSink
     from freshness_pipeline.stream.replayer import VirtualClock, generated_batches, land_instantly

@@ -22,7 +22,7 @@ import statistics
 import subprocess
 import sys
 
-from freshness_pipeline.settings import PROJECT_ROOT
+from freshness_pipeline.config.settings import PROJECT_ROOT
 
 VARIANTS = ("off", "snapshot", "derived")
 
@@ -31,16 +31,18 @@ import sys, time, types
 variant = sys.argv[1]
 if variant == "off":
     # Everything assets.py and raw_sources.py take from lineage.py, doing nothing.
-    stub = types.ModuleType("freshness_pipeline.lineage")
+    stub = types.ModuleType("freshness_pipeline.jobs.lineage")
     stub.LineageError = ValueError
     stub.asset_lineage = lambda name: None
-    stub.dagster_metadata = lambda name: {}
-    stub.source_schema_metadata = lambda table: {}
     stub.to_markdown = lambda lineage, heading=True: ""
-    sys.modules["freshness_pipeline.lineage"] = stub
+    sys.modules["freshness_pipeline.jobs.lineage"] = stub
+    metadata = types.ModuleType("freshness_pipeline.orchestration.lineage_metadata")
+    metadata.dagster_metadata = lambda name: {}
+    metadata.source_schema_metadata = lambda table: {}
+    sys.modules["freshness_pipeline.orchestration.lineage_metadata"] = metadata
 started = time.perf_counter()
 if variant == "derived":
-    import freshness_pipeline.lineage as lineage
+    import freshness_pipeline.jobs.lineage as lineage
     lineage.load_snapshot = lambda key, path=None: None
 import freshness_pipeline.definitions
 elapsed = time.perf_counter() - started
@@ -52,14 +54,15 @@ print(f"{elapsed:.6f}")
 _DIRECT = r"""
 import sys, time
 import dagster
-import freshness_pipeline.jobs.catalog, freshness_pipeline.jobs.sql
+import freshness_pipeline.catalog.jobs, freshness_pipeline.jobs.sql
 variant = sys.argv[1]
 started = time.perf_counter()
-import freshness_pipeline.lineage as lineage
+import freshness_pipeline.jobs.lineage as lineage
+import freshness_pipeline.orchestration.lineage_metadata as lineage_metadata
 if variant == "derived":
     lineage.load_snapshot = lambda key, path=None: None
 for name in lineage.pipeline_lineage():
-    lineage.dagster_metadata(name)
+    lineage_metadata.dagster_metadata(name)
     lineage.to_markdown(lineage.asset_lineage(name), heading=False)
 print(f"{time.perf_counter() - started:.6f}")
 """

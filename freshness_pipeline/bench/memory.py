@@ -29,8 +29,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from freshness_pipeline.memory_probe import rss_mib
-from freshness_pipeline.settings import child_environment
+from freshness_pipeline.config.settings import child_environment
+from freshness_pipeline.runtime.memory_probe import rss_mib
 
 MIB = 1024 * 1024
 
@@ -246,7 +246,7 @@ def main() -> int:
     args = parser.parse_args()
 
     root = Path(tempfile.mkdtemp(prefix="bench_memory_"))
-    from freshness_pipeline.stack import Stack, StackConfig, StopFlag
+    from freshness_pipeline.runtime.stack import Stack, StackConfig, StopFlag
     from freshness_pipeline.stream.generator import StreamConfig
 
     env = {

@@ -25,10 +25,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from freshness_pipeline.jobs.catalog import JOBS
-from freshness_pipeline.lakehouse import Lakehouse
-from freshness_pipeline.run_start import RUN_STARTS
-from freshness_pipeline.settings import child_environment
+from freshness_pipeline.catalog.jobs import JOBS
+from freshness_pipeline.config.settings import RUN_STARTS, child_environment
+from freshness_pipeline.hudi.lakehouse import Lakehouse
 
 
 @dataclass
@@ -78,7 +77,7 @@ def read_side(home: Path, run_start: str, started_at_s: float) -> Side:
 def run_side(run_start: str, minutes: float, rate: int) -> Side:
     """One stack with FRESHNESS_RUN_START=`run_start` for `minutes`, stopped (its runs
     drained), then read."""
-    from freshness_pipeline.stack import Stack, StackConfig, StopFlag
+    from freshness_pipeline.runtime.stack import Stack, StackConfig, StopFlag
     from freshness_pipeline.stream.generator import StreamConfig
 
     root = Path(tempfile.mkdtemp(prefix=f"run_launch_{run_start}_"))

@@ -29,16 +29,16 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from freshness_pipeline.settings import child_environment, set_process_settings
+from freshness_pipeline.config.settings import child_environment, set_process_settings
 
 if TYPE_CHECKING:
-    from freshness_pipeline.spark_service import SparkServiceConfig
-    from freshness_pipeline.stream.feeder import StreamFeeder
+    from freshness_pipeline.ingestion.feeder import StreamFeeder
+    from freshness_pipeline.runtime.spark_service import SparkServiceConfig
 
 SESSION_PROBE = """
 import time, sys
 started = time.monotonic()
-from freshness_pipeline.spark import build_spark_session
+from freshness_pipeline.runtime.spark import build_spark_session
 spark = build_spark_session(app_name="overhead_probe")
 spark.sql("SELECT 1").collect()
 print(time.monotonic() - started)
@@ -101,11 +101,11 @@ def main() -> int:
             "FRESHNESS_SPARK_REMOTE": None,
         }
     )
-    from freshness_pipeline.cluster_profile import ClusterProfile
-    from freshness_pipeline.dagster_instance import write_instance_yaml
-    from freshness_pipeline.spark import build_spark_session
-    from freshness_pipeline.spark_service import free_port, service_config
-    from freshness_pipeline.stream.feeder import StreamFeeder
+    from freshness_pipeline.ingestion.feeder import StreamFeeder
+    from freshness_pipeline.runtime.cluster_profile import ClusterProfile
+    from freshness_pipeline.runtime.dagster_instance import write_instance_yaml
+    from freshness_pipeline.runtime.spark import build_spark_session
+    from freshness_pipeline.runtime.spark_service import free_port, service_config
 
     profile = None
     if args.profile == "cluster":
@@ -170,7 +170,7 @@ def _measure(
     body: dict[str, list[float]],
 ) -> None:
     """Alternating runs of both modes; appends each figure to its list."""
-    from freshness_pipeline.spark_service import SparkService
+    from freshness_pipeline.runtime.spark_service import SparkService
 
     with SparkService(service):
         # warm-up, not counted: the service's first queries and the first run compile code

@@ -20,8 +20,8 @@ import statistics
 import sys
 import time
 
-from freshness_pipeline.hudi_metadata import FileSlice, PendingFile
-from freshness_pipeline.settings import child_environment
+from freshness_pipeline.config.settings import child_environment
+from freshness_pipeline.hudi.metadata import FileSlice, PendingFile
 
 S = 1_000_000
 
@@ -46,9 +46,9 @@ def _tick_times(lakehouse: str, ticks: int) -> list[float]:
     env = child_environment({"FRESHNESS_LAKEHOUSE": lakehouse})
     code = (
         "import json, time, dagster as dg\n"
-        "from freshness_pipeline.resources import HudiMetadataResource\n"
-        "from freshness_pipeline.scheduler_settings import SchedulerSettings\n"
-        "from freshness_pipeline.sensor import evaluate_tick\n"
+        "from freshness_pipeline.orchestration.resources import HudiMetadataResource\n"
+        "from freshness_pipeline.config.scheduler_settings import SchedulerSettings\n"
+        "from freshness_pipeline.orchestration.sensor import evaluate_tick\n"
         "times = []\n"
         "with dg.instance_for_test() as instance:\n"
         f"    for _ in range({ticks}):\n"
@@ -69,13 +69,13 @@ def real_lakehouse(files: int, ticks: int) -> int:
     import tempfile
     from pathlib import Path
 
-    from freshness_pipeline.hudi_metadata import HudiTableMetadata
-    from freshness_pipeline.jobs.catalog import JOBS, PIPELINE_ORDER
+    from freshness_pipeline.catalog.jobs import JOBS, PIPELINE_ORDER
+    from freshness_pipeline.config.settings import load_settings, set_process_settings
+    from freshness_pipeline.hudi.metadata import HudiTableMetadata
+    from freshness_pipeline.ingestion.feeder import StreamFeeder
     from freshness_pipeline.jobs.run_config import resolve_run
     from freshness_pipeline.jobs.runner import JobRunner
-    from freshness_pipeline.settings import load_settings, set_process_settings
-    from freshness_pipeline.spark import build_spark_session
-    from freshness_pipeline.stream.feeder import StreamFeeder
+    from freshness_pipeline.runtime.spark import build_spark_session
     from freshness_pipeline.stream.universe import DEFAULT_UNIVERSE_SIZE
 
     root = Path(tempfile.mkdtemp(prefix="bench_tick_"))
@@ -134,10 +134,10 @@ def main() -> int:
 
     import dagster as dg
 
-    from freshness_pipeline.jobs.catalog import JOBS
-    from freshness_pipeline.resources import HudiMetadataResource
-    from freshness_pipeline.scheduler_settings import SchedulerSettings
-    from freshness_pipeline.sensor import evaluate_tick
+    from freshness_pipeline.catalog.jobs import JOBS
+    from freshness_pipeline.config.scheduler_settings import SchedulerSettings
+    from freshness_pipeline.orchestration.resources import HudiMetadataResource
+    from freshness_pipeline.orchestration.sensor import evaluate_tick
 
     t0 = 1_700_000_000 * S
     input_tables = sorted({t for spec in JOBS.values() for t in spec.inputs})
@@ -152,7 +152,7 @@ def main() -> int:
         tables[name] = _Table(name, t0 + per_table * S // 4 + 5 * S + n, files)
     tables["company_master"] = _Table("company_master", 0, [])
 
-    from freshness_pipeline.hudi_metadata import TableNotFound
+    from freshness_pipeline.hudi.metadata import TableNotFound
 
     class Lake(HudiMetadataResource):
         def table(self, table: str):
@@ -175,8 +175,8 @@ def main() -> int:
         f"ms, max {max(timings) * 1000:.1f} ms over {args.repeats} ticks"
     )
     if args.real:
-        from freshness_pipeline.hudi_metadata import HudiTableMetadata
-        from freshness_pipeline.lakehouse import Lakehouse
+        from freshness_pipeline.hudi.lakehouse import Lakehouse
+        from freshness_pipeline.hudi.metadata import HudiTableMetadata
 
         for name in [*input_tables, *JOBS]:
             uri = Lakehouse.parse(args.real).table(name)

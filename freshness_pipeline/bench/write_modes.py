@@ -81,14 +81,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--modes", default="bloom,simple,bucket,mor,mor_bucket")
     args = parser.parse_args(argv)
 
-    from freshness_pipeline.batch_oracle import differences, read_table
     from freshness_pipeline.bench.common import temp_lakehouse
-    from freshness_pipeline.hudi_metadata import HudiTableMetadata
-    from freshness_pipeline.jobs.catalog import JOBS
+    from freshness_pipeline.catalog.jobs import JOBS
+    from freshness_pipeline.hudi.location import Location
+    from freshness_pipeline.hudi.metadata import HudiTableMetadata
+    from freshness_pipeline.ingestion.feeder import StreamFeeder
+    from freshness_pipeline.jobs.batch_oracle import differences, read_table
     from freshness_pipeline.jobs.run_config import resolve_run
     from freshness_pipeline.jobs.runner import JobRunner
-    from freshness_pipeline.lakehouse import Location
-    from freshness_pipeline.stream.feeder import StreamFeeder
 
     all_modes = modes(args.buckets)
     chosen = [m.strip() for m in args.modes.split(",") if m.strip()]

@@ -28,23 +28,24 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
-from freshness_pipeline.dagster_instance import write_instance_yaml
+from freshness_pipeline.catalog.jobs import JOBS
+from freshness_pipeline.catalog.tables import RAW_TABLES
+from freshness_pipeline.config.scheduler_settings import DEFAULT_INTERVAL_S, MIN_TICK_S
+from freshness_pipeline.config.settings import PROJECT_ROOT, set_process_settings
 from freshness_pipeline.experiment.progress import Progress
 from freshness_pipeline.experiment.report import MATERIALIZED_AT
 from freshness_pipeline.experiment.staleness import S, StalenessSampler, total_staleness
-from freshness_pipeline.hudi_metadata import HudiTableMetadata, TableNotFound
-from freshness_pipeline.jobs.catalog import JOBS
-from freshness_pipeline.lakehouse import Lakehouse
-from freshness_pipeline.run_plan import (
+from freshness_pipeline.hudi.lakehouse import Lakehouse
+from freshness_pipeline.hudi.metadata import HudiTableMetadata, TableNotFound
+from freshness_pipeline.runtime.dagster_instance import write_instance_yaml
+from freshness_pipeline.runtime.spark_service import free_port
+from freshness_pipeline.scheduling.run_plan import (
     ASSET_TAG,
     LAUNCHED_BY_TAG,
     SENSOR,
     RunPlan,
     plan_tags,
 )
-from freshness_pipeline.scheduler_settings import DEFAULT_INTERVAL_S, MIN_TICK_S
-from freshness_pipeline.settings import PROJECT_ROOT, RAW_TABLES, set_process_settings
-from freshness_pipeline.spark_service import free_port
 from freshness_pipeline.stream.generator import StreamConfig
 
 log = logging.getLogger("freshness.experiment")
@@ -268,7 +269,7 @@ def run_variant(
     progress: Progress | None = None,
 ) -> dict:
     """One variant on one seed, on a fresh lakehouse; returns its summary."""
-    from freshness_pipeline.stack import Stack, StackConfig
+    from freshness_pipeline.runtime.stack import Stack, StackConfig
 
     if progress is None:
         progress = Progress(1, config.window_s)
@@ -283,8 +284,8 @@ def run_variant(
     set_process_settings({"FRESHNESS_SPARK_REMOTE": None})  # a fresh service per run
     profile = None
     if config.profile == "cluster":
-        from freshness_pipeline.cluster_profile import ClusterProfile
-        from freshness_pipeline.settings import load_settings
+        from freshness_pipeline.config.settings import load_settings
+        from freshness_pipeline.runtime.cluster_profile import ClusterProfile
 
         env["FRESHNESS_CLUSTER_LAKEHOUSE"] = "folder"  # the sampler reads run_dir/tables
         profile = ClusterProfile(load_settings(env), run_dir / "cluster").start()
@@ -308,7 +309,7 @@ def run_variant(
         )
     )
     log.info("seed %d, %s: starting the stack in %s", seed, variant.name, run_dir)
-    from freshness_pipeline.cluster_profile import start_stack
+    from freshness_pipeline.runtime.cluster_profile import start_stack
 
     start_stack(stack, profile)
     read = _watermark_reader(lakehouse)
@@ -387,9 +388,9 @@ def _snapshot_decision(lakehouse: Path, home: Path, env: dict[str, str]) -> dict
     """The planner's view of the live state mid-run: every job's candidate table."""
     import dagster as dg
 
-    from freshness_pipeline.resources import HudiMetadataResource
-    from freshness_pipeline.sensor import evaluate_tick
-    from freshness_pipeline.settings import load_settings
+    from freshness_pipeline.config.settings import load_settings
+    from freshness_pipeline.orchestration.resources import HudiMetadataResource
+    from freshness_pipeline.orchestration.sensor import evaluate_tick
 
     try:
         # The variant's own settings, as its sensor saw them, with PMB's choice shown.
@@ -536,7 +537,7 @@ def cut_off_runs(runs: list[dict], stop_at: float, drain_s: float | None = None)
     """Failed runs that were still in flight when the stop's drain gave up (the Spark
     service stopped under them): the stop's doing, not the variant's. A peer's run of six
     steps can outlast the drain on a loaded machine."""
-    from freshness_pipeline.stack import DRAIN_TIMEOUT_S
+    from freshness_pipeline.runtime.stack import DRAIN_TIMEOUT_S
 
     limit = stop_at + (DRAIN_TIMEOUT_S if drain_s is None else drain_s)
     return sum(r["status"] == "FAILURE" and (r.get("end") or 0) >= limit for r in runs)
@@ -546,7 +547,7 @@ def job_assets_of(run, materialized: Iterable[str] = ()) -> list[str]:
     """The six-job assets a run targets, in pipeline order: its asset selection (an
     automation run's), its plan (a sensor run's), its job (the interval job's run carries
     no selection: all of the job's assets) and whatever it materialized."""
-    from freshness_pipeline.automation import ALL_JOBS_JOB
+    from freshness_pipeline.orchestration.automation import ALL_JOBS_JOB
 
     selected = {key.to_user_string() for key in run.asset_selection or ()} | set(materialized)
     plan = RunPlan.from_run(run)

@@ -52,6 +52,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
+from freshness_pipeline.catalog.jobs import JOBS
 from freshness_pipeline.experiment.simulate import (
     RAW_STREAMS,
     Conditions,
@@ -59,8 +60,7 @@ from freshness_pipeline.experiment.simulate import (
     RawLayout,
     simulate,
 )
-from freshness_pipeline.jobs.catalog import JOBS
-from freshness_pipeline.planner import MIB, CostModel, JobChoice, get_policy
+from freshness_pipeline.scheduling.planner import MIB, CostModel, JobChoice, get_policy
 
 # METHOD 4's figures.
 PUBLISHED_P = {"pmb": 73_875_680, "max_benefit": 77_336_752, "random": 85_474_258}

@@ -20,10 +20,10 @@ from collections import defaultdict
 from datetime import datetime, timezone
 from pathlib import Path
 
-from freshness_pipeline.jobs.catalog import JOBS
-from freshness_pipeline.run_phases import PHASES, from_metadata, median_phases
-from freshness_pipeline.run_plan import ASSET_TAG, RunPlan
-from freshness_pipeline.timefmt import iso
+from freshness_pipeline.catalog.jobs import JOBS
+from freshness_pipeline.jobs.run_phases import PHASES, from_metadata, median_phases
+from freshness_pipeline.scheduling.run_plan import ASSET_TAG, RunPlan
+from freshness_pipeline.scheduling.timefmt import iso
 
 S = 1_000_000
 TARGETS = (("random", 0.80), ("max_benefit", 0.90))

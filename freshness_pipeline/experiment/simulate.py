@@ -34,11 +34,11 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
-from freshness_pipeline.cost_model import CostMode, RunSample, fit_cost_model
+from freshness_pipeline.catalog.jobs import JOBS, downstream_of
 from freshness_pipeline.experiment.staleness import sample_tables, total_staleness
-from freshness_pipeline.jobs.catalog import JOBS, downstream_of
 from freshness_pipeline.jobs.runner import DERIVED_SMALL_FILE_BYTES
-from freshness_pipeline.planner import (
+from freshness_pipeline.scheduling.cost_model import CostMode, RunSample, fit_cost_model
+from freshness_pipeline.scheduling.planner import (
     MIB,
     CostModel,
     JobChoice,

@@ -20,8 +20,8 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
+from freshness_pipeline.catalog.jobs import JOBS
 from freshness_pipeline.experiment.simulate import Conditions, SimResult, calibrated, simulate
-from freshness_pipeline.jobs.catalog import JOBS
 
 
 def aging_conditions() -> list[tuple[str, Conditions]]:

@@ -16,8 +16,9 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
-from freshness_pipeline.jobs.catalog import JOBS
-from freshness_pipeline.settings import RAW_TABLES
+from freshness_pipeline.catalog.jobs import JOBS
+from freshness_pipeline.catalog.tables import RAW_TABLES
+from freshness_pipeline.scheduling.staleness_target import staleness_s
 
 S = 1_000_000
 
@@ -33,13 +34,6 @@ def raw_ancestors(job: str) -> tuple[str, ...]:
         elif table in JOBS:
             stack.extend(JOBS[table].inputs)
     return tuple(sorted(found))
-
-
-def staleness_s(now_us: int, reflected_us: int) -> float:
-    """METHOD 1: `S_i(now) = now - t_i_latest`, in seconds, never negative (a watermark a
-    clock tick ahead of the reader is fresh, not fresher). The one definition: the sampler,
-    the assets' materialization metadata and the sensor's observations all use it."""
-    return max(0.0, (now_us - reflected_us) / S)
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,9 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from freshness_pipeline.hudi_metadata import (
+from freshness_pipeline.catalog.tables import MASTER_TABLE, REJECTS_TABLE, STREAM_TABLE, STREAMS
+from freshness_pipeline.config.settings import Settings
+from freshness_pipeline.hudi.metadata import (
     ARRIVAL_MAX_KEY,
     ARRIVAL_MIN_KEY,
     CHECKPOINT_KEY,
@@ -23,7 +25,7 @@ from freshness_pipeline.hudi_metadata import (
     HudiTableMetadata,
     TableNotFound,
 )
-from freshness_pipeline.hudi_write import (
+from freshness_pipeline.hudi.write import (
     RAW_LAYOUTS,
     concurrent_writer_options,
     ingestion_archival_options,
@@ -32,8 +34,7 @@ from freshness_pipeline.hudi_write import (
 )
 from freshness_pipeline.ingestion.reader import LandedBatchReader
 from freshness_pipeline.ingestion.validate import Reject, ValidatedBatch
-from freshness_pipeline.landing import list_landed, remove_ingested
-from freshness_pipeline.settings import MASTER_TABLE, REJECTS_TABLE, STREAM_TABLE, STREAMS, Settings
+from freshness_pipeline.stream.landing import list_landed, remove_ingested
 
 log = logging.getLogger(__name__)
 # After a cycle that found nothing landed, the next one comes this soon (at most the

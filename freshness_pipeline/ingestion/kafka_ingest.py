@@ -18,16 +18,17 @@ from collections.abc import Mapping
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 
-from freshness_pipeline.hudi_metadata import HudiTableMetadata, TableNotFound
-from freshness_pipeline.ingestion.ingest import IngestConfig, Ingestor, load_symbols
-from freshness_pipeline.ingestion.kafka_reader import KafkaBatch, KafkaTopicReader, high_watermarks
-from freshness_pipeline.ingestion.reader import merge_batches
-from freshness_pipeline.ingestion.streamer_checkpoint import (
+from freshness_pipeline.catalog.tables import STREAM_TABLE, STREAMS
+from freshness_pipeline.config.settings import Settings
+from freshness_pipeline.hudi.metadata import HudiTableMetadata, TableNotFound
+from freshness_pipeline.hudi.streamer_checkpoint import (
     STREAMER_CHECKPOINT_KEY,
     TopicCheckpoint,
     parse_checkpoint,
 )
-from freshness_pipeline.settings import STREAM_TABLE, STREAMS, Settings
+from freshness_pipeline.ingestion.ingest import IngestConfig, Ingestor, load_symbols
+from freshness_pipeline.ingestion.kafka_reader import KafkaBatch, KafkaTopicReader, high_watermarks
+from freshness_pipeline.ingestion.reader import merge_batches
 
 log = logging.getLogger(__name__)
 

@@ -15,7 +15,8 @@ import time
 from collections.abc import Iterable, Mapping, Set
 from dataclasses import dataclass
 
-from freshness_pipeline.ingestion.streamer_checkpoint import TopicCheckpoint
+from freshness_pipeline.config.settings import KafkaSettings
+from freshness_pipeline.hudi.streamer_checkpoint import TopicCheckpoint
 from freshness_pipeline.ingestion.validate import (
     RAW_LINE_KEEP,
     SCHEMAS,
@@ -25,7 +26,6 @@ from freshness_pipeline.ingestion.validate import (
     refuse_repeated_trade,
     validate_record,
 )
-from freshness_pipeline.settings import KafkaSettings
 
 log = logging.getLogger(__name__)
 

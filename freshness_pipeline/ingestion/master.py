@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from freshness_pipeline.hudi_metadata import HudiTableMetadata, TableNotFound
-from freshness_pipeline.hudi_write import RAW_LAYOUTS, write_options
-from freshness_pipeline.settings import MASTER_TABLE, Settings
+from freshness_pipeline.catalog.tables import MASTER_TABLE
+from freshness_pipeline.config.settings import Settings
+from freshness_pipeline.hudi.metadata import HudiTableMetadata, TableNotFound
+from freshness_pipeline.hudi.write import RAW_LAYOUTS, write_options
 from freshness_pipeline.stream.universe import company_universe, universe_fingerprint
 
 FINGERPRINT_KEY = "freshness.master_fingerprint"

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from freshness_pipeline.ingestion.validate import ValidatedBatch, validate_lines
-from freshness_pipeline.landing import LandedFile, list_landed
+from freshness_pipeline.stream.landing import LandedFile, list_landed
 
 log = logging.getLogger(__name__)
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from freshness_pipeline.hudi_metadata import HOODIE_COLUMNS, HudiTableMetadata
+from freshness_pipeline.hudi.metadata import HOODIE_COLUMNS, HudiTableMetadata
 
 ARRIVAL = "arrival_ts"
 

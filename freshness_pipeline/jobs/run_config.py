@@ -17,10 +17,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
-from freshness_pipeline.hudi_metadata import HudiTableMetadata, PendingFile, TableNotFound
-from freshness_pipeline.jobs.catalog import JobSpec
-from freshness_pipeline.lakehouse import Location, LocationError
-from freshness_pipeline.timefmt import iso
+from freshness_pipeline.catalog.jobs import JobSpec
+from freshness_pipeline.hudi.location import Location, LocationError
+from freshness_pipeline.hudi.metadata import HudiTableMetadata, PendingFile, TableNotFound
+from freshness_pipeline.scheduling.timefmt import iso
 
 # Hudi base file name: <fileId>_<writeToken>_<instant>.parquet
 _BASE_FILE = re.compile(r"^(?P<file_id>.+?)_(?P<token>\d+-\d+-\d+)_(?P<instant>\d+)\.parquet$")

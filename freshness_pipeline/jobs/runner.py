@@ -15,7 +15,10 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from freshness_pipeline.hudi_metadata import (
+from freshness_pipeline.catalog.jobs import WINDOW_SECONDS, JobSpec
+from freshness_pipeline.hudi.lakehouse import Lakehouse
+from freshness_pipeline.hudi.location import Location
+from freshness_pipeline.hudi.metadata import (
     ARRIVAL_MAX_KEY,
     ARRIVAL_MIN_KEY,
     HOODIE_COLUMNS,
@@ -24,17 +27,15 @@ from freshness_pipeline.hudi_metadata import (
     TableNotFound,
     footer_arrival_range,
 )
-from freshness_pipeline.hudi_write import (
+from freshness_pipeline.hudi.write import (
     STALE_PLAN_MARKER,
     guarded_writer_options,
     write_options,
 )
-from freshness_pipeline.jobs.catalog import WINDOW_SECONDS, JobSpec
 from freshness_pipeline.jobs.external_read import read_external
 from freshness_pipeline.jobs.run_config import ResolvedRun
+from freshness_pipeline.jobs.run_phases import StepTimes, TimelineTimes, runner_phases
 from freshness_pipeline.jobs.sql import sql_sections
-from freshness_pipeline.lakehouse import Lakehouse, Location
-from freshness_pipeline.run_phases import StepTimes, TimelineTimes, runner_phases
 
 T_DONE_BEFORE_KEY = "freshness.t_done_before_us"
 FILES_READ_KEY = "freshness.files_read"

@@ -10,7 +10,7 @@ import re
 from functools import lru_cache
 from pathlib import Path
 
-from freshness_pipeline.settings import PROJECT_ROOT
+from freshness_pipeline.config.settings import PROJECT_ROOT
 
 SQL_DIR = PROJECT_ROOT / "jobs_sql"
 _SECTION = re.compile(r"^--\s*section:\s*(\w+)\s*$", re.MULTILINE)

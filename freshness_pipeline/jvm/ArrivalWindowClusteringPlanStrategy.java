@@ -15,7 +15,7 @@ import org.apache.hudi.config.HoodieWriteConfig;
 import org.apache.hudi.table.HoodieTable;
 
 /**
- * A clustering plan of exactly the groups our decision chose (freshness_pipeline/clustering.py).
+ * A clustering plan of exactly the groups our decision chose (freshness_pipeline/scheduling/clustering.py).
  *
  * <p>Hudi's size-based strategy groups a partition's small files by size alone, so one group
  * can merge files whose arrival times lie hours apart. Our decision groups files in arrival

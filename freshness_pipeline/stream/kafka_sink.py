@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from freshness_pipeline.settings import KafkaSettings
+from freshness_pipeline.config.settings import KafkaSettings
 from freshness_pipeline.stream.replayer import Corruptor
 
 

@@ -21,9 +21,9 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from freshness_pipeline.landing import next_seq, write_landed
-from freshness_pipeline.settings import STREAMS
+from freshness_pipeline.catalog.tables import STREAMS
 from freshness_pipeline.stream.generator import EventBatch, MarketEventGenerator, StreamConfig
+from freshness_pipeline.stream.landing import next_seq, write_landed
 
 # The reject reasons a corrupted text record can show; the byte-level ones (bad_encoding,
 # oversized) and duplicate_id come from the fuzzer (ingestion/fuzz.py) instead.

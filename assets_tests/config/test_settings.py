@@ -1,0 +1,182 @@
+"""One settings object: built in one module, validated with errors that name the variable,
+the value and what is accepted; the README's table is generated from it."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from freshness_pipeline.config.settings import (
+    PROJECT_ROOT,
+    SETTINGS,
+    SettingsError,
+    load_settings,
+    settings_table,
+)
+
+
+def test_defaults_are_the_embedded_ones():
+    settings = load_settings({})
+    assert settings.lakehouse_root == str(PROJECT_ROOT / ".lakehouse" / "tables")
+    assert settings.landing_dir == PROJECT_ROOT / ".lakehouse" / "landing"
+    assert settings.jars_dir == PROJECT_ROOT / ".cache" / "jars"
+    assert (settings.spark_master, settings.spark_remote, settings.spark_mode) == (
+        "local[*]",
+        None,
+        "service",
+    )
+    assert settings.scheduler.policy == "pmb" and settings.scheduler.k == 3
+    assert settings.faults_dir is None
+    assert settings.table_uri("trade_aggr") == str(PROJECT_ROOT / ".lakehouse/tables/trade_aggr")
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "accepted"),
+    [
+        ("FRESHNESS_K", "0", "an integer of at least 1"),
+        ("FRESHNESS_K", "three", "an integer of at least 1"),
+        ("FRESHNESS_TICK_S", "2", "an integer of at least 5"),
+        ("FRESHNESS_POLICY", "fifo", "pmb, max_benefit, random"),
+        ("FRESHNESS_TMIN_MODE", "both", "pending or footer"),
+        ("FRESHNESS_COST_MODE", "linear", "three_term or two_term"),
+        ("FRESHNESS_SPARK_MODE", "cluster", "service or local"),
+        ("FRESHNESS_SPARK_SERVICE_PORT", "-1", "a port number"),
+        ("FRESHNESS_LAKEHOUSE", "hdfs://nn/lake", "s3://bucket/prefix"),
+        ("FRESHNESS_LAKEHOUSE", "s3:///lake", "s3://bucket/prefix"),
+        ("FRESHNESS_PROFILE", "k8s", "local or cluster"),
+        ("FRESHNESS_SPARK_MASTER", "spark://no-port", "spark://host:port"),
+        ("FRESHNESS_SPARK_MASTER", "mesos://m:5050", "spark://host:port"),
+        ("FRESHNESS_SPARK_CORES_MAX", "0", "an integer of at least 1"),
+        ("FRESHNESS_SPARK_EXECUTOR_MEMORY", "lots", "a JVM size"),
+        ("FRESHNESS_STALENESS_TARGET_S", "30", "an integer of at least 60"),
+        ("FRESHNESS_STALENESS_WARN_FRACTION", "1", "a number from 0 to below 1"),
+        ("FRESHNESS_STALENESS_WARN_FRACTION", "half", "a number from 0 to below 1"),
+        ("FRESHNESS_MAX_WAIT_S", "0", "an integer of at least 1, or off"),
+        ("FRESHNESS_MAX_WAIT_S", "never", "an integer of at least 1, or off"),
+    ],
+)
+def test_a_bad_value_names_the_variable_the_value_and_what_is_accepted(name, value, accepted):
+    with pytest.raises(SettingsError) as caught:
+        load_settings({name: value})
+    message = str(caught.value)
+    assert message.startswith(f"{name}={value!r} is not accepted: expected ")
+    assert accepted in message
+
+
+def test_the_staleness_target_and_its_warn_window():
+    target = load_settings({}).staleness_target
+    assert (target.fail_s, target.warn_s) == (300, 150)
+    no_warning = load_settings({"FRESHNESS_STALENESS_WARN_FRACTION": "0"}).staleness_target
+    assert no_warning.warn_s is None
+    # Each value alone is fine, together they ask Dagster for a 30 s warn window.
+    with pytest.raises(SettingsError) as caught:
+        load_settings(
+            {"FRESHNESS_STALENESS_TARGET_S": "60", "FRESHNESS_STALENESS_WARN_FRACTION": "0.5"}
+        )
+    message = str(caught.value)
+    assert "FRESHNESS_STALENESS_WARN_FRACTION=0.5" in message
+    assert "FRESHNESS_STALENESS_TARGET_S=60" in message and "under 60 s" in message
+
+
+@pytest.mark.parametrize(("value", "bound"), [(None, 120), ("300", 300), ("off", None)])
+def test_the_aging_bound_is_seconds_or_off(value, bound):
+    environ = {} if value is None else {"FRESHNESS_MAX_WAIT_S": value}
+    assert load_settings(environ).scheduler.max_wait_s == bound
+    assert load_settings(environ).scheduler.first_runs_first is True
+    off = load_settings({**environ, "FRESHNESS_FIRST_RUNS_FIRST": "false"})
+    assert off.scheduler.first_runs_first is False
+
+
+def test_cli_flags_override_the_environment():
+    settings = load_settings({"FRESHNESS_K": "2"}, {"FRESHNESS_K": "4", "FRESHNESS_SEED": None})
+    assert settings.scheduler.k == 4 and settings.scheduler.seed == 0
+    with pytest.raises(SettingsError, match="FRESHNESS_NOPE is not a setting"):
+        load_settings({}, {"FRESHNESS_NOPE": "1"})
+
+
+def test_settings_are_frozen():
+    settings = load_settings({})
+    with pytest.raises(AttributeError):
+        settings.spark_master = "yarn"  # type: ignore[misc]
+
+
+def test_readme_settings_table_is_the_generated_one():
+    readme = (PROJECT_ROOT / "README.md").read_text()
+    assert settings_table() in readme, (
+        "run `python -m freshness_pipeline.config.settings` into README"
+    )
+
+
+def test_every_variable_the_code_names_is_a_setting():
+    """Any FRESHNESS_* name written in the package is in SETTINGS (no hidden knob)."""
+    known = {s.env for s in SETTINGS}
+    named = set()
+    for path in (PROJECT_ROOT / "freshness_pipeline").rglob("*.py"):
+        named |= set(re.findall(r"FRESHNESS_[A-Z_]+[A-Z]", path.read_text()))
+    assert named <= known, named - known
+
+
+# settings.py reads the environment; location.py sets two of the AWS SDK's own variables
+# (never ours) before it builds a pyarrow S3 client.
+ENVIRONMENT_MODULES = (
+    "freshness_pipeline/config/settings.py",
+    "freshness_pipeline/hudi/location.py",
+)
+
+
+def test_only_the_settings_module_reads_the_environment():
+    readers = []
+    for path in sorted((PROJECT_ROOT / "freshness_pipeline").rglob("*.py")):
+        if path.relative_to(PROJECT_ROOT).as_posix() in ENVIRONMENT_MODULES:
+            continue
+        text = path.read_text()
+        if re.search(r"\bos\.(environ|getenv|putenv|unsetenv)\b", text):
+            readers.append(str(Path(path).relative_to(PROJECT_ROOT)))
+    assert readers == []
+
+
+def test_the_postgres_password_never_shows_in_the_settings_repr():
+    settings = load_settings(
+        {
+            "FRESHNESS_POSTGRES_URL": "postgresql+psycopg2://dagster@db:5432/dagster",
+            "FRESHNESS_POSTGRES_PASSWORD": "s3cret-value",
+        }
+    )
+    assert settings.postgres_password == "s3cret-value"
+    assert "s3cret-value" not in repr(settings)
+
+
+@pytest.mark.parametrize(
+    ("value", "reason"),
+    [
+        ("postgresql://u@h:5432/db", "the scheme must be postgresql+psycopg2://"),
+        ("postgresql+psycopg2://u:pw-in-url@h:5432/db", "keep the password out of the URL"),
+        ("postgresql+psycopg2://h:5432/", "user, host and database are all required"),
+    ],
+)
+def test_a_bad_postgres_url_is_refused_with_the_reason_and_never_quoted(value, reason):
+    with pytest.raises(SettingsError) as caught:
+        load_settings({"FRESHNESS_POSTGRES_URL": value})
+    message = str(caught.value)
+    assert message.startswith("FRESHNESS_POSTGRES_URL is not accepted: expected ")
+    assert "postgresql+psycopg2://user@host:port/database" in message and reason in message
+    assert value not in message and "pw-in-url" not in message
+
+
+def test_raw_packing_is_refused_beside_raw_clustering_and_reaches_the_raw_layout():
+    from freshness_pipeline.hudi.write import RAW_LAYOUTS, raw_layout, write_options
+
+    with pytest.raises(SettingsError, match="FRESHNESS_RAW_PACKING=true") as refused:
+        load_settings({"FRESHNESS_RAW_PACKING": "true"})  # clustering of both raw tables on
+    assert "price_raw, trade_raw" in str(refused.value)
+    packed = load_settings({"FRESHNESS_RAW_PACKING": "true", "FRESHNESS_CLUSTERING_TABLES": "none"})
+    assert packed.raw_packing and not load_settings({}).raw_packing
+    # packing: Hudi's small-file limit stays at its default, so inserts fill small files
+    assert "hoodie.parquet.small.file.limit" not in write_options(
+        raw_layout("trade_raw", True), "insert"
+    )
+    steady = write_options(raw_layout("trade_raw"), "insert")
+    assert steady["hoodie.parquet.small.file.limit"] == "0"
+    assert raw_layout("price_raw") == RAW_LAYOUTS["price_raw"]

@@ -1,0 +1,166 @@
+"""One writer per table, whoever launches the run (issue 15's double count).
+
+A `dagster asset materialize` by hand started beside a run carrying the sensor's decision
+(its exact run config, from the real `evaluate_tick`), in both orders: the table's pool
+lets one step run at a time, the later run plans from the watermark the earlier one
+committed, and trade_aggr equals the batch oracle (no window counted twice). Replaying a
+finished run's config commits nothing."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import dagster as dg
+import pytest
+
+from assets_tests.conftest import child_env
+from assets_tests.jobs.oracle import batch_recompute, differences
+from freshness_pipeline.catalog.jobs import JOBS
+from freshness_pipeline.config.scheduler_settings import SchedulerSettings
+from freshness_pipeline.config.settings import PROJECT_ROOT, Settings
+from freshness_pipeline.ingestion.feeder import StreamFeeder
+from freshness_pipeline.jobs.run_config import resolve_run
+from freshness_pipeline.jobs.runner import JobRunner
+from freshness_pipeline.orchestration.assets import writer_pool
+from freshness_pipeline.orchestration.resources import HudiMetadataResource
+from freshness_pipeline.orchestration.sensor import evaluate_tick
+from freshness_pipeline.runtime.service_discovery import ServiceAnnouncement, announce
+
+pytestmark = pytest.mark.spark
+WRITE_PHASES = ("write_prepare", "index_lookup", "write_files", "after_commit")
+JOB = "trade_aggr"
+
+
+def materialize_cmd(config: dict | None = None) -> list[str]:
+    dagster = str(Path(sys.executable).parent / "dagster")
+    argv = [dagster, "asset", "materialize", "-m", "freshness_pipeline.definitions"]
+    argv += ["--select", JOB]
+    if config is not None:
+        argv += ["--config-json", json.dumps(config)]
+    return argv
+
+
+def step_interval(instance: dg.DagsterInstance, run_id: str) -> tuple[float, float]:
+    events = {
+        e.dagster_event.event_type: e.timestamp
+        for e in instance.all_logs(run_id)
+        if e.dagster_event is not None
+    }
+    return events[dg.DagsterEventType.STEP_START], events[dg.DagsterEventType.STEP_SUCCESS]
+
+
+def materialization_of(instance: dg.DagsterInstance, run_id: str) -> dict:
+    records = instance.fetch_materializations(dg.AssetKey(JOB), limit=20).records
+    return next(r.asset_materialization.metadata for r in records if r.run_id == run_id)
+
+
+@pytest.mark.parametrize("sensor_first", [True, False], ids=["sensor-first", "hand-first"])
+def test_hand_materialize_beside_a_sensor_run(
+    spark, spark_service, lakehouse: Settings, tmp_path: Path, sensor_first: bool
+):
+    feeder = StreamFeeder(spark, lakehouse, seed=21)
+    feeder.land(2)
+    feeder.ingest()
+    JobRunner(spark, lakehouse.table_uri).run(
+        JOBS[JOB], resolve_run(JOBS[JOB], [], None, feeder.meta)
+    )
+    feeder.land(3)
+    feeder.ingest()
+    home = tmp_path / "dagster_home"
+    home.mkdir()
+    shutil.copy(PROJECT_ROOT / "dagster.yaml", home / "dagster.yaml")
+    env = child_env(lakehouse)
+    env.update({"DAGSTER_HOME": str(home), "FRESHNESS_SPARK_REMOTE": spark_service.url})
+    # The hand run is typed the README's way, without FRESHNESS_SPARK_REMOTE: it finds the
+    # service the demo announced in DAGSTER_HOME instead of starting its own Spark.
+    hand_env = {k: v for k, v in env.items() if k != "FRESHNESS_SPARK_REMOTE"}
+    announce(
+        home,
+        ServiceAnnouncement(spark_service.url, spark_service.process.pid, lakehouse.lakehouse_root),
+    )
+
+    with dg.DagsterInstance.from_config(str(home)) as instance:
+        _, requests = evaluate_tick(
+            HudiMetadataResource(),
+            instance,
+            SchedulerSettings(),
+            int(time.time() * 1e6),
+            jobs=[JOBS[JOB]],
+        )
+    assert len(requests) == 1
+    sensor_config = requests[0].run_config
+    commands = {"sensor": materialize_cmd(sensor_config), "hand": materialize_cmd()}
+    order = ["sensor", "hand"] if sensor_first else ["hand", "sensor"]
+    procs = {}
+    for name in order:
+        log = (tmp_path / f"{name}.log").open("wb")
+        procs[name] = subprocess.Popen(
+            commands[name],
+            env=hand_env if name == "hand" else env,
+            cwd=PROJECT_ROOT,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+        time.sleep(4)  # the first one claims the pool slot first
+    for name, proc in procs.items():
+        assert proc.wait(timeout=600) == 0, (tmp_path / f"{name}.log").read_text()[-4000:]
+
+    with dg.DagsterInstance.from_config(str(home)) as instance:
+        runs = {
+            "sensor" if "t_done_planned" in json.dumps(r.run_config) else "hand": r.run_id
+            for r in instance.get_runs()
+        }
+        assert set(runs) == {"sensor", "hand"}
+        first, second = (step_interval(instance, runs[name]) for name in order)
+        # One writer at a time: the second step started after the first one ended.
+        assert second[0] >= first[1], (first, second)
+        pool_limits = {p.name: p.limit for p in instance.event_log_storage.get_pool_limits()}
+        assert pool_limits.get(writer_pool(JOB)) == 1
+        later = materialization_of(instance, runs[order[1]])
+        earlier = materialization_of(instance, runs[order[0]])
+        hand = materialization_of(instance, runs["hand"])
+    if not sensor_first:  # first, the hand run has work (second, the sensor's may leave none)
+        assert hand["spark"].value.startswith(f"shared Spark service {spark_service.url}")
+        assert "found running" in hand["spark"].value
+        assert hand["run_worker"].value == "in process"  # the CLI runs it in its own process
+        # Where its time went, from its own marks and the commit's on the Hudi timeline.
+        phases = {k: v.value for k, v in hand.items() if k.startswith("phase_")}
+        for phase in ("launch", "plan", "session", "read", "transform", "index_lookup"):
+            assert phases[f"phase_{phase}_s"] >= 0, phases
+        assert phases["phase_write_files_s"] > 0, phases  # inflight to completed
+        write = sum(phases[f"phase_{p}_s"] for p in WRITE_PHASES)
+        assert write <= hand["duration_s"].value + 0.01, phases
+    # The later run planned from the watermark the earlier one committed.
+    assert later["t_done_before"].value == earlier["t_done_after"].value
+    if order[1] == "sensor":
+        # Its plan was made before the hand run committed: re-planned, never run stale.
+        assert later["stale_plans_refused"].value == 1
+        assert "nothing_to_do" in later or later["rows_written"].value >= 0
+
+    # Replaying the finished sensor run's config commits nothing.
+    watermark = feeder.meta(JOB).watermark_us()
+    commits = len(feeder.meta(JOB).commits())
+    replay = subprocess.run(
+        materialize_cmd(sensor_config),
+        env=env,
+        cwd=PROJECT_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert replay.returncode == 0, replay.stderr[-3000:]
+    assert feeder.meta(JOB).watermark_us() == watermark
+    assert len(feeder.meta(JOB).commits()) == commits
+
+    # Drain and compare with the batch oracle: no window counted twice.
+    resolved = resolve_run(JOBS[JOB], [], None, feeder.meta)
+    if not resolved.nothing_to_do:
+        JobRunner(spark, lakehouse.table_uri).run(JOBS[JOB], resolved)
+    expected = batch_recompute(spark, lakehouse.table_uri, tmp_path / "oracle")
+    missing, extra, examples = differences(spark, expected[JOB], lakehouse.table_uri(JOB))
+    assert (missing, extra) == (0, 0), f"{JOB} differs: {examples}"

@@ -1,0 +1,451 @@
+"""The sensor over a fake metadata resource: several ticks, slots, skips, run keys, tags."""
+
+from __future__ import annotations
+
+import re
+
+import dagster as dg
+import pytest
+from dagster._core.test_utils import create_run_for_test
+
+from freshness_pipeline.config.scheduler_settings import DEFAULT_K, SchedulerSettings
+from freshness_pipeline.config.settings import PROJECT_ROOT
+from freshness_pipeline.hudi.metadata import FileSlice, PendingFile, TableNotFound
+from freshness_pipeline.orchestration.resources import HudiMetadataResource
+from freshness_pipeline.orchestration.sensor import (
+    ASSET_TAG,
+    aging_words,
+    build_sensor,
+    evaluate_tick,
+    staleness_observations,
+)
+from freshness_pipeline.scheduling.planner import POLICIES
+from freshness_pipeline.scheduling.run_plan import PLAN_FIELD, RunPlan
+from freshness_pipeline.scheduling.staleness_target import StalenessTarget
+from freshness_pipeline.scheduling.timefmt import readable_utc
+
+S = 1_000_000
+T0 = 1_700_000_000 * S
+
+
+class FakeTable:
+    def __init__(self, name, watermark, files=(), committed=None):
+        self.name, self.watermark, self.files = name, watermark, list(files)
+        self.committed = committed  # per file: when its pending commit completed
+
+    def watermark_us(self):
+        return self.watermark
+
+    def pending_files(self, t_done, with_footer=False):
+        floor = -1 if t_done is None else t_done
+        out = []
+        for i, (size, lo, hi, footer_lo) in enumerate(self.files):
+            if hi <= floor:
+                continue
+            fs = FileSlice("A", f"{self.name}-{i}", f"A/{self.name}-{i}.parquet", size, "1")
+            footer = (footer_lo, hi) if with_footer else (None, None)
+            out.append(
+                PendingFile(
+                    fs,
+                    f"/lake/{self.name}/A/{self.name}-{i}.parquet",
+                    max(lo, floor + 1),
+                    hi,
+                    ("1",),
+                    *footer,
+                    pending_since_us=None if self.committed is None else self.committed[i],
+                )
+            )
+        return out
+
+
+_LAKES: dict[str, dict[str, FakeTable]] = {}
+
+
+class FakeHudiMetadata(HudiMetadataResource):
+    """Tables live in a registry keyed by lake_id: Dagster rebuilds resources from their
+    config, so state must not sit on the instance."""
+
+    lake_id: str = ""
+
+    def __init__(self, **kwargs):
+        kwargs.setdefault("lake_id", f"lake{len(_LAKES)}")
+        super().__init__(**kwargs)
+        _LAKES.setdefault(self.lake_id, {})
+
+    def add(self, table: FakeTable) -> FakeHudiMetadata:
+        _LAKES[self.lake_id][table.name] = table
+        return self
+
+    def table(self, table: str):
+        tables = _LAKES[self.lake_id]
+        if table not in tables:
+            raise TableNotFound(f"No Hudi table at /lake/{table}")
+        return tables[table]
+
+
+def raw_lake() -> FakeHudiMetadata:
+    files = [(2 * 1024**2, T0 + i * 10 * S + 1, T0 + (i + 1) * 10 * S, T0) for i in range(6)]
+    lake = FakeHudiMetadata()
+    lake.add(FakeTable("trade_raw", T0 + 60 * S, files))
+    lake.add(FakeTable("price_raw", T0 + 60 * S, files))
+    lake.add(FakeTable("company_master", None))
+    return lake
+
+
+def tick(lake, instance, **settings):
+    return evaluate_tick(lake, instance, SchedulerSettings(**settings), now_us=T0 + 61 * S)
+
+
+def test_first_tick_launches_the_aggregates_and_explains_the_rest():
+    with dg.instance_for_test() as instance:
+        result, requests = tick(raw_lake(), instance)
+    assert sorted(r.tags[ASSET_TAG] for r in requests) == ["price_aggr", "trade_aggr"]
+    reasons = {s.job: s.reason for s in result.skipped}
+    assert reasons["market_features"].startswith("waiting for upstream")
+    assert reasons["sector_vwap"].startswith("waiting for upstream")
+    request = next(r for r in requests if r.tags[ASSET_TAG] == "trade_aggr")
+    config = request.run_config["ops"]["trade_aggr"]["config"]
+    plan = RunPlan.from_run(request)
+    assert config["cutoff_u"] == str(plan.cutoff_u)
+    assert len(config["files"]) == plan.file_count
+    assert config["t_done_planned"] == "none"
+    assert request.asset_selection == [dg.AssetKey("trade_aggr")]
+    # A few readable tags; the rest of the decision in run config (and then metadata).
+    assert set(request.tags) == {
+        ASSET_TAG,
+        "freshness/policy",
+        "freshness/cutoff",
+        "freshness/files",
+        "freshness/launched_by",
+    }
+    assert request.tags["freshness/cutoff"] == readable_utc(plan.cutoff_u)
+    assert request.tags["freshness/files"] == f"{plan.file_count} of {plan.pending_files} files"
+    decision = config[PLAN_FIELD]
+    for key in ("G_s", "E_s", "eta", "files_pending", "scan_mib", "cost_model", "u_us"):
+        assert key in decision
+    assert decision["cost_model"].startswith("prior:three_term")
+
+
+def test_run_keys_are_idempotent_and_follow_the_state():
+    with dg.instance_for_test() as instance:
+        _, first = tick(raw_lake(), instance)
+        _, again = tick(raw_lake(), instance)
+        assert [r.run_key for r in first] == [r.run_key for r in again]
+        lake = raw_lake()
+        lake.add(FakeTable("trade_aggr", T0 + 30 * S))
+        _, moved = tick(lake, instance)
+        keys = {r.tags[ASSET_TAG]: r.run_key for r in moved}
+        assert keys["trade_aggr"] != {r.tags[ASSET_TAG]: r.run_key for r in first}["trade_aggr"]
+
+
+def test_a_jobs_wait_counts_from_its_oldest_pending_commit():
+    """The planner's aging clock: the completion of the oldest input commit a job has not
+    consumed, read from the pending files (a file without one leaves the arrival to it)."""
+    lake = raw_lake()
+    files = [(2 * 1024**2, T0 + i * 10 * S + 1, T0 + (i + 1) * 10 * S, T0) for i in range(6)]
+    committed = [T0 + (i + 1) * 10 * S + 2 * S for i in range(6)]
+    lake.add(FakeTable("trade_raw", T0 + 60 * S, files, committed))
+    with dg.instance_for_test() as instance:
+        result, _ = tick(lake, instance, k=1, max_wait_s=120)
+    waited = {c.job: c.waited_s for c in result.ranked}
+    # now = T0 + 61 s; trade_raw's oldest pending commit completed at T0 + 12 s
+    assert waited["trade_aggr"] == pytest.approx(49.0)
+    assert waited["price_aggr"] == pytest.approx(61.0, abs=1e-3)  # oldest arrival, T0 + 1 us
+    # Both never materialized, so both are aged: the longer wait ranks first.
+    assert [c.job for c in result.ranked[:2]] == ["price_aggr", "trade_aggr"]
+    assert all(c.aged.startswith("first materialization") for c in result.ranked[1:2])
+
+
+def test_slots_running_runs_and_k():
+    with dg.instance_for_test() as instance:
+        create_run_for_test(
+            instance,
+            job_name="x",
+            status=dg.DagsterRunStatus.STARTED,
+            tags={ASSET_TAG: "trade_aggr"},
+        )
+        result, requests = tick(raw_lake(), instance, k=2)
+        assert [r.tags[ASSET_TAG] for r in requests] == ["price_aggr"]
+        assert {s.job: s.reason for s in result.skipped}["trade_aggr"] == "already running"
+        create_run_for_test(
+            instance,
+            job_name="y",
+            status=dg.DagsterRunStatus.STARTING,
+            tags={ASSET_TAG: "price_aggr"},
+        )
+        result, requests = tick(raw_lake(), instance, k=2)
+        assert requests == [] and result.free_slots == 0
+
+
+def test_nothing_pending_is_an_explicit_skip_through_the_sensor():
+    lake = FakeHudiMetadata()
+    lake.add(FakeTable("trade_raw", T0)).add(FakeTable("price_raw", T0))
+    lake.add(FakeTable("trade_aggr", T0)).add(FakeTable("price_aggr", T0))
+    sensor_def = build_sensor(SchedulerSettings())
+    with dg.instance_for_test() as instance:
+        context = dg.build_sensor_context(instance=instance, resources={"hudi_meta": lake})
+        result = sensor_def(context)
+    assert isinstance(result, dg.SensorResult) and result.skip_reason is not None
+    message = result.skip_reason.skip_message
+    assert message.startswith("Nothing launched (3 free slots).")
+    assert "trade_aggr: waits: no pending data" in message
+    assert "market_features: waits: no pending data" in message
+    assert "enriched_features: waits: waiting for upstream" in message
+    # The tick history's row shows the cursor: the decision in one line.
+    # (the fake watermarks are from 2023, so both aggregates are far past the target)
+    assert re.fullmatch(
+        r"idle; past target: trade_aggr \d+ s, price_aggr \d+ s; "
+        r"3 no pending data, 3 waiting for upstream",
+        result.cursor or "",
+    ), result.cursor
+
+
+def test_sensor_emits_run_requests_over_several_ticks():
+    sensor_def = build_sensor(SchedulerSettings(k=1))
+    lake = raw_lake()
+    with dg.instance_for_test() as instance:
+        context = dg.build_sensor_context(instance=instance, resources={"hudi_meta": lake})
+        first = sensor_def(context)
+        assert len(first.run_requests) == 1
+        chosen = first.run_requests[0].tags[ASSET_TAG]
+        # the chosen job committed its cutoff; next tick picks the other one
+        lake.add(FakeTable(chosen, RunPlan.from_run(first.run_requests[0]).cutoff_u))
+        second = sensor_def(
+            dg.build_sensor_context(instance=instance, resources={"hudi_meta": lake})
+        )
+        assert len(second.run_requests) == 1
+        assert second.run_requests[0].tags[ASSET_TAG] != chosen
+
+
+def test_footer_mode_widens_candidate_sets():
+    with dg.instance_for_test() as instance:
+        pending_plan, _ = tick(raw_lake(), instance, policy="pmb")
+        footer_plan, footer_requests = tick(raw_lake(), instance, policy="pmb", tmin_mode="footer")
+    assert pending_plan.ranked and footer_plan.ranked
+    # Pending ranges: file i holds arrivals of (10 i s, 10 (i+1) s], so C(u) grows one file
+    # per cutoff; the footer minimum is old (T0) for every file, so every C(u) holds all.
+    for choice in pending_plan.ranked:
+        counts = [c.file_count for c in choice.candidates]
+        assert counts == list(range(1, choice.pending_files + 1)), counts
+    for choice in footer_plan.ranked:
+        assert {c.file_count for c in choice.candidates} == {choice.pending_files}
+    for request in footer_requests:
+        plan = RunPlan.from_run(request)
+        assert plan is not None and plan.file_count == plan.pending_files
+        assert not plan.is_subset
+
+
+def test_cost_model_is_fitted_from_materialization_metadata():
+    with dg.instance_for_test() as instance:
+        for i in range(8):
+            instance.report_runless_asset_event(
+                dg.AssetMaterialization(
+                    "trade_aggr",
+                    metadata={
+                        "bytes_read": (i + 1) * 1024**2,
+                        "files_read": i + 1,
+                        "duration_s": 5.0 + 0.5 * (i + 1),
+                    },
+                )
+            )
+        _, requests = tick(raw_lake(), instance)
+    plans = {r.tags[ASSET_TAG]: RunPlan.from_run(r) for r in requests}
+    assert plans["trade_aggr"].cost_model == "fit:three_term"
+    assert plans["trade_aggr"].cost_fit.startswith("8 runs, rmse")
+    # The fitted slope is the metadata's 0.5 s per MiB-and-file step, split between terms.
+    assert plans["trade_aggr"].cost_a_s == pytest.approx(5.0, abs=0.6)
+    assert plans["price_aggr"].cost_model.startswith("prior:")
+
+
+def test_k_agrees_with_the_run_queue():
+    assert f"max_concurrent_runs: {DEFAULT_K}" in (PROJECT_ROOT / "dagster.yaml").read_text()
+
+
+@pytest.mark.parametrize("bad", [{"policy": "fifo"}, {"k": 0}, {"tmin_mode": "x"}, {"tick_s": 3}])
+def test_bad_settings_refused(bad):
+    with pytest.raises(ValueError):
+        SchedulerSettings(**bad)
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+def test_every_policy_launches_the_runnable_aggregates(policy):
+    """Each policy the experiment runs goes through the sensor (not only the planner)."""
+    with dg.instance_for_test() as instance:
+        result, requests = tick(raw_lake(), instance, policy=policy, seed=7)
+    assert sorted(r.tags[ASSET_TAG] for r in requests) == ["price_aggr", "trade_aggr"]
+    for request in requests:
+        assert request.tags["freshness/policy"] == policy
+        files = request.run_config["ops"][request.tags[ASSET_TAG]]["config"]["files"]
+        assert files, request.run_config
+
+
+def test_a_failed_decision_is_retried_after_a_backoff_under_a_new_key():
+    """Issue 15: the same decision after a failed run must not be dropped as a duplicate
+    run key, or a job whose stream went quiet stays stale for ever."""
+    with dg.instance_for_test() as instance:
+        _, first = tick(raw_lake(), instance)
+        trade = next(r for r in first if r.tags[ASSET_TAG] == "trade_aggr")
+        assert RunPlan.from_run(trade).attempt == 0 and "freshness/retry" not in trade.tags
+        run = create_run_for_test(
+            instance,
+            job_name="x",
+            status=dg.DagsterRunStatus.STARTED,
+            tags={ASSET_TAG: "trade_aggr"},
+        )
+        instance.report_run_failed(run)
+        failed_at = instance.get_run_record_by_id(run.run_id).end_time
+        assert failed_at is not None
+        settings = SchedulerSettings()
+        during = int((failed_at + 2) * S)
+        result, requests = evaluate_tick(raw_lake(), instance, settings, now_us=during)
+        assert "trade_aggr" not in [r.tags[ASSET_TAG] for r in requests]
+        reason = {s.job: s.reason for s in result.skipped}["trade_aggr"]
+        assert reason.startswith("backing off after 1 failed run(s)")
+        after = int((failed_at + 6) * S)
+        _, requests = evaluate_tick(raw_lake(), instance, settings, now_us=after)
+        retry = next(r for r in requests if r.tags[ASSET_TAG] == "trade_aggr")
+        assert retry.run_key != trade.run_key
+        assert retry.run_key.rsplit(":", 1)[0] == trade.run_key.rsplit(":", 1)[0]
+        assert RunPlan.from_run(retry).attempt == 1
+        assert retry.tags["freshness/retry"] == "1 after failed runs"
+        # A success ends the streak: the next decision starts again at attempt 0.
+        ok = create_run_for_test(
+            instance,
+            job_name="x",
+            status=dg.DagsterRunStatus.SUCCESS,
+            tags={ASSET_TAG: "trade_aggr"},
+        )
+        assert ok.status == dg.DagsterRunStatus.SUCCESS
+        _, requests = evaluate_tick(raw_lake(), instance, settings, now_us=after)
+        retry = next(r for r in requests if r.tags[ASSET_TAG] == "trade_aggr")
+        assert RunPlan.from_run(retry).attempt == 0
+
+
+def test_a_launching_tick_logs_every_job_and_records_staleness():
+    sensor_def = build_sensor(SchedulerSettings(k=1))
+    with dg.instance_for_test() as instance:
+        context = dg.build_sensor_context(instance=instance, resources={"hudi_meta": raw_lake()})
+        result = sensor_def(context)
+        assert isinstance(result, dg.SensorResult) and len(result.run_requests) == 1
+        launched = result.run_requests[0].tags[ASSET_TAG]
+        assert (result.cursor or "").startswith(f"launch {launched}; ")
+        assert "1 no free slot" in (result.cursor or "")
+        # The raw tables have watermarks, the jobs none yet: nothing to record.
+        assert result.asset_events == []
+
+
+def test_staleness_observations_carry_the_samplers_staleness_and_the_target():
+    target = StalenessTarget()
+    t_done = {"trade_aggr": T0, "price_aggr": None}
+    staleness = {"trade_aggr": 100.0, "price_aggr": None}
+    events = staleness_observations(T0 + 100 * S, None, t_done, staleness, target)
+    assert [e.asset_key.to_user_string() for e in events] == ["trade_aggr"]
+    meta = events[0].metadata
+    assert meta["staleness_s"].value == 100.0 and meta["staleness_state"].value == "pass"
+    assert meta["staleness_target_s"].value == 300.0
+    assert meta["watermark"].value == "2023-11-14T22:13:20.000+00:00"
+    with dg.instance_for_test() as instance:  # Dagster takes them as they are
+        instance.report_runless_asset_event(events[0])
+        recorded = instance.fetch_observations(dg.AssetKey("trade_aggr"), limit=1).records
+        assert recorded[0].asset_observation.metadata["staleness_s"].value == 100.0
+
+
+def test_the_sensor_records_staleness_on_its_first_tick():
+    # (which later ticks record is observations_due's, tested in test_tick_report)
+    lake = raw_lake()
+    lake.add(FakeTable("trade_aggr", T0 + 60 * S)).add(FakeTable("price_aggr", T0 + 60 * S))
+    sensor_def = build_sensor(SchedulerSettings())
+    with dg.instance_for_test() as instance:
+        first = sensor_def(
+            dg.build_sensor_context(instance=instance, resources={"hudi_meta": lake})
+        )
+    recorded = {e.asset_key.to_user_string(): e.metadata for e in first.asset_events}
+    assert sorted(recorded) == ["price_aggr", "trade_aggr"]
+    assert recorded["trade_aggr"]["staleness_state"].value == "fail"  # a 2023 watermark
+
+
+@pytest.mark.parametrize(
+    ("max_wait_s", "first", "words"),
+    [
+        (120, True, "aging: a job waiting over 120 s goes first, so does a first materialization"),
+        (None, True, "aging: a first run goes first"),
+        (300, False, "aging: a job waiting over 300 s goes first"),
+        (None, False, "no aging"),
+    ],
+)
+def test_the_sensor_says_its_aging_setting(max_wait_s, first, words):
+    settings = SchedulerSettings(max_wait_s=max_wait_s, first_runs_first=first)
+    assert aging_words(settings) == words
+    assert words in (build_sensor(settings).description or "")
+
+
+def test_a_chained_run_refreshes_the_jobs_descendants_in_one_run():
+    """FRESHNESS_CHAIN_DESCENDANTS: the run of a planned job also selects its descendants,
+    which have no config (each processes what its inputs hold when its step starts); a
+    descendant of two launched jobs goes to neither (it would read one input too early)."""
+    lake = raw_lake()
+    lake.add(FakeTable("price_aggr", T0 + 60 * S))  # up to date: only trade_aggr runs
+    with dg.instance_for_test() as instance:
+        _, requests = tick(lake, instance, chain_descendants=True)
+        (request,) = requests
+        chain = ["trade_aggr", "market_features", "enriched_features"]
+        chain += ["sector_vwap", "industry_spike"]
+        assert request.asset_selection == [dg.AssetKey(name) for name in chain]
+        assert request.tags["freshness/chained"] == ",".join(chain[1:])
+        assert set(request.run_config["ops"]) == {"trade_aggr"}
+        assert RunPlan.from_run(request).asset == "trade_aggr"
+
+        _, both = tick(raw_lake(), instance, chain_descendants=True)
+        assert sorted(r.tags[ASSET_TAG] for r in both) == ["price_aggr", "trade_aggr"]
+        assert all(r.asset_selection == [dg.AssetKey(r.tags[ASSET_TAG])] for r in both)
+        assert all("freshness/chained" not in r.tags for r in both)
+
+        _, unchained = tick(lake, instance, chain_first_runs=False)  # off by default
+        assert unchained[0].asset_selection == [dg.AssetKey("trade_aggr")]
+
+
+def test_a_run_chains_the_descendants_never_materialized_and_only_those():
+    """FRESHNESS_CHAIN_FIRST_RUNS (on by default): on a new lakehouse a run also makes its
+    descendants' first materializations; a descendant that already has a table is left
+    to its own run, and so is what would need it first."""
+    lake = raw_lake()
+    lake.add(FakeTable("price_aggr", T0 + 60 * S))  # up to date: only trade_aggr runs
+    with dg.instance_for_test() as instance:
+        _, (request,) = tick(lake, instance)
+        chain = ["market_features", "enriched_features", "sector_vwap", "industry_spike"]
+        assert request.asset_selection == [dg.AssetKey(n) for n in ["trade_aggr", *chain]]
+        assert request.tags["freshness/chained"] == ",".join(chain)
+
+        lake.add(FakeTable("market_features", T0))
+        lake.add(FakeTable("enriched_features", T0))
+        lake.add(FakeTable("sector_vwap", T0))
+        _, (request,) = tick(lake, instance)
+        assert request.asset_selection == [dg.AssetKey("trade_aggr")]  # nothing new below
+
+        # every table exists: nothing chained, as without the setting
+        lake.add(FakeTable("industry_spike", T0))
+        lake.add(FakeTable("trade_aggr", T0))
+        result, requests = tick(lake, instance)
+        assert requests and all(len(r.asset_selection) == 1 for r in requests)
+        assert all("freshness/chained" not in r.tags for r in requests)
+
+
+def test_a_chained_run_takes_one_slot_and_holds_its_jobs():
+    with dg.instance_for_test() as instance:
+        create_run_for_test(
+            instance,
+            job_name="chain",
+            status=dg.DagsterRunStatus.STARTED,
+            tags={ASSET_TAG: "trade_aggr", "freshness/chained": "market_features"},
+            asset_selection={dg.AssetKey("trade_aggr"), dg.AssetKey("market_features")},
+        )
+        result, requests = tick(raw_lake(), instance, k=2, chain_descendants=True)
+        assert [r.tags[ASSET_TAG] for r in requests] == ["price_aggr"]  # one slot left
+        assert result.free_slots == 1
+        skipped = {s.job: s.reason for s in result.skipped}
+        assert skipped["trade_aggr"] == skipped["market_features"] == "already running"
+        # and price_aggr's run chains nothing its running sibling holds
+        assert requests[0].asset_selection == [dg.AssetKey("price_aggr")]
+        # Without chaining, each running job counts as a run (two running: no slot).
+        result, requests = tick(raw_lake(), instance, k=2, chain_first_runs=False)
+        assert requests == [] and result.free_slots == 0

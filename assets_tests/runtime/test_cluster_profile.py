@@ -1,0 +1,91 @@
+"""The cluster profile end to end: Postgres, a Spark standalone master + worker, the
+shared Spark service and ingestion as applications of that master, Dagster's storage in
+Postgres. A short stream must drain through the sensor's runs to the independent
+oracle's answer (`oracle.py`)."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import time
+from pathlib import Path
+
+import dagster as dg
+import pytest
+
+from assets_tests.conftest import short_stack_config, table_watermark
+from freshness_pipeline.catalog.jobs import JOBS
+from freshness_pipeline.catalog.tables import RAW_TABLES
+from freshness_pipeline.config.settings import load_settings
+from freshness_pipeline.hudi.lakehouse import Lakehouse
+from freshness_pipeline.jobs import oracle
+from freshness_pipeline.runtime.cluster_profile import ClusterProfile
+from freshness_pipeline.runtime.spark_service import free_port
+from freshness_pipeline.runtime.stack import Stack
+from freshness_pipeline.scheduling.run_plan import RunPlan
+
+pytestmark = pytest.mark.spark
+DRAIN_TIMEOUT_S = 480  # 6.4 min whole test at a load average of 11 (four agents)
+
+
+def _drain(stack: Stack, lakehouse: Lakehouse, landing: Path) -> bool:
+    """Supervising, until the stream has ended, every landed file is ingested and all six
+    tables reflect the raw tables' final watermark."""
+    deadline = time.monotonic() + DRAIN_TIMEOUT_S
+    while time.monotonic() < deadline:
+        stack.supervise()
+        if stack.process("replay").poll() is not None and not any(landing.rglob("*.jsonl")):
+            raw = [table_watermark(lakehouse, t) for t in RAW_TABLES]
+            if None not in raw and all(table_watermark(lakehouse, j) == min(raw) for j in JOBS):
+                return True
+        time.sleep(2)
+    return False
+
+
+def test_a_short_stream_drains_through_the_cluster_profile_to_the_oracles_answer(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    landing = tmp_path / "landing"
+    monkeypatch.delenv("FRESHNESS_SPARK_REMOTE", raising=False)
+    for name, value in {
+        # The whole profile: the lakehouse on the object store (the profile starts s3proxy
+        # and points the lakehouse at s3://<bucket>/tables), not this folder. (One test
+        # for CI's time; the folder variant is FRESHNESS_CLUSTER_LAKEHOUSE=folder.)
+        "FRESHNESS_LAKEHOUSE": str(tmp_path / "tables"),
+        "FRESHNESS_CLUSTER_LAKEHOUSE": "object_store",
+        "FRESHNESS_LANDING": str(landing),
+        "FRESHNESS_TICK_S": "5",
+        "FRESHNESS_SPARK_SERVICE_PORT": str(free_port()),
+        "FRESHNESS_SPARK_SERVICE_MEMORY": "2g",
+    }.items():
+        monkeypatch.setenv(name, value)
+    # Postgres runs as the `postgres` user, which may not enter pytest's 0700 folders.
+    with tempfile.TemporaryDirectory(prefix="freshness_cluster_") as root:
+        os.chmod(root, 0o711)
+        with ClusterProfile(load_settings(), Path(root)) as profile:
+            for name, value in profile.settings_env.items():
+                monkeypatch.setenv(name, value)  # the supervisor opens the same instance
+            lakehouse = load_settings().lakehouse
+            assert not lakehouse.root.is_local, lakehouse.uri  # on the object store
+            stack = Stack(short_stack_config(tmp_path, profile.env, profile.dagster_home, seed=7))
+            stack.start()
+            try:
+                drained = _drain(stack, lakehouse, landing)
+                apps = {app["name"] for app in profile.spark.master_state()["activeapps"]}
+            finally:
+                stack.stop()
+            assert drained, (tmp_path / "logs" / "dagster.log").read_text()[-3000:]
+            # Both Spark drivers ran as applications of the profile's master.
+            assert {"freshness_spark_service", "ingestion"} <= apps
+            with dg.DagsterInstance.from_config(str(profile.dagster_home)) as instance:
+                assert type(instance.run_storage).__name__ == "PostgresRunStorage"
+                runs = [r for r in instance.get_runs() if RunPlan.from_run(r) is not None]
+                succeeded = {
+                    RunPlan.from_run(r).asset
+                    for r in runs
+                    if r.status == dg.DagsterRunStatus.SUCCESS
+                }
+                assert succeeded == set(JOBS)
+            differences = oracle.check_lakehouse(lakehouse.table)
+    assert len(differences) == len(JOBS)
+    assert all(d.equal for d in differences), [d for d in differences if not d.equal]

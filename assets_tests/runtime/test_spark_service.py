@@ -1,0 +1,45 @@
+"""The shared Spark service: Spark's Connect server through our launcher, which binds
+the gRPC port to 127.0.0.1 (Spark 3.5's own server binds every interface)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from assets_tests.conftest import assert_listens_on_loopback_only
+from freshness_pipeline.config.settings import load_settings
+from freshness_pipeline.runtime.processes import is_loopback
+from freshness_pipeline.runtime.spark_service import (
+    BIND_ADDRESS_CONF,
+    CONNECT_SERVER_CLASS,
+    SparkServiceConfig,
+    server_command,
+    service_config,
+)
+
+
+def test_command_runs_our_launcher_bound_to_the_setting(tmp_path: Path):
+    argv = server_command(SparkServiceConfig(jars_dir=load_settings().jars_dir, state_dir=tmp_path))
+    assert argv[argv.index("--class") + 1] == CONNECT_SERVER_CLASS
+    assert f"{BIND_ADDRESS_CONF}=127.0.0.1" in argv
+    assert argv[-1].endswith("freshness-connect-launcher.jar")
+    wide = service_config(load_settings({"FRESHNESS_SPARK_SERVICE_BIND": "0.0.0.0"}), tmp_path)
+    assert f"{BIND_ADDRESS_CONF}=0.0.0.0" in server_command(wide)
+
+
+@pytest.mark.parametrize(
+    ("address", "loopback"),
+    [("127.0.0.1", True), ("::1", True), ("::ffff:127.0.0.1", True), ("0.0.0.0", False),
+     ("::", False), ("10.1.2.3", False)],
+)  # fmt: skip
+def test_loopback_addresses(address: str, loopback: bool):
+    assert is_loopback(address) is loopback
+
+
+@pytest.mark.spark
+def test_service_answers_sql_and_listens_on_loopback_only(spark_service, connect_spark):
+    assert connect_spark.sql("SELECT 40 + 2 AS answer").collect()[0].answer == 42
+    listening = spark_service.listening()
+    assert ("127.0.0.1", spark_service.config.port) in listening
+    assert_listens_on_loopback_only(listening, "the Spark service")

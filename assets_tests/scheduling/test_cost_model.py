@@ -1,0 +1,61 @@
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from freshness_pipeline.scheduling.cost_model import DEFAULT_PRIOR, RunSample, fit_cost_model
+
+GIB = 1024**3
+
+
+def runs(a, b, c, n=30, noise=0.0, seed=1):
+    rng = random.Random(seed)
+    out = []
+    for _ in range(n):
+        size = rng.randint(1, 4000) * 1024**2
+        files = rng.randint(1, 60)
+        out.append(RunSample(size, files, a + b * size + c * files + rng.gauss(0, noise)))
+    return out
+
+
+def test_recovers_three_terms():
+    fit = fit_cost_model(runs(12.0, 3.0 / GIB, 0.2))
+    assert fit.source == "fit" and fit.samples_used == 30
+    assert fit.model.a_s == pytest.approx(12.0, rel=1e-6)
+    assert fit.model.b_s_per_byte * GIB == pytest.approx(3.0, rel=1e-6)
+    assert fit.model.c_s_per_file == pytest.approx(0.2, rel=1e-6)
+    assert fit.rmse_s == pytest.approx(0.0, abs=1e-6)
+
+
+def test_two_term_mode_ignores_files():
+    fit = fit_cost_model(runs(5.0, 2.0 / GIB, 0.0), mode="two_term")
+    assert fit.model.c_s_per_file == 0.0
+    assert fit.model.a_s == pytest.approx(5.0, rel=1e-6)
+
+
+def test_prior_until_enough_history():
+    fit = fit_cost_model(runs(5.0, 1e-9, 0.1, n=4))
+    assert fit.source == "prior" and fit.model == DEFAULT_PRIOR
+    assert fit_cost_model(runs(5.0, 1e-9, 0.1, n=3), mode="two_term").source == "prior"
+    assert fit_cost_model(runs(5.0, 1e-9, 0.1, n=4), mode="two_term").source == "fit"
+
+
+def test_robust_to_outliers_and_nonnegative():
+    history = runs(10.0, 1.0 / GIB, 0.1, noise=0.05)
+    history[5] = RunSample(history[5].scan_bytes, history[5].files, 900.0)  # a stalled run
+    fit = fit_cost_model(history)
+    assert fit.samples_used == 29
+    assert fit.model.a_s == pytest.approx(10.0, abs=0.2)
+    # time falling with size must not give a negative per-byte cost
+    falling = [RunSample(s, 1, 100.0 - s / 1e8) for s in range(10**8, 10**9, 10**8)]
+    fit = fit_cost_model(falling, mode="two_term")
+    assert fit.model.b_s_per_byte >= 0 and fit.model.a_s > 0
+
+
+def test_recent_window_tracks_change():
+    old = runs(50.0, 0.0, 0.0, n=40, seed=2)
+    new = runs(5.0, 0.0, 0.0, n=40, seed=3)
+    assert fit_cost_model(old + new, window=40).model.a_s == pytest.approx(5.0, abs=1e-6)
+    with pytest.raises(ValueError):
+        fit_cost_model(old, mode="four_term")

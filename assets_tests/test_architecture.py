@@ -1,0 +1,231 @@
+"""The package's layers: each folder owns one part, a lower layer never imports a higher one,
+modules import each other without a cycle, and the scheduling method stays pure.
+
+Every import counts, at module level or inside a function (a lazy import hides a
+dependency; it does not remove it). Imports under `if TYPE_CHECKING:` are left out: they
+name types for the checker and never run.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE = "freshness_pipeline"
+ROOT = Path(__file__).resolve().parents[1] / PACKAGE
+
+# From the bottom up; a module may import its own layer and any layer below it.
+LAYERS = (
+    "scheduling",
+    "hudi",
+    "catalog",
+    "config",
+    "stream",
+    "ingestion",
+    "jobs",
+    "runtime",
+    "orchestration",
+    "experiment",
+    "bench",
+    "ops",
+    "",  # the entry points at the top: definitions, cli
+)
+# Third-party packages the pure method never imports.
+IMPURE = ("dagster", "dagster_pyspark", "dagster_postgres", "pyspark", "hudi", "pyarrow", "pandas")
+MAX_TOP_LEVEL_MODULES = 12
+
+
+def module_name(path: Path, root: Path = ROOT) -> str:
+    parts = list(path.relative_to(root.parent).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _type_checking_blocks(tree: ast.AST) -> set[int]:
+    """ids of the import nodes under `if TYPE_CHECKING:`."""
+    skipped: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            for inner in node.body:
+                for child in ast.walk(inner):
+                    skipped.add(id(child))
+    return skipped
+
+
+def imports_of(path: Path, known: set[str], root: Path = ROOT) -> tuple[set[str], set[str]]:
+    """(the package's modules this file imports, the third-party top-level packages)."""
+    name = module_name(path, root)
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    skipped = _type_checking_blocks(tree)
+    ours: set[str] = set()
+    theirs: set[str] = set()
+    is_package = path.name == "__init__.py"
+    for node in ast.walk(tree):
+        if id(node) in skipped:
+            continue
+        targets: list[str] = []
+        if isinstance(node, ast.Import):
+            targets = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = name.split(".")
+                base = base[: len(base) - node.level + (1 if is_package else 0)]
+                module = ".".join(base + ([node.module] if node.module else []))
+            else:
+                module = node.module or ""
+            # `from pkg import module` names a module; `from module import name` does not.
+            targets = [
+                f"{module}.{alias.name}" if f"{module}.{alias.name}" in known else module
+                for alias in node.names
+            ]
+        for target in targets:
+            top = target.split(".")[0]
+            if top != PACKAGE:
+                theirs.add(top)
+                continue
+            while target and target not in known:
+                target = target.rpartition(".")[0]
+            if target and target != name and target != PACKAGE:
+                ours.add(target)
+    return ours, theirs
+
+
+def layer_of(module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 2 or (len(parts) == 2 and parts[1] in LAYERS) else ""
+
+
+def import_graph(root: Path = ROOT) -> tuple[dict[str, set[str]], dict[str, set[str]]]:
+    files = {module_name(p, root): p for p in root.rglob("*.py")}
+    known = set(files)
+    ours: dict[str, set[str]] = {}
+    theirs: dict[str, set[str]] = {}
+    for module, path in files.items():
+        ours[module], theirs[module] = imports_of(path, known, root)
+    return ours, theirs
+
+
+def upward_imports(graph: dict[str, set[str]]) -> list[str]:
+    found = []
+    for module, targets in sorted(graph.items()):
+        rank = LAYERS.index(layer_of(module))
+        for target in sorted(targets):
+            if LAYERS.index(layer_of(target)) > rank:
+                found.append(f"{module} ({layer_of(module)}) imports {target}")
+    return found
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Every strongly connected group of more than one module (Tarjan's algorithm)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    groups: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for nxt in graph.get(node, ()):
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in on_stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            group = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                group.append(member)
+                if member == node:
+                    break
+            if len(group) > 1:
+                groups.append(sorted(group))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return groups
+
+
+@pytest.fixture(scope="module")
+def graph() -> tuple[dict[str, set[str]], dict[str, set[str]]]:
+    return import_graph()
+
+
+def test_every_module_sits_in_a_layer_or_is_an_entry_point(graph):
+    ours, _ = graph
+    top = sorted(m for m in ours if m.count(".") == 1 and layer_of(m) == "")
+    assert len(top) <= MAX_TOP_LEVEL_MODULES, top
+    folders = {p.name for p in ROOT.iterdir() if p.is_dir() and (p / "__init__.py").exists()}
+    assert folders <= set(LAYERS), f"a package in no layer: {folders - set(LAYERS)}"
+
+
+def test_every_layer_package_says_what_it_owns():
+    for layer in LAYERS[:-1]:
+        init = ROOT / layer / "__init__.py"
+        assert init.exists(), f"{layer}/ is not a package"
+        assert ast.get_docstring(ast.parse(init.read_text(encoding="utf-8"))), init
+
+
+def test_no_layer_imports_a_higher_one(graph):
+    ours, _ = graph
+    assert upward_imports(ours) == []
+
+
+def test_no_import_cycle(graph):
+    ours, _ = graph
+    assert cycles(ours) == []
+
+
+def test_the_scheduling_method_is_pure(graph):
+    _, theirs = graph
+    impure = {
+        module: sorted(set(packages) & set(IMPURE))
+        for module, packages in theirs.items()
+        if layer_of(module) == "scheduling" and set(packages) & set(IMPURE)
+    }
+    assert impure == {}
+
+
+# The checks themselves, on a small package written here: each must be able to fail.
+
+
+def _write(root: Path, files: dict[str, str]) -> Path:
+    package = root / PACKAGE
+    for name, text in files.items():
+        path = package / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    for folder in [package, *[p for p in package.rglob("*") if p.is_dir()]]:
+        (folder / "__init__.py").touch()
+    return package
+
+
+def test_the_checks_find_an_upward_import_a_cycle_and_an_impure_method(tmp_path):
+    package = _write(
+        tmp_path,
+        {
+            "scheduling/planner.py": "import dagster\nfrom freshness_pipeline.hudi import meta\n",
+            "hudi/meta.py": "from freshness_pipeline.hudi.write import x\n",
+            "hudi/write.py": (
+                "def f():\n    from freshness_pipeline.hudi.meta import y\n"
+                "from typing import TYPE_CHECKING\n"
+                "if TYPE_CHECKING:\n    from freshness_pipeline.runtime import stack\n"
+            ),
+            "runtime/stack.py": "",
+        },
+    )
+    ours, theirs = import_graph(package)
+    assert upward_imports(ours) == [
+        "freshness_pipeline.scheduling.planner (scheduling) imports freshness_pipeline.hudi.meta"
+    ]
+    assert cycles(ours) == [["freshness_pipeline.hudi.meta", "freshness_pipeline.hudi.write"]]
+    assert "dagster" in theirs["freshness_pipeline.scheduling.planner"]
+    # The TYPE_CHECKING import is not a dependency.
+    assert "freshness_pipeline.runtime.stack" not in ours["freshness_pipeline.hudi.write"]

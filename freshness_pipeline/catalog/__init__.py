@@ -1,0 +1,1 @@
+"""The job catalog: the jobs, the tables they read and write, and the job graph."""

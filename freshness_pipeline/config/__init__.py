@@ -1,0 +1,1 @@
+"""Settings: every user-settable value, validated and built once at an entry point."""

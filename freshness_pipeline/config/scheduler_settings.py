@@ -1,0 +1,85 @@
+"""Scheduler knobs (policy, K, tick, tmin and cost modes, seed), validated; built from the
+environment by settings.py, the one module that reads it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from freshness_pipeline.scheduling.cost_model import COST_MODES, CostMode
+from freshness_pipeline.scheduling.planner import POLICIES, Policy
+
+DEFAULT_K = 3  # the run queue in dagster.yaml says the same; a test keeps them equal
+TMIN_MODES = ("pending", "footer")
+# Who launches the six jobs: our freshness sensor (by FRESHNESS_POLICY), Dagster's own
+# declarative automation (`AutomationCondition.eager()`), or a fixed interval. The names of
+# automation.AUTOMATION_REGISTRY, kept here so settings stay free of dagster imports; a test
+# keeps the two equal.
+AUTOMATIONS = ("freshness_sensor", "dagster_eager", "interval")
+# The interval automation's default period, tuned on a seed of its own (the experiment's
+# `interval` variant uses it; docs/BENCHMARKS.md, "The interval peer: tuning N").
+DEFAULT_INTERVAL_S = 40
+# Dagster's sensor daemon loops at most every 5 s (MIN_INTERVAL_LOOP_TIME in
+# dagster/_daemon/sensor.py), so a shorter interval would silently mean 5 s.
+MIN_TICK_S = 5
+# The aging bound (planner.age): a runnable job that has waited longer is ranked first.
+# Two minutes: on the demo's machine a run takes 60-190 s, so a job past the bound
+# still gets a slot (after at most about one more run) near the 300 s staleness target,
+# while a job that only waits out a run or two of its peers is left to eta's order.
+DEFAULT_MAX_WAIT_S = 120
+
+
+@dataclass(frozen=True)
+class SchedulerSettings:
+    policy: Policy = "pmb"
+    k: int = DEFAULT_K
+    tick_s: int = 10
+    tmin_mode: str = "pending"  # "footer": the published whole-file footer approximation
+    cost_mode: CostMode = "three_term"
+    seed: int = 0
+    automation: str = "freshness_sensor"
+    interval_s: int = DEFAULT_INTERVAL_S  # the `interval` automation's period
+    # The aging bound in seconds (planner.age); None: no aging, the policy's order alone.
+    max_wait_s: int | None = DEFAULT_MAX_WAIT_S
+    # A never-materialized job takes the next free slot (planner.age): every table exists
+    # within a few runs of the start, at a cost in P where runs are slow.
+    first_runs_first: bool = True
+    # A run of a job also refreshes its descendants, in one Dagster run (catalog.
+    # chained_descendants): one launch for the chain instead of one per table.
+    chain_descendants: bool = False
+    # Chaining for the descendants never materialized only (a new lakehouse's first runs):
+    # every table exists within one chain of the start, not one tick, launch and slot each.
+    chain_first_runs: bool = True
+
+    @property
+    def chains(self) -> bool:
+        """Whether a sensor run may carry descendants (so a running run may hold several
+        jobs in one slot)."""
+        return self.chain_descendants or self.chain_first_runs
+
+    def __post_init__(self) -> None:
+        if self.policy not in POLICIES:
+            raise ValueError(f"FRESHNESS_POLICY must be one of {POLICIES}, got {self.policy!r}")
+        if self.k < 1:
+            raise ValueError(f"FRESHNESS_K must be at least 1, got {self.k}")
+        if self.tick_s < MIN_TICK_S:
+            raise ValueError(
+                f"FRESHNESS_TICK_S must be at least {MIN_TICK_S} (Dagster's sensor daemon "
+                f"evaluates a sensor at most every {MIN_TICK_S} s), got {self.tick_s}"
+            )
+        if self.tmin_mode not in TMIN_MODES:
+            raise ValueError(f"FRESHNESS_TMIN_MODE must be one of {TMIN_MODES}")
+        if self.cost_mode not in COST_MODES:
+            raise ValueError(f"FRESHNESS_COST_MODE must be one of {COST_MODES}")
+        if self.automation not in AUTOMATIONS:
+            raise ValueError(
+                f"FRESHNESS_AUTOMATION must be one of {AUTOMATIONS}, got {self.automation!r}"
+            )
+        if self.max_wait_s is not None and self.max_wait_s < 1:
+            raise ValueError(
+                f"FRESHNESS_MAX_WAIT_S must be at least 1 second or `off`, got {self.max_wait_s}"
+            )
+        if self.interval_s < MIN_TICK_S:
+            raise ValueError(
+                f"FRESHNESS_INTERVAL_S must be at least {MIN_TICK_S} (Dagster's sensor daemon "
+                f"evaluates a sensor at most every {MIN_TICK_S} s), got {self.interval_s}"
+            )

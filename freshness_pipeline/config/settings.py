@@ -1,0 +1,734 @@
+"""Everything a user can set, in one typed, frozen object built in one place.
+
+`load_settings(environ, overrides)` reads the `FRESHNESS_*` environment variables (and CLI
+flags, passed as overrides under the same names), validates each, and returns `Settings`.
+This is the only module that reads the environment: definitions, CLI, experiment and
+benches receive what it builds. `SETTINGS` below is the table of every variable; the
+README's settings table is generated from it (`python -m freshness_pipeline.config.settings`)
+and a test keeps the two equal.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from freshness_pipeline.catalog.jobs import JOBS
+from freshness_pipeline.catalog.tables import RAW_TABLES
+from freshness_pipeline.config.scheduler_settings import (
+    AUTOMATIONS,
+    DEFAULT_INTERVAL_S,
+    DEFAULT_MAX_WAIT_S,
+    MIN_TICK_S,
+    TMIN_MODES,
+    SchedulerSettings,
+)
+from freshness_pipeline.hudi.inputs import InputsError, load_inputs
+from freshness_pipeline.hudi.lakehouse import Lakehouse
+from freshness_pipeline.hudi.location import LocationError
+from freshness_pipeline.scheduling.clustering import MIB, ClusteringSettings
+from freshness_pipeline.scheduling.cost_model import COST_MODES
+from freshness_pipeline.scheduling.planner import POLICIES
+from freshness_pipeline.scheduling.staleness_target import MIN_WINDOW_S, StalenessTarget
+
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
+
+SPARK_MODES = ("service", "local")
+SOURCES = ("landing", "kafka")  # where ingestion reads the stream and the replayer writes it
+# Kafka's own rule for topic names (kafka.common.internals.Topic): at most 249 of these.
+_TOPIC_NAME = re.compile(r"^[a-zA-Z0-9._-]{1,249}$")
+_HOST_PORT = re.compile(r"^[A-Za-z0-9.\-]+:(\d{1,5})$")
+PROFILES = ("local", "cluster")
+CLUSTER_LAKEHOUSES = ("folder", "object_store")
+POSTGRES_SCHEME = "postgresql+psycopg2"
+RUN_STARTS = ("forkserver", "spawn")  # how a code server starts runs (orchestration/run_start.py)
+
+
+class SettingsError(ValueError):
+    """A setting has a value this project cannot use: names the variable, the value and
+    what is accepted."""
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One user-settable variable: its default (as a user would write it), what it means,
+    what is accepted, and how its text becomes a value."""
+
+    env: str
+    default: str | None
+    meaning: str
+    accepted: str
+    parse: Callable[[str], Any]
+    secret: bool = False  # its value never appears in an error, a log or a repr
+
+    def value(self, text: str | None) -> Any:
+        if text is None or text == "":
+            if self.default is None:
+                return None
+            text = self.default.replace("<checkout>", str(PROJECT_ROOT))
+        try:
+            return self.parse(text)
+        except (ValueError, LocationError) as exc:
+            if self.secret:
+                # The reason, never the value (our parsers' reasons never quote it).
+                raise SettingsError(
+                    f"{self.env} is not accepted: expected {self.accepted} ({exc})"
+                ) from exc
+            raise SettingsError(
+                f"{self.env}={text!r} is not accepted: expected {self.accepted} ({exc})"
+            ) from exc
+
+
+def _choice(options: tuple[str, ...]) -> Callable[[str], str]:
+    def parse(text: str) -> str:
+        if text not in options:
+            raise ValueError(f"not one of {', '.join(options)}")
+        return text
+
+    return parse
+
+
+def _int_at_least(low: int) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        number = int(text)
+        if number < low:
+            raise ValueError(f"below {low}")
+        return number
+
+    return parse
+
+
+def _folder(text: str) -> Path:
+    return Path(text).expanduser().resolve()
+
+
+def _text(text: str) -> str:
+    return text
+
+
+def _port(text: str) -> int:
+    number = int(text)
+    if not 1 <= number <= 65535:
+        raise ValueError("outside 1-65535")
+    return number
+
+
+def _bootstrap(text: str) -> str:
+    """host:port[,host:port...] as a Kafka client takes it."""
+    for server in text.split(","):
+        match = _HOST_PORT.match(server.strip())
+        if not match or not 1 <= int(match.group(1)) <= 65535:
+            raise ValueError(f"{server!r} is not host:port")
+    return ",".join(server.strip() for server in text.split(","))
+
+
+def _topic(text: str) -> str:
+    if not _TOPIC_NAME.match(text) or text in (".", ".."):
+        raise ValueError("a Kafka topic name has 1-249 of a-z A-Z 0-9 . _ -")
+    return text
+
+
+def _spark_master(text: str) -> str:
+    if text.startswith("spark://"):
+        host, _, port = text[len("spark://") :].rpartition(":")
+        if not host or not port.isdigit():
+            raise ValueError("a standalone master is spark://host:port")
+    elif not (
+        text in ("yarn", "local[*]")
+        or re.fullmatch(r"local\[\d+\]", text)
+        or text.startswith("k8s://")
+    ):
+        raise ValueError("not a Spark master URL")
+    return text
+
+
+def _jvm_size(text: str) -> str:
+    if not re.fullmatch(r"\d+[kmgt]?", text.lower()):
+        raise ValueError("a number with an optional k, m, g or t suffix")
+    return text
+
+
+def _postgres_url(text: str) -> str:
+    """SQLAlchemy's spelling of a Postgres database for dagster-postgres, scheme explicit
+    (newer SQLAlchemy would pick psycopg 3 for a bare postgresql://), no password inside."""
+    parsed = urlsplit(text)
+    if parsed.scheme != POSTGRES_SCHEME:
+        raise ValueError(f"the scheme must be {POSTGRES_SCHEME}://")
+    if parsed.password is not None:
+        raise ValueError("keep the password out of the URL: set FRESHNESS_POSTGRES_PASSWORD")
+    if not parsed.username or not parsed.hostname or not parsed.path.strip("/"):
+        raise ValueError("user, host and database are all required")
+    _ = parsed.port  # raises ValueError on a bad port
+    return text
+
+
+def _endpoint(text: str) -> str:
+    parts = urlsplit(text)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError("not an http:// or https:// URL with a host")
+    if parts.path not in ("", "/") or parts.query:
+        raise ValueError("an endpoint has no path")
+    return text.rstrip("/")
+
+
+def _seconds_or_off(text: str) -> int | None:
+    """`off` (None), or a whole number of seconds of at least 1."""
+    if text.strip().lower() == "off":
+        return None
+    number = int(text)
+    if number < 1:
+        raise ValueError("below 1")
+    return number
+
+
+def _fraction(text: str) -> float:
+    number = float(text)
+    if not 0 <= number < 1:
+        raise ValueError("outside 0 (inclusive) to 1 (exclusive)")
+    return number
+
+
+def _clustered_tables(text: str) -> tuple[str, ...]:
+    """`none`, or a comma list of raw and job tables."""
+    if text.strip().lower() == "none":
+        return ()
+    names = tuple(dict.fromkeys(n.strip() for n in text.split(",") if n.strip()))
+    known = (*RAW_TABLES, *JOBS)
+    unknown = [n for n in names if n not in known]
+    if unknown or not names:
+        raise ValueError(f"{', '.join(unknown) or 'nothing'} is not one of {', '.join(known)}")
+    return names
+
+
+def _bool(text: str) -> bool:
+    lowered = text.strip().lower()
+    if lowered not in ("true", "false", "1", "0", "yes", "no"):
+        raise ValueError("not true or false")
+    return lowered in ("true", "1", "yes")
+
+
+SETTINGS: tuple[Setting, ...] = (
+    Setting("FRESHNESS_LAKEHOUSE", "<checkout>/.lakehouse/tables",
+            "root of the Hudi tables", "a folder, file://..., or s3://bucket/prefix",
+            Lakehouse.parse),
+    Setting("FRESHNESS_LANDING", "<checkout>/.lakehouse/landing",
+            "landing folder shared by the replayer and ingestion", "a folder",
+            _folder),
+    Setting("FRESHNESS_JARS_DIR", "<checkout>/.cache/jars",
+            "folder of the Hudi bundle, the Spark Connect jar and our Hudi guard jar",
+            "a folder", _folder),
+    Setting("FRESHNESS_PROFILE", "local",
+            "`local`: embedded defaults; `cluster`: the demo also starts Postgres, a Spark "
+            "standalone master + worker (and the object store) and points everything at them",
+            " or ".join(PROFILES), _choice(PROFILES)),
+    Setting("FRESHNESS_CLUSTER_LAKEHOUSE", "object_store",
+            "where the cluster profile keeps a lakehouse FRESHNESS_LAKEHOUSE leaves local: "
+            "`folder` (that folder) or `object_store` (the local S3 store it starts; "
+            "s3://lakehouse/tables)", " or ".join(CLUSTER_LAKEHOUSES),
+            _choice(CLUSTER_LAKEHOUSES)),
+    Setting("FRESHNESS_SPARK_MASTER", "local[*]",
+            "Spark master of the Spark service and of a process's own Spark (ingestion, "
+            "`--spark local` runs); the cluster profile sets its own master's URL",
+            "local[N], local[*], spark://host:port, yarn, k8s://...", _spark_master),
+    Setting("FRESHNESS_SPARK_DRIVER_HOST", None,
+            "address a driver binds and executors call back on (`spark.driver.host` and "
+            "`bindAddress`); unset: 127.0.0.1 for a local master, Spark's choice otherwise",
+            "a host name or IP address", _text),
+    Setting("FRESHNESS_SPARK_CORES_MAX", "2",
+            "cores one application (the Spark service, ingestion) takes on a `spark://` "
+            "master (`spark.cores.max`)", "an integer of at least 1", _int_at_least(1)),
+    Setting("FRESHNESS_SPARK_EXECUTOR_MEMORY", "2g",
+            "executor memory of an application on a `spark://` master",
+            "a JVM size such as 2g", _jvm_size),
+    Setting("FRESHNESS_SPARK_REMOTE", None,
+            "Spark Connect URL of your own Connect server; runs use it and the demo starts "
+            "none", "sc://host:port", _text),
+    Setting("FRESHNESS_SPARK_MODE", "service",
+            "`service`: the demo starts a local shared Spark service; `local`: every run "
+            "starts its own Spark", " or ".join(SPARK_MODES), _choice(SPARK_MODES)),
+    Setting("FRESHNESS_RUN_START", "forkserver",
+            "how a code server starts a run's process: `forkserver`: a fork of one process "
+            "that imported the definitions once (`run_start.py`); `spawn`: Dagster's own, a "
+            "new Python that imports Dagster, PySpark and the definitions per run",
+            " or ".join(RUN_STARTS), _choice(RUN_STARTS)),
+    Setting("FRESHNESS_SPARK_SERVICE_PORT", "15002", "port of the local Spark service",
+            "a port number 1-65535", _int_at_least(1)),
+    Setting("FRESHNESS_SPARK_SERVICE_BIND", "127.0.0.1",
+            "address the local Spark service's Connect port listens on; 0.0.0.0 serves "
+            "other machines too (anyone who reaches it can run SQL)", "an IP address", _text),
+    Setting("FRESHNESS_SPARK_SERVICE_MEMORY", "4g", "driver memory of the local Spark service",
+            "a JVM size such as 4g", _jvm_size),
+    Setting("FRESHNESS_POSTGRES_URL", None,
+            "Dagster's storage (runs, event log, schedules) in this Postgres database; unset: "
+            "SQLite in DAGSTER_HOME (the cluster profile starts a local Postgres)",
+            f"{POSTGRES_SCHEME}://user@host:port/database", _postgres_url,
+            secret=True),  # a bad one may hold a password: the error never quotes it
+    Setting("FRESHNESS_POSTGRES_PASSWORD", None,
+            "password of FRESHNESS_POSTGRES_URL's user (Dagster reads it from this variable; "
+            "never written to a file)", "text", _text, secret=True),
+    Setting("FRESHNESS_POLICY", "pmb",
+            "scheduling policy: `pmb`, `max_benefit` (all pending input), `random` (seeded), "
+            "and the experiment's variants", ", ".join(POLICIES), _choice(POLICIES)),
+    Setting("FRESHNESS_K", "3",
+            "concurrent jobs; keep `max_concurrent_runs` in `dagster.yaml` equal",
+            "an integer of at least 1", _int_at_least(1)),
+    Setting("FRESHNESS_TICK_S", "10",
+            "sensor interval in seconds (Dagster's sensor daemon loops every 5 s at most)",
+            f"an integer of at least {MIN_TICK_S}", _int_at_least(MIN_TICK_S)),
+    Setting("FRESHNESS_TMIN_MODE", "pending",
+            "`pending`: per-file pending arrival range from commit metadata; `footer`: the "
+            "published whole-file footer min/max", " or ".join(TMIN_MODES), _choice(TMIN_MODES)),
+    Setting("FRESHNESS_COST_MODE", "three_term",
+            "`three_term`: E = a + b*bytes + c*files; `two_term`: the published a + b*bytes",
+            " or ".join(COST_MODES), _choice(tuple(COST_MODES))),
+    Setting("FRESHNESS_SEED", "0", "seed of the `random` policy", "an integer", int),
+    Setting("FRESHNESS_MAX_WAIT_S", str(DEFAULT_MAX_WAIT_S),
+            "aging: a runnable job that has waited longer than this many seconds (since its "
+            "pending input committed or its last run, whichever is later) takes the next "
+            "free slot ahead of the policy's order; `off`: the policy's order alone (the "
+            "published method)",
+            "an integer of at least 1, or off", _seconds_or_off),
+    Setting("FRESHNESS_FIRST_RUNS_FIRST", "true",
+            "a runnable job whose table was never materialized takes the next free slot "
+            "ahead of the policy's order (every table exists within a few runs of the "
+            "start; costs P where runs take minutes: docs/BENCHMARKS.md, Aging)",
+            "true or false", _bool),
+    Setting("FRESHNESS_CHAIN_DESCENDANTS", "false",
+            "a sensor run of a job also refreshes the job's descendants in the same Dagster "
+            "run (each step processes what its inputs hold when it starts): one run's "
+            "launch for the chain instead of one per table (experiment variant `pmb_chained`)",
+            "true or false", _bool),
+    Setting("FRESHNESS_CHAIN_FIRST_RUNS", "true",
+            "a sensor run of a job also materializes, in the same Dagster run, those of its "
+            "descendants that were never materialized, so a new lakehouse's tables exist "
+            "without a tick, a launch and a free slot to wait for between them (issue 18 "
+            "item 5); once every table exists it changes nothing",
+            "true or false", _bool),
+    Setting("FRESHNESS_STALENESS_TARGET_S", "300",
+            "how stale (now minus the newest arrival a table reflects, METHOD 1) a derived "
+            "table may get: each asset's Dagster freshness policy fails past it, and the "
+            "sensor's tick names the tables past it",
+            f"an integer of at least {MIN_WINDOW_S} (Dagster's shortest window)",
+            _int_at_least(MIN_WINDOW_S)),
+    Setting("FRESHNESS_STALENESS_WARN_FRACTION", "0.5",
+            "the freshness policy warns past this fraction of the target (0: no warning)",
+            f"a number from 0 to below 1, giving a warn window of at least {MIN_WINDOW_S} s",
+            _fraction),
+    Setting("FRESHNESS_AUTOMATION", "freshness_sensor",
+            "who launches the six jobs: `freshness_sensor` (ours, by FRESHNESS_POLICY), "
+            "`dagster_eager` (Dagster's `AutomationCondition.eager()`, evaluated by its daemon) "
+            "or `interval` (all six every FRESHNESS_INTERVAL_S)", ", ".join(AUTOMATIONS),
+            _choice(AUTOMATIONS)),
+    Setting("FRESHNESS_INTERVAL_S", str(DEFAULT_INTERVAL_S),
+            "period of the `interval` automation in seconds (a schedule when it is whole "
+            "minutes dividing an hour, else a fixed-interval sensor)",
+            f"an integer of at least {MIN_TICK_S}", _int_at_least(MIN_TICK_S)),
+    Setting("FRESHNESS_INPUTS", None,
+            "TOML file declaring input tables written by others (README: your own tables "
+            "and topics); unset: both raw tables are ours", "a file", _folder),
+    Setting("FRESHNESS_SOURCE", "landing",
+            "where the stream enters: `landing` (JSON-lines files in FRESHNESS_LANDING) or "
+            "`kafka` (the topics below); the replayer writes there and ingestion reads there",
+            " or ".join(SOURCES), _choice(SOURCES)),
+    Setting("FRESHNESS_KAFKA_BOOTSTRAP", None,
+            "bootstrap servers of your own Kafka; unset: the demo starts a local broker on "
+            "FRESHNESS_KAFKA_BROKER_PORT and uses it", "host:port[,host:port...]", _bootstrap),
+    Setting("FRESHNESS_KAFKA_BROKER_PORT", "9092",
+            "port of the local Kafka broker (127.0.0.1) the demo starts", "a port number 1-65535",
+            _port),
+    Setting("FRESHNESS_KAFKA_JARS_DIR", "<checkout>/.cache/kafka",
+            "folder of the Kafka broker's jars (`make setup` fetches them)", "a folder", _folder),
+    Setting("FRESHNESS_KAFKA_PRICE_TOPIC", "prices", "topic of price-level updates (-> price_raw)",
+            "a Kafka topic name", _topic),
+    Setting("FRESHNESS_KAFKA_TRADE_TOPIC", "trades", "topic of trades (-> trade_raw)",
+            "a Kafka topic name", _topic),
+    Setting("FRESHNESS_KAFKA_PARTITIONS", "4",
+            "partitions of each topic the local broker creates (your own topics keep theirs)",
+            "an integer of at least 1", _int_at_least(1)),
+    Setting("FRESHNESS_KAFKA_GROUP", "freshness-ingest",
+            "client group id of ingestion; offsets are never committed to it (the Hudi commit "
+            "holds them)", "a group id", _text),
+    Setting("FRESHNESS_S3_ENDPOINT", None,
+            "S3 API endpoint of an `s3://` lakehouse (unset: AWS S3 in the region)",
+            "http://host:port or https://host", _endpoint),
+    Setting("FRESHNESS_S3_REGION", "us-east-1", "region of an `s3://` lakehouse's bucket",
+            "an AWS region name", _text),
+    Setting("FRESHNESS_S3_PATH_STYLE", "false",
+            "path-style requests (`endpoint/bucket/key`), as most S3-compatible stores want",
+            "true or false", _bool),
+    Setting("AWS_ACCESS_KEY_ID", None,
+            "access key of an `s3://` lakehouse (unset: the standard AWS chain: profile, "
+            "role); never written to logs, run config, tags or metadata", "a key id", _text,
+            secret=True),
+    Setting("AWS_SECRET_ACCESS_KEY", None, "its secret key (never printed)", "a secret key",
+            _text, secret=True),
+    Setting("AWS_SESSION_TOKEN", None, "session token of temporary credentials (optional)",
+            "a token", _text, secret=True),
+    Setting("FRESHNESS_LOCK_DIR", None,
+            "folder of the writers' table locks, shared by every writer (unset: each table's "
+            "`.hoodie` for a local lakehouse, `<checkout>/.lakehouse/locks` for `s3://`)",
+            "a folder every writer's driver sees", _folder),
+    Setting("FRESHNESS_CLUSTERING_TABLES", "price_raw,trade_raw",
+            "tables the clustering sensor keeps in few, time-tight files (README: clustering); "
+            "`none`: off. A job table is clustered only while no run of it is active",
+            "`none` or a comma list of raw and job table names", _clustered_tables),
+    Setting("FRESHNESS_CLUSTERING_MIN_FILES", "260",
+            "a clustering run is launched when it removes at least this many files (260: "
+            "about ten raw commits, 26 partitions each; each run costs a Spark job)",
+            "an integer of at least 1", _int_at_least(1)),
+    Setting("FRESHNESS_CLUSTERING_SMALL_FILE_MB", "64",
+            "files below this size (MiB) are merged; larger ones are left alone",
+            "an integer of at least 1", _int_at_least(1)),
+    Setting("FRESHNESS_CLUSTERING_TARGET_FILE_MB", "128",
+            "a merged group holds at most this much (MiB): one output file",
+            "an integer at least FRESHNESS_CLUSTERING_SMALL_FILE_MB", _int_at_least(1)),
+    Setting("FRESHNESS_CLUSTERING_MAX_SPAN_S", "300",
+            "a merged file never spans more than this many seconds of arrival_ts",
+            "an integer of at least 1", _int_at_least(1)),
+    Setting("FRESHNESS_CLUSTERING_TICK_S", "30",
+            "interval of the clustering sensor in seconds",
+            f"an integer of at least {MIN_TICK_S}", _int_at_least(MIN_TICK_S)),
+    Setting("FRESHNESS_RAW_PACKING", "false",
+            "ingestion packs new rows into the raw tables' small files (Hudi's copy-on-write "
+            "small-file handling: each commit rewrites a partition's file with its new rows), "
+            "the regime of the published experiment; off, each commit writes new files. On "
+            "needs FRESHNESS_CLUSTERING_TABLES without a raw table",
+            "true or false", _bool),
+    Setting("FRESHNESS_FAULTS_DIR", None,
+            "fault injection for tests and `make chaos` (`faults.py`); unset: off", "a folder",
+            _folder),
+    Setting("FRESHNESS_MEMORY_PROBE", None,
+            "a diagnostic for soaks: a code server appends its memory (RSS before and after "
+            "malloc_trim, tracemalloc's grown sites, objects by type) to this file as JSON "
+            "lines (`memory_probe.py`); unset: off", "a file", _folder),
+    Setting("FRESHNESS_MEMORY_PROBE_S", "60",
+            "interval of the memory probe in seconds", "an integer of at least 5",
+            _int_at_least(5)),
+    Setting("FRESHNESS_MEMORY_PROBE_FRAMES", "6",
+            "call-path depth the memory probe's tracemalloc keeps; 0: no tracemalloc (RSS, "
+            "malloc_trim and objects by type only, without slowing every allocation)",
+            "an integer of at least 0", _int_at_least(0)),
+)  # fmt: skip
+_BY_ENV = {s.env: s for s in SETTINGS}
+
+
+@dataclass(frozen=True)
+class KafkaSettings:
+    """Where the Kafka source is: bootstrap servers (None: the local broker the demo starts
+    on `broker_port`), a topic per stream, and how the local broker creates them."""
+
+    bootstrap: str | None = None
+    broker_port: int = 9092
+    jars_dir: Path = PROJECT_ROOT / ".cache" / "kafka"
+    topics: Mapping[str, str] = field(
+        default_factory=lambda: {"price": "prices", "trade": "trades"}
+    )
+    partitions: int = 4
+    group: str = "freshness-ingest"
+
+    @property
+    def bootstrap_servers(self) -> str:
+        return self.bootstrap or f"127.0.0.1:{self.broker_port}"
+
+    def stream_of(self, topic: str) -> str:
+        return next(stream for stream, name in self.topics.items() if name == topic)
+
+
+@dataclass(frozen=True)
+class S3Settings:
+    """How to reach an `s3://` lakehouse. The keys are None when the standard AWS chain
+    (profile, instance or pod role) provides them; they never appear in a repr."""
+
+    endpoint: str | None = None
+    region: str = "us-east-1"
+    path_style: bool = False
+    access_key_id: str | None = field(default=None, repr=False)
+    secret_access_key: str | None = field(default=None, repr=False)
+    session_token: str | None = field(default=None, repr=False)
+
+    def storage_options(self) -> dict[str, str]:
+        """For hudi-rs (object_store keys) and pyarrow (lakehouse.Location.filesystem)."""
+        options = {"aws_region": self.region}
+        if self.endpoint:
+            options["aws_endpoint_url"] = self.endpoint
+            options["aws_allow_http"] = str(self.endpoint.startswith("http://")).lower()
+        options["aws_virtual_hosted_style_request"] = str(not self.path_style).lower()
+        # object_store's option names are the environment variables' in lower case.
+        options |= {name.lower(): value for name, value in self.credential_env().items()}
+        return options
+
+    def credential_env(self) -> dict[str, str]:
+        """The keys as the standard AWS chain's environment variables (for a child JVM)."""
+        keys = (self.access_key_id, self.secret_access_key, self.session_token)
+        names = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN")
+        return {name: value for name, value in zip(names, keys, strict=True) if value}
+
+    def spark_conf(self) -> dict[str, str]:
+        """`spark.hadoop.fs.s3a.*` for Spark's s3a file system; no secrets (Spark logs its
+        configuration): the keys reach the JVM through its environment (the AWS chain) or,
+        for a process's own driver, its Hadoop configuration (spark.apply_lakehouse_conf)."""
+        conf = {
+            "spark.hadoop.fs.s3a.impl": "org.apache.hadoop.fs.s3a.S3AFileSystem",
+            "spark.hadoop.fs.s3a.path.style.access": str(self.path_style).lower(),
+            "spark.hadoop.fs.s3a.endpoint.region": self.region,
+            # Keep directory markers: by default s3a deletes every parent marker after each
+            # write (one bulk delete per file), which costs a request per file on AWS and
+            # which folder-backed stores (s3proxy) refuse for a non-empty folder, so s3a
+            # retried it for minutes per write. Hudi never relies on markers.
+            "spark.hadoop.fs.s3a.directory.marker.retention": "keep",
+            # Keys set in the Hadoop configuration first, then the standard AWS chain
+            # (environment, system properties, profile, container and instance roles).
+            "spark.hadoop.fs.s3a.aws.credentials.provider": ",".join(
+                [
+                    "org.apache.hadoop.fs.s3a.SimpleAWSCredentialsProvider",
+                    "com.amazonaws.auth.DefaultAWSCredentialsProviderChain",
+                ]
+            ),
+        }
+        if self.endpoint:
+            conf["spark.hadoop.fs.s3a.endpoint"] = self.endpoint
+            conf["spark.hadoop.fs.s3a.connection.ssl.enabled"] = str(
+                self.endpoint.startswith("https://")
+            ).lower()
+        return conf
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The resolved settings of one process."""
+
+    lakehouse: Lakehouse
+    landing_dir: Path
+    jars_dir: Path
+    profile: str = "local"
+    cluster_lakehouse: str = "folder"
+    spark_master: str = "local[*]"
+    spark_driver_host: str | None = None
+    spark_cores_max: int = 2
+    spark_executor_memory: str = "2g"
+    postgres_url: str | None = None
+    postgres_password: str | None = field(default=None, repr=False)  # a secret: never printed
+    spark_remote: str | None = None
+    spark_mode: str = "service"  # the shared Spark service (spark_service.py) or "local"
+    run_start: str = "forkserver"  # how a code server starts runs (run_start.py)
+    spark_service_port: int = 15002
+    spark_service_memory: str = "4g"
+    spark_service_bind: str = "127.0.0.1"
+    scheduler: SchedulerSettings = field(default_factory=SchedulerSettings)
+    staleness_target: StalenessTarget = field(default_factory=StalenessTarget)
+    clustering: ClusteringSettings = field(default_factory=ClusteringSettings)
+    raw_packing: bool = False  # ingestion packs the raw tables' small files (published regime)
+    faults_dir: Path | None = None  # fault injection (faults.py); None: off
+    memory_probe: Path | None = None  # memory_probe.py's output file; None: off
+    memory_probe_s: int = 60
+    memory_probe_frames: int = 6  # 0: no tracemalloc
+    source: str = "landing"  # "landing" folder or "kafka" topics
+    kafka: KafkaSettings = field(default_factory=KafkaSettings)
+    s3: S3Settings = field(default_factory=S3Settings)
+
+    def table_uri(self, table: str) -> str:
+        """A table as Spark spells it (the lakehouse's spelling; see lakehouse.py)."""
+        return self.lakehouse.table_uri(table)
+
+    def is_external(self, table: str) -> bool:
+        """Whether a declared input is written by someone else (ingestion leaves it be)."""
+        return self.lakehouse.is_external(table)
+
+    def lakehouse_at(self, uri: str) -> Lakehouse:
+        """Another lakehouse root reached like this one (the same store, keys and lock
+        folder), e.g. a resource's `lakehouse_root`."""
+        lakehouse = Lakehouse.parse(uri)
+        if lakehouse.root.is_local:
+            return lakehouse
+        return Lakehouse(
+            lakehouse.root.with_storage_options(self.s3.storage_options()),
+            self.lakehouse.lock_dir or str(PROJECT_ROOT / ".lakehouse" / "locks"),
+        )
+
+    def table_path(self, table: str) -> Path:
+        """Local path of a table (a local lakehouse only)."""
+        return self.lakehouse.table(table).local_path()
+
+    @property
+    def lakehouse_root(self) -> str:
+        return self.lakehouse.uri
+
+    @property
+    def is_local(self) -> bool:
+        return self.lakehouse.root.is_local
+
+
+def load_settings(
+    environ: Mapping[str, str] | None = None, overrides: Mapping[str, str | None] | None = None
+) -> Settings:
+    """Settings from the environment (or `environ`), with `overrides` (CLI flags, under the
+    same variable names) winning; raises SettingsError naming a bad variable."""
+    env = dict(os.environ if environ is None else environ)
+    for name, value in (overrides or {}).items():
+        if name not in _BY_ENV:
+            raise SettingsError(f"{name} is not a setting; settings: {', '.join(_BY_ENV)}")
+        if value is not None:
+            env[name] = str(value)
+    values = {s.env: s.value(env.get(s.env)) for s in SETTINGS}
+    try:
+        scheduler = SchedulerSettings(
+            policy=values["FRESHNESS_POLICY"],
+            k=values["FRESHNESS_K"],
+            tick_s=values["FRESHNESS_TICK_S"],
+            tmin_mode=values["FRESHNESS_TMIN_MODE"],
+            cost_mode=values["FRESHNESS_COST_MODE"],
+            seed=values["FRESHNESS_SEED"],
+            automation=values["FRESHNESS_AUTOMATION"],
+            interval_s=values["FRESHNESS_INTERVAL_S"],
+            max_wait_s=values["FRESHNESS_MAX_WAIT_S"],
+            first_runs_first=values["FRESHNESS_FIRST_RUNS_FIRST"],
+            chain_descendants=values["FRESHNESS_CHAIN_DESCENDANTS"],
+            chain_first_runs=values["FRESHNESS_CHAIN_FIRST_RUNS"],
+        )
+        staleness_target = StalenessTarget(
+            fail_s=values["FRESHNESS_STALENESS_TARGET_S"],
+            warn_fraction=values["FRESHNESS_STALENESS_WARN_FRACTION"],
+        )
+    except ValueError as exc:
+        raise SettingsError(str(exc)) from exc
+    try:
+        clustering = ClusteringSettings(
+            tables=values["FRESHNESS_CLUSTERING_TABLES"],
+            min_files=values["FRESHNESS_CLUSTERING_MIN_FILES"],
+            small_file_bytes=values["FRESHNESS_CLUSTERING_SMALL_FILE_MB"] * MIB,
+            target_file_bytes=values["FRESHNESS_CLUSTERING_TARGET_FILE_MB"] * MIB,
+            max_span_s=values["FRESHNESS_CLUSTERING_MAX_SPAN_S"],
+            tick_s=values["FRESHNESS_CLUSTERING_TICK_S"],
+        )
+    except ValueError as exc:
+        raise SettingsError(
+            "FRESHNESS_CLUSTERING_TARGET_FILE_MB="
+            f"{values['FRESHNESS_CLUSTERING_TARGET_FILE_MB']} is not accepted: expected at "
+            f"least FRESHNESS_CLUSTERING_SMALL_FILE_MB ({exc})"
+        ) from exc
+    packed_and_clustered = sorted(set(clustering.tables) & set(RAW_TABLES))
+    if values["FRESHNESS_RAW_PACKING"] and packed_and_clustered:
+        # Packing rewrites a raw file on every commit while clustering merges the same
+        # files: the two writers would conflict on every file group they share.
+        raise SettingsError(
+            "FRESHNESS_RAW_PACKING=true and FRESHNESS_CLUSTERING_TABLES="
+            f"{','.join(clustering.tables)} both rewrite {', '.join(packed_and_clustered)}: "
+            "expected packing off, or the raw tables out of FRESHNESS_CLUSTERING_TABLES "
+            "(e.g. none)"
+        )
+    s3 = S3Settings(
+        endpoint=values["FRESHNESS_S3_ENDPOINT"],
+        region=values["FRESHNESS_S3_REGION"],
+        path_style=values["FRESHNESS_S3_PATH_STYLE"],
+        access_key_id=values["AWS_ACCESS_KEY_ID"] or None,
+        secret_access_key=values["AWS_SECRET_ACCESS_KEY"] or None,
+        session_token=values["AWS_SESSION_TOKEN"] or None,
+    )
+    if bool(s3.access_key_id) != bool(s3.secret_access_key):
+        raise SettingsError(
+            "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY are set together or not at all "
+            "(unset both to use the standard AWS credential chain)"
+        )
+    lakehouse: Lakehouse = values["FRESHNESS_LAKEHOUSE"]
+    lock_dir: Path | None = values["FRESHNESS_LOCK_DIR"]
+    if not lakehouse.root.is_local:
+        lakehouse = Lakehouse(
+            lakehouse.root.with_storage_options(s3.storage_options()),
+            str(lock_dir or PROJECT_ROOT / ".lakehouse" / "locks"),
+        )
+    elif lock_dir is not None:
+        lakehouse = Lakehouse(lakehouse.root, str(lock_dir))
+    try:
+        lakehouse = lakehouse.with_inputs(
+            load_inputs(values["FRESHNESS_INPUTS"], lakehouse, s3.storage_options())
+        )
+    except InputsError as exc:
+        raise SettingsError(f"FRESHNESS_INPUTS: {exc}") from exc
+    topics = {"price": values["FRESHNESS_KAFKA_PRICE_TOPIC"],
+              "trade": values["FRESHNESS_KAFKA_TRADE_TOPIC"]}  # fmt: skip
+    if topics["price"] == topics["trade"]:
+        raise SettingsError(
+            f"FRESHNESS_KAFKA_PRICE_TOPIC and FRESHNESS_KAFKA_TRADE_TOPIC are both "
+            f"{topics['price']!r}: expected two different topics (one per raw table)"
+        )
+    kafka = KafkaSettings(
+        bootstrap=values["FRESHNESS_KAFKA_BOOTSTRAP"] or None,
+        broker_port=values["FRESHNESS_KAFKA_BROKER_PORT"],
+        jars_dir=values["FRESHNESS_KAFKA_JARS_DIR"],
+        topics=topics,
+        partitions=values["FRESHNESS_KAFKA_PARTITIONS"],
+        group=values["FRESHNESS_KAFKA_GROUP"],
+    )
+    return Settings(
+        lakehouse=lakehouse,
+        landing_dir=values["FRESHNESS_LANDING"],
+        jars_dir=values["FRESHNESS_JARS_DIR"],
+        profile=values["FRESHNESS_PROFILE"],
+        cluster_lakehouse=values["FRESHNESS_CLUSTER_LAKEHOUSE"],
+        spark_master=values["FRESHNESS_SPARK_MASTER"],
+        spark_driver_host=values["FRESHNESS_SPARK_DRIVER_HOST"] or None,
+        spark_cores_max=values["FRESHNESS_SPARK_CORES_MAX"],
+        spark_executor_memory=values["FRESHNESS_SPARK_EXECUTOR_MEMORY"],
+        postgres_url=values["FRESHNESS_POSTGRES_URL"] or None,
+        postgres_password=values["FRESHNESS_POSTGRES_PASSWORD"] or None,
+        spark_remote=values["FRESHNESS_SPARK_REMOTE"] or None,
+        spark_mode=values["FRESHNESS_SPARK_MODE"],
+        run_start=values["FRESHNESS_RUN_START"],
+        spark_service_port=values["FRESHNESS_SPARK_SERVICE_PORT"],
+        spark_service_memory=values["FRESHNESS_SPARK_SERVICE_MEMORY"],
+        spark_service_bind=values["FRESHNESS_SPARK_SERVICE_BIND"],
+        scheduler=scheduler,
+        staleness_target=staleness_target,
+        clustering=clustering,
+        raw_packing=values["FRESHNESS_RAW_PACKING"],
+        faults_dir=values["FRESHNESS_FAULTS_DIR"],
+        memory_probe=values["FRESHNESS_MEMORY_PROBE"],
+        memory_probe_s=values["FRESHNESS_MEMORY_PROBE_S"],
+        memory_probe_frames=values["FRESHNESS_MEMORY_PROBE_FRAMES"],
+        source=values["FRESHNESS_SOURCE"],
+        kafka=kafka,
+        s3=s3,
+    )
+
+
+def child_environment(changes: Mapping[str, str | None] | None = None) -> dict[str, str]:
+    """This process's environment for a child process, with `changes` applied (None
+    removes a variable): children build their own Settings from it."""
+    env = dict(os.environ)
+    for name, value in (changes or {}).items():
+        if value is None:
+            env.pop(name, None)
+        else:
+            env[name] = value
+    return env
+
+
+def set_process_settings(changes: Mapping[str, str | None]) -> Settings:
+    """Changes this process's settings (benches and the experiment point the lakehouse at a
+    scratch folder before code that loads settings lazily runs); returns the new ones."""
+    for name, value in changes.items():
+        if name not in _BY_ENV:
+            raise SettingsError(f"{name} is not a setting; settings: {', '.join(_BY_ENV)}")
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
+    return load_settings()
+
+
+def settings_table() -> str:
+    """The README's settings table, generated from SETTINGS."""
+    lines = ["| variable | default | meaning | accepted |", "|---|---|---|---|"]
+    for s in SETTINGS:
+        default = f"`{s.default}`" if s.default is not None else "unset"
+        lines.append(f"| `{s.env}` | {default} | {s.meaning} | {s.accepted} |")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    print(settings_table())

@@ -1,0 +1,132 @@
+"""Declared input tables: which Hudi tables feed the jobs, where they live, who writes them
+and which column (if any) holds each row's arrival time.
+
+The jobs read two raw inputs, `price_raw` and `trade_raw` (their SQL says `delta_<name>`).
+By default both are ours: written by this project's ingestion under the lakehouse root,
+with `arrival_ts`. A user re-points either at a Hudi table written by anyone (Hudi
+Streamer, Flink, Kafka Connect, a plain Spark job) in a TOML file named by
+`FRESHNESS_INPUTS`:
+
+    [inputs.trade_raw]
+    uri = "s3://market-data/hudi/trades"   # or a folder / file:// URI
+    arrival_column = "ingested_at"         # optional; omitted: commit completion time
+    read_by = ["trade_aggr"]               # optional; checked against the jobs' SQL
+
+A declared table is `external`: our ingestion never writes it, the scheduler reads its
+arrival ranges through the chain in hudi_metadata.py, and its source asset says so.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import tomllib
+
+from freshness_pipeline.hudi.location import Location, LocationError
+
+if TYPE_CHECKING:
+    from freshness_pipeline.hudi.lakehouse import Lakehouse
+
+# The raw inputs the jobs' SQL reads, and the jobs that read each (jobs/catalog.py).
+RAW_INPUTS: Mapping[str, tuple[str, ...]] = {
+    "price_raw": ("price_aggr",),
+    "trade_raw": ("trade_aggr",),
+}
+OUR_ARRIVAL_COLUMN = "arrival_ts"
+_COLUMN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_KEYS = frozenset({"uri", "arrival_column", "read_by"})
+
+
+class InputsError(ValueError):
+    """A declaration this project cannot use; the message names the file, table and key."""
+
+
+@dataclass(frozen=True)
+class DeclaredInput:
+    """One input table of the jobs."""
+
+    name: str  # the input's name in the jobs' SQL
+    location: Location
+    arrival_column: str | None  # None: a row's arrival is its commit's completion time
+    read_by: tuple[str, ...]
+    external: bool  # written by someone else (not our ingestion)
+
+    @property
+    def arrival_source(self) -> str:
+        if not self.external:
+            return "our ingestion's arrival_ts and commit keys"
+        if self.arrival_column:
+            return f"column {self.arrival_column!r} (Parquet footers of each commit's files)"
+        return "commit completion time (no arrival column declared)"
+
+
+def default_inputs(lakehouse: Lakehouse) -> dict[str, DeclaredInput]:
+    """The two raw tables as our ingestion writes them under the lakehouse root."""
+    return {
+        name: DeclaredInput(name, lakehouse.root.child(name), OUR_ARRIVAL_COLUMN, jobs, False)
+        for name, jobs in RAW_INPUTS.items()
+    }
+
+
+def load_inputs(
+    path: Path | None, lakehouse: Lakehouse, s3_options: Mapping[str, str] | None = None
+) -> dict[str, DeclaredInput]:
+    """The declaration in `path` over the defaults (a table not declared stays ours);
+    `s3_options` reach a declared `s3://` table (endpoint, keys: settings.S3Settings)."""
+    declared = default_inputs(lakehouse)
+    if path is None:
+        return declared
+    try:
+        document = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError as exc:
+        raise InputsError(f"FRESHNESS_INPUTS names {path}, which does not exist") from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise InputsError(f"{path} is not valid TOML: {exc}") from exc
+    tables = document.get("inputs")
+    unknown_top = set(document) - {"inputs"}
+    if unknown_top or not isinstance(tables, dict):
+        raise InputsError(
+            f"{path}: expected only [inputs.<table>] sections, found {sorted(document)}"
+        )
+    for name, entry in tables.items():
+        declared[name] = _parse_entry(path, name, entry, s3_options or {})
+    return declared
+
+
+def _parse_entry(
+    path: Path, name: str, entry: object, s3_options: Mapping[str, str]
+) -> DeclaredInput:
+    where = f"{path} [inputs.{name}]"
+    if name not in RAW_INPUTS:
+        raise InputsError(
+            f"{where}: the jobs read no input called {name!r}; declare one of "
+            f"{', '.join(RAW_INPUTS)}"
+        )
+    if not isinstance(entry, dict):
+        raise InputsError(f"{where}: expected a table of keys {sorted(_KEYS)}")
+    extra = set(entry) - _KEYS
+    if extra:
+        raise InputsError(f"{where}: unknown key(s) {sorted(extra)}; accepted: {sorted(_KEYS)}")
+    uri = entry.get("uri")
+    if not isinstance(uri, str) or not uri:
+        raise InputsError(f"{where}: `uri` is required (a folder, file://... or s3://...)")
+    try:
+        location = Location.parse(uri)
+        if not location.is_local:
+            location = location.with_storage_options(s3_options)
+    except LocationError as exc:
+        raise InputsError(f"{where}: {exc}") from exc
+    column = entry.get("arrival_column")
+    if column is not None and (not isinstance(column, str) or not _COLUMN.match(column)):
+        raise InputsError(f"{where}: arrival_column {column!r} is not a column name")
+    read_by = entry.get("read_by", list(RAW_INPUTS[name]))
+    if not isinstance(read_by, list) or tuple(sorted(read_by)) != tuple(sorted(RAW_INPUTS[name])):
+        raise InputsError(
+            f"{where}: read_by {read_by!r} does not match the jobs: {name} is read by "
+            f"{list(RAW_INPUTS[name])} (jobs_sql/ fixes which job reads which input)"
+        )
+    return DeclaredInput(name, location, column, tuple(read_by), True)

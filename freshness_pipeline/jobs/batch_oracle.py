@@ -1,0 +1,75 @@
+"""The batch oracle (METHOD 5.6): each job's SQL run once over all raw data, on Spark.
+
+Used by the oracle tests and `make chaos`; `oracle.py` is its independent counterpart."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from freshness_pipeline.catalog.jobs import JOBS, PIPELINE_ORDER
+from freshness_pipeline.hudi.metadata import HOODIE_COLUMNS
+from freshness_pipeline.jobs.external_read import read_external
+from freshness_pipeline.jobs.sql import sql_sections
+
+ORDER = PIPELINE_ORDER
+
+
+def read_table(spark, uri: str):
+    df = spark.read.format("hudi").load(uri)
+    return df.drop(*[c for c in HOODIE_COLUMNS if c in df.columns])
+
+
+def batch_recompute(
+    spark, table_uri, scratch: Path, table_meta=None, arrival_cutoff_us: int | None = None
+) -> dict[str, object]:
+    """Every job's SQL over the full raw tables, chained; returns job -> DataFrame.
+
+    `table_meta` (Lakehouse.metadata) says which raw inputs are external;
+    `arrival_cutoff_us` keeps only raw rows that arrived by then. Each result is written
+    to Parquet under `scratch` and read back before the next job replaces the temp views:
+    through Spark Connect a SQL DataFrame is re-analysed when it runs, so it must not
+    depend on views that change later (and localCheckpoint is not available there)."""
+    frames: dict[str, object] = {}
+    for name in ("price_raw", "trade_raw", "company_master"):
+        meta = table_meta(name) if table_meta is not None else None
+        if meta is not None and meta.external:
+            # Someone else's table: arrival by the same rule the runs use.
+            frames[name] = read_external(spark, meta)
+        else:
+            frames[name] = read_table(spark, table_uri(name))
+        if arrival_cutoff_us is not None and name != "company_master":
+            # What a job capped at this watermark has seen: its inputs' rows up to it.
+            frames[name] = frames[name].where(
+                f"arrival_ts <= timestamp_micros({arrival_cutoff_us})"
+            )
+    views: set[str] = set()
+    try:
+        for name in ORDER:
+            spec = JOBS[name]
+            sections = sql_sections(name)
+            named = {f"delta_{table}": frames[table] for table in spec.inputs}
+            named |= {table: frames[table] for table in spec.dimensions}
+            if spec.kind != "merge":
+                named["group_rows"] = frames[spec.inputs[0]]
+            for view, frame in named.items():
+                frame.createOrReplaceTempView(view)
+            partial = spark.sql(sections["partial"])
+            partial.createOrReplaceTempView("partial")
+            partial.limit(0).createOrReplaceTempView("existing")
+            views |= set(named) | {"partial", "existing"}
+            spark.sql(sections["merge"]).write.mode("overwrite").parquet(str(scratch / name))
+            frames[name] = spark.read.parquet(str(scratch / name))
+    finally:
+        # The session may be shared (tests, the chaos campaign): leave no view behind.
+        for view in views:
+            spark.catalog.dropTempView(view)
+    return {name: frames[name] for name in ORDER}
+
+
+def differences(spark, expected, actual_uri: str) -> tuple[int, int, list]:
+    """(rows only in expected, rows only in actual, a few examples)."""
+    actual = read_table(spark, actual_uri).select(*expected.columns)
+    missing = expected.exceptAll(actual)
+    extra = actual.exceptAll(expected)
+    examples = missing.limit(2).collect() + extra.limit(2).collect()
+    return missing.count(), extra.count(), examples

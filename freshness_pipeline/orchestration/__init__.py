@@ -1,0 +1,1 @@
+"""The Dagster adapters, and the only ones: assets, raw sources, resources, sensors, automation."""

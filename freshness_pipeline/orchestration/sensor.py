@@ -1,0 +1,447 @@
+"""The freshness sensor: a thin adapter between Hudi metadata, the planner and Dagster.
+
+Each tick: read every job's t_done, upstream cap and pending files through the metadata
+resource, the running runs from the instance, and each job's run history (for its cost
+model); call the pure planner; emit one RunRequest per chosen asset with the typed run
+config (`files`, `cutoff_u`, the decision), an idempotent run key and a few readable tags.
+The tick says its decision for every job in words (`tick_report`: logs, skip reason, and
+a one-line summary as its cursor), names the tables past their staleness target, and
+records each table's staleness as an asset observation once a minute and at a crossing.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, replace
+
+from dagster import (
+    AssetKey,
+    AssetObservation,
+    DagsterRunStatus,
+    DefaultSensorStatus,
+    MetadataValue,
+    RunRequest,
+    RunsFilter,
+    SensorEvaluationContext,
+    SensorResult,
+    sensor,
+)
+
+from freshness_pipeline.catalog.jobs import JOBS, JobSpec, chained_descendants, downstream_of
+from freshness_pipeline.catalog.tables import RAW_TABLES
+from freshness_pipeline.config.scheduler_settings import SchedulerSettings
+from freshness_pipeline.config.settings import load_settings
+from freshness_pipeline.hudi.metadata import TableNotFound
+from freshness_pipeline.orchestration.resources import HudiMetadataResource
+from freshness_pipeline.scheduling.clustering import TABLE_TAG as CLUSTERING_TABLE_TAG
+from freshness_pipeline.scheduling.cost_model import FittedCost, RunSample, fit_cost_model
+from freshness_pipeline.scheduling.planner import (
+    JobChoice,
+    JobState,
+    PendingInput,
+    Plan,
+    get_policy,
+    plan,
+    retry_backoff_s,
+)
+from freshness_pipeline.scheduling.run_plan import ASSET_TAG, CHAINED_TAG, RunPlan
+from freshness_pipeline.scheduling.staleness_target import StalenessTarget, staleness_s
+from freshness_pipeline.scheduling.tick_report import describe_tick, observations_due
+from freshness_pipeline.scheduling.timefmt import iso
+
+FINISHED_STATUSES = [
+    DagsterRunStatus.SUCCESS,
+    DagsterRunStatus.FAILURE,
+    DagsterRunStatus.CANCELED,
+]
+ACTIVE_STATUSES = [
+    DagsterRunStatus.QUEUED,
+    DagsterRunStatus.NOT_STARTED,
+    DagsterRunStatus.STARTING,
+    DagsterRunStatus.STARTED,
+    DagsterRunStatus.CANCELING,
+]
+
+
+def active_runs(instance) -> list:
+    """Queued or running runs, read once per tick for the counts below."""
+    return list(instance.get_runs(filters=RunsFilter(statuses=ACTIVE_STATUSES)))
+
+
+def _run_jobs(run) -> set[str]:
+    held = {key.to_user_string() for key in run.asset_selection or ()}
+    if run.tags.get(ASSET_TAG):
+        held.add(run.tags[ASSET_TAG])
+    return held & set(JOBS)
+
+
+def running_jobs(runs: Iterable) -> set[str]:
+    """Jobs with a queued or running run (of `active_runs`), whoever launched it."""
+    return set().union(*(_run_jobs(run) for run in runs))
+
+
+def active_job_runs(runs: Iterable) -> int:
+    """Queued or running runs that hold one of the jobs (a chained run holds several)."""
+    return sum(1 for run in runs if _run_jobs(run))
+
+
+def active_clustering_runs(runs: Iterable) -> dict[str, int]:
+    """Queued or running clustering runs per table (they take run-queue slots too)."""
+    found: dict[str, int] = {}
+    for run in runs:
+        table = run.tags.get(CLUSTERING_TABLE_TAG)
+        if table:
+            found[table] = found.get(table, 0) + 1
+    return found
+
+
+def run_history(instance, job: str, limit: int = 40) -> tuple[list[RunSample], int | None]:
+    """(bytes read, files read, seconds) of the job's recent materializations, oldest
+    first, and when the latest was recorded (the fixed-order policies' turn)."""
+    records = instance.fetch_materializations(AssetKey(job), limit=limit).records
+    samples = []
+    for record in reversed(records):
+        materialization = record.asset_materialization
+        meta = materialization.metadata if materialization else {}
+        if "duration_s" in meta and "bytes_read" in meta and "files_read" in meta:
+            samples.append(
+                RunSample(
+                    int(meta["bytes_read"].value),
+                    int(meta["files_read"].value),
+                    float(meta["duration_s"].value),
+                )
+            )
+    last_refresh_us = int(records[0].timestamp * 1_000_000) if records else None
+    return samples, last_refresh_us
+
+
+def failure_streaks(
+    instance, jobs: Iterable[str], per_job: int = 20
+) -> dict[str, tuple[int, int | None]]:
+    """Per job: (consecutive failed or canceled sensor runs since its last success, when
+    the newest of them ended), from one query. A failed decision is then retried under a
+    new run key, after a backoff, instead of being dropped as a duplicate for ever (issue
+    15: stuck after a failure once the stream goes quiet)."""
+    jobs = list(jobs)
+    records = instance.get_run_records(
+        filters=RunsFilter(tags={ASSET_TAG: jobs}, statuses=FINISHED_STATUSES),
+        limit=per_job * len(jobs),
+    )
+    streaks: dict[str, tuple[int, int | None]] = {job: (0, None) for job in jobs}
+    settled: set[str] = set()
+    for record in records:  # newest first
+        job = record.dagster_run.tags.get(ASSET_TAG)
+        if job not in streaks or job in settled:
+            continue
+        if record.dagster_run.status == DagsterRunStatus.SUCCESS:
+            settled.add(job)
+            continue
+        count, last_end = streaks[job]
+        if last_end is None and record.end_time is not None:
+            last_end = int(record.end_time * 1_000_000)
+        streaks[job] = (count + 1, last_end)
+    return streaks
+
+
+def job_state(
+    spec: JobSpec,
+    hudi_meta: HudiMetadataResource,
+    cost: FittedCost,
+    running: bool,
+    tmin_mode: str,
+    arrival_sources: set[str] | None = None,
+) -> JobState:
+    """The job's state for the planner; `arrival_sources`, if given, collects where its
+    pending files' arrival ranges came from (for the run's tags)."""
+    try:
+        t_done = hudi_meta.table(spec.name).watermark_us()
+    except TableNotFound:
+        t_done = None
+    watermarks = []
+    pending: list[PendingInput] = []
+    committed: list[int] = []  # when each pending file's rows began to land
+    for table in spec.inputs:
+        try:
+            meta = hudi_meta.table(table)
+        except TableNotFound:
+            return JobState(spec.name, t_done, None, (), cost.model, running)
+        watermark = meta.watermark_us()
+        if watermark is None:
+            return JobState(spec.name, t_done, None, (), cost.model, running)
+        watermarks.append(watermark)
+        if running:
+            continue  # not planned this tick; skip the file listing
+        for p in meta.pending_files(t_done, with_footer=tmin_mode == "footer"):
+            if tmin_mode == "footer" and p.footer_min_us is not None:
+                tmin, tmax = p.footer_min_us, max(p.footer_max_us or 0, p.pending_max_us)
+            else:
+                tmin, tmax = p.pending_min_us, p.pending_max_us
+            pending.append(PendingInput(p.uri, p.slice.size_bytes, tmin, tmax))
+            if p.pending_since_us is not None:
+                committed.append(p.pending_since_us)
+            if arrival_sources is not None:
+                arrival_sources.add(p.arrival_source)
+    return JobState(
+        spec.name,
+        t_done,
+        min(watermarks),
+        tuple(pending),
+        cost.model,
+        running,
+        pending_since_us=min(committed, default=None),
+    )
+
+
+def run_request(
+    choice: JobChoice,
+    t_done: int | None,
+    cost: FittedCost,
+    attempt: int = 0,
+    arrival_sources: tuple[str, ...] = (),
+    chained: tuple[str, ...] = (),
+) -> RunRequest:
+    """The run of a decision; `chained`: descendants the same run refreshes after it (no
+    config of their own: each processes what its inputs hold when its step starts)."""
+    plan_record = RunPlan.from_choice(choice, t_done, cost, attempt, arrival_sources)
+    tags = plan_record.tags()
+    if chained:
+        tags[CHAINED_TAG] = ",".join(chained)
+    return RunRequest(
+        run_key=plan_record.run_key,
+        asset_selection=[AssetKey(name) for name in (plan_record.asset, *chained)],
+        run_config=plan_record.run_config(),
+        tags=tags,
+    )
+
+
+@dataclass(frozen=True)
+class TickOutcome:
+    plan: Plan
+    requests: list[RunRequest]
+    t_done_us: dict[str, int | None]  # each job's watermark as this tick read it
+
+    def staleness_s(self, now_us: int) -> dict[str, float | None]:
+        """METHOD 1 per job (the sampler's definition); None: no watermark yet."""
+        return {
+            job: None if t_done is None else staleness_s(now_us, t_done)
+            for job, t_done in self.t_done_us.items()
+        }
+
+
+def evaluate_tick(
+    hudi_meta: HudiMetadataResource,
+    instance,
+    settings: SchedulerSettings,
+    now_us: int,
+    jobs: Iterable[JobSpec] = JOBS.values(),
+) -> tuple[Plan, list[RunRequest]]:
+    outcome = plan_tick(hudi_meta, instance, settings, now_us, jobs)
+    return outcome.plan, outcome.requests
+
+
+def plan_tick(
+    hudi_meta: HudiMetadataResource,
+    instance,
+    settings: SchedulerSettings,
+    now_us: int,
+    jobs: Iterable[JobSpec] = JOBS.values(),
+) -> TickOutcome:
+    jobs = list(jobs)
+    active = active_runs(instance)
+    busy = running_jobs(active)
+    streaks = failure_streaks(instance, [spec.name for spec in jobs])
+    states, fitted, t_dones, attempts = [], {}, {}, {}
+    sources: dict[str, set[str]] = {}
+    for spec in jobs:
+        history, last_refresh_us = run_history(instance, spec.name)
+        fitted[spec.name] = fit_cost_model(history, settings.cost_mode)
+        sources[spec.name] = set()
+        state = job_state(
+            spec,
+            hudi_meta,
+            fitted[spec.name],
+            spec.name in busy,
+            settings.tmin_mode,
+            sources[spec.name],
+        )
+        t_dones[spec.name] = state.t_done_us
+        failed, last_failure_us = streaks[spec.name]
+        attempts[spec.name] = failed
+        retry_after = None
+        if failed and last_failure_us is not None:
+            retry_after = last_failure_us + int(retry_backoff_s(failed) * 1_000_000)
+        states.append(
+            replace(
+                state,
+                order=list(JOBS).index(spec.name),
+                last_refresh_us=last_refresh_us,
+                failed_runs=failed,
+                retry_after_us=retry_after,
+            )
+        )
+    if get_policy(settings.policy).uses_downstream:
+        states = [replace(s, downstream=downstream_of(s.job, t_dones)) for s in states]
+    clustering = sum(active_clustering_runs(active).values())
+    result = plan(
+        states,
+        settings.k,
+        now_us,
+        settings.policy,
+        settings.seed,
+        clustering,
+        settings.max_wait_s,
+        settings.first_runs_first,
+        # a chained run holds several jobs in one slot of the run queue
+        active_job_runs(active) if settings.chains else None,
+    )
+    launched = {c.job for c in result.launches}
+    unstarted = {job for job, t_done in t_dones.items() if t_done is None}
+    requests = [
+        run_request(
+            c,
+            t_dones[c.job],
+            fitted[c.job],
+            attempts[c.job],
+            tuple(sources[c.job]),
+            chained_descendants(
+                c.job,
+                busy,
+                launched,
+                unstarted,
+                only=None if settings.chain_descendants else unstarted,
+            )
+            if settings.chains
+            else (),
+        )
+        for c in result.launches
+    ]
+    return TickOutcome(result, requests, t_dones)
+
+
+def arrival_warnings(hudi_meta: HudiMetadataResource) -> list[str]:
+    """What is wrong with the declared arrival column of an external input: commits whose
+    arrival values went backwards (rows a job may have skipped), said every tick."""
+    lakehouse, found = hudi_meta.lakehouse(), []
+    for table in RAW_TABLES:
+        if not lakehouse.is_external(table):
+            continue
+        try:
+            meta = hudi_meta.table(table)
+        except TableNotFound:
+            continue
+        found += [r.describe(table, meta.arrival_column) for r in meta.arrival_regressions()]
+    return found
+
+
+def staleness_observations(
+    now_us: int,
+    previous_tick_us: int | None,
+    t_done_us: Mapping[str, int | None],
+    staleness: Mapping[str, float | None],
+    target: StalenessTarget,
+) -> list[AssetObservation]:
+    """Each table's staleness as an observation, for the tables due (tick_report)."""
+    due = observations_due(now_us, previous_tick_us, staleness, target)
+    events = []
+    for job in due:
+        seconds = staleness[job]
+        assert seconds is not None  # observations_due skips tables without a watermark
+        events.append(
+            AssetObservation(
+                asset_key=AssetKey(job),
+                metadata={
+                    "staleness_s": MetadataValue.float(round(seconds, 3)),
+                    "staleness_state": target.state(seconds),
+                    "staleness_target_s": MetadataValue.float(float(target.fail_s)),
+                    "watermark": iso(t_done_us[job], "milliseconds"),
+                },
+            )
+        )
+    return events
+
+
+def service_down(spark_remote: str | None) -> str | None:
+    """Why runs cannot start now, if the Spark service they use is not listening."""
+    if not spark_remote:
+        return None
+    from urllib.parse import urlparse
+
+    from freshness_pipeline.runtime.spark_service import port_is_open
+
+    where = urlparse(spark_remote.replace("sc://", "http://", 1))
+    if port_is_open(where.hostname or "127.0.0.1", where.port or 15002, timeout=1.0):
+        return None
+    return f"waiting for the Spark service at {spark_remote}: not reachable (restarting?)"
+
+
+def aging_words(settings: SchedulerSettings) -> str:
+    """The sensor's aging setting in words, for its description."""
+    parts = []
+    if settings.max_wait_s is not None:
+        parts.append(f"a job waiting over {settings.max_wait_s} s goes first")
+    if settings.first_runs_first:
+        parts.append("so does a first materialization" if parts else "a first run goes first")
+    return "aging: " + ", ".join(parts) if parts else "no aging"
+
+
+def build_sensor(
+    settings: SchedulerSettings | None = None,
+    spark_remote: str | None = None,
+    target: StalenessTarget | None = None,
+):
+    if settings is None:
+        loaded = load_settings()
+        settings, spark_remote = loaded.scheduler, loaded.spark_remote
+        target = target or loaded.staleness_target
+    target = target or StalenessTarget()
+
+    @sensor(
+        name="freshness_sensor",
+        minimum_interval_seconds=settings.tick_s,
+        asset_selection=[AssetKey(name) for name in JOBS],
+        default_status=DefaultSensorStatus.RUNNING,
+        description=(
+            f"Launches the six jobs by {settings.policy} with K={settings.k}, "
+            f"tmin from {settings.tmin_mode} ranges, {settings.cost_mode} cost model, "
+            f"{aging_words(settings)}; "
+            f"{target.describe()}. Each tick's cursor is a one-line summary of its decision "
+            f"(the sensor keeps no state); its logs give every job's reason."
+        ),
+    )
+    def freshness_sensor(context: SensorEvaluationContext, hudi_meta: HudiMetadataResource):
+        down = service_down(spark_remote)
+        if down:
+            # Launching now would only fail runs (and back their jobs off); say why we wait.
+            context.log.info(down)
+            return SensorResult(skip_reason=down, cursor="idle: Spark service not reachable")
+        now_us = int(time.time() * 1_000_000)
+        outcome = plan_tick(hudi_meta, context.instance, settings, now_us)
+        staleness = outcome.staleness_s(now_us)
+        report = describe_tick(outcome.plan, staleness, target, list(JOBS))
+        for line in report.lines:
+            context.log.info(line)
+        if report.past_target:
+            context.log.warning(report.late_text())
+        warnings = arrival_warnings(hudi_meta)
+        for warning in warnings:
+            context.log.warning(warning)
+        previous = context.last_tick_completion_time
+        events = staleness_observations(
+            now_us,
+            None if previous is None else int(previous * 1_000_000),
+            outcome.t_done_us,
+            staleness,
+            target,
+        )
+        if not outcome.requests:
+            return SensorResult(
+                skip_reason=" ".join([report.skip_reason(), *warnings]),
+                cursor=report.summary,
+                asset_events=events,
+            )
+        return SensorResult(
+            run_requests=outcome.requests, cursor=report.summary, asset_events=events
+        )
+
+    return freshness_sensor

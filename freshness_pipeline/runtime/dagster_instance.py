@@ -1,0 +1,63 @@
+"""The Dagster instance settings a DAGSTER_HOME gets, generated from the repo's dagster.yaml.
+
+The repo's `dagster.yaml` is the one source of the run queue, concurrency pools and run
+monitoring; this module only adds (or changes) what a deployment needs: Postgres storage
+for runs, event log and schedules (`storage: postgres:`, dagster-postgres) when
+FRESHNESS_POSTGRES_URL is set, and the run queue's K. The password is not written: the
+file names the variable Dagster reads it from.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import yaml
+
+from freshness_pipeline.config.settings import POSTGRES_SCHEME, PROJECT_ROOT
+
+PASSWORD_ENV = "FRESHNESS_POSTGRES_PASSWORD"
+REPO_INSTANCE_YAML = PROJECT_ROOT / "dagster.yaml"
+
+
+def postgres_storage(postgres_url: str) -> dict[str, Any]:
+    """dagster-postgres's `postgres_db` block for a validated FRESHNESS_POSTGRES_URL."""
+    url = urlsplit(postgres_url)
+    return {
+        "postgres": {
+            "postgres_db": {
+                "scheme": POSTGRES_SCHEME,  # explicit: SQLAlchemy 2 defaults to psycopg 3
+                "username": url.username,
+                "password": {"env": PASSWORD_ENV},
+                "hostname": url.hostname,
+                "port": url.port or 5432,
+                "db_name": url.path.strip("/"),
+            }
+        }
+    }
+
+
+def instance_config(postgres_url: str | None = None, k: int | None = None) -> dict[str, Any]:
+    """The repo's instance settings, with Postgres storage and the run queue at K."""
+    config = yaml.safe_load(REPO_INSTANCE_YAML.read_text())
+    if k is not None:
+        config["concurrency"]["runs"]["max_concurrent_runs"] = k
+    if postgres_url:
+        config = {"storage": postgres_storage(postgres_url), **config}
+    return config
+
+
+def write_instance_yaml(home: Path, postgres_url: str | None = None, k: int | None = None) -> Path:
+    """Writes DAGSTER_HOME/dagster.yaml (replacing a link to the repo's file, so the repo's
+    file is never written through it)."""
+    home.mkdir(parents=True, exist_ok=True)
+    path = home / "dagster.yaml"
+    if path.is_symlink():
+        path.unlink()
+    header = (
+        f"# Generated from {REPO_INSTANCE_YAML.name} by "
+        "freshness_pipeline/runtime/dagster_instance.py; edit that file, not this one.\n"
+    )
+    path.write_text(header + yaml.safe_dump(instance_config(postgres_url, k), sort_keys=False))
+    return path

@@ -1,0 +1,227 @@
+"""The local Kafka broker: one single-node KRaft server (broker and controller in one JVM)
+from the Maven Central jars `make setup` puts in `.cache/kafka`.
+
+Bound to 127.0.0.1 only. Its log dir is formatted once (`kafka.tools.StorageTool format`,
+which writes `meta.properties`); later starts reuse it, so topics and offsets survive a
+restart, as the Streamer checkpoints in the raw tables expect. Started in its own process
+group and stopped by the pid it started (SIGTERM: Kafka's shutdown hook flushes the log),
+like the Spark service.
+"""
+
+from __future__ import annotations
+
+import base64
+import subprocess
+import time
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from freshness_pipeline.config.settings import KafkaSettings, Settings, child_environment
+from freshness_pipeline.runtime.processes import ServerProcess
+from freshness_pipeline.runtime.spark_service import free_port, port_is_open
+
+SERVER_CLASS = "kafka.Kafka"
+STORAGE_TOOL_CLASS = "kafka.tools.StorageTool"
+NODE_ID = 1
+
+
+def broker_state_dir(settings: Settings) -> Path:
+    """The local broker's data, beside the landing folder: both are the stream's way in,
+    and the raw tables' checkpoints point into it (`make clean-data` removes both)."""
+    return settings.landing_dir.parent / "kafka"
+
+
+class KafkaBrokerError(RuntimeError):
+    """The broker could not be installed, formatted or started."""
+
+
+@dataclass(frozen=True)
+class KafkaBrokerConfig:
+    jars_dir: Path  # kafka_2.13 and its runtime dependencies
+    state_dir: Path  # log dir, server.properties and the broker's own log
+    port: int = 9092
+    controller_port: int | None = None  # None: a free port at each start
+    host: str = "127.0.0.1"
+    heap: str = "512m"
+    topics: Mapping[str, int] | None = None  # topic -> partitions, created at start
+
+    @property
+    def bootstrap_servers(self) -> str:
+        return f"{self.host}:{self.port}"
+
+    @property
+    def log_dir(self) -> Path:
+        return self.state_dir / "data"
+
+    @property
+    def log_path(self) -> Path:
+        return self.state_dir / "kafka-broker.log"
+
+    @classmethod
+    def from_settings(cls, kafka: KafkaSettings, state_dir: Path) -> KafkaBrokerConfig:
+        return cls(
+            jars_dir=kafka.jars_dir,
+            state_dir=state_dir,
+            port=kafka.broker_port,
+            topics=dict.fromkeys(kafka.topics.values(), kafka.partitions),
+        )
+
+
+def server_properties(config: KafkaBrokerConfig, controller_port: int) -> str:
+    """A single node that is its own controller quorum (static voter), on 127.0.0.1."""
+    host = config.host
+    lines = {
+        "process.roles": "broker,controller",
+        "node.id": str(NODE_ID),
+        "controller.quorum.voters": f"{NODE_ID}@{host}:{controller_port}",
+        "listeners": f"PLAINTEXT://{host}:{config.port},CONTROLLER://{host}:{controller_port}",
+        "advertised.listeners": f"PLAINTEXT://{host}:{config.port}",
+        "controller.listener.names": "CONTROLLER",
+        "inter.broker.listener.name": "PLAINTEXT",
+        "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
+        "log.dirs": str(config.log_dir),
+        # One node: every internal topic has one replica.
+        "offsets.topic.replication.factor": "1",
+        "transaction.state.log.replication.factor": "1",
+        "transaction.state.log.min.isr": "1",
+        "share.coordinator.state.topic.replication.factor": "1",
+        "share.coordinator.state.topic.min.isr": "1",
+        "group.initial.rebalance.delay.ms": "0",
+        # Topics are created by us with their partition count, never by a typo.
+        "auto.create.topics.enable": "false",
+    }
+    return "".join(f"{key}={value}\n" for key, value in lines.items())
+
+
+def new_cluster_id() -> str:
+    """A Kafka cluster id: 16 random bytes, URL-safe base64 without padding."""
+    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+
+
+def java_command(config: KafkaBrokerConfig, main_class: str, *args: str) -> list[str]:
+    jars = sorted(config.jars_dir.glob("kafka_2.13-*.jar"))
+    if not jars:
+        raise KafkaBrokerError(
+            f"no kafka_2.13 jar in {config.jars_dir}: run `make setup` (or `make kafka`), "
+            "or set FRESHNESS_KAFKA_JARS_DIR to the folder holding the Kafka broker jars"
+        )
+    return [
+        "java",
+        f"-Xmx{config.heap}",
+        f"-Xms{config.heap}",
+        "-cp",
+        f"{config.jars_dir}/*",
+        main_class,
+        *args,
+    ]
+
+
+class KafkaBroker(ServerProcess):
+    """Starts, waits for and stops one local Kafka broker (a child process)."""
+
+    def __init__(self, config: KafkaBrokerConfig) -> None:
+        self.config = config
+        self.process: subprocess.Popen | None = None
+
+    @property
+    def bootstrap_servers(self) -> str:
+        return self.config.bootstrap_servers
+
+    def start(self, timeout_s: float = 90.0) -> KafkaBroker:
+        config = self.config
+        if port_is_open(config.host, config.port):
+            raise KafkaBrokerError(
+                f"port {config.port} is already in use; stop what listens there or set "
+                "FRESHNESS_KAFKA_BROKER_PORT to a free port"
+            )
+        controller_port = config.controller_port or free_port()
+        config.state_dir.mkdir(parents=True, exist_ok=True)
+        properties = config.state_dir / "server.properties"
+        properties.write_text(server_properties(config, controller_port))
+        self._format_once(properties)
+        log = config.log_path.open("ab")
+        self.process = subprocess.Popen(
+            java_command(config, SERVER_CLASS, str(properties)),
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env=child_environment(),
+            start_new_session=True,  # its own process group, stopped by our pid
+        )
+        log.close()
+        try:
+            self._wait_ready(timeout_s)
+            self.create_topics(dict(config.topics or {}))
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def _format_once(self, properties: Path) -> None:
+        """Formats the log dir on the first start only: reformatting would drop the
+        topics whose offsets the raw tables' checkpoints point into."""
+        if (self.config.log_dir / "meta.properties").exists():
+            return
+        argv = java_command(
+            self.config, STORAGE_TOOL_CLASS, "format", "-t", new_cluster_id(), "-c",
+            str(properties),
+        )  # fmt: skip
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=120)
+        if done.returncode != 0:
+            raise KafkaBrokerError(
+                f"formatting the Kafka log dir {self.config.log_dir} failed "
+                f"(exit {done.returncode}): {(done.stderr or done.stdout)[-2000:]}"
+            )
+
+    def _wait_ready(self, timeout_s: float) -> None:
+        from confluent_kafka.admin import AdminClient
+
+        deadline = time.monotonic() + timeout_s
+        admin = None
+        while time.monotonic() < deadline:
+            if self.process is not None and self.process.poll() is not None:
+                raise KafkaBrokerError(
+                    f"the Kafka broker exited with code {self.process.returncode} while "
+                    f"starting; see {self.config.log_path}"
+                )
+            if port_is_open(self.config.host, self.config.port):
+                admin = admin or AdminClient({"bootstrap.servers": self.bootstrap_servers})
+                try:
+                    metadata = admin.list_topics(timeout=2)
+                    if metadata.brokers:
+                        return
+                except Exception:  # not serving metadata yet (KRaft still electing)
+                    pass
+            time.sleep(0.25)
+        raise KafkaBrokerError(
+            f"the Kafka broker did not serve {self.bootstrap_servers} within "
+            f"{timeout_s:.0f} s; see {self.config.log_path}"
+        )
+
+    def create_topics(self, topics: Mapping[str, int]) -> None:
+        """Creates each missing topic with its partition count (an existing one is kept)."""
+        create_topics(self.bootstrap_servers, topics)
+
+
+def create_topics(bootstrap_servers: str, topics: Mapping[str, int], timeout_s: float = 30) -> None:
+    """Creates each topic that does not exist yet, with one replica (a single node)."""
+    from confluent_kafka import KafkaError
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    if not topics:
+        return
+    admin = AdminClient({"bootstrap.servers": bootstrap_servers})
+    futures = admin.create_topics(
+        [NewTopic(name, num_partitions=n, replication_factor=1) for name, n in topics.items()],
+        operation_timeout=timeout_s,
+        request_timeout=timeout_s,
+    )
+    for name, future in futures.items():
+        try:
+            future.result(timeout=timeout_s)
+        except Exception as exc:
+            error = exc.args[0] if exc.args else None
+            if getattr(error, "code", lambda: None)() == KafkaError.TOPIC_ALREADY_EXISTS:
+                continue
+            raise KafkaBrokerError(f"creating topic {name!r} failed: {exc}") from exc

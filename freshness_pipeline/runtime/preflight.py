@@ -1,0 +1,83 @@
+"""Before anything starts: is every server the settings name reachable?
+
+A wrong Spark master, Postgres URL or password, or object store endpoint, bucket or key
+would otherwise surface minutes later as a failed run or a
+Dagster process that dies at start, after ingestion had begun writing. `preflight` checks
+each named server once, briefly, and raises one `PreflightError` naming every one that
+failed, before the stack starts anything.
+"""
+
+from __future__ import annotations
+
+import socket
+from urllib.parse import urlsplit
+
+from freshness_pipeline.config.settings import Settings
+
+TIMEOUT_S = 3.0
+
+
+class PreflightError(RuntimeError):
+    """A server the settings name cannot be used; the message names each one and why."""
+
+
+def check_spark_master(master: str) -> str | None:
+    """None when a `spark://host:port` master accepts a connection (or the master is not a
+    standalone one); otherwise what failed."""
+    if not master.startswith("spark://"):
+        return None
+    host, _, port = master[len("spark://") :].rpartition(":")
+    try:
+        with socket.create_connection((host, int(port)), timeout=TIMEOUT_S):
+            return None
+    except OSError as exc:
+        return f"Spark master {master} (FRESHNESS_SPARK_MASTER) is unreachable: {exc}"
+
+
+def check_postgres(postgres_url: str | None, password: str | None) -> str | None:
+    """None when Dagster's Postgres database accepts our user and password."""
+    if not postgres_url:
+        return None
+    import psycopg2
+
+    url = urlsplit(postgres_url)
+    try:
+        psycopg2.connect(
+            host=url.hostname,
+            port=url.port or 5432,
+            user=url.username,
+            password=password or "",
+            dbname=url.path.strip("/"),
+            connect_timeout=int(TIMEOUT_S),
+        ).close()
+        return None
+    except psycopg2.Error as exc:
+        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        return f"Postgres {postgres_url} (FRESHNESS_POSTGRES_URL) refused us: {reason}"
+
+
+def check_lakehouse_store(settings: Settings) -> str | None:
+    """None for a local lakehouse, or an `s3://` one whose endpoint, bucket and
+    credentials work (object_store.check_object_store says which failed)."""
+    from freshness_pipeline.runtime.object_store import ObjectStoreError, check_object_store
+
+    try:
+        check_object_store(settings)
+        return None
+    except ObjectStoreError as exc:
+        return str(exc)
+
+
+def preflight(settings: Settings) -> None:
+    """Raises PreflightError naming every unreachable server; returns when all answer."""
+    failures = [
+        failure
+        for failure in (
+            check_spark_master(settings.spark_master),
+            check_postgres(settings.postgres_url, settings.postgres_password),
+            check_lakehouse_store(settings),
+        )
+        if failure
+    ]
+    if failures:
+        raise PreflightError("cannot start: " + "; ".join(failures))

@@ -1,0 +1,274 @@
+"""The Spark + Hudi session: one place that knows how Spark must be configured for Hudi.
+
+Used by the Dagster resource (assets), by ingestion and by the tests, so every
+writer of the lakehouse agrees on serializer, SQL extension, catalog and time zone.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from dagster import ConfigurableResource, InitResourceContext
+from dagster_pyspark.resources import spark_session_from_config
+from pydantic import Field, PrivateAttr
+
+from freshness_pipeline.config.settings import Settings, load_settings
+from freshness_pipeline.runtime.service_discovery import find_running_service
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+
+GUARD_JAR_NAME = "freshness-hudi-guard.jar"
+
+
+class HudiBundleMissing(RuntimeError):
+    """The Hudi Spark bundle jar has not been fetched (run `make setup`)."""
+
+
+def find_jar(jars_dir: Path, pattern: str, what: str, artifact: str | None = None) -> Path:
+    """The newest jar matching `pattern`, or HudiBundleMissing saying how to get it: from
+    Maven Central (`artifact`), or built by `make setup` from our sources (None)."""
+    jars = sorted(jars_dir.glob(pattern))
+    if not jars:
+        how = (
+            f"it fetches {artifact} from Maven Central with mvn"
+            if artifact
+            else "it compiles freshness_pipeline/jvm/*.java with javac"
+        )
+        raise HudiBundleMissing(
+            f"No {what} in {jars_dir}. Run `make setup` ({how}), or set FRESHNESS_JARS_DIR "
+            "to a folder that holds it."
+        )
+    return jars[-1]
+
+
+def find_hudi_bundle(jars_dir: Path) -> Path:
+    return find_jar(
+        jars_dir,
+        "hudi-spark*-bundle_*.jar",
+        "Hudi Spark bundle",
+        "org.apache.hudi:hudi-spark3.5-bundle_2.12",
+    )
+
+
+def find_guard_jar(jars_dir: Path) -> Path:
+    """Our Hudi conflict strategy (freshness_pipeline/jvm): a stale plan never commits."""
+    return find_jar(jars_dir, GUARD_JAR_NAME, "Hudi guard jar")
+
+
+def s3a_jars(jars_dir: Path) -> list[Path]:
+    """Spark's s3a file system: hadoop-aws (the Hadoop of the pyspark wheel) and its SDK."""
+    return [
+        find_jar(jars_dir, "hadoop-aws-*.jar", "hadoop-aws jar", "org.apache.hadoop:hadoop-aws"),
+        find_jar(
+            jars_dir,
+            "aws-java-sdk-bundle-*.jar",
+            "AWS SDK bundle jar",
+            "com.amazonaws:aws-java-sdk-bundle",
+        ),
+    ]
+
+
+def hudi_jars(jars_dir: Path, settings: Settings | None = None) -> list[Path]:
+    """Every jar a Spark that writes our Hudi tables needs on its classpath (with s3a's
+    when the lakehouse is on S3)."""
+    jars = [find_hudi_bundle(jars_dir), find_guard_jar(jars_dir)]
+    if settings is not None and not settings.is_local:
+        jars += s3a_jars(jars_dir)
+    return jars
+
+
+def lakehouse_spark_conf(settings: Settings) -> dict[str, str]:
+    """What Spark needs to reach the lakehouse: nothing for a local one, the s3a settings
+    (endpoint, path style, credential chain; never the keys) for S3."""
+    return {} if settings.is_local else settings.s3.spark_conf()
+
+
+def apply_lakehouse_conf(session: SparkSession, settings: Settings) -> None:
+    """Points this process's own driver at an S3 lakehouse at run time: the s3a settings
+    and explicit keys go into its Hadoop configuration for the lakehouse's bucket only
+    (s3a's per-bucket keys), so a session started before (getOrCreate, the tests' shared
+    session) reaches it too, and the keys, read there by s3a's first credential provider,
+    never enter Spark's configuration, which Spark logs. Needs the s3a jars on the
+    classpath (hudi_jars with an S3 lakehouse, or s3a_jars)."""
+    if settings.is_local:
+        return
+    bucket = settings.lakehouse.root.path.split("/", 1)[0]
+    hadoop = session.sparkContext._jsc.hadoopConfiguration()
+    for key, value in settings.s3.spark_conf().items():
+        name = key.removeprefix("spark.hadoop.")
+        if name != "fs.s3a.impl":
+            name = name.replace("fs.s3a.", f"fs.s3a.bucket.{bucket}.", 1)
+        hadoop.set(name, value)
+    s3 = settings.s3
+    if s3.access_key_id:
+        hadoop.set(f"fs.s3a.bucket.{bucket}.access.key", s3.access_key_id)
+        hadoop.set(f"fs.s3a.bucket.{bucket}.secret.key", s3.secret_access_key or "")
+    if s3.session_token:
+        hadoop.set(f"fs.s3a.bucket.{bucket}.session.token", s3.session_token)
+
+
+LOOPBACK = "127.0.0.1"
+
+
+def hudi_spark_conf(
+    master: str,
+    jars_dir: Path,
+    app_name: str = "freshness_pipeline",
+    extra: dict[str, str] | None = None,
+    settings: Settings | None = None,
+) -> dict[str, str]:
+    """Spark settings Hudi needs, plus small-machine defaults that keep local runs quick,
+    and the lakehouse's file system settings (`settings`, default: this process's)."""
+    settings = settings or load_settings()
+    conf = {
+        "spark.master": master,
+        "spark.app.name": app_name,
+        "spark.jars": ",".join(str(j) for j in hudi_jars(jars_dir, settings)),
+        "spark.serializer": "org.apache.spark.serializer.KryoSerializer",
+        "spark.kryo.registrator": "org.apache.spark.HoodieSparkKryoRegistrar",
+        "spark.sql.extensions": "org.apache.spark.sql.hudi.HoodieSparkSessionExtension",
+        "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.hudi.catalog.HoodieCatalog",
+        "spark.sql.session.timeZone": "UTC",
+        "spark.sql.execution.arrow.pyspark.enabled": "true",
+        "spark.sql.shuffle.partitions": "4",
+        "spark.default.parallelism": "4",
+        "spark.ui.enabled": "false",
+        "spark.ui.showConsoleProgress": "false",
+        "spark.driver.memory": "2g",
+        # A run reads an explicit list of files; listing them is cheap locally, and Spark's
+        # default (a distributed listing job once a read names more than 32 paths) cost
+        # 4.5 s for 144 files on 2 cores.
+        "spark.sql.sources.parallelPartitionDiscovery.threshold": "100000",
+        # The shared service and ingestion live for hours. Spark keeps a status record of
+        # every job, stage, task and SQL execution (UI or not) up to 1,000 / 1,000 /
+        # 100,000 / 1,000, and a 250 MB cache of listed files; a freshness pipeline runs
+        # thousands of small jobs, so keep the recent ones only.
+        "spark.ui.retainedJobs": "200",
+        "spark.ui.retainedStages": "200",
+        "spark.ui.retainedTasks": "10000",
+        "spark.sql.ui.retainedExecutions": "100",
+        "spark.sql.hive.filesourcePartitionFileCacheSize": str(64 * 1024 * 1024),
+        # Timestamps are stored as UTC micros; never let the JVM's zone leak in.
+        "spark.driver.extraJavaOptions": "-Duser.timezone=UTC",
+        "spark.executor.extraJavaOptions": "-Duser.timezone=UTC",
+    }
+    if master.startswith("local"):
+        # A local driver has no executors elsewhere to call it back: its RPC and block
+        # manager ports listen on loopback only (Spark's default is the machine's address).
+        conf["spark.driver.host"] = conf["spark.driver.bindAddress"] = LOOPBACK
+    conf.update(lakehouse_spark_conf(settings))
+    conf.update(extra or {})
+    return conf
+
+
+def deployment_conf(master: str, settings: Settings) -> dict[str, str]:
+    """What a driver needs beyond `hudi_spark_conf` on a cluster master: its share of the
+    cluster (an application takes every core otherwise, and the next one would wait) and
+    the address executors reach it on. Empty for a local master without a driver host."""
+    conf: dict[str, str] = {}
+    if master.startswith("spark://"):
+        conf["spark.cores.max"] = str(settings.spark_cores_max)
+        conf["spark.executor.memory"] = settings.spark_executor_memory
+    if settings.spark_driver_host:
+        conf["spark.driver.host"] = settings.spark_driver_host
+        conf["spark.driver.bindAddress"] = settings.spark_driver_host
+    return conf
+
+
+def build_spark_session(
+    master: str | None = None,
+    remote: str | None = None,
+    jars_dir: Path | None = None,
+    app_name: str = "freshness_pipeline",
+    extra: dict[str, str] | None = None,
+) -> SparkSession:
+    """A Hudi-ready SparkSession: local by default, a cluster master, or Spark Connect."""
+    settings = load_settings()
+    remote = remote if remote is not None else settings.spark_remote
+    if remote:
+        # The Connect client's own builder, not pyspark.sql.SparkSession's: the latter
+        # refuses a remote session in a process that already runs a local one (tests).
+        from pyspark.sql.connect.session import SparkSession as RemoteSparkSession
+
+        # The Connect server owns its jars and extensions; only session settings apply.
+        builder = RemoteSparkSession.builder.remote(remote).appName(app_name)
+        builder = builder.config("spark.sql.session.timeZone", "UTC")
+        for key, value in (extra or {}).items():
+            builder = builder.config(key, value)
+        return builder.getOrCreate()
+    master = master or settings.spark_master
+    extra = {**deployment_conf(master, settings), **(extra or {})}
+    conf = hudi_spark_conf(master, jars_dir or settings.jars_dir, app_name, extra, settings)
+    session = spark_session_from_config(conf)
+    session.sparkContext.setLogLevel("ERROR")
+    apply_lakehouse_conf(session, settings)
+    return session
+
+
+class HudiSparkResource(ConfigurableResource):
+    """Dagster resource giving assets a Hudi-ready SparkSession, created on first use.
+
+    Defaults come from the environment (`FRESHNESS_SPARK_MASTER`, `FRESHNESS_SPARK_REMOTE`,
+    `FRESHNESS_LAKEHOUSE`), so pointing the pipeline at a cluster needs no code change.
+    """
+
+    master: str | None = Field(default=None, description="Spark master URL (default local[*]).")
+    remote: str | None = Field(
+        default=None, description="Spark Connect URL, e.g. sc://host:15002; wins over master."
+    )
+    lakehouse_root: str | None = Field(
+        default=None, description="Root URI of the Hudi tables (default ./.lakehouse/tables)."
+    )
+    spark_config: dict[str, Any] = Field(
+        default_factory=dict, description="Extra Spark settings (executor sizes, S3A keys...)."
+    )
+    _session: Any = PrivateAttr(default=None)
+    _discovery: Any = PrivateAttr(default=None)  # service_discovery.Discovery or None
+
+    def setup_for_execution(self, context: InitResourceContext) -> None:
+        """A run given no Spark service (a hand `dagster asset materialize` beside the
+        demo) uses the one the demo announced in the instance's folder, if it is alive and
+        serves this lakehouse, instead of starting its own JVM (service_discovery.py)."""
+        settings = load_settings()
+        if self.remote is not None or settings.spark_remote or settings.spark_mode != "service":
+            return
+        instance = getattr(context, "instance", None)
+        if instance is None or not getattr(instance, "root_directory", None):
+            return
+        lakehouse = self.lakehouse_root or settings.lakehouse_root
+        self._discovery = find_running_service(Path(instance.root_directory), lakehouse)
+
+    def _remote(self) -> str | None:
+        if self.remote is not None:
+            return self.remote
+        if self._discovery is not None and self._discovery.url:
+            return self._discovery.url
+        return load_settings().spark_remote
+
+    @property
+    def spark_session(self) -> SparkSession:
+        if self._session is None:
+            self._session = build_spark_session(
+                master=self.master,
+                remote=self._remote(),
+                extra={k: str(v) for k, v in self.spark_config.items()},
+            )
+        return self._session
+
+    @property
+    def description(self) -> str:
+        """Where runs execute, for run metadata: the service URL or the Spark master, and
+        for a run that looked for the demo's service, what it found."""
+        remote = self._remote()
+        found = f" ({self._discovery.reason})" if self._discovery is not None else ""
+        if remote:
+            return f"shared Spark service {remote}{found}"
+        return f"own Spark driver, master {self.master or load_settings().spark_master}{found}"
+
+    def table_uri(self, table: str) -> str:
+        if self.lakehouse_root:
+            return load_settings().lakehouse_at(self.lakehouse_root).table_uri(table)
+        return load_settings().table_uri(table)

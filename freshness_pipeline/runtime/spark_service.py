@@ -1,0 +1,229 @@
+"""The shared Spark service: one long-lived Spark Connect server that every run uses.
+
+A run that starts its own JVM and loads the Hudi bundle pays about 20 s before it reads
+a byte; through an already running Connect server it pays a gRPC session (about 1 s).
+That fixed cost is the `a` of every job's cost model and a floor under every table's
+staleness, so the demo and the experiment start this service first and point ingestion,
+the company-master loader and every Dagster run at it (`FRESHNESS_SPARK_REMOTE`).
+
+The server runs with FAIR scheduling in its default pool, so K concurrent runs and the
+ingestion share the cores instead of queueing behind each other's jobs.
+"""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from freshness_pipeline.config.settings import Settings, child_environment, load_settings
+from freshness_pipeline.runtime.processes import ServerProcess
+from freshness_pipeline.runtime.spark import deployment_conf, find_jar, hudi_jars, hudi_spark_conf
+
+# Spark's Connect server bound to one address (freshness_pipeline/jvm/connect): Spark 3.5's
+# own SparkConnectServer listens on every interface and has no setting to change that.
+CONNECT_SERVER_CLASS = "freshness.connect.LoopbackConnectServer"
+BIND_ADDRESS_CONF = "spark.freshness.connect.bindAddress"
+LAUNCHER_JAR_NAME = "freshness-connect-launcher.jar"
+DEFAULT_PORT = 15002
+
+# The default pool is FAIR: jobs of different sessions (runs, ingestion) interleave their
+# tasks instead of the first submitted job holding every core until it ends.
+FAIR_SCHEDULER_XML = """<?xml version="1.0"?>
+<allocations>
+  <pool name="default">
+    <schedulingMode>FAIR</schedulingMode>
+    <weight>1</weight>
+    <minShare>0</minShare>
+  </pool>
+</allocations>
+"""
+
+# Spark logs every task at INFO; the service's log keeps warnings and the server's start.
+LOG4J2_PROPERTIES = """rootLogger.level = warn
+rootLogger.appenderRef.stdout.ref = console
+appender.console.type = Console
+appender.console.name = console
+appender.console.target = SYSTEM_ERR
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = %d{yy/MM/dd HH:mm:ss} %p %c{1}: %m%n%ex
+logger.connect.name = org.apache.spark.sql.connect.service.SparkConnectServer
+logger.connect.level = info
+"""
+
+
+class SparkServiceError(RuntimeError):
+    """The Spark Connect server could not be started or did not come up."""
+
+
+def find_connect_jar(jars_dir: Path) -> Path:
+    return find_jar(
+        jars_dir,
+        "spark-connect_*.jar",
+        "Spark Connect server jar",
+        "org.apache.spark:spark-connect_2.12",
+    )
+
+
+def find_launcher_jar(jars_dir: Path) -> Path:
+    """Our Connect server launcher, built by `make setup` (freshness_pipeline/jvm/connect)."""
+    return find_jar(jars_dir, LAUNCHER_JAR_NAME, "Spark Connect launcher jar")
+
+
+def free_port() -> int:
+    """A TCP port nothing listens on now (for services started by tests and benchmarks)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def spark_submit_path() -> Path:
+    import pyspark
+
+    return Path(pyspark.__file__).parent / "bin" / "spark-submit"
+
+
+@dataclass(frozen=True)
+class SparkServiceConfig:
+    jars_dir: Path
+    state_dir: Path  # scheduler file and server log go here
+    port: int = DEFAULT_PORT
+    master: str = "local[*]"
+    driver_memory: str = "4g"
+    host: str = "localhost"
+    bind_address: str = "127.0.0.1"  # the Connect port listens here only
+    # Spark settings for the master (deployment_conf: the cluster share, the driver host)
+    extra_conf: tuple[tuple[str, str], ...] = ()
+    # The lakehouse the service writes (s3a settings and jars for an S3 one); None: the
+    # settings of the process that starts it. S3 keys reach the server through its
+    # environment (the standard AWS chain), never its command line.
+    settings: Settings | None = None
+
+    @property
+    def url(self) -> str:
+        return f"sc://{self.host}:{self.port}"
+
+    @property
+    def log_path(self) -> Path:
+        return self.state_dir / "spark-service.log"
+
+
+def service_config(
+    settings: Settings, state_dir: Path, port: int | None = None
+) -> SparkServiceConfig:
+    """The shared service as the settings describe it: its port, driver memory and master,
+    with the master's deployment settings (cluster share, driver host)."""
+    return SparkServiceConfig(
+        jars_dir=settings.jars_dir,
+        state_dir=state_dir,
+        port=port or settings.spark_service_port,
+        master=settings.spark_master,
+        driver_memory=settings.spark_service_memory,
+        bind_address=settings.spark_service_bind,
+        extra_conf=tuple(sorted(deployment_conf(settings.spark_master, settings).items())),
+        settings=settings,
+    )
+
+
+def server_command(config: SparkServiceConfig) -> list[str]:
+    """`spark-submit` of the Connect server with the Hudi bundle and our session defaults."""
+    settings = config.settings or load_settings()
+    conf = hudi_spark_conf(
+        config.master,
+        config.jars_dir,
+        app_name="freshness_spark_service",
+        extra=dict(config.extra_conf),
+        settings=settings,
+    )
+    conf.pop("spark.master")
+    conf.pop("spark.jars")
+    conf.pop("spark.driver.memory")
+    conf.update(
+        {
+            "spark.scheduler.mode": "FAIR",
+            "spark.scheduler.allocation.file": str(config.state_dir / "fairscheduler.xml"),
+            "spark.connect.grpc.binding.port": str(config.port),
+            BIND_ADDRESS_CONF: config.bind_address,
+            "spark.driver.extraJavaOptions": (
+                f"{conf['spark.driver.extraJavaOptions']} "
+                f"-Dlog4j2.configurationFile={config.state_dir / 'log4j2.properties'}"
+            ),
+        }
+    )
+    connect_jar = find_connect_jar(config.jars_dir)
+    launcher_jar = find_launcher_jar(config.jars_dir)
+    jars = ",".join(str(j) for j in [*hudi_jars(config.jars_dir, settings), connect_jar])
+    argv = [
+        str(spark_submit_path()),
+        "--class",
+        CONNECT_SERVER_CLASS,
+        "--master",
+        config.master,
+        "--driver-memory",
+        config.driver_memory,
+        "--jars",
+        jars,
+    ]
+    for key, value in sorted(conf.items()):
+        argv += ["--conf", f"{key}={value}"]
+    argv.append(str(launcher_jar))
+    return argv
+
+
+def port_is_open(host: str, port: int, timeout: float = 0.2) -> bool:
+    try:
+        with socket.create_connection((host, port), timeout=timeout):
+            return True
+    except OSError:
+        return False
+
+
+class SparkService(ServerProcess):
+    """Starts, waits for and stops one local Spark Connect server (a child process)."""
+
+    def __init__(self, config: SparkServiceConfig) -> None:
+        self.config = config
+        self.process: subprocess.Popen | None = None
+
+    @property
+    def url(self) -> str:
+        return self.config.url
+
+    def start(self, timeout_s: float = 180.0) -> SparkService:
+        config = self.config
+        if port_is_open(config.host, config.port):
+            raise SparkServiceError(
+                f"port {config.port} is already in use; stop the other Spark service or set "
+                "FRESHNESS_SPARK_SERVICE_PORT to a free port"
+            )
+        argv = server_command(config)  # checks both jars before anything starts
+        config.state_dir.mkdir(parents=True, exist_ok=True)
+        (config.state_dir / "fairscheduler.xml").write_text(FAIR_SCHEDULER_XML)
+        (config.state_dir / "log4j2.properties").write_text(LOG4J2_PROPERTIES)
+        env = child_environment((config.settings or load_settings()).s3.credential_env())
+        env.pop("SPARK_HOME", None)  # the server comes from the pyspark wheel we pinned
+        bind = dict(config.extra_conf).get("spark.driver.bindAddress")
+        if bind:
+            env["SPARK_LOCAL_IP"] = bind  # read by the JVM before any setting
+        log = config.log_path.open("ab")
+        self.process = subprocess.Popen(
+            argv, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True
+        )
+        log.close()
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise SparkServiceError(
+                    f"the Spark Connect server exited with code {self.process.returncode} "
+                    f"while starting; see {config.log_path}"
+                )
+            if port_is_open(config.host, config.port):
+                return self
+            time.sleep(0.25)
+        self.stop()
+        raise SparkServiceError(
+            f"the Spark Connect server did not listen on port {config.port} within "
+            f"{timeout_s:.0f} s; see {config.log_path}"
+        )
