@@ -36,7 +36,7 @@ KAFKA_STAMP := $(KAFKA_DIR)/.kafka-$(KAFKA_VERSION)
 export FRESHNESS_JARS_DIR := $(abspath $(JARS_DIR))
 export DAGSTER_HOME ?= $(abspath .dagster_home)
 
-.PHONY: setup demo demo-kafka test test-fast lint format bench-ingest bench-kafka-ingest bench-growth bench-tick \
+.PHONY: setup demo demo-kafka test test-fast lint typecheck format bench-ingest bench-kafka-ingest bench-growth bench-tick \
 	bench-tick-real bench-overhead bench-launch bench-memory bench-lineage experiment experiment-long experiment-bursty experiment-packed tune-interval \
 	simulate simulate-aging simulate-published first-materializations chaos soak soak-no-clustering \
 	clean-data postgres chromium demo-cluster test-ui
@@ -156,6 +156,8 @@ demo-cluster: setup
 
 test: setup
 	$(VENV)/bin/ruff check freshness_pipeline assets_tests
+	$(VENV)/bin/ruff format --check freshness_pipeline assets_tests
+	$(VENV)/bin/mypy
 	$(VENV)/bin/pytest
 
 test-fast: setup
@@ -168,6 +170,11 @@ test-ui: setup
 lint: setup
 	$(VENV)/bin/ruff check freshness_pipeline assets_tests
 	$(VENV)/bin/ruff format --check freshness_pipeline assets_tests
+	$(VENV)/bin/mypy
+
+# The type checker on the pure layers (pyproject.toml [tool.mypy]).
+typecheck: setup
+	$(VENV)/bin/mypy
 
 format: setup
 	$(VENV)/bin/ruff format freshness_pipeline assets_tests

@@ -1,5 +1,5 @@
 """One settings object: built in one module, validated with errors that name the variable,
-the value and what is accepted; the README's table is generated from it."""
+the value and what is accepted; docs/SETTINGS.md's table is generated from it."""
 
 from __future__ import annotations
 
@@ -102,10 +102,10 @@ def test_settings_are_frozen():
         settings.spark_master = "yarn"  # type: ignore[misc]
 
 
-def test_readme_settings_table_is_the_generated_one():
-    readme = (PROJECT_ROOT / "README.md").read_text()
-    assert settings_table() in readme, (
-        "run `python -m freshness_pipeline.config.settings` into README"
+def test_the_documented_settings_table_is_the_generated_one():
+    documented = (PROJECT_ROOT / "docs" / "SETTINGS.md").read_text()
+    assert settings_table() in documented, (
+        "run `python -m freshness_pipeline.config.settings` into docs/SETTINGS.md"
     )
 
 

@@ -260,11 +260,23 @@ def _plan(candidates: int, files: int, pending: int, mib: float, b: float, c: fl
     from freshness_pipeline.scheduling.run_plan import RunPlan
 
     return RunPlan(
-        asset="trade_aggr", cutoff_u=2, t_done_us=1, file_count=files, pending_files=pending,
-        scan_bytes=int(mib * 2**20), policy="pmb", gain_s=10.0, cost_s=e, eta=10.0 / e,
-        candidates=candidates, cost_a_s=e - b * mib - c * files, cost_b_s_per_mib=b,
-        cost_c_s_per_file=c, cost_model="fit:three_term", cost_fit="",
-    )  # fmt: skip
+        asset="trade_aggr",
+        cutoff_u=2,
+        t_done_us=1,
+        file_count=files,
+        pending_files=pending,
+        scan_bytes=int(mib * 2**20),
+        policy="pmb",
+        gain_s=10.0,
+        cost_s=e,
+        eta=10.0 / e,
+        candidates=candidates,
+        cost_a_s=e - b * mib - c * files,
+        cost_b_s_per_mib=b,
+        cost_c_s_per_file=c,
+        cost_model="fit:three_term",
+        cost_fit="",
+    )
 
 
 def test_why_no_subset_counts_single_cutoffs_and_the_set_dependent_cost():

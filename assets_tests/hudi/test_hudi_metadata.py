@@ -24,7 +24,7 @@ LAYOUT = TableLayout("meta_probe", "key", "arrival_ts", "part")
 
 
 def us_to_dt(us: int) -> dt.datetime:
-    return dt.datetime.fromtimestamp(us / 1e6, tz=dt.timezone.utc)
+    return dt.datetime.fromtimestamp(us / 1e6, tz=dt.UTC)
 
 
 def write(spark, path, rows, operation="upsert", arrival=None, extra=None):
@@ -62,14 +62,31 @@ def probe_table(spark, tmp_path_factory):
         "insert",
         extra=keep_one,
     )
-    write(spark, path, [(f"k{i}", "abc"[i % 3], 100 + i, t + 1000 + i) for i in range(0, 30, 3)],
-          extra=keep_one)  # fmt: skip  # only partition a
-    write(spark, path, [(f"k{i}", "abc"[i % 3], 200 + i, t + 2000 + i) for i in range(1, 30, 3)],
-          extra=keep_one)  # fmt: skip  # only partition b
-    write(spark, path, [(f"n{i}", "c", i, t + 3000 + i) for i in range(5)], "insert_overwrite",
-          extra=keep_one)  # fmt: skip  # replaces partition c
-    write(spark, path, [(f"k{i}", "abc"[i % 3], 300 + i, t + 4000 + i) for i in range(0, 30, 3)],
-          extra=keep_one)  # fmt: skip  # a again: the first versions of a get cleaned
+    write(
+        spark,
+        path,
+        [(f"k{i}", "abc"[i % 3], 100 + i, t + 1000 + i) for i in range(0, 30, 3)],
+        extra=keep_one,
+    )  # only partition a
+    write(
+        spark,
+        path,
+        [(f"k{i}", "abc"[i % 3], 200 + i, t + 2000 + i) for i in range(1, 30, 3)],
+        extra=keep_one,
+    )  # only partition b
+    write(
+        spark,
+        path,
+        [(f"n{i}", "c", i, t + 3000 + i) for i in range(5)],
+        "insert_overwrite",
+        extra=keep_one,
+    )  # replaces partition c
+    write(
+        spark,
+        path,
+        [(f"k{i}", "abc"[i % 3], 300 + i, t + 4000 + i) for i in range(0, 30, 3)],
+        extra=keep_one,
+    )  # a again: the first versions of a get cleaned
     name = f"meta_probe_{uuid.uuid4().hex[:8]}"
     spark.sql(f"CREATE TABLE {name} USING hudi LOCATION '{path}'")
     return path, name

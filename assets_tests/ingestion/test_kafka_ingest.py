@@ -240,9 +240,15 @@ def test_exactly_once_with_ingestion_killed_at_random_points(spark, kafka_lakeho
     produce(settings, seconds=12, rate=300, malformed=0.02, seed=7)
     env = child_env(settings)
     argv = [
-        sys.executable, "-m", "freshness_pipeline.cli", "ingest",
-        "--commit-interval", "0.1", "--max-messages", "250",
-    ]  # fmt: skip
+        sys.executable,
+        "-m",
+        "freshness_pipeline.cli",
+        "ingest",
+        "--commit-interval",
+        "0.1",
+        "--max-messages",
+        "250",
+    ]
     rng = random.Random(16)
     tables = [settings.table_path(t) for t in ("price_raw", "trade_raw")]
     inflight_kills = 0

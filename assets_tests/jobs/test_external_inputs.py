@@ -8,6 +8,7 @@ every job's table equals the batch oracle's answer."""
 from __future__ import annotations
 
 import time
+from datetime import UTC
 
 import dagster as dg
 import pytest
@@ -262,7 +263,7 @@ def test_version_9_tables_written_by_others_resolve_their_arrivals(spark, tmp_pa
 
 
 def _utc_us(text: str) -> int:
-    from datetime import datetime, timezone
+    from datetime import datetime
 
-    parsed = datetime.strptime(text, "%Y-%m-%d %H:%M:%S").replace(tzinfo=timezone.utc)
+    parsed = datetime.strptime(text, "%Y-%m-%d %H:%M:%S").replace(tzinfo=UTC)
     return int(parsed.timestamp() * 1_000_000)

@@ -88,9 +88,15 @@ def test_a_jvm_is_judged_by_the_floor_of_its_live_heap_not_by_runs_in_flight():
     in_flight += [(3000.0 + t * 60.0 + 30, 900.0) for t in range(9)]
     rising_floor = [(t * 120.0, 400.0 + 10 * t) for t in range(30)]
     text = report(
-        60, 2000, {}, {}, {"SUCCESS": 1}, [], None,
+        60,
+        2000,
+        {},
+        {},
+        {"SUCCESS": 1},
+        [],
+        None,
         {"spark-service": in_flight, "ingest": rising_floor},
-    )  # fmt: skip
+    )
     heap_rows = text.split("judges a JVM, unless it is read at rest (below):")[1]
     service = heap_rows.split("| spark-service |")[1].split("\n")[0]
     assert service.endswith("yes |") and "400 / 900" in service, service
@@ -213,18 +219,27 @@ def test_a_rest_reading_pauses_launches_until_nothing_is_in_flight():
             return next(left)
 
         reading = rest_reading(
-            daemon.pid, {"spark-service": 11}, in_flight, 15.0,
-            read_live=lambda pid: 300.0 + pid, at_rest=lambda: states.append(state()),
+            daemon.pid,
+            {"spark-service": 11},
+            in_flight,
+            15.0,
+            read_live=lambda pid: 300.0 + pid,
+            at_rest=lambda: states.append(state()),
             poll_s=0.01,
-        )  # fmt: skip
+        )
         assert states == ["T", "T", "T", "T"]  # stopped throughout
         assert state() != "T"  # and running again
         assert reading.live_mib == {"spark-service": 311.0} and reading.in_flight == 0
 
         stuck = rest_reading(
-            daemon.pid, {"spark-service": 11}, lambda: 3, 30.0,
-            read_live=lambda pid: 500.0, wait_s=0.05, poll_s=0.01,
-        )  # fmt: skip
+            daemon.pid,
+            {"spark-service": 11},
+            lambda: 3,
+            30.0,
+            read_live=lambda pid: 500.0,
+            wait_s=0.05,
+            poll_s=0.01,
+        )
         assert stuck.in_flight == 3 and state() != "T"
 
         def broken() -> None:
@@ -246,9 +261,16 @@ def test_the_jvm_that_runs_the_jobs_is_judged_at_rest():
     rising_floor = [(t * 120.0, 400.0 + 10 * t) for t in range(30)]
     flat = [RestReading(m, {"spark-service": v}, 40.0, 0) for m, v in ((15, 300), (60, 320))]
     text = report(
-        60, 2000, {}, {}, {"SUCCESS": 1}, [], None, {"spark-service": rising_floor},
+        60,
+        2000,
+        {},
+        {},
+        {"SUCCESS": 1},
+        [],
+        None,
+        {"spark-service": rising_floor},
         rest=flat,
-    )  # fmt: skip
+    )
     under_load = text.split("unless it is read at rest (below):")[1].split("at rest**")[0]
     assert under_load.split("| spark-service |")[1].split("\n")[0].endswith("judged at rest |")
     at_rest = text.split("at rest**")[1]

@@ -64,8 +64,10 @@ def test_launches_a_run_of_the_table_job_with_the_reason_in_its_tags():
     assert request.job_name == job_name("price_raw")
     config = request.run_config["ops"][op_name("price_raw")]["config"]
     groups = decode_groups(config["groups"])
-    assert [fids for _, fids in groups] == [tuple(f"f{n}" for n in range(6)),
-                                            tuple(f"f{n}" for n in range(6, 12))]  # fmt: skip
+    assert [fids for _, fids in groups] == [
+        tuple(f"f{n}" for n in range(6)),
+        tuple(f"f{n}" for n in range(6, 12)),
+    ]
     assert request.tags[TABLE_TAG] == "price_raw"
     assert "removes 10 files" in request.tags["freshness/clustering_reason"]
 
@@ -81,9 +83,11 @@ def test_only_files_the_readers_have_read_and_why_it_waits():
 def test_waits_for_an_active_clustering_run_and_backs_off_after_a_failure():
     with dg.instance_for_test() as instance:
         running = create_run_for_test(
-            instance, job_name="cluster_price_raw", status=dg.DagsterRunStatus.STARTED,
+            instance,
+            job_name="cluster_price_raw",
+            status=dg.DagsterRunStatus.STARTED,
             tags={TABLE_TAG: "price_raw"},
-        )  # fmt: skip
+        )
         decisions, requests = evaluate_clustering(lake(), instance, SETTINGS, T0)
         assert requests == [] and "queued or running" in decisions[0].reason
         instance.report_run_failed(running)
@@ -109,9 +113,11 @@ def test_a_job_table_waits_while_a_run_of_its_asset_is_active():
     fake.add(FakeRawTable("trade_aggr"))
     with dg.instance_for_test() as instance:
         create_run_for_test(
-            instance, job_name="x", status=dg.DagsterRunStatus.STARTED,
+            instance,
+            job_name="x",
+            status=dg.DagsterRunStatus.STARTED,
             tags={ASSET_TAG: "trade_aggr"},
-        )  # fmt: skip
+        )
         decisions, requests = evaluate_clustering(fake, instance, settings, T0)
     assert requests == []
     assert "a run of trade_aggr is active" in decisions[0].reason
@@ -120,9 +126,11 @@ def test_a_job_table_waits_while_a_run_of_its_asset_is_active():
 def test_a_clustering_run_takes_a_slot_from_the_jobs():
     with dg.instance_for_test() as instance:
         create_run_for_test(
-            instance, job_name="cluster_price_raw", status=dg.DagsterRunStatus.STARTING,
+            instance,
+            job_name="cluster_price_raw",
+            status=dg.DagsterRunStatus.STARTING,
             tags={TABLE_TAG: "price_raw"},
-        )  # fmt: skip
+        )
         result, requests = evaluate_tick(
             raw_lake(), instance, SchedulerSettings(k=2), now_us=T0 + 61 * S
         )

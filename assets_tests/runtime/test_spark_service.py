@@ -30,9 +30,15 @@ def test_command_runs_our_launcher_bound_to_the_setting(tmp_path: Path):
 
 @pytest.mark.parametrize(
     ("address", "loopback"),
-    [("127.0.0.1", True), ("::1", True), ("::ffff:127.0.0.1", True), ("0.0.0.0", False),
-     ("::", False), ("10.1.2.3", False)],
-)  # fmt: skip
+    [
+        ("127.0.0.1", True),
+        ("::1", True),
+        ("::ffff:127.0.0.1", True),
+        ("0.0.0.0", False),
+        ("::", False),
+        ("10.1.2.3", False),
+    ],
+)
 def test_loopback_addresses(address: str, loopback: bool):
     assert is_loopback(address) is loopback
 

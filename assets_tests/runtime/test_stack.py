@@ -5,7 +5,7 @@ alone, so a run an earlier crashed session left as STARTED cannot hold a stop up
 from __future__ import annotations
 
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import dagster as dg
@@ -47,7 +47,7 @@ def test_drain_cancels_its_queued_runs_and_ignores_older_ones(tmp_path: Path):
         old_queued = _add(instance, dg.DagsterRunStatus.QUEUED)
         old_started = _add(instance, dg.DagsterRunStatus.STARTED)
         time.sleep(0.05)
-        stack.started_at = datetime.now(timezone.utc)
+        stack.started_at = datetime.now(UTC)
         time.sleep(0.05)
         new_queued = _add(instance, dg.DagsterRunStatus.QUEUED)
     began = time.monotonic()
@@ -65,7 +65,7 @@ def test_drain_waits_for_its_started_runs_up_to_the_timeout(tmp_path: Path):
     home.mkdir()
     (home / "dagster.yaml").write_text((PROJECT_ROOT / "dagster.yaml").read_text())
     stack = Stack(StackConfig(dagster_home=home, logs_dir=tmp_path / "logs"))
-    stack.started_at = datetime.now(timezone.utc)
+    stack.started_at = datetime.now(UTC)
     time.sleep(0.05)
     with dg.DagsterInstance.from_config(str(home)) as instance:
         _add(instance, dg.DagsterRunStatus.STARTED)
@@ -154,7 +154,7 @@ def test_a_run_that_ended_as_its_worker_exited_is_not_marked_lost(tmp_path: Path
     home = tmp_path / "dagster_home"
     home.mkdir()
     (home / "dagster.yaml").write_text((PROJECT_ROOT / "dagster.yaml").read_text())
-    before = datetime.now(timezone.utc)
+    before = datetime.now(UTC)
     with dg.DagsterInstance.from_config(str(home)) as instance:
         finished = _add(instance, dg.DagsterRunStatus.STARTED)
         lost = _add(instance, dg.DagsterRunStatus.STARTED)

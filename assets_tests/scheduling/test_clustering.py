@@ -119,10 +119,12 @@ def test_candidate_sets_are_the_same_before_and_after():
         "price_aggr",
         consumed,
         files[-1].arrival_max_us,
-        tuple(PendingInput(f.file_id, f.size_bytes, f.arrival_min_us, f.arrival_max_us)
-              for f in pending),
+        tuple(
+            PendingInput(f.file_id, f.size_bytes, f.arrival_min_us, f.arrival_max_us)
+            for f in pending
+        ),
         CostModel(1.0, 1e-8),
-    )  # fmt: skip
+    )
     before = plan([job], 3, NOW).launches[0].candidates
     assert len(before) == len(pending)  # one cutoff per pending file: full granularity
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import ClassVar
 
 import pytest
@@ -31,7 +31,7 @@ from freshness_pipeline.scheduling.planner import (
 
 def at(hms: str) -> int:
     h, m, s = (int(x) for x in hms.split(":"))
-    return int(datetime(2024, 1, 2, h, m, s, tzinfo=timezone.utc).timestamp() * 1_000_000)
+    return int(datetime(2024, 1, 2, h, m, s, tzinfo=UTC).timestamp() * 1_000_000)
 
 
 # METHOD section 4: (u, cumulative scan MiB, published eta)

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from freshness_pipeline.catalog.jobs import JOBS
 
@@ -42,7 +42,7 @@ def report(
             late.append(first.job)
             continue
         after = first.at_s - start_s
-        when = datetime.fromtimestamp(first.at_s, timezone.utc).strftime("%H:%M:%S")
+        when = datetime.fromtimestamp(first.at_s, UTC).strftime("%H:%M:%S")
         why = f", launched by aging: {first.aging}" if first.aging else ""
         lines.append(f"{first.job}: {when} UTC, {after:.0f} s after the start{why}")
         if after > target_s:
@@ -78,7 +78,7 @@ def read_firsts(instance) -> tuple[list[FirstMaterialization], float | None]:
 def _parse_time(text: str) -> float:
     moment = datetime.fromisoformat(text)
     if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=timezone.utc)
+        moment = moment.replace(tzinfo=UTC)
     return moment.timestamp()
 
 

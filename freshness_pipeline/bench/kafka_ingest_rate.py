@@ -52,13 +52,20 @@ def main() -> int:
     )
     base = {"FRESHNESS_KAFKA_BOOTSTRAP": broker_config.bootstrap_servers}
     landing = load_settings(
-        {**base, "FRESHNESS_LAKEHOUSE": str(root / "landing_lake"),
-         "FRESHNESS_LANDING": str(root / "landing")}
-    )  # fmt: skip
+        {
+            **base,
+            "FRESHNESS_LAKEHOUSE": str(root / "landing_lake"),
+            "FRESHNESS_LANDING": str(root / "landing"),
+        }
+    )
     kafka = load_settings(
-        {**base, "FRESHNESS_SOURCE": "kafka", "FRESHNESS_LAKEHOUSE": str(root / "kafka_lake"),
-         "FRESHNESS_LANDING": str(root / "unused")}
-    )  # fmt: skip
+        {
+            **base,
+            "FRESHNESS_SOURCE": "kafka",
+            "FRESHNESS_LAKEHOUSE": str(root / "kafka_lake"),
+            "FRESHNESS_LANDING": str(root / "unused"),
+        }
+    )
     broker_config = KafkaBrokerConfig(
         jars_dir=broker_config.jars_dir,
         state_dir=broker_config.state_dir,

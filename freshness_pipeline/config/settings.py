@@ -4,7 +4,7 @@
 flags, passed as overrides under the same names), validates each, and returns `Settings`.
 This is the only module that reads the environment: definitions, CLI, experiment and
 benches receive what it builds. `SETTINGS` below is the table of every variable; the
-README's settings table is generated from it (`python -m freshness_pipeline.config.settings`)
+docs/SETTINGS.md's table is generated from it (`python -m freshness_pipeline.config.settings`)
 and a test keeps the two equal.
 """
 
@@ -329,8 +329,8 @@ SETTINGS: tuple[Setting, ...] = (
             "minutes dividing an hour, else a fixed-interval sensor)",
             f"an integer of at least {MIN_TICK_S}", _int_at_least(MIN_TICK_S)),
     Setting("FRESHNESS_INPUTS", None,
-            "TOML file declaring input tables written by others (README: your own tables "
-            "and topics); unset: both raw tables are ours", "a file", _folder),
+            "TOML file declaring input tables written by others (docs/USER-GUIDE.md: your "
+            "own tables and topics); unset: both raw tables are ours", "a file", _folder),
     Setting("FRESHNESS_SOURCE", "landing",
             "where the stream enters: `landing` (JSON-lines files in FRESHNESS_LANDING) or "
             "`kafka` (the topics below); the replayer writes there and ingestion reads there",
@@ -374,8 +374,9 @@ SETTINGS: tuple[Setting, ...] = (
             "`.hoodie` for a local lakehouse, `<checkout>/.lakehouse/locks` for `s3://`)",
             "a folder every writer's driver sees", _folder),
     Setting("FRESHNESS_CLUSTERING_TABLES", "price_raw,trade_raw",
-            "tables the clustering sensor keeps in few, time-tight files (README: clustering); "
-            "`none`: off. A job table is clustered only while no run of it is active",
+            "tables the clustering sensor keeps in few, time-tight files "
+            "(docs/USER-GUIDE.md: clustering); `none`: off. A job table is clustered only "
+            "while no run of it is active",
             "`none` or a comma list of raw and job table names", _clustered_tables),
     Setting("FRESHNESS_CLUSTERING_MIN_FILES", "260",
             "a clustering run is launched when it removes at least this many files (260: "
@@ -649,8 +650,10 @@ def load_settings(
         )
     except InputsError as exc:
         raise SettingsError(f"FRESHNESS_INPUTS: {exc}") from exc
-    topics = {"price": values["FRESHNESS_KAFKA_PRICE_TOPIC"],
-              "trade": values["FRESHNESS_KAFKA_TRADE_TOPIC"]}  # fmt: skip
+    topics = {
+        "price": values["FRESHNESS_KAFKA_PRICE_TOPIC"],
+        "trade": values["FRESHNESS_KAFKA_TRADE_TOPIC"],
+    }
     if topics["price"] == topics["trade"]:
         raise SettingsError(
             f"FRESHNESS_KAFKA_PRICE_TOPIC and FRESHNESS_KAFKA_TRADE_TOPIC are both "
@@ -722,7 +725,7 @@ def set_process_settings(changes: Mapping[str, str | None]) -> Settings:
 
 
 def settings_table() -> str:
-    """The README's settings table, generated from SETTINGS."""
+    """docs/SETTINGS.md's table, generated from SETTINGS."""
     lines = ["| variable | default | meaning | accepted |", "|---|---|---|---|"]
     for s in SETTINGS:
         default = f"`{s.default}`" if s.default is not None else "unset"

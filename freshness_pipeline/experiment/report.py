@@ -17,7 +17,7 @@ import json
 import statistics
 import sys
 from collections import defaultdict
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from freshness_pipeline.catalog.jobs import JOBS
@@ -645,7 +645,7 @@ def setting_rows(exp_dir: Path, facts: dict, runs: list[dict]) -> list[str]:
     return [
         "# Freshness experiment report",
         "",
-        f"Generated {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC from `{exp_dir}` by "
+        f"Generated {datetime.now(UTC):%Y-%m-%d %H:%M} UTC from `{exp_dir}` by "
         f"`python -m freshness_pipeline.experiment.report`.",
         "",
         "## Setting",

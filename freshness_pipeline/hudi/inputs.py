@@ -19,12 +19,11 @@ arrival ranges through the chain in hudi_metadata.py, and its source asset says 
 from __future__ import annotations
 
 import re
+import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
-
-import tomllib
 
 from freshness_pipeline.hudi.location import Location, LocationError
 

@@ -81,14 +81,14 @@ def instant_to_us(instant: str, local_zone: bool = False) -> int:
     import datetime as dt
 
     stamp = dt.datetime.strptime(instant[:17], "%Y%m%d%H%M%S%f")
-    aware = stamp.astimezone() if local_zone else stamp.replace(tzinfo=dt.timezone.utc)
+    aware = stamp.astimezone() if local_zone else stamp.replace(tzinfo=dt.UTC)
     return _as_micros(aware)
 
 
 def us_to_instant(us: int) -> str:
     import datetime as dt
 
-    stamp = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc) + dt.timedelta(microseconds=us)
+    stamp = dt.datetime(1970, 1, 1, tzinfo=dt.UTC) + dt.timedelta(microseconds=us)
     return stamp.strftime("%Y%m%d%H%M%S") + f"{stamp.microsecond // 1000:03d}"
 
 
@@ -404,8 +404,8 @@ def _as_micros(value: object) -> int:
 
     assert isinstance(value, dt.datetime)
     if value.tzinfo is None:
-        value = value.replace(tzinfo=dt.timezone.utc)
-    delta = value - dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
+        value = value.replace(tzinfo=dt.UTC)
+    delta = value - dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
     return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
 
 
@@ -876,9 +876,9 @@ class HudiTableMetadata:
             # The usual case: only groups an active commit wrote can be pending, and their
             # latest slices come from the same commit metadata, so a tick never lists the
             # whole table (raw tables gain groups with every commit; RSS would follow).
-            written = self.written_slices()
+            slices_by_key = self.written_slices()
             candidates = sorted(
-                (written[key] for key in ranges if key in written),
+                (slices_by_key[key] for key in ranges if key in slices_by_key),
                 key=lambda s: (s.partition, s.file_id),
             )
         completed_at = {c.instant: self.completion_us(c) for c in commits if not c.is_clustering}
@@ -899,7 +899,17 @@ class HudiTableMetadata:
             weakest = max(found[3], key=ARRIVAL_SOURCES.index) if found[3] else SOURCE_KEYS
             since = min((completed_at[i] for i in found[2] if i in completed_at), default=None)
             pending.append(
-                PendingFile(fs, uri, found[0], found[1], found[2], *footer, weakest, since)
+                PendingFile(
+                    fs,
+                    uri,
+                    found[0],
+                    found[1],
+                    found[2],
+                    footer_min_us=footer[0],
+                    footer_max_us=footer[1],
+                    arrival_source=weakest,
+                    pending_since_us=since,
+                )
             )
         return pending
 

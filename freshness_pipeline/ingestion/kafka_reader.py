@@ -118,10 +118,18 @@ def validate_messages(
             kind, _, detail = reason.partition(": ")
             batch.rejects.append(
                 Reject(
-                    stream, "", 0, kind, detail[:500], raw_line[:RAW_LINE_KEEP], accept_us,
-                    topic, partition, offset,
+                    stream,
+                    "",
+                    0,
+                    kind,
+                    detail[:500],
+                    raw_line[:RAW_LINE_KEEP],
+                    accept_us,
+                    topic,
+                    partition,
+                    offset,
                 )
-            )  # fmt: skip
+            )
             continue
         rows["event_id"].append(f"{topic}:{partition}:{offset}")
         for name in fields:
@@ -168,8 +176,12 @@ class KafkaTopicReader:
                 log.warning(
                     "%s[%d]: offsets %d-%d were deleted by retention before ingestion read "
                     "them; resuming at %d",
-                    self.topic, partition, offset, low - 1, low,
-                )  # fmt: skip
+                    self.topic,
+                    partition,
+                    offset,
+                    low - 1,
+                    low,
+                )
                 offset = low
             start[partition] = offset
         self._ends = {p: high for p, (_, high) in marks.items()}
@@ -225,8 +237,11 @@ class KafkaTopicReader:
                     if not moved:
                         log.warning(
                             "%s: no message for %.0f s below the end offsets %s; committing "
-                            "what was read", self.topic, idle_timeout_s, ends,
-                        )  # fmt: skip
+                            "what was read",
+                            self.topic,
+                            idle_timeout_s,
+                            ends,
+                        )
                         break
                     behind = {p for p in behind if end[p] < ends[p]}
                     last_progress = time.monotonic()

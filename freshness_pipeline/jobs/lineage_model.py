@@ -15,6 +15,7 @@ EdgeKind = Literal["identity", "transform", "aggregate", "condition"]
 # somewhere is aggregated; an input that only chose the value is a condition.
 KIND_RANK: dict[str, int] = {"identity": 0, "transform": 1, "aggregate": 2, "condition": 3}
 
+
 class LineageError(ValueError):
     """A job's SQL cannot be traced: names the job, the section and what failed."""
 

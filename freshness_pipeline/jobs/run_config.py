@@ -15,7 +15,7 @@ import posixpath
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from freshness_pipeline.catalog.jobs import JobSpec
 from freshness_pipeline.hudi.location import Location, LocationError
@@ -74,8 +74,8 @@ def parse_cutoff(value: str | int | None) -> int | None:
             f"cutoff_u {value!r} is neither epoch microseconds nor an ISO-8601 time"
         ) from exc
     if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=timezone.utc)
-    delta = moment - datetime(1970, 1, 1, tzinfo=timezone.utc)
+        moment = moment.replace(tzinfo=UTC)
+    delta = moment - datetime(1970, 1, 1, tzinfo=UTC)
     return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
 
 

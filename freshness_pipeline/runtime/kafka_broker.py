@@ -164,9 +164,14 @@ class KafkaBroker(ServerProcess):
         if (self.config.log_dir / "meta.properties").exists():
             return
         argv = java_command(
-            self.config, STORAGE_TOOL_CLASS, "format", "-t", new_cluster_id(), "-c",
+            self.config,
+            STORAGE_TOOL_CLASS,
+            "format",
+            "-t",
+            new_cluster_id(),
+            "-c",
             str(properties),
-        )  # fmt: skip
+        )
         done = subprocess.run(argv, capture_output=True, text=True, timeout=120)
         if done.returncode != 0:
             raise KafkaBrokerError(

@@ -21,7 +21,7 @@ import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from freshness_pipeline.config.settings import (
@@ -256,7 +256,7 @@ class Stack:
         self._next_orphan_check = 0.0
         self._log_offsets: dict[str, int] = {}
         self._code_socket: Path | None = None  # the code server's socket (daemon-only mode)
-        self.started_at = datetime.now(timezone.utc)
+        self.started_at = datetime.now(UTC)
 
     # -- start ---------------------------------------------------------------------------
 
@@ -267,7 +267,7 @@ class Stack:
         # Every server the settings name (Spark master, Postgres) answers, or one error
         # naming each that does not, before anything is started or written.
         preflight(settings)
-        self.started_at = datetime.now(timezone.utc)
+        self.started_at = datetime.now(UTC)
         try:
             self._prepare_dagster_home(settings)
             self._start_spark_service()

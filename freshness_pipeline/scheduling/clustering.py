@@ -32,7 +32,8 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from typing import TypedDict, Unpack
 
 MIB = 1024 * 1024
 # Hudi's default heartbeat (hoodie.client.heartbeat.interval_in_ms = 60 s, 2 tolerable
@@ -199,20 +200,33 @@ def group_files(files: Iterable[TableFile], settings: ClusteringSettings) -> lis
                     partition,
                     tuple(f.file_id for f in run),
                     sum(f.size_bytes for f in run),
-                    min(f.arrival_min_us for f in run),  # type: ignore[type-var]
-                    max(f.arrival_max_us for f in run),  # type: ignore[type-var]
+                    # A run holds files of known arrival only (_runs leaves the others out).
+                    min(f.arrival_min_us for f in run if f.arrival_min_us is not None),
+                    max(f.arrival_max_us for f in run if f.arrival_max_us is not None),
                 )
             )
     groups.sort(key=lambda g: (g.arrival_min_us, g.partition))
     return groups[: settings.max_groups]
 
 
+class _Counts(TypedDict, total=False):
+    """The file counts a decision reports, whichever way it goes."""
+
+    small_files: int
+    small_bytes: int
+    new_small_files: int
+    pending_small_files: int
+    files_removed: int
+
+
 def decide(state: TableState, settings: ClusteringSettings, now_us: int) -> ClusteringDecision:
     """Whether to launch a clustering run of `state.table` now, what it merges, and why."""
     table = state.table
 
-    def wait(reason: str, **counts: int) -> ClusteringDecision:
-        return ClusteringDecision(table, False, reason, attempt=state.failed_runs, **counts)
+    def wait(reason: str, **counts: Unpack[_Counts]) -> ClusteringDecision:
+        return replace(
+            ClusteringDecision(table, False, reason, attempt=state.failed_runs), **counts
+        )
 
     if state.external:
         return wait("a declared input someone else writes: never ours to cluster")
@@ -246,7 +260,7 @@ def decide(state: TableState, settings: ClusteringSettings, now_us: int) -> Clus
             attempt=state.failed_runs,
         )
     small = [f for f in state.files if f.size_bytes < settings.small_file_bytes]
-    counts = {
+    counts: _Counts = {
         "small_files": len(small),
         "small_bytes": sum(f.size_bytes for f in small),
         "new_small_files": sum(
@@ -288,15 +302,15 @@ def decide(state: TableState, settings: ClusteringSettings, now_us: int) -> Clus
             **counts,
         )
     inputs = sum(len(g.file_ids) for g in groups)
-    return ClusteringDecision(
+    decision = ClusteringDecision(
         table,
         True,
         f"{summary}; merging {inputs} files into {inputs - removed} in {len(groups)} groups "
         f"of at most {settings.max_span_s} s of arrival removes {removed} files",
         groups=tuple(groups),
         attempt=state.failed_runs,
-        **counts,
     )
+    return replace(decision, **counts)
 
 
 def encode_groups(groups: Sequence[ClusterGroup]) -> str:
