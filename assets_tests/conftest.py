@@ -29,7 +29,7 @@ def spark() -> Iterator[object]:
     jars_dir = load_settings().jars_dir
     jars = ",".join(str(j) for j in [*hudi_jars(jars_dir), *s3a_jars(jars_dir)])
     session = build_spark_session(
-        master="local[2]", app_name="assets_tests", extra={"spark.jars": jars}
+        load_settings(), master="local[2]", app_name="assets_tests", extra={"spark.jars": jars}
     )
     yield session
     session.stop()
@@ -41,7 +41,7 @@ def spark_service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
     from freshness_pipeline.runtime.spark_service import SparkService, SparkServiceConfig, free_port
 
     config = SparkServiceConfig(
-        jars_dir=load_settings().jars_dir,
+        settings=load_settings(),
         state_dir=tmp_path_factory.mktemp("spark_service"),
         port=free_port(),
         driver_memory="3g",
@@ -56,7 +56,9 @@ def connect_spark(spark_service) -> Iterator[object]:
     takes pyspark out of Connect mode for the local-session tests that follow)."""
     from freshness_pipeline.runtime.spark import build_spark_session
 
-    session = build_spark_session(remote=spark_service.url, app_name="assets_tests")
+    session = build_spark_session(
+        load_settings(), remote=spark_service.url, app_name="assets_tests"
+    )
     yield session
     session.stop()
 

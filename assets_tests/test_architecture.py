@@ -229,3 +229,87 @@ def test_the_checks_find_an_upward_import_a_cycle_and_an_impure_method(tmp_path)
     assert "dagster" in theirs["freshness_pipeline.scheduling.planner"]
     # The TYPE_CHECKING import is not a dependency.
     assert "freshness_pipeline.runtime.stack" not in ours["freshness_pipeline.hudi.write"]
+
+
+# Settings are built once, by an entry point, and handed down.
+ENTRY_MODULES = ("freshness_pipeline.definitions", "freshness_pipeline.cli")
+# A bench's or campaign's `main` is its own process's entry point.
+ENTRY_FUNCTION_LAYERS = ("bench", "ops", "experiment")
+
+
+def settings_loads(root: Path = ROOT) -> list[str]:
+    """Every `load_settings(...)` call outside config/, the entry modules and the `main`
+    of a bench or campaign."""
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        module = module_name(path, root)
+        if layer_of(module) == "config" or module in ENTRY_MODULES:
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        entry_lines: set[int] = set()
+        if layer_of(module) in ENTRY_FUNCTION_LAYERS:
+            for node in ast.walk(tree):
+                if isinstance(node, ast.FunctionDef) and node.name == "main":
+                    entry_lines |= set(range(node.lineno, (node.end_lineno or node.lineno) + 1))
+        for node in ast.walk(tree):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Name | ast.Attribute)
+                and (getattr(node.func, "id", None) or getattr(node.func, "attr", None))
+                == "load_settings"
+                and node.lineno not in entry_lines
+            ):
+                found.append(f"{module}:{node.lineno}")
+    return found
+
+
+def environment_writes(root: Path = ROOT) -> list[str]:
+    """Every change a module makes to its own process's environment."""
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            target = None
+            if isinstance(node, ast.Assign | ast.AugAssign):
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                target = next((t for t in targets if "os.environ" in ast.unparse(t)), None)
+            elif isinstance(node, ast.Call) and ast.unparse(node.func) in (
+                "os.environ.pop",
+                "os.environ.update",
+                "os.environ.setdefault",
+                "os.environ.clear",
+                "os.putenv",
+                "os.unsetenv",
+            ):
+                target = node
+            if target is not None:
+                found.append(f"{module_name(path, root)}:{node.lineno}")
+    return found
+
+
+def test_settings_are_loaded_only_at_entry_points():
+    assert settings_loads() == []
+
+
+def test_no_module_changes_its_own_environment_but_the_aws_sdk_knobs():
+    # hudi/location.py sets two of the AWS SDK's own variables (never ours) before it
+    # builds a pyarrow S3 client; nothing else writes this process's environment.
+    writes = [w for w in environment_writes() if not w.startswith(f"{PACKAGE}.hudi.location:")]
+    assert writes == []
+
+
+def test_the_settings_checks_can_fail(tmp_path):
+    package = _write(
+        tmp_path,
+        {
+            "runtime/spark.py": (
+                "import os\nfrom freshness_pipeline.config.settings import load_settings\n"
+                "def session():\n    settings = load_settings()\n"
+                "    os.environ['FRESHNESS_LAKEHOUSE'] = '/x'\n"
+            ),
+            "bench/tick.py": "def main():\n    load_settings()\n",
+            "config/settings.py": "def load_settings():\n    pass\n",
+        },
+    )
+    assert settings_loads(package) == ["freshness_pipeline.runtime.spark:4"]
+    assert environment_writes(package) == ["freshness_pipeline.runtime.spark:5"]

@@ -70,7 +70,7 @@ def test_the_demo_on_kafka_keeps_all_six_tables_fresh(
     settings = load_settings()
     home = tmp_path / "dagster_home"
     home.mkdir()
-    stack = Stack(short_stack_config(tmp_path, env, home, seed=9))
+    stack = Stack(short_stack_config(tmp_path, env, home, seed=9), load_settings())
     stack.start()
     try:
         drained = _drained(stack, settings.lakehouse)

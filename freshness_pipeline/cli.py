@@ -20,7 +20,6 @@ from freshness_pipeline.config.settings import (
     PROJECT_ROOT,
     SettingsError,
     load_settings,
-    set_process_settings,
 )
 from freshness_pipeline.runtime.object_store import ObjectStoreError
 from freshness_pipeline.runtime.stack import INGEST_READY, StopFlag
@@ -49,7 +48,7 @@ def cmd_load_master(args: argparse.Namespace) -> int:
     from freshness_pipeline.runtime.spark import build_spark_session
 
     check_object_store(args.settings)  # a bad S3 lakehouse fails here, before Spark starts
-    spark = build_spark_session(app_name="load_master")
+    spark = build_spark_session(args.settings, app_name="load_master")
     loaded = load_company_master(spark, args.settings, args.universe_size)
     print("company_master loaded" if loaded else "company_master already up to date")
     return 0
@@ -104,7 +103,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
 
     check_object_store(args.settings)  # a bad S3 lakehouse fails here, before Spark starts
     # Always its own Spark driver, never the shared service (see stack.py for why).
-    spark = build_spark_session(app_name="ingestion", remote="")
+    spark = build_spark_session(args.settings, app_name="ingestion", remote="")
     # After Spark: PySpark's own SIGINT handler cancels running jobs; ours lets the
     # current commit finish instead.
     stop = StopFlag()
@@ -233,7 +232,7 @@ def cmd_experiment(args: argparse.Namespace) -> int:
         f"40 s of start and stop per run; raw data in {config.out_dir}",
         flush=True,
     )
-    run_experiment(config)
+    run_experiment(config, args.settings)
     report_dir = Path(args.report_dir or PROJECT_ROOT / "docs" / "results" / args.mode)
     results = write_report(config.out_dir, report_dir)
     print(f"report: {report_dir / 'REPORT.md'}")
@@ -259,7 +258,6 @@ def cmd_demo(args: argparse.Namespace) -> int:
         print("Starting Postgres and the Spark master and worker...", flush=True)
         profile = ClusterProfile(settings).start()
         env = profile.env
-        set_process_settings(profile.settings_env)
     config = StackConfig(
         stream=_stream_config(args),
         speedup=args.speedup,
@@ -271,11 +269,11 @@ def cmd_demo(args: argparse.Namespace) -> int:
         dagster_home=profile.dagster_home if profile else None,
         env={**env, "FRESHNESS_SOURCE": settings.source},
     )
-    stack = Stack(config)
+    stack = Stack(config, settings)
     print("Starting the Spark service and loading the company master (about 30 s)...", flush=True)
     start_stack(stack, profile)
     spark = stack.spark_url or "a local Spark per run (--spark local)"
-    stack_settings = load_settings(stack.env)
+    stack_settings = stack.settings
     source = (
         f"Kafka at {stack.kafka_bootstrap} (topics {', '.join(settings.kafka.topics.values())})"
         if stack_settings.source == "kafka"

@@ -1,4 +1,8 @@
-"""Wires the project together for Dagster; the logic lives in the modules it imports."""
+"""Wires the project together for Dagster; the logic lives in the modules it imports.
+
+Dagster loads `defs` (pyproject.toml's `[tool.dagster]`, workspace.yaml): this module is
+an entry point, the one place a code server or a run worker builds its Settings.
+"""
 
 from __future__ import annotations
 
@@ -12,19 +16,18 @@ from freshness_pipeline.orchestration.clustering_sensor import (
     build_clustering_sensor,
     clustering_jobs,
 )
-from freshness_pipeline.orchestration.raw_sources import RAW_SOURCES
-from freshness_pipeline.orchestration.resources import HudiMetadataResource
+from freshness_pipeline.orchestration.raw_sources import build_raw_sources
+from freshness_pipeline.orchestration.resources import HudiMetadataResource, HudiSparkResource
 from freshness_pipeline.orchestration.run_start import use_fork_server
 from freshness_pipeline.runtime.memory_probe import start_if_requested as start_memory_probe
-from freshness_pipeline.runtime.spark import HudiSparkResource
 
 
-def build_definitions(settings: Settings | None = None) -> Definitions:
+def build_definitions(settings: Settings) -> Definitions:
     """The assets, resources, whatever launches the six jobs (FRESHNESS_AUTOMATION: our
     freshness sensor, Dagster's eager automation or an interval; automation.py) and the
     raw tables' clustering, which is table maintenance whoever launches the jobs
-    (FRESHNESS_CLUSTERING_TABLES=none: no clustering jobs and no clustering sensor)."""
-    settings = settings or load_settings()
+    (FRESHNESS_CLUSTERING_TABLES=none: no clustering jobs and no clustering sensor), all
+    from one Settings value."""
     name_alembic_scripts_by_path()  # a code server opens an instance every sensor tick
     start_memory_probe(  # a soak's diagnostic; off unless FRESHNESS_MEMORY_PROBE is set
         settings.memory_probe, settings.memory_probe_s, settings.memory_probe_frames
@@ -33,12 +36,16 @@ def build_definitions(settings: Settings | None = None) -> Definitions:
     automation = get_automation(settings.scheduler.automation).build(settings)
     cluster_jobs = clustering_jobs(settings.clustering)
     cluster_sensors = (
-        [build_clustering_sensor(cluster_jobs, settings.clustering)] if cluster_jobs else []
+        [build_clustering_sensor(cluster_jobs, settings.clustering, settings.spark_remote)]
+        if cluster_jobs
+        else []
     )
     return Definitions(
         assets=[
-            *RAW_SOURCES,
-            *build_job_assets(settings.staleness_target, automation.asset_condition),
+            *build_raw_sources(settings),
+            *build_job_assets(
+                settings.staleness_target, automation.asset_condition, settings.faults_dir
+            ),
         ],
         sensors=[*automation.sensors, *cluster_sensors],
         schedules=list(automation.schedules),
@@ -49,10 +56,10 @@ def build_definitions(settings: Settings | None = None) -> Definitions:
         # their steps one after another in the run worker too.
         executor=in_process_executor,
         resources={
-            "hudi_meta": HudiMetadataResource(),
-            "spark": HudiSparkResource(),
+            "hudi_meta": HudiMetadataResource.for_settings(settings),
+            "spark": HudiSparkResource.for_settings(settings),
         },
     )
 
 
-defs = build_definitions()
+defs = build_definitions(load_settings())

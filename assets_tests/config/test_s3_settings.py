@@ -76,13 +76,11 @@ def test_spark_service_command_reaches_s3_without_keys_on_its_command_line(tmp_p
     from freshness_pipeline.runtime.spark_service import SparkServiceConfig, server_command
 
     settings = load_settings({**S3_ENV, "FRESHNESS_JARS_DIR": str(load_settings().jars_dir)})
-    argv = server_command(SparkServiceConfig(settings.jars_dir, tmp_path, settings=settings))
+    argv = server_command(SparkServiceConfig(settings, tmp_path))
     line = " ".join(argv)
     assert "hadoop-aws-3.3.4.jar" in line and "aws-java-sdk-bundle-1.12.262.jar" in line
     assert "spark.hadoop.fs.s3a.endpoint=http://127.0.0.1:9000" in line
     assert "very-secret-456" not in line and "key-id-123" not in line
     local = load_settings({"FRESHNESS_LAKEHOUSE": str(tmp_path / "tables")})
-    local_line = " ".join(
-        server_command(SparkServiceConfig(local.jars_dir, tmp_path, settings=local))
-    )
+    local_line = " ".join(server_command(SparkServiceConfig(local, tmp_path)))
     assert "hadoop-aws" not in local_line and "fs.s3a" not in local_line

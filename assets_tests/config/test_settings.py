@@ -12,6 +12,7 @@ from freshness_pipeline.config.settings import (
     PROJECT_ROOT,
     SETTINGS,
     SettingsError,
+    child_environment,
     load_settings,
     settings_table,
 )
@@ -180,3 +181,27 @@ def test_raw_packing_is_refused_beside_raw_clustering_and_reaches_the_raw_layout
     steady = write_options(raw_layout("trade_raw"), "insert")
     assert steady["hoodie.parquet.small.file.limit"] == "0"
     assert raw_layout("price_raw") == RAW_LAYOUTS["price_raw"]
+
+
+def test_changed_settings_are_validated_and_leave_the_original_alone():
+    base = load_settings({"FRESHNESS_TICK_S": "7", "FRESHNESS_POLICY": "random"})
+    changed = base.changed({"FRESHNESS_TICK_S": "9", "FRESHNESS_POLICY": None})
+    assert changed.scheduler.tick_s == 9 and changed.scheduler.policy == "pmb"  # the default
+    assert base.scheduler.tick_s == 7 and base.scheduler.policy == "random"
+    with pytest.raises(SettingsError, match="FRESHNESS_TICK_S='3' is not accepted"):
+        base.changed({"FRESHNESS_TICK_S": "3"})
+    with pytest.raises(SettingsError, match="FRESHNESS_NOPE is not a setting"):
+        base.changed({"FRESHNESS_NOPE": "1"})
+
+
+def test_a_child_builds_the_same_settings_from_the_environment_it_is_given(monkeypatch):
+    """A process the project starts gets its settings through its environment, built
+    from one Settings value: the parent's own variables (here a stale lakehouse) lose."""
+    monkeypatch.setenv("FRESHNESS_LAKEHOUSE", "/somewhere/else")
+    monkeypatch.setenv("FRESHNESS_TICK_S", "11")
+    settings = load_settings({"FRESHNESS_LAKEHOUSE": "/lake", "FRESHNESS_POSTGRES_PASSWORD": "pw"})
+    env = child_environment(settings, {"DAGSTER_HOME": "/home", "FRESHNESS_SEED": None})
+    assert load_settings(env) == settings
+    assert env["FRESHNESS_LAKEHOUSE"] == "/lake" and "FRESHNESS_TICK_S" not in env
+    assert env["DAGSTER_HOME"] == "/home" and env["PATH"]  # the rest of this environment
+    assert "pw" not in repr(settings)  # the texts (a secret among them) are never printed

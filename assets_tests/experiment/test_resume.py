@@ -4,6 +4,7 @@ import json
 from dataclasses import replace
 from pathlib import Path
 
+from freshness_pipeline.config.settings import load_settings
 from freshness_pipeline.experiment import harness
 from freshness_pipeline.experiment.harness import POLICY_VARIANTS, ExperimentConfig
 
@@ -20,8 +21,9 @@ def test_resume_keeps_only_runs_of_the_same_conditions(tmp_path: Path, monkeypat
         resume=True,
     )
     ran = []
+    settings = load_settings({})
 
-    def fake_run(config, variant, seed, stream, progress=None):
+    def fake_run(config, variant, seed, stream, settings, progress=None):
         ran.append(variant.name)
         summary = {"variant": variant.name, "seed": seed, "conditions": harness._conditions(config)}
         run_dir = config.out_dir / f"seed{seed}" / variant.name
@@ -33,13 +35,13 @@ def test_resume_keeps_only_runs_of_the_same_conditions(tmp_path: Path, monkeypat
     monkeypatch.setattr(harness, "run_variant", fake_run)
     monkeypatch.setattr(harness, "machine_facts", lambda: {})
 
-    harness.run_experiment(replace(config, variants=(POLICY_VARIANTS["pmb"],)))
+    harness.run_experiment(replace(config, variants=(POLICY_VARIANTS["pmb"],)), settings)
     assert ran == ["pmb"]
-    harness.run_experiment(config)  # pmb is kept, random runs
+    harness.run_experiment(config, settings)  # pmb is kept, random runs
     assert ran == ["pmb", "random"]
-    harness.run_experiment(replace(config, rate=600.0))  # other conditions: both rerun
+    harness.run_experiment(replace(config, rate=600.0), settings)  # other conditions: both rerun
     assert ran == ["pmb", "random", "pmb", "random"]
-    harness.run_experiment(replace(config, resume=False))  # no resume: both rerun
+    harness.run_experiment(replace(config, resume=False), settings)  # no resume: both rerun
     assert ran[-2:] == ["pmb", "random"] and len(ran) == 6
 
 

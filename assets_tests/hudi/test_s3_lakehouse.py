@@ -74,7 +74,7 @@ def test_six_jobs_on_s3_equal_both_oracles(spark, store, s3_lakehouse, tmp_path)
 
     # The sensor's view, read from S3: pending files with their footers, through the
     # metadata resource (hudi-rs + pyarrow with the store's storage options).
-    hudi_meta = HudiMetadataResource()
+    hudi_meta = HudiMetadataResource.for_settings(load_settings())
     t_done = hudi_meta.table("trade_aggr").watermark_us()
     pending = hudi_meta.table("trade_raw").pending_files(t_done, with_footer=True)
     assert pending, "new trades must be pending for trade_aggr"
@@ -148,15 +148,14 @@ def test_a_run_through_the_spark_service_writes_to_s3(spark, store, s3_lakehouse
     feeder.land(2)
     feeder.ingest()
     config = SparkServiceConfig(
-        jars_dir=settings.jars_dir,
+        settings=settings,
         state_dir=tmp_path / "service",
         port=free_port(),
         driver_memory="2g",
-        settings=settings,
     )
     spec = JOBS["trade_aggr"]
     with SparkService(config) as service:
-        remote = build_spark_session(remote=service.url, app_name="s3_service_test")
+        remote = build_spark_session(settings, remote=service.url, app_name="s3_service_test")
         try:
             resolved = resolve_run(spec, [], None, feeder.meta)
             JobRunner(remote, settings.lakehouse).run(spec, resolved)
@@ -183,7 +182,7 @@ def test_raw_source_observation_reads_s3_and_keeps_keys_out(spark, store, s3_lak
     feeder = StreamFeeder(spark, settings, seed=24)
     feeder.land(1)
     feeder.ingest()
-    observed = observe_table(HudiMetadataResource(), "trade_raw")
+    observed = observe_table(HudiMetadataResource.for_settings(load_settings()), "trade_raw")
     rows = spark.read.format("hudi").load(settings.table_uri("trade_raw")).count()
     assert observed.metadata["dagster/row_count"] == rows > 0
     assert observed.metadata["watermark_us"] == feeder.meta("trade_raw").watermark_us()

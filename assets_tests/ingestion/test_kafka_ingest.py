@@ -302,7 +302,10 @@ def test_the_stack_starts_the_broker_before_ingestion_and_stops_it(tmp_path: Pat
         "FRESHNESS_LANDING": str(tmp_path / "landing"),
         "FRESHNESS_KAFKA_BOOTSTRAP": None,
     }
-    stack = Stack(StackConfig(env=env, logs_dir=tmp_path / "logs", dagster_home=tmp_path / "dh"))
+    stack = Stack(
+        StackConfig(env=env, logs_dir=tmp_path / "logs", dagster_home=tmp_path / "dh"),
+        load_settings(),
+    )
     stack._start_kafka_broker()
     try:
         assert stack.env["FRESHNESS_KAFKA_BOOTSTRAP"] == f"127.0.0.1:{port}"

@@ -32,9 +32,8 @@ from freshness_pipeline.orchestration.clustering_sensor import (
     evaluate_clustering,
     table_state,
 )
-from freshness_pipeline.orchestration.resources import HudiMetadataResource
+from freshness_pipeline.orchestration.resources import HudiMetadataResource, HudiSparkResource
 from freshness_pipeline.orchestration.sensor import evaluate_tick
-from freshness_pipeline.runtime.spark import HudiSparkResource
 from freshness_pipeline.scheduling.clustering import (
     HEARTBEAT_EXPIRY_S,
     ClusteringSettings,
@@ -55,7 +54,7 @@ READERS = (JOBS["price_aggr"], JOBS["trade_aggr"])
 def _drain(settings: Settings, spark, instance) -> int:
     """Sensor ticks (over the raw tables' readers), each launched plan run by the runner,
     until a tick launches nothing."""
-    hudi_meta, lake = HudiMetadataResource(), settings.lakehouse
+    hudi_meta, lake = HudiMetadataResource.for_settings(load_settings()), settings.lakehouse
     runner = JobRunner(spark, lake)
     runs = 0
     for _ in range(40):
@@ -94,7 +93,9 @@ def _read_and_decided(feeder: StreamFeeder, instance, table: str, seconds: int):
     feeder.land(seconds)
     feeder.ingest()
     assert _drain(feeder.settings, feeder.ingestor.spark, instance) > 0
-    state, _ = table_state(table, HudiMetadataResource(), instance, set(), {})
+    state, _ = table_state(
+        table, HudiMetadataResource.for_settings(load_settings()), instance, set(), {}
+    )
     assert state is not None
     decision = decide(state, _tight(feeder.settings), int(time.time() * 1_000_000))
     assert decision.launch, decision.reason
@@ -112,7 +113,7 @@ def test_clustering_beside_ingestion_keeps_every_row_once(lakehouse, spark, monk
     settings = load_settings()
     lake = settings.lakehouse
     feeder = StreamFeeder(spark, settings, seed=5)
-    hudi_meta = HudiMetadataResource()
+    hudi_meta = HudiMetadataResource.for_settings(load_settings())
     with dg.instance_for_test() as instance:
         feeder.land(4)
         feeder.ingest()
@@ -142,7 +143,10 @@ def test_clustering_beside_ingestion_keeps_every_row_once(lakehouse, spark, monk
                 run_config=request.run_config,
                 instance=instance,
                 tags=request.tags,
-                resources={"spark": HudiSparkResource(), "hudi_meta": hudi_meta},
+                resources={
+                    "spark": HudiSparkResource.for_settings(load_settings()),
+                    "hudi_meta": hudi_meta,
+                },
             )
             assert result.success
             observed = result.get_asset_observation_events()
@@ -185,7 +189,7 @@ def test_merging_pending_files_hands_their_ranges_on(lakehouse, spark):
     settings = load_settings()
     lake = settings.lakehouse
     feeder = StreamFeeder(spark, settings, seed=13)
-    hudi_meta = HudiMetadataResource()
+    hudi_meta = HudiMetadataResource.for_settings(load_settings())
     with dg.instance_for_test() as instance:
         feeder.land(4)
         feeder.ingest()
@@ -216,7 +220,7 @@ def test_failed_clustering_is_resumed_and_blocks_nothing(lakehouse, spark):
     lake = settings.lakehouse
     tight = _tight(settings)
     feeder = StreamFeeder(spark, settings, seed=9)
-    hudi_meta = HudiMetadataResource()
+    hudi_meta = HudiMetadataResource.for_settings(load_settings())
     with dg.instance_for_test() as instance:
         decision = _read_and_decided(feeder, instance, "price_raw", 4)
         with pytest.raises(Exception, match="injected fault"):

@@ -93,7 +93,7 @@ def _cluster(spark, uri: str) -> None:
 
 def _drain(lakehouse_settings, spark, instance, sources_seen: dict[str, set[str]]) -> int:
     """Sensor ticks, each launched plan run by the runner, until a tick launches nothing."""
-    hudi_meta = HudiMetadataResource()
+    hudi_meta = HudiMetadataResource.for_settings(load_settings())
     lake = lakehouse_settings.lakehouse
     runner = JobRunner(spark, lake)
     runs = 0
@@ -193,7 +193,7 @@ def test_sensor_schedules_external_tables_to_the_oracle(spark, tmp_path, monkeyp
     regressions = HudiTableMetadata(prices_uri, "ingested_at", external=True).arrival_regressions()
     newest = HudiTableMetadata(prices_uri, "ingested_at", external=True).latest_commit()
     assert [r.instant for r in regressions] == [newest.instant]
-    warnings = arrival_warnings(HudiMetadataResource())
+    warnings = arrival_warnings(HudiMetadataResource.for_settings(load_settings()))
     assert len(warnings) == 1 and f"price_raw: commit {newest.instant}" in warnings[0]
 
 

@@ -12,6 +12,7 @@ import pytest
 from assets_tests.jobs.lineage_expected import EXPECTED, EXPECTED_INDIRECT, EXPECTED_KINDS
 from freshness_pipeline import cli
 from freshness_pipeline.catalog.jobs import JOBS, PIPELINE_ORDER
+from freshness_pipeline.config.settings import load_settings
 from freshness_pipeline.jobs import lineage
 from freshness_pipeline.jobs.lineage import (
     SOURCE_SCHEMAS,
@@ -282,9 +283,9 @@ def test_a_declared_external_input_gets_no_schema_of_ours(tmp_path, monkeypatch)
 
     declared = tmp_path / "inputs.toml"
     declared.write_text('[inputs.trade_raw]\nuri = "s3://market/hudi/trades"\n')
-    monkeypatch.setenv("FRESHNESS_INPUTS", str(declared))
-    assert raw_sources._column_schema("trade_raw") == {}
-    assert "dagster/column_schema" in raw_sources._column_schema("price_raw")
+    settings = load_settings({"FRESHNESS_INPUTS": str(declared)})
+    assert raw_sources._column_schema("trade_raw", settings) == {}
+    assert "dagster/column_schema" in raw_sources._column_schema("price_raw", settings)
 
 
 def run_cli(argv: list[str], capsys) -> str:

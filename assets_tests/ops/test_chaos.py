@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from freshness_pipeline.config.settings import load_settings
 from freshness_pipeline.ops.chaos import FAULT_KINDS, ChaosConfig, report_markdown, run_chaos
 
 pytestmark = pytest.mark.spark
@@ -20,7 +21,7 @@ def test_short_chaos_loses_and_doubles_nothing(tmp_path):
         drain_timeout_s=600,
         out_dir=tmp_path,
     )
-    result = run_chaos(config)
+    result = run_chaos(config, load_settings())
     report = report_markdown(result, "test")
     injected = {f.kind for f in result.faults if f.injected}
     assert injected >= {"kill_spark_service", "kill_ingest", "kill_daemon", "fail_write"}, report

@@ -6,11 +6,16 @@ from __future__ import annotations
 import dagster as dg
 
 from assets_tests.orchestration.test_sensor import FakeHudiMetadata, FakeTable
+from freshness_pipeline.config.settings import load_settings
 from freshness_pipeline.definitions import defs
 from freshness_pipeline.experiment.staleness import sample_tables
 from freshness_pipeline.jobs.run_config import ResolvedRun
-from freshness_pipeline.orchestration.assets import JOB_ASSETS, plan_metadata, staleness_metadata
-from freshness_pipeline.runtime.spark import HudiSparkResource
+from freshness_pipeline.orchestration.assets import (
+    build_job_assets,
+    plan_metadata,
+    staleness_metadata,
+)
+from freshness_pipeline.orchestration.resources import HudiSparkResource
 from freshness_pipeline.scheduling.cost_model import FittedCost
 from freshness_pipeline.scheduling.planner import MIB, CostModel, JobState, PendingInput, choose
 from freshness_pipeline.scheduling.run_plan import RunPlan
@@ -78,10 +83,14 @@ def test_a_hand_launched_run_tags_itself_and_records_its_staleness():
     asset adds the hand-run tags to its own running run and records staleness."""
     lake = FakeHudiMetadata()
     lake.add(FakeInput("trade_raw", T0)).add(FakeInput("trade_aggr", T0))
-    trade_aggr = next(a for a in JOB_ASSETS if a.key == dg.AssetKey("trade_aggr"))
+    trade_aggr = next(
+        a for a in build_job_assets(StalenessTarget()) if a.key == dg.AssetKey("trade_aggr")
+    )
     with dg.instance_for_test() as instance:
         result = dg.materialize(
-            [trade_aggr], instance=instance, resources={"hudi_meta": lake, "spark": NoSpark()}
+            [trade_aggr],
+            instance=instance,
+            resources={"hudi_meta": lake, "spark": NoSpark.for_settings(load_settings())},
         )
         assert result.success
         tags = instance.get_run_by_id(result.run_id).tags

@@ -13,10 +13,9 @@ import pytest
 
 from assets_tests.conftest import child_env
 from assets_tests.jobs.conftest import StreamFeeder
-from freshness_pipeline.config.settings import PROJECT_ROOT, Settings
+from freshness_pipeline.config.settings import PROJECT_ROOT, Settings, load_settings
 from freshness_pipeline.definitions import defs
-from freshness_pipeline.orchestration.resources import HudiMetadataResource
-from freshness_pipeline.runtime.spark import HudiSparkResource
+from freshness_pipeline.orchestration.resources import HudiMetadataResource, HudiSparkResource
 from freshness_pipeline.scheduling.timefmt import readable_utc
 
 
@@ -63,7 +62,10 @@ def test_materialize_with_and_without_config(spark, lakehouse: Settings):
     feeder = StreamFeeder(spark, lakehouse, seed=8)
     feeder.land(3)
     feeder.ingest()
-    resources = {"hudi_meta": HudiMetadataResource(), "spark": HudiSparkResource()}
+    resources = {
+        "hudi_meta": HudiMetadataResource.for_settings(load_settings()),
+        "spark": HudiSparkResource.for_settings(load_settings()),
+    }
     pending = feeder.meta("trade_raw").pending_files(None)
     first_u = min(p.pending_max_us for p in pending)
     files = [p.uri for p in pending if p.pending_min_us <= first_u]
@@ -103,7 +105,10 @@ def test_materialize_with_and_without_config(spark, lakehouse: Settings):
     assert "already at the inputs' watermark" in meta["nothing_to_do"].value
 
     # refused configs fail the run with the reason, before Spark starts
-    no_spark = {"hudi_meta": HudiMetadataResource(), "spark": NoSpark()}
+    no_spark = {
+        "hudi_meta": HudiMetadataResource.for_settings(load_settings()),
+        "spark": NoSpark.for_settings(load_settings()),
+    }
     for bad, reason in (
         ({"files": ["/etc/passwd"]}, "not a file of trade_aggr's input tables"),
         ({"cutoff_u": str(first_u)}, "at or below"),
@@ -229,14 +234,19 @@ def test_a_chained_sensor_run_refreshes_the_descendants_exactly(spark, lakehouse
     feeder = StreamFeeder(spark, lakehouse, seed=9)
     feeder.land(3)
     feeder.ingest()
-    resources = {"hudi_meta": HudiMetadataResource(), "spark": HudiSparkResource()}
+    resources = {
+        "hudi_meta": HudiMetadataResource.for_settings(load_settings()),
+        "spark": HudiSparkResource.for_settings(load_settings()),
+    }
     # price_aggr up to date, so only trade_aggr is planned (a child of two launched jobs
     # is never chained)
     assert dg.materialize([job_asset("price_aggr")], resources=resources).success
     with dg.instance_for_test() as instance:
         settings = SchedulerSettings(chain_descendants=True)
         now_us = feeder.meta("trade_raw").watermark_us() + 1_000_000
-        _, requests = evaluate_tick(HudiMetadataResource(), instance, settings, now_us)
+        _, requests = evaluate_tick(
+            HudiMetadataResource.for_settings(load_settings()), instance, settings, now_us
+        )
         (request,) = requests
         chain = [key.to_user_string() for key in request.asset_selection]
         assert chain == ["trade_aggr", *(j for j in JOBS if j not in ("trade_aggr", "price_aggr"))]

@@ -22,7 +22,7 @@ from assets_tests.conftest import child_env
 from assets_tests.jobs.oracle import batch_recompute, differences
 from freshness_pipeline.catalog.jobs import JOBS
 from freshness_pipeline.config.scheduler_settings import SchedulerSettings
-from freshness_pipeline.config.settings import PROJECT_ROOT, Settings
+from freshness_pipeline.config.settings import PROJECT_ROOT, Settings, load_settings
 from freshness_pipeline.ingestion.feeder import StreamFeeder
 from freshness_pipeline.jobs.run_config import resolve_run
 from freshness_pipeline.jobs.runner import JobRunner
@@ -86,7 +86,7 @@ def test_hand_materialize_beside_a_sensor_run(
 
     with dg.DagsterInstance.from_config(str(home)) as instance:
         _, requests = evaluate_tick(
-            HudiMetadataResource(),
+            HudiMetadataResource.for_settings(load_settings()),
             instance,
             SchedulerSettings(),
             int(time.time() * 1e6),

@@ -6,7 +6,7 @@ import dagster as dg
 import pytest
 
 from assets_tests.ingestion.test_ingest import UNIVERSE, land
-from freshness_pipeline.config.settings import Settings
+from freshness_pipeline.config.settings import Settings, load_settings
 from freshness_pipeline.ingestion.ingest import Ingestor
 from freshness_pipeline.ingestion.master import load_company_master
 from freshness_pipeline.orchestration.raw_sources import observe_table
@@ -14,7 +14,7 @@ from freshness_pipeline.orchestration.resources import HudiMetadataResource
 
 
 def test_missing_table_is_reported_not_raised(lakehouse: Settings):
-    result = observe_table(HudiMetadataResource(), "price_raw")
+    result = observe_table(HudiMetadataResource.for_settings(load_settings()), "price_raw")
     assert result.data_version == dg.DataVersion("missing")
     assert "price_raw" in str(result.metadata["status"])
 
@@ -25,7 +25,7 @@ def test_observation_reports_commit_rows_and_watermark(spark, lakehouse: Setting
     assert load_company_master(spark, lakehouse, UNIVERSE) is False  # same universe: skipped
     expected = land(lakehouse, seconds=2, rate=200, malformed=0.0)
     Ingestor(spark, lakehouse).ingest_once()
-    hudi_meta = HudiMetadataResource()
+    hudi_meta = HudiMetadataResource.for_settings(load_settings())
     trade = observe_table(hudi_meta, "trade_raw")
     assert trade.metadata["dagster/row_count"] == expected["trade"][0]
     assert trade.metadata["latest_operation"] == "INSERT"

@@ -9,7 +9,7 @@ import pytest
 from dagster._core.test_utils import create_run_for_test
 
 from freshness_pipeline.config.scheduler_settings import DEFAULT_K, SchedulerSettings
-from freshness_pipeline.config.settings import PROJECT_ROOT
+from freshness_pipeline.config.settings import PROJECT_ROOT, load_settings
 from freshness_pipeline.hudi.metadata import FileSlice, PendingFile, TableNotFound
 from freshness_pipeline.orchestration.resources import HudiMetadataResource
 from freshness_pipeline.orchestration.sensor import (
@@ -66,6 +66,7 @@ class FakeHudiMetadata(HudiMetadataResource):
     config, so state must not sit on the instance."""
 
     lake_id: str = ""
+    settings = load_settings({})  # the default settings: no declared inputs
 
     def __init__(self, **kwargs):
         kwargs.setdefault("lake_id", f"lake{len(_LAKES)}")

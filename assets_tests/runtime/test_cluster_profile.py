@@ -67,7 +67,10 @@ def test_a_short_stream_drains_through_the_cluster_profile_to_the_oracles_answer
                 monkeypatch.setenv(name, value)  # the supervisor opens the same instance
             lakehouse = load_settings().lakehouse
             assert not lakehouse.root.is_local, lakehouse.uri  # on the object store
-            stack = Stack(short_stack_config(tmp_path, profile.env, profile.dagster_home, seed=7))
+            stack = Stack(
+                short_stack_config(tmp_path, profile.env, profile.dagster_home, seed=7),
+                load_settings(),
+            )
             stack.start()
             try:
                 drained = _drain(stack, lakehouse, landing)

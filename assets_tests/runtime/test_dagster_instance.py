@@ -8,8 +8,13 @@ from pathlib import Path
 
 import yaml
 
-from freshness_pipeline.config.settings import PROJECT_ROOT
-from freshness_pipeline.runtime.dagster_instance import instance_config, write_instance_yaml
+from freshness_pipeline.config.settings import PROJECT_ROOT, load_settings
+from freshness_pipeline.runtime.dagster_instance import (
+    instance_config,
+    instance_overrides,
+    open_instance,
+    write_instance_yaml,
+)
 
 URL = "postgresql+psycopg2://dagster@127.0.0.1:5544/dagster"
 
@@ -50,3 +55,27 @@ def test_writing_through_a_link_never_touches_the_repos_file(tmp_path: Path):
     write_instance_yaml(home, URL)
     assert not (home / "dagster.yaml").is_symlink()
     assert (PROJECT_ROOT / "dagster.yaml").read_text() == before
+
+
+def test_a_process_opens_the_instance_with_the_password_from_its_settings(tmp_path: Path):
+    """The password reaches Dagster as an in-memory override: never written to the file,
+    never put into this process's environment."""
+    settings = load_settings(
+        {
+            "FRESHNESS_POSTGRES_URL": "postgresql+psycopg2://dagster@127.0.0.1:5432/dagster",
+            "FRESHNESS_POSTGRES_PASSWORD": "s3cret-value",
+        }
+    )
+    overrides = instance_overrides(settings)
+    assert overrides is not None
+    db = overrides["storage"]["postgres"]["postgres_db"]
+    assert db["password"] == "s3cret-value" and db["hostname"] == "127.0.0.1"
+    path = write_instance_yaml(tmp_path, settings.postgres_url)
+    assert "s3cret-value" not in path.read_text()
+    assert instance_overrides(load_settings({})) is None  # SQLite: nothing to pass
+
+
+def test_open_instance_reads_the_homes_own_settings(tmp_path: Path):
+    write_instance_yaml(tmp_path, k=2)
+    with open_instance(tmp_path, load_settings({})) as instance:
+        assert instance.get_concurrency_config().run_queue_config.max_concurrent_runs == 2

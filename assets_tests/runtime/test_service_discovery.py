@@ -12,6 +12,7 @@ import dagster as dg
 import pytest
 
 from freshness_pipeline.config.settings import load_settings
+from freshness_pipeline.orchestration.resources import HudiSparkResource
 from freshness_pipeline.runtime.service_discovery import (
     ANNOUNCEMENT_FILE,
     ServiceAnnouncement,
@@ -21,7 +22,6 @@ from freshness_pipeline.runtime.service_discovery import (
     url_is_listening,
     withdraw,
 )
-from freshness_pipeline.runtime.spark import HudiSparkResource
 
 LAKEHOUSE = "/data/lakehouse/tables"
 
@@ -100,19 +100,19 @@ def test_the_resource_of_a_hand_run_uses_the_announced_service(
             Path(instance.root_directory),
             ServiceAnnouncement(listening_url, os.getpid(), lakehouse),
         )
-        resource = HudiSparkResource()
+        resource = HudiSparkResource.for_settings(load_settings())
         resource.setup_for_execution(dg.build_init_resource_context(instance=instance))
         assert resource.description.startswith(f"shared Spark service {listening_url}")
         assert "found running" in resource.description
         # a resource given its own remote keeps it and looks for nothing
-        own = HudiSparkResource(remote="sc://10.0.0.1:15002")
+        own = HudiSparkResource.for_settings(load_settings(), remote="sc://10.0.0.1:15002")
         own.setup_for_execution(dg.build_init_resource_context(instance=instance))
         assert own.description == "shared Spark service sc://10.0.0.1:15002"
 
 
 def test_the_resource_says_why_it_starts_its_own_driver(tmp_path: Path, no_remote_settings: None):
     with dg.instance_for_test(temp_dir=str(tmp_path)) as instance:
-        resource = HudiSparkResource()
+        resource = HudiSparkResource.for_settings(load_settings())
         resource.setup_for_execution(dg.build_init_resource_context(instance=instance))
         assert resource.description.startswith("own Spark driver")
         assert "no Spark service announced" in resource.description

@@ -20,7 +20,7 @@ from freshness_pipeline.runtime.spark_service import (
 
 
 def test_command_runs_our_launcher_bound_to_the_setting(tmp_path: Path):
-    argv = server_command(SparkServiceConfig(jars_dir=load_settings().jars_dir, state_dir=tmp_path))
+    argv = server_command(SparkServiceConfig(settings=load_settings(), state_dir=tmp_path))
     assert argv[argv.index("--class") + 1] == CONNECT_SERVER_CLASS
     assert f"{BIND_ADDRESS_CONF}=127.0.0.1" in argv
     assert argv[-1].endswith("freshness-connect-launcher.jar")

@@ -18,7 +18,7 @@ from dagster._core.remote_origin import (
 )
 from dagster._core.storage.dagster_run import DagsterRun
 
-from freshness_pipeline.config.settings import PROJECT_ROOT
+from freshness_pipeline.config.settings import PROJECT_ROOT, load_settings
 from freshness_pipeline.runtime.stack import Stack, StackConfig, free_slots_of_ended_runs
 
 
@@ -42,7 +42,7 @@ def test_drain_cancels_its_queued_runs_and_ignores_older_ones(tmp_path: Path):
     home = tmp_path / "dagster_home"
     home.mkdir()
     (home / "dagster.yaml").write_text((PROJECT_ROOT / "dagster.yaml").read_text())
-    stack = Stack(StackConfig(dagster_home=home, logs_dir=tmp_path / "logs"))
+    stack = Stack(StackConfig(dagster_home=home, logs_dir=tmp_path / "logs"), load_settings())
     with dg.DagsterInstance.from_config(str(home)) as instance:
         old_queued = _add(instance, dg.DagsterRunStatus.QUEUED)
         old_started = _add(instance, dg.DagsterRunStatus.STARTED)
@@ -64,7 +64,7 @@ def test_drain_waits_for_its_started_runs_up_to_the_timeout(tmp_path: Path):
     home = tmp_path / "dagster_home"
     home.mkdir()
     (home / "dagster.yaml").write_text((PROJECT_ROOT / "dagster.yaml").read_text())
-    stack = Stack(StackConfig(dagster_home=home, logs_dir=tmp_path / "logs"))
+    stack = Stack(StackConfig(dagster_home=home, logs_dir=tmp_path / "logs"), load_settings())
     stack.started_at = datetime.now(UTC)
     time.sleep(0.05)
     with dg.DagsterInstance.from_config(str(home)) as instance:
@@ -75,19 +75,17 @@ def test_drain_waits_for_its_started_runs_up_to_the_timeout(tmp_path: Path):
 
 
 def test_bad_scheduler_settings_are_refused_before_anything_starts(tmp_path: Path):
-    stack = Stack(
-        StackConfig(
-            dagster_home=tmp_path / "dagster_home",
-            logs_dir=tmp_path / "logs",
-            env={"FRESHNESS_TICK_S": "3"},
-        )
+    config = StackConfig(
+        dagster_home=tmp_path / "dagster_home",
+        logs_dir=tmp_path / "logs",
+        env={"FRESHNESS_TICK_S": "3"},
     )
     with pytest.raises(
         ValueError, match="FRESHNESS_TICK_S=.3. is not accepted: expected an integer of at least 5"
     ):
-        stack.start()
-    assert stack.service is None and not stack.children
+        Stack(config, load_settings()).start()
     assert not (tmp_path / "dagster_home").exists()
+    assert not (tmp_path / "logs").exists()
 
 
 def test_pool_slots_of_ended_runs_are_freed_at_once(tmp_path: Path):
@@ -122,7 +120,9 @@ def test_without_the_webserver_the_daemon_reaches_one_code_server_of_the_stack(t
 
     home = tmp_path / "dagster_home"
     home.mkdir()
-    stack = Stack(StackConfig(webserver=False, dagster_home=home, logs_dir=tmp_path / "logs"))
+    stack = Stack(
+        StackConfig(webserver=False, dagster_home=home, logs_dir=tmp_path / "logs"), load_settings()
+    )
     try:
         workspace = stack._start_code_server(Path(sys.executable).parent)
         [origin] = location_origins_from_yaml_paths([str(workspace)])

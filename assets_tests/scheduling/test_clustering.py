@@ -290,10 +290,13 @@ def test_clustering_writes_like_every_other_writer_of_the_table():
 def test_a_clustering_run_claims_the_same_writer_pool_as_the_asset():
     """Item 5: a job table is never clustered while a run of that asset is active, enforced
     by Dagster's pool (limit 1 in dagster.yaml), not by the sensor's timing."""
-    from freshness_pipeline.orchestration.assets import JOB_ASSETS
+    from freshness_pipeline.orchestration.assets import build_job_assets
     from freshness_pipeline.orchestration.clustering_sensor import build_clustering_job, op_name
+    from freshness_pipeline.scheduling.staleness_target import StalenessTarget
 
-    asset = next(a for a in JOB_ASSETS if a.key.to_user_string() == "trade_aggr")
+    asset = next(
+        a for a in build_job_assets(StalenessTarget()) if a.key.to_user_string() == "trade_aggr"
+    )
     asset_pools = {asset.op.pool}
     job = build_clustering_job("trade_aggr")
     assert {job.graph.node_named(op_name("trade_aggr")).definition.pool} == asset_pools

@@ -95,7 +95,7 @@ def test_live_run_in_the_browser(
         short_stack_config(tmp_path, env, home, seed=11), webserver=True, port=port
     )
     url = f"http://127.0.0.1:{port}"
-    stack = Stack(config)
+    stack = Stack(config, load_settings())
     stack.start()
     try:
         wait_for(

@@ -48,6 +48,7 @@ def main() -> int:
     from freshness_pipeline.catalog.jobs import JOBS
     from freshness_pipeline.catalog.tables import RAW_TABLES
     from freshness_pipeline.config.scheduler_settings import SchedulerSettings
+    from freshness_pipeline.config.settings import load_settings
     from freshness_pipeline.ingestion.ingest import IngestConfig, Ingestor
     from freshness_pipeline.jobs.clustering_exec import execute_clustering
     from freshness_pipeline.jobs.runner import JobRunner
@@ -68,13 +69,13 @@ def main() -> int:
     )
     summary = {}
     for clustered in (False, True):
-        settings, spark = temp_lakehouse("bench_clustering_")
+        settings, spark = temp_lakehouse("bench_clustering_", load_settings())
         lake = settings.lakehouse
         clock = VirtualClock(time.time() - 86_400)
         batches = generated_batches(StreamConfig(seed=11, rate=args.rate))
         ingestor = Ingestor(spark, settings, IngestConfig(max_files_per_commit=args.commit_s))
         runner = JobRunner(spark, lake)
-        hudi_meta = HudiMetadataResource()
+        hudi_meta = HudiMetadataResource.for_settings(settings)
         clustering_s = 0.0
 
         with dg.instance_for_test() as instance:

@@ -5,20 +5,20 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
-from freshness_pipeline.config.settings import set_process_settings
+from freshness_pipeline.config.settings import Settings
 from freshness_pipeline.stream.universe import DEFAULT_UNIVERSE_SIZE
 
 
-def temp_lakehouse(prefix: str):
-    """Points the settings at a new temporary folder (the project's own data is untouched)
-    and returns (settings, spark) with the company master loaded."""
+def temp_lakehouse(prefix: str, settings: Settings):
+    """`settings` pointed at a new temporary folder (the project's own data is untouched),
+    and a Spark session on it with the company master loaded: (settings, spark)."""
     root = Path(tempfile.mkdtemp(prefix=prefix))
-    settings = set_process_settings(
+    settings = settings.changed(
         {"FRESHNESS_LAKEHOUSE": str(root / "tables"), "FRESHNESS_LANDING": str(root / "landing")}
     )
     from freshness_pipeline.ingestion.master import load_company_master
     from freshness_pipeline.runtime.spark import build_spark_session
 
-    spark = build_spark_session(app_name=prefix.strip("_"), remote="")  # own driver
+    spark = build_spark_session(settings, app_name=prefix.strip("_"), remote="")  # own driver
     load_company_master(spark, settings, DEFAULT_UNIVERSE_SIZE)
     return settings, spark

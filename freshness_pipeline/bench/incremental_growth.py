@@ -33,6 +33,7 @@ def main() -> int:
     args = parser.parse_args()
     from freshness_pipeline.bench.common import temp_lakehouse
     from freshness_pipeline.catalog.jobs import JOBS
+    from freshness_pipeline.config.settings import load_settings
     from freshness_pipeline.hudi.metadata import HudiTableMetadata
     from freshness_pipeline.ingestion.ingest import IngestConfig, Ingestor
     from freshness_pipeline.jobs.run_config import resolve_run
@@ -40,7 +41,7 @@ def main() -> int:
     from freshness_pipeline.stream.generator import StreamConfig
     from freshness_pipeline.stream.replayer import VirtualClock, generated_batches, land_instantly
 
-    settings, spark = temp_lakehouse("bench_growth_")
+    settings, spark = temp_lakehouse("bench_growth_", load_settings())
     clock = VirtualClock(time.time() - 86_400)
     batches = generated_batches(StreamConfig(seed=5, rate=args.rate))
     ingestor = Ingestor(spark, settings, IngestConfig(max_files_per_commit=30))
@@ -55,8 +56,8 @@ def main() -> int:
 
         port = free_port()
         state = settings.lakehouse.root.local_path().parent / "service"
-        service = SparkService(SparkServiceConfig(settings.jars_dir, state, port=port)).start()
-        runner = JobRunner(build_spark_session(remote=service.url), settings.table_uri)
+        service = SparkService(SparkServiceConfig(settings, state, port=port)).start()
+        runner = JobRunner(build_spark_session(settings, remote=service.url), settings.table_uri)
     else:
         runner = JobRunner(spark, settings.table_uri)
 

@@ -37,13 +37,14 @@ def main() -> int:
     args = parser.parse_args()
 
     from freshness_pipeline.bench.common import temp_lakehouse
+    from freshness_pipeline.config.settings import load_settings
     from freshness_pipeline.hudi.metadata import CHECKPOINT_KEY, HudiTableMetadata
     from freshness_pipeline.ingestion.ingest import IngestConfig, Ingestor
     from freshness_pipeline.stream.generator import StreamConfig
     from freshness_pipeline.stream.landing import list_landed
     from freshness_pipeline.stream.replayer import VirtualClock, generated_batches, land_instantly
 
-    settings, spark = temp_lakehouse("bench_ingest_")
+    settings, spark = temp_lakehouse("bench_ingest_", load_settings())
     print(f"machine: {os.cpu_count()} cores; ingestion on its own Spark driver")
 
     # 1. capacity on a backlog, read-ahead off and on in turn (side by side, one run)
@@ -96,7 +97,7 @@ def main() -> int:
     )
 
     # 2. live at the target rate
-    env = child_environment()
+    env = child_environment(settings)
     replayer = subprocess.Popen(
         [
             sys.executable,

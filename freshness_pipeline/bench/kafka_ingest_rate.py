@@ -47,18 +47,19 @@ def main() -> int:
     from freshness_pipeline.stream.universe import DEFAULT_UNIVERSE_SIZE
 
     root = Path(tempfile.mkdtemp(prefix="bench_kafka_ingest_"))
+    given = load_settings()
     broker_config = KafkaBrokerConfig(
-        jars_dir=load_settings().kafka.jars_dir, state_dir=root / "kafka", port=free_port()
+        jars_dir=given.kafka.jars_dir, state_dir=root / "kafka", port=free_port()
     )
     base = {"FRESHNESS_KAFKA_BOOTSTRAP": broker_config.bootstrap_servers}
-    landing = load_settings(
+    landing = given.changed(
         {
             **base,
             "FRESHNESS_LAKEHOUSE": str(root / "landing_lake"),
             "FRESHNESS_LANDING": str(root / "landing"),
         }
     )
-    kafka = load_settings(
+    kafka = given.changed(
         {
             **base,
             "FRESHNESS_SOURCE": "kafka",
@@ -77,7 +78,7 @@ def main() -> int:
         f"{broker_config.bootstrap_servers}, {args.partitions} partitions per topic"
     )
     with KafkaBroker(broker_config):
-        spark = build_spark_session(app_name="bench_kafka_ingest", remote="")
+        spark = build_spark_session(landing, app_name="bench_kafka_ingest", remote="")
         for settings in (landing, kafka):
             load_company_master(spark, settings, DEFAULT_UNIVERSE_SIZE)
         # Two generators on the same seed: the folder and the topics get the same events.

@@ -29,7 +29,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from freshness_pipeline.config.settings import child_environment
+from freshness_pipeline.config.settings import load_settings
 from freshness_pipeline.runtime.memory_probe import rss_mib
 
 MIB = 1024 * 1024
@@ -244,6 +244,7 @@ def main() -> int:
         "--gc-every", type=int, default=10, help="samples between live-heap readings"
     )
     args = parser.parse_args()
+    settings = load_settings()
 
     root = Path(tempfile.mkdtemp(prefix="bench_memory_"))
     from freshness_pipeline.runtime.stack import Stack, StackConfig, StopFlag
@@ -252,9 +253,7 @@ def main() -> int:
     env = {
         "FRESHNESS_LAKEHOUSE": str(root / "tables"),
         "FRESHNESS_LANDING": str(root / "landing"),
-        "FRESHNESS_SPARK_SERVICE_PORT": child_environment().get(
-            "FRESHNESS_SPARK_SERVICE_PORT", "15012"
-        ),
+        "FRESHNESS_SPARK_SERVICE_PORT": settings.texts.get("FRESHNESS_SPARK_SERVICE_PORT", "15012"),
     }
     stack = Stack(
         StackConfig(
@@ -264,7 +263,8 @@ def main() -> int:
             dagster_home=root / "dagster_home",
             logs_dir=root / "logs",
             env=env,
-        )
+        ),
+        settings,
     )
     stop = StopFlag()
     samples: dict[str, list[tuple[float, float]]] = {}

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from freshness_pipeline.catalog.jobs import JOBS
-from freshness_pipeline.config.settings import RUN_STARTS, child_environment
+from freshness_pipeline.config.settings import RUN_STARTS, Settings, load_settings
 from freshness_pipeline.hudi.lakehouse import Lakehouse
 
 
@@ -74,7 +74,7 @@ def read_side(home: Path, run_start: str, started_at_s: float) -> Side:
     return side
 
 
-def run_side(run_start: str, minutes: float, rate: int) -> Side:
+def run_side(settings: Settings, run_start: str, minutes: float, rate: int) -> Side:
     """One stack with FRESHNESS_RUN_START=`run_start` for `minutes`, stopped (its runs
     drained), then read."""
     from freshness_pipeline.runtime.stack import Stack, StackConfig, StopFlag
@@ -86,9 +86,7 @@ def run_side(run_start: str, minutes: float, rate: int) -> Side:
         "FRESHNESS_LAKEHOUSE": Lakehouse.parse(str(root / "tables")).uri,
         "FRESHNESS_LANDING": str(root / "landing"),
         "FRESHNESS_RUN_START": run_start,
-        "FRESHNESS_SPARK_SERVICE_PORT": child_environment().get(
-            "FRESHNESS_SPARK_SERVICE_PORT", "15012"
-        ),
+        "FRESHNESS_SPARK_SERVICE_PORT": settings.texts.get("FRESHNESS_SPARK_SERVICE_PORT", "15012"),
     }
     home = root / "dagster_home"
     stack = Stack(
@@ -98,7 +96,8 @@ def run_side(run_start: str, minutes: float, rate: int) -> Side:
             dagster_home=home,
             logs_dir=root / "logs",
             env=env,
-        )
+        ),
+        settings,
     )
     stop = StopFlag()
     with stack:
@@ -155,11 +154,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--minutes", type=float, default=4.0, help="per stack")
     parser.add_argument("--rate", type=int, default=1000, help="events per second")
     args = parser.parse_args(argv)
+    settings = load_settings()
     sides = []
     for pair in range(args.pairs):
         order = RUN_STARTS if pair % 2 else tuple(reversed(RUN_STARTS))
         for run_start in order:
-            side = run_side(run_start, args.minutes, args.rate)
+            side = run_side(settings, run_start, args.minutes, args.rate)
             sides.append(side)
             print(report([side]), flush=True)
     print(report(sides))

@@ -29,7 +29,8 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from freshness_pipeline.config.settings import child_environment, set_process_settings
+from freshness_pipeline.config.settings import Settings, child_environment, load_settings
+from freshness_pipeline.runtime.dagster_instance import open_instance
 
 if TYPE_CHECKING:
     from freshness_pipeline.ingestion.feeder import StreamFeeder
@@ -38,8 +39,9 @@ if TYPE_CHECKING:
 SESSION_PROBE = """
 import time, sys
 started = time.monotonic()
+from freshness_pipeline.config.settings import load_settings
 from freshness_pipeline.runtime.spark import build_spark_session
-spark = build_spark_session(app_name="overhead_probe")
+spark = build_spark_session(load_settings(), app_name="overhead_probe")
 spark.sql("SELECT 1").collect()
 print(time.monotonic() - started)
 """
@@ -54,7 +56,7 @@ def _session_seconds(env: dict[str, str]) -> float:
     return time.monotonic() - started
 
 
-def _materialize(env: dict[str, str], home: Path) -> tuple[float, float, str]:
+def _materialize(env: dict[str, str], home: Path, settings: Settings) -> tuple[float, float, str]:
     dagster = str(Path(sys.executable).parent / "dagster")
     started = time.monotonic()
     run = subprocess.run(
@@ -77,7 +79,7 @@ def _materialize(env: dict[str, str], home: Path) -> tuple[float, float, str]:
         raise RuntimeError(run.stderr[-3000:])
     import dagster as dg
 
-    with dg.DagsterInstance.from_config(str(home)) as instance:
+    with open_instance(home, settings) as instance:
         record = instance.fetch_materializations(dg.AssetKey("trade_aggr"), limit=1).records[0]
     meta = record.asset_materialization.metadata
     if "duration_s" not in meta:
@@ -94,7 +96,7 @@ def main() -> int:
 
     root = Path(tempfile.mkdtemp(prefix="bench_overhead_"))
     os.chmod(root, 0o711)  # the cluster profile's Postgres runs as the `postgres` user
-    settings = set_process_settings(
+    settings = load_settings().changed(
         {
             "FRESHNESS_LAKEHOUSE": str(root / "tables"),
             "FRESHNESS_LANDING": str(root / "landing"),
@@ -110,15 +112,19 @@ def main() -> int:
     profile = None
     if args.profile == "cluster":
         profile = ClusterProfile(settings, root / "cluster").start()
-        settings = set_process_settings(profile.settings_env)
+        settings = settings.changed(profile.settings_env)
     # The benchmark's own ingestion is data preparation, not measured: a local driver, so
     # it takes none of the cluster's cores.
-    spark = build_spark_session(master="local[2]", app_name="bench_overhead_ingest", remote="")
+    spark = build_spark_session(
+        settings, master="local[2]", app_name="bench_overhead_ingest", remote=""
+    )
     feeder = StreamFeeder(spark, settings, seed=5, rate=300)
     home = root / "dagster_home"
     write_instance_yaml(home, settings.postgres_url, settings.scheduler.k)
     service = service_config(settings, root / "service", port=free_port())
-    base_env = child_environment({**(profile.env if profile else {}), "DAGSTER_HOME": str(home)})
+    base_env = child_environment(
+        settings, {**(profile.env if profile else {}), "DAGSTER_HOME": str(home)}
+    )
     modes = {
         "service": {**base_env, "FRESHNESS_SPARK_REMOTE": service.url},
         "local": base_env,
@@ -177,13 +183,13 @@ def _measure(
         feeder.land(2)
         feeder.ingest()
         _session_seconds(modes["service"])
-        _materialize(modes["service"], home)
+        _materialize(modes["service"], home, service.settings)
         for i in range(runs):
             for mode in modes if i % 2 == 0 else reversed(list(modes)):
                 session[mode].append(_session_seconds(modes[mode]))
                 feeder.land(1)
                 feeder.ingest()
-                w, b, spark_used = _materialize(modes[mode], home)
+                w, b, spark_used = _materialize(modes[mode], home, service.settings)
                 assert spark_used.startswith("shared" if mode == "service" else "own"), spark_used
                 wall[mode].append(w)
                 body[mode].append(b)

@@ -20,7 +20,7 @@ import statistics
 import sys
 import time
 
-from freshness_pipeline.config.settings import child_environment
+from freshness_pipeline.config.settings import Settings, child_environment, load_settings
 from freshness_pipeline.hudi.metadata import FileSlice, PendingFile
 
 S = 1_000_000
@@ -38,22 +38,24 @@ class _Table:
         return [f for f in self.files if f.pending_max_us > floor]
 
 
-def _tick_times(lakehouse: str, ticks: int) -> list[float]:
+def _tick_times(settings: Settings, ticks: int) -> list[float]:
     """Times `ticks` ticks in a new process on the real lakehouse (first one cold)."""
     import json
     import subprocess
 
-    env = child_environment({"FRESHNESS_LAKEHOUSE": lakehouse})
+    env = child_environment(settings)
     code = (
         "import json, time, dagster as dg\n"
+        "from freshness_pipeline.config.settings import load_settings\n"
         "from freshness_pipeline.orchestration.resources import HudiMetadataResource\n"
+        "hudi_meta = HudiMetadataResource.for_settings(load_settings())\n"
         "from freshness_pipeline.config.scheduler_settings import SchedulerSettings\n"
         "from freshness_pipeline.orchestration.sensor import evaluate_tick\n"
         "times = []\n"
         "with dg.instance_for_test() as instance:\n"
         f"    for _ in range({ticks}):\n"
         "        t = time.perf_counter()\n"
-        "        result, requests = evaluate_tick(HudiMetadataResource(), instance,\n"
+        "        result, requests = evaluate_tick(hudi_meta, instance,\n"
         "            SchedulerSettings(), int(time.time() * 1e6))\n"
         "        times.append(time.perf_counter() - t)\n"
         "pending = sum(c.pending_files for c in result.ranked)\n"
@@ -65,12 +67,11 @@ def _tick_times(lakehouse: str, ticks: int) -> list[float]:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def real_lakehouse(files: int, ticks: int) -> int:
+def real_lakehouse(settings: Settings, files: int, ticks: int) -> int:
     import tempfile
     from pathlib import Path
 
     from freshness_pipeline.catalog.jobs import JOBS, PIPELINE_ORDER
-    from freshness_pipeline.config.settings import load_settings, set_process_settings
     from freshness_pipeline.hudi.metadata import HudiTableMetadata
     from freshness_pipeline.ingestion.feeder import StreamFeeder
     from freshness_pipeline.jobs.run_config import resolve_run
@@ -79,11 +80,10 @@ def real_lakehouse(files: int, ticks: int) -> int:
     from freshness_pipeline.stream.universe import DEFAULT_UNIVERSE_SIZE
 
     root = Path(tempfile.mkdtemp(prefix="bench_tick_"))
-    set_process_settings(
+    settings = settings.changed(
         {"FRESHNESS_LAKEHOUSE": str(root / "tables"), "FRESHNESS_LANDING": str(root / "landing")}
     )
-    settings = load_settings()
-    spark = build_spark_session(app_name="bench_tick", remote="")
+    spark = build_spark_session(settings, app_name="bench_tick", remote="")
     feeder = StreamFeeder(spark, settings, seed=7, rate=2000, universe=DEFAULT_UNIVERSE_SIZE)
     feeder.land(2)
     feeder.ingest()
@@ -107,7 +107,7 @@ def real_lakehouse(files: int, ticks: int) -> int:
         feeder.ingest()
     print(f"built {root}: {count} pending raw files in {time.monotonic() - started:.0f} s")
     spark.stop()
-    runs = [_tick_times(settings.lakehouse_root, ticks) for _ in range(3)]
+    runs = [_tick_times(settings, ticks) for _ in range(3)]
     cold = [r["times"][0] for r in runs]
     warm = [t for r in runs for t in r["times"][1:]]
     print(
@@ -130,7 +130,7 @@ def main() -> int:
     parser.add_argument("--ticks", type=int, default=6, help="ticks per process (--real-files)")
     args = parser.parse_args()
     if args.real_files:
-        return real_lakehouse(args.real_files, args.ticks)
+        return real_lakehouse(load_settings(), args.real_files, args.ticks)
 
     import dagster as dg
 

@@ -83,6 +83,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from freshness_pipeline.bench.common import temp_lakehouse
     from freshness_pipeline.catalog.jobs import JOBS
+    from freshness_pipeline.config.settings import load_settings
     from freshness_pipeline.hudi.location import Location
     from freshness_pipeline.hudi.metadata import HudiTableMetadata
     from freshness_pipeline.ingestion.feeder import StreamFeeder
@@ -95,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
     unknown = [m for m in chosen if m not in all_modes]
     if unknown or "bloom" not in chosen:
         parser.error(f"--modes: unknown {unknown} (known: {sorted(all_modes)}; bloom required)")
-    settings, spark = temp_lakehouse("bench_write_modes_")
+    settings, spark = temp_lakehouse("bench_write_modes_", load_settings())
     spec = JOBS["trade_aggr"]
     root = Path(settings.lakehouse.table("trade_aggr").local_path()).parent / "modes"
 

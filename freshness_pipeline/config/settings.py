@@ -531,6 +531,21 @@ class Settings:
     source: str = "landing"  # "landing" folder or "kafka" topics
     kafka: KafkaSettings = field(default_factory=KafkaSettings)
     s3: S3Settings = field(default_factory=S3Settings)
+    # The variables' texts this value was built from (secrets among them: never printed),
+    # so a child process given them as its environment builds the same value.
+    texts: Mapping[str, str] = field(default_factory=dict, repr=False, compare=False)
+
+    def changed(self, changes: Mapping[str, str | None]) -> Settings:
+        """These settings with some variables set to other texts (None or "": back to
+        the default), validated like the original; this value itself never changes."""
+        _check_names(changes)
+        texts = dict(self.texts)
+        for name, value in changes.items():
+            if value:
+                texts[name] = value
+            else:
+                texts.pop(name, None)
+        return load_settings(environ=texts)
 
     def table_uri(self, table: str) -> str:
         """A table as Spark spells it (the lakehouse's spelling; see lakehouse.py)."""
@@ -568,16 +583,64 @@ def load_settings(
     environ: Mapping[str, str] | None = None, overrides: Mapping[str, str | None] | None = None
 ) -> Settings:
     """Settings from the environment (or `environ`), with `overrides` (CLI flags, under the
-    same variable names) winning; raises SettingsError naming a bad variable."""
+    same variable names) winning; raises SettingsError naming a bad variable. Called once,
+    by an entry point (the CLI, the definitions, a bench's main); everything below it is
+    handed the value."""
     env = dict(os.environ if environ is None else environ)
+    _check_names(overrides or {})
     for name, value in (overrides or {}).items():
-        if name not in _BY_ENV:
-            raise SettingsError(f"{name} is not a setting; settings: {', '.join(_BY_ENV)}")
         if value is not None:
             env[name] = str(value)
-    values = {s.env: s.value(env.get(s.env)) for s in SETTINGS}
+    texts = {s.env: env[s.env] for s in SETTINGS if env.get(s.env)}
+    values = {s.env: s.value(texts.get(s.env)) for s in SETTINGS}
+    s3 = _s3_settings(values)
+    return Settings(
+        lakehouse=_lakehouse(values, s3),
+        landing_dir=values["FRESHNESS_LANDING"],
+        jars_dir=values["FRESHNESS_JARS_DIR"],
+        profile=values["FRESHNESS_PROFILE"],
+        cluster_lakehouse=values["FRESHNESS_CLUSTER_LAKEHOUSE"],
+        spark_master=values["FRESHNESS_SPARK_MASTER"],
+        spark_driver_host=values["FRESHNESS_SPARK_DRIVER_HOST"] or None,
+        spark_cores_max=values["FRESHNESS_SPARK_CORES_MAX"],
+        spark_executor_memory=values["FRESHNESS_SPARK_EXECUTOR_MEMORY"],
+        postgres_url=values["FRESHNESS_POSTGRES_URL"] or None,
+        postgres_password=values["FRESHNESS_POSTGRES_PASSWORD"] or None,
+        spark_remote=values["FRESHNESS_SPARK_REMOTE"] or None,
+        spark_mode=values["FRESHNESS_SPARK_MODE"],
+        run_start=values["FRESHNESS_RUN_START"],
+        spark_service_port=values["FRESHNESS_SPARK_SERVICE_PORT"],
+        spark_service_memory=values["FRESHNESS_SPARK_SERVICE_MEMORY"],
+        spark_service_bind=values["FRESHNESS_SPARK_SERVICE_BIND"],
+        scheduler=_scheduler_settings(values),
+        staleness_target=_staleness_target(values),
+        clustering=_clustering_settings(values),
+        raw_packing=values["FRESHNESS_RAW_PACKING"],
+        faults_dir=values["FRESHNESS_FAULTS_DIR"],
+        memory_probe=values["FRESHNESS_MEMORY_PROBE"],
+        memory_probe_s=values["FRESHNESS_MEMORY_PROBE_S"],
+        memory_probe_frames=values["FRESHNESS_MEMORY_PROBE_FRAMES"],
+        source=values["FRESHNESS_SOURCE"],
+        kafka=_kafka_settings(values),
+        s3=s3,
+        texts=texts,
+    )
+
+
+def is_setting(name: str) -> bool:
+    """Whether a variable is one of the settings (SETTINGS)."""
+    return name in _BY_ENV
+
+
+def _check_names(changes: Mapping[str, object]) -> None:
+    for name in changes:
+        if name not in _BY_ENV:
+            raise SettingsError(f"{name} is not a setting; settings: {', '.join(_BY_ENV)}")
+
+
+def _scheduler_settings(values: Mapping[str, Any]) -> SchedulerSettings:
     try:
-        scheduler = SchedulerSettings(
+        return SchedulerSettings(
             policy=values["FRESHNESS_POLICY"],
             k=values["FRESHNESS_K"],
             tick_s=values["FRESHNESS_TICK_S"],
@@ -591,12 +654,21 @@ def load_settings(
             chain_descendants=values["FRESHNESS_CHAIN_DESCENDANTS"],
             chain_first_runs=values["FRESHNESS_CHAIN_FIRST_RUNS"],
         )
-        staleness_target = StalenessTarget(
+    except ValueError as exc:
+        raise SettingsError(str(exc)) from exc
+
+
+def _staleness_target(values: Mapping[str, Any]) -> StalenessTarget:
+    try:
+        return StalenessTarget(
             fail_s=values["FRESHNESS_STALENESS_TARGET_S"],
             warn_fraction=values["FRESHNESS_STALENESS_WARN_FRACTION"],
         )
     except ValueError as exc:
         raise SettingsError(str(exc)) from exc
+
+
+def _clustering_settings(values: Mapping[str, Any]) -> ClusteringSettings:
     try:
         clustering = ClusteringSettings(
             tables=values["FRESHNESS_CLUSTERING_TABLES"],
@@ -622,6 +694,10 @@ def load_settings(
             "expected packing off, or the raw tables out of FRESHNESS_CLUSTERING_TABLES "
             "(e.g. none)"
         )
+    return clustering
+
+
+def _s3_settings(values: Mapping[str, Any]) -> S3Settings:
     s3 = S3Settings(
         endpoint=values["FRESHNESS_S3_ENDPOINT"],
         region=values["FRESHNESS_S3_REGION"],
@@ -635,6 +711,10 @@ def load_settings(
             "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY are set together or not at all "
             "(unset both to use the standard AWS credential chain)"
         )
+    return s3
+
+
+def _lakehouse(values: Mapping[str, Any], s3: S3Settings) -> Lakehouse:
     lakehouse: Lakehouse = values["FRESHNESS_LAKEHOUSE"]
     lock_dir: Path | None = values["FRESHNESS_LOCK_DIR"]
     if not lakehouse.root.is_local:
@@ -645,11 +725,14 @@ def load_settings(
     elif lock_dir is not None:
         lakehouse = Lakehouse(lakehouse.root, str(lock_dir))
     try:
-        lakehouse = lakehouse.with_inputs(
+        return lakehouse.with_inputs(
             load_inputs(values["FRESHNESS_INPUTS"], lakehouse, s3.storage_options())
         )
     except InputsError as exc:
         raise SettingsError(f"FRESHNESS_INPUTS: {exc}") from exc
+
+
+def _kafka_settings(values: Mapping[str, Any]) -> KafkaSettings:
     topics = {
         "price": values["FRESHNESS_KAFKA_PRICE_TOPIC"],
         "trade": values["FRESHNESS_KAFKA_TRADE_TOPIC"],
@@ -659,7 +742,7 @@ def load_settings(
             f"FRESHNESS_KAFKA_PRICE_TOPIC and FRESHNESS_KAFKA_TRADE_TOPIC are both "
             f"{topics['price']!r}: expected two different topics (one per raw table)"
         )
-    kafka = KafkaSettings(
+    return KafkaSettings(
         bootstrap=values["FRESHNESS_KAFKA_BOOTSTRAP"] or None,
         broker_port=values["FRESHNESS_KAFKA_BROKER_PORT"],
         jars_dir=values["FRESHNESS_KAFKA_JARS_DIR"],
@@ -667,61 +750,25 @@ def load_settings(
         partitions=values["FRESHNESS_KAFKA_PARTITIONS"],
         group=values["FRESHNESS_KAFKA_GROUP"],
     )
-    return Settings(
-        lakehouse=lakehouse,
-        landing_dir=values["FRESHNESS_LANDING"],
-        jars_dir=values["FRESHNESS_JARS_DIR"],
-        profile=values["FRESHNESS_PROFILE"],
-        cluster_lakehouse=values["FRESHNESS_CLUSTER_LAKEHOUSE"],
-        spark_master=values["FRESHNESS_SPARK_MASTER"],
-        spark_driver_host=values["FRESHNESS_SPARK_DRIVER_HOST"] or None,
-        spark_cores_max=values["FRESHNESS_SPARK_CORES_MAX"],
-        spark_executor_memory=values["FRESHNESS_SPARK_EXECUTOR_MEMORY"],
-        postgres_url=values["FRESHNESS_POSTGRES_URL"] or None,
-        postgres_password=values["FRESHNESS_POSTGRES_PASSWORD"] or None,
-        spark_remote=values["FRESHNESS_SPARK_REMOTE"] or None,
-        spark_mode=values["FRESHNESS_SPARK_MODE"],
-        run_start=values["FRESHNESS_RUN_START"],
-        spark_service_port=values["FRESHNESS_SPARK_SERVICE_PORT"],
-        spark_service_memory=values["FRESHNESS_SPARK_SERVICE_MEMORY"],
-        spark_service_bind=values["FRESHNESS_SPARK_SERVICE_BIND"],
-        scheduler=scheduler,
-        staleness_target=staleness_target,
-        clustering=clustering,
-        raw_packing=values["FRESHNESS_RAW_PACKING"],
-        faults_dir=values["FRESHNESS_FAULTS_DIR"],
-        memory_probe=values["FRESHNESS_MEMORY_PROBE"],
-        memory_probe_s=values["FRESHNESS_MEMORY_PROBE_S"],
-        memory_probe_frames=values["FRESHNESS_MEMORY_PROBE_FRAMES"],
-        source=values["FRESHNESS_SOURCE"],
-        kafka=kafka,
-        s3=s3,
-    )
 
 
-def child_environment(changes: Mapping[str, str | None] | None = None) -> dict[str, str]:
-    """This process's environment for a child process, with `changes` applied (None
-    removes a variable): children build their own Settings from it."""
+def child_environment(
+    settings: Settings | None = None, extra: Mapping[str, str | None] | None = None
+) -> dict[str, str]:
+    """The environment of a process the project starts: this process's variables that are
+    not settings, then `settings`' own (so a Python child builds the same Settings value
+    from it), then `extra` (None removes a variable). Without `settings` (a server that
+    reads none of ours), this process's environment as it is, plus `extra`."""
     env = dict(os.environ)
-    for name, value in (changes or {}).items():
+    if settings is not None:
+        env = {name: value for name, value in env.items() if name not in _BY_ENV}
+        env.update(settings.texts)
+    for name, value in (extra or {}).items():
         if value is None:
             env.pop(name, None)
         else:
             env[name] = value
     return env
-
-
-def set_process_settings(changes: Mapping[str, str | None]) -> Settings:
-    """Changes this process's settings (benches and the experiment point the lakehouse at a
-    scratch folder before code that loads settings lazily runs); returns the new ones."""
-    for name, value in changes.items():
-        if name not in _BY_ENV:
-            raise SettingsError(f"{name} is not a setting; settings: {', '.join(_BY_ENV)}")
-        if value is None:
-            os.environ.pop(name, None)
-        else:
-            os.environ[name] = value
-    return load_settings()
 
 
 def settings_table() -> str:

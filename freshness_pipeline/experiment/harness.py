@@ -27,17 +27,18 @@ import time
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from freshness_pipeline.catalog.jobs import JOBS
 from freshness_pipeline.catalog.tables import RAW_TABLES
 from freshness_pipeline.config.scheduler_settings import DEFAULT_INTERVAL_S, MIN_TICK_S
-from freshness_pipeline.config.settings import PROJECT_ROOT, set_process_settings
+from freshness_pipeline.config.settings import PROJECT_ROOT, Settings, is_setting
 from freshness_pipeline.experiment.progress import Progress
 from freshness_pipeline.experiment.report import MATERIALIZED_AT
 from freshness_pipeline.experiment.staleness import S, StalenessSampler, total_staleness
 from freshness_pipeline.hudi.lakehouse import Lakehouse
 from freshness_pipeline.hudi.metadata import HudiTableMetadata, TableNotFound
-from freshness_pipeline.runtime.dagster_instance import write_instance_yaml
+from freshness_pipeline.runtime.dagster_instance import open_instance, write_instance_yaml
 from freshness_pipeline.runtime.spark_service import free_port
 from freshness_pipeline.scheduling.run_plan import (
     ASSET_TAG,
@@ -47,6 +48,10 @@ from freshness_pipeline.scheduling.run_plan import (
     plan_tags,
 )
 from freshness_pipeline.stream.generator import StreamConfig
+
+if TYPE_CHECKING:
+    from freshness_pipeline.runtime.cluster_profile import ClusterProfile
+    from freshness_pipeline.runtime.stack import Stack
 
 log = logging.getLogger("freshness.experiment")
 STREAM_MARGIN_S = 60
@@ -266,10 +271,12 @@ def run_variant(
     variant: Variant,
     seed: int,
     stream: Path,
+    settings: Settings,
     progress: Progress | None = None,
 ) -> dict:
-    """One variant on one seed, on a fresh lakehouse; returns its summary."""
-    from freshness_pipeline.runtime.stack import Stack, StackConfig
+    """One variant on one seed, on a fresh lakehouse; returns its summary. `settings` are
+    the experiment's (the user's), which the variant's own settings change."""
+    from freshness_pipeline.runtime.cluster_profile import start_stack
 
     if progress is None:
         progress = Progress(1, config.window_s)
@@ -278,21 +285,71 @@ def run_variant(
     run_dir = config.out_dir / f"seed{seed}" / variant.name
     if run_dir.exists():
         shutil.rmtree(run_dir)
-    lakehouse, home = run_dir / "tables", run_dir / "dagster_home"
+    lakehouse = run_dir / "tables"
+    stack, profile = _variant_stack(config, variant, seed, stream, settings, run_dir)
+    log.info("seed %d, %s: starting the stack in %s", seed, variant.name, run_dir)
+    start_stack(stack, profile)
+    samplers: list[StalenessSampler] = []
+    try:
+        start_us, decision = _measure_window(config, stack, run_dir, lakehouse, progress, samplers)
+    except BaseException:
+        stack.stop()
+        if profile:
+            profile.stop()
+        raise
+    finally:
+        samples = samplers[0].stop() if samplers else []
+    # Runs in flight at the window's end finish (the stop drains them); they count as
+    # runs, not as staleness: the samples stopped above. The report tells them apart by
+    # their end time against start_us + window_s.
+    progress.stopping()
+    stop_at = time.time()
+    try:
+        stack.stop()
+        summary = _collect(config, variant, seed, run_dir, lakehouse, stack, samples, start_us)
+        summary["runs_cut_off_at_stop"] = cut_off_runs(
+            json.loads((run_dir / "runs.json").read_text()), stop_at
+        )
+    finally:
+        if profile:
+            profile.stop()
+    (run_dir / "decision.json").write_text(json.dumps(decision, indent=1))
+    if not config.keep_lakehouses:
+        shutil.rmtree(lakehouse, ignore_errors=True)
+        shutil.rmtree(run_dir / "landing", ignore_errors=True)
+    read_s = samplers[0].read_seconds
+    summary["sampler_read_s_median"] = sorted(read_s)[len(read_s) // 2]
+    (run_dir / "summary.json").write_text(json.dumps(summary, indent=1))
+    log.info("seed %d, %s: P=%.0f P0=%.0f", seed, variant.name, summary["P"], summary["P0"])
+    progress.end_run(
+        f"P={summary['P']:,.0f} P0={summary['P0']:,.0f}, {summary['runs_succeeded']} runs "
+        f"succeeded, {summary['runs_failed']} failed"
+    )
+    return summary
+
+
+def _variant_stack(
+    config: ExperimentConfig,
+    variant: Variant,
+    seed: int,
+    stream: Path,
+    settings: Settings,
+    run_dir: Path,
+) -> tuple[Stack, ClusterProfile | None]:
+    """The variant's stack (not started) and, in the cluster profile, its servers (up)."""
+    from freshness_pipeline.runtime.cluster_profile import ClusterProfile
+    from freshness_pipeline.runtime.stack import Stack, StackConfig
+
     env = variant_env(config, variant, seed, run_dir)
-    env.pop("FRESHNESS_SPARK_REMOTE", None)
-    set_process_settings({"FRESHNESS_SPARK_REMOTE": None})  # a fresh service per run
+    base = settings.changed({"FRESHNESS_SPARK_REMOTE": None})  # a fresh service per run
+    home = run_dir / "dagster_home"
     profile = None
     if config.profile == "cluster":
-        from freshness_pipeline.config.settings import load_settings
-        from freshness_pipeline.runtime.cluster_profile import ClusterProfile
-
         env["FRESHNESS_CLUSTER_LAKEHOUSE"] = "folder"  # the sampler reads run_dir/tables
-        profile = ClusterProfile(load_settings(env), run_dir / "cluster").start()
+        own = base.changed({k: v for k, v in env.items() if is_setting(k)})
+        profile = ClusterProfile(own, run_dir / "cluster").start()
         env.update(profile.env)
         home = profile.dagster_home
-        # this process opens the run's Dagster instance too (sampler, collection)
-        set_process_settings(profile.settings_env)
     else:
         write_instance_yaml(home, k=config.k)
     stack = Stack(
@@ -306,76 +363,52 @@ def run_variant(
             dagster_home=home,
             logs_dir=run_dir / "logs",
             env=env,
-        )
+        ),
+        base,
     )
-    log.info("seed %d, %s: starting the stack in %s", seed, variant.name, run_dir)
-    from freshness_pipeline.runtime.cluster_profile import start_stack
+    return stack, profile
 
-    start_stack(stack, profile)
+
+def _measure_window(
+    config: ExperimentConfig,
+    stack: Stack,
+    run_dir: Path,
+    lakehouse: Path,
+    progress: Progress,
+    samplers: list[StalenessSampler],
+) -> tuple[int, dict | None]:
+    """Waits for the first commit of both raw tables, then samples staleness for the
+    window (the sampler goes into `samplers`, so the caller stops it whatever happens);
+    returns the window's start and the richest decision snapshot seen."""
     read = _watermark_reader(lakehouse)
-    sampler = None
     decision = None
-    try:
-        # The window opens at the first commit of both raw tables: every variant then
-        # starts from the same state (Spark up, data flowing), not from JVM start-up noise.
-        ready_by = time.monotonic() + 300
-        progress.say("stack up; waiting for the first commit of both raw tables")
-        while any(read(t) is None for t in RAW_TABLES):
-            if time.monotonic() > ready_by:
-                raise RuntimeError(f"no raw commit within 300 s; see {run_dir / 'logs'}")
-            time.sleep(0.5)
-        start_us = int(time.time() * S)
-        sampler = StalenessSampler(read, start_us).start()
-        progress.window_opened()
-        deadline = time.monotonic() + config.window_s
-        decision_at = time.monotonic() + config.window_s / 2
-        while time.monotonic() < deadline:
-            crashed = [(n, c) for n, c in stack.exited() if n != "replay" or c]
-            if crashed:
-                raise RuntimeError(f"{crashed} exited during the run; see {run_dir / 'logs'}")
-            if time.monotonic() >= decision_at:
-                # From halfway on, every 15 s; keep the richest candidate table seen (at
-                # one instant all jobs may be running or waiting).
-                decision_at = time.monotonic() + 15
-                snapshot = _snapshot_decision(lakehouse, home, env)
-                if _richness(snapshot) > _richness(decision):
-                    decision = snapshot
-            progress.tick()
-            time.sleep(0.5)
-    except BaseException:
-        stack.stop()
-        if profile:
-            profile.stop()
-        raise
-    finally:
-        samples = sampler.stop() if sampler else []
-    # Runs in flight at the window's end finish (the stop drains them); they count as
-    # runs, not as staleness: the samples stopped above. The report tells them apart by
-    # their end time against start_us + window_s.
-    progress.stopping()
-    stop_at = time.time()
-    try:
-        stack.stop()
-        summary = _collect(config, variant, seed, run_dir, lakehouse, home, samples, start_us)
-        summary["runs_cut_off_at_stop"] = cut_off_runs(
-            json.loads((run_dir / "runs.json").read_text()), stop_at
-        )
-    finally:
-        if profile:
-            profile.stop()
-            set_process_settings({name: None for name in profile.settings_env})
-    (run_dir / "decision.json").write_text(json.dumps(decision, indent=1))
-    if not config.keep_lakehouses:
-        shutil.rmtree(lakehouse, ignore_errors=True)
-        shutil.rmtree(run_dir / "landing", ignore_errors=True)
-    summary["sampler_read_s_median"] = sorted(sampler.read_seconds)[len(sampler.read_seconds) // 2]
-    (run_dir / "summary.json").write_text(json.dumps(summary, indent=1))
-    log.info("seed %d, %s: P=%.0f P0=%.0f", seed, variant.name, summary["P"], summary["P0"])
-    progress.end_run(
-        f"P={summary['P']:,.0f} P0={summary['P0']:,.0f}, {summary['runs_succeeded']} runs "
-        f"succeeded, {summary['runs_failed']} failed"
-    )
-    return summary
+    # The window opens at the first commit of both raw tables: every variant then
+    # starts from the same state (Spark up, data flowing), not from JVM start-up noise.
+    ready_by = time.monotonic() + 300
+    progress.say("stack up; waiting for the first commit of both raw tables")
+    while any(read(t) is None for t in RAW_TABLES):
+        if time.monotonic() > ready_by:
+            raise RuntimeError(f"no raw commit within 300 s; see {run_dir / 'logs'}")
+        time.sleep(0.5)
+    start_us = int(time.time() * S)
+    samplers.append(StalenessSampler(read, start_us).start())
+    progress.window_opened()
+    deadline = time.monotonic() + config.window_s
+    decision_at = time.monotonic() + config.window_s / 2
+    while time.monotonic() < deadline:
+        crashed = [(n, c) for n, c in stack.exited() if n != "replay" or c]
+        if crashed:
+            raise RuntimeError(f"{crashed} exited during the run; see {run_dir / 'logs'}")
+        if time.monotonic() >= decision_at:
+            # From halfway on, every 15 s; keep the richest candidate table seen (at
+            # one instant all jobs may be running or waiting).
+            decision_at = time.monotonic() + 15
+            snapshot = _snapshot_decision(lakehouse, stack.dagster_home, stack.settings)
+            if _richness(snapshot) > _richness(decision):
+                decision = snapshot
+        progress.tick()
+        time.sleep(0.5)
+    return start_us, decision
 
 
 def _richness(decision: dict | None) -> int:
@@ -384,22 +417,18 @@ def _richness(decision: dict | None) -> int:
     return max(len(job["candidates"]) for job in decision["jobs"])
 
 
-def _snapshot_decision(lakehouse: Path, home: Path, env: dict[str, str]) -> dict | None:
+def _snapshot_decision(lakehouse: Path, home: Path, settings: Settings) -> dict | None:
     """The planner's view of the live state mid-run: every job's candidate table."""
-    import dagster as dg
-
-    from freshness_pipeline.config.settings import load_settings
     from freshness_pipeline.orchestration.resources import HudiMetadataResource
     from freshness_pipeline.orchestration.sensor import evaluate_tick
 
     try:
         # The variant's own settings, as its sensor saw them, with PMB's choice shown.
-        settings = replace(load_settings(env).scheduler, policy="pmb")
-        with dg.DagsterInstance.from_config(str(home)) as instance:
+        scheduler = replace(settings.scheduler, policy="pmb")
+        hudi_meta = HudiMetadataResource.for_settings(settings, lakehouse_root=str(lakehouse))
+        with open_instance(home, settings) as instance:
             now_us = int(time.time() * S)
-            result, _ = evaluate_tick(
-                HudiMetadataResource(lakehouse_root=str(lakehouse)), instance, settings, now_us
-            )
+            result, _ = evaluate_tick(hudi_meta, instance, scheduler, now_us)
     except Exception as exc:  # a snapshot is illustration; never fail the run for it
         log.warning("decision snapshot failed: %s", exc)
         return None
@@ -437,7 +466,7 @@ def _collect(
     seed: int,
     run_dir: Path,
     lakehouse: Path,
-    home: Path,
+    stack: Stack,
     samples: list,
     start_us: int,
 ) -> dict:
@@ -451,7 +480,8 @@ def _collect(
                 [s.at_us, s.table, s.watermark_us or "", f"{s.staleness_s:.3f}", f"{s.floor_s:.3f}"]
             )
     runs = []
-    with dg.DagsterInstance.from_config(str(home)) as instance:
+    home = stack.dagster_home
+    with open_instance(home, stack.settings) as instance:
         records = instance.get_run_records()
         # run id -> asset -> that materialization's metadata (a peer's run holds several)
         materialized: dict[str, dict[str, dict]] = {}
@@ -632,7 +662,9 @@ def machine_facts() -> dict:
     }
 
 
-def run_experiment(config: ExperimentConfig, progress: Progress | None = None) -> list[dict]:
+def run_experiment(
+    config: ExperimentConfig, settings: Settings, progress: Progress | None = None
+) -> list[dict]:
     config.out_dir.mkdir(parents=True, exist_ok=True)
     facts = {"config": {**asdict(config), "out_dir": str(config.out_dir)}, **machine_facts()}
     (config.out_dir / "experiment.json").write_text(json.dumps(facts, indent=1, default=str))
@@ -649,5 +681,7 @@ def run_experiment(config: ExperimentConfig, progress: Progress | None = None) -
                 summaries.append(kept)
                 continue
             progress.begin_run(seed, variant.name)
-            summaries.append(run_variant(config, variant, seed, stream, progress=progress))
+            summaries.append(
+                run_variant(config, variant, seed, stream, settings, progress=progress)
+            )
     return summaries

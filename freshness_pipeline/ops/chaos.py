@@ -45,7 +45,7 @@ from pathlib import Path
 
 from freshness_pipeline.catalog.jobs import JOBS
 from freshness_pipeline.catalog.tables import RAW_TABLES
-from freshness_pipeline.config.settings import PROJECT_ROOT
+from freshness_pipeline.config.settings import PROJECT_ROOT, Settings, load_settings
 from freshness_pipeline.hudi.lakehouse import Lakehouse
 from freshness_pipeline.hudi.metadata import HudiTableMetadata, TableNotFound
 from freshness_pipeline.ops.report_sections import write_section
@@ -253,7 +253,7 @@ def fault_schedule(config: ChaosConfig, rng: random.Random) -> list[tuple[float,
     return list(zip(times, kinds, strict=True))
 
 
-def run_chaos(config: ChaosConfig) -> ChaosResult:
+def run_chaos(config: ChaosConfig, settings: Settings) -> ChaosResult:
     from freshness_pipeline.runtime.stack import Stack, StackConfig
 
     rng = random.Random(config.seed)
@@ -284,7 +284,8 @@ def run_chaos(config: ChaosConfig) -> ChaosResult:
             dagster_home=home,
             logs_dir=run_dir / "logs",
             env=env,
-        )
+        ),
+        settings,
     )
     result = ChaosResult(config={**asdict(config), "out_dir": str(run_dir)})
     inject = Injector(stack, faults_dir, rng, lakehouse)
@@ -314,7 +315,7 @@ def run_chaos(config: ChaosConfig) -> ChaosResult:
         result.runs = run_counts(home)
     finally:
         stack.stop()
-    result.oracle = compare_with_oracles(lakehouse, run_dir / "oracle")
+    result.oracle = compare_with_oracles(stack.settings, lakehouse, run_dir / "oracle")
     (run_dir / "chaos.json").write_text(json.dumps(_as_json(result), indent=1))
     return result
 
@@ -359,7 +360,7 @@ def _drain(stack, lakehouse: Lakehouse, timeout_s: float, result: ChaosResult):
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         result.supervisor_events += stack.supervise()
-        landed = any(Path(stack.env["FRESHNESS_LANDING"]).rglob("*.jsonl"))
+        landed = any(stack.settings.landing_dir.rglob("*.jsonl"))
         raw = [_watermark(lakehouse, t) for t in RAW_TABLES]
         if not landed and None not in raw:
             final = min(raw)
@@ -389,7 +390,9 @@ def raw_duplicates(events, key: str) -> tuple[int, list[str]]:
     return int((twice - 1).sum()), [str(k) for k in twice.index[:3]]
 
 
-def compare_with_oracles(lakehouse: Lakehouse, scratch: Path) -> dict[str, dict]:
+def compare_with_oracles(
+    settings: Settings, lakehouse: Lakehouse, scratch: Path
+) -> dict[str, dict]:
     """Per table: rows the table lacks (lost), rows it has beyond the oracle (doubled or
     stale), by the batch SQL oracle and the independent pandas one; per raw table, the
     events it stores twice. Both oracles recompute from the raw tables, so a raw event
@@ -417,7 +420,9 @@ def compare_with_oracles(lakehouse: Lakehouse, scratch: Path) -> dict[str, dict]
 
     # A session already running in this process (the test suite's) is reused, not stopped.
     existing = SparkSession.getActiveSession()
-    spark = existing or build_spark_session(master="local[2]", remote="", app_name="chaos_oracle")
+    spark = existing or build_spark_session(
+        settings, master="local[2]", remote="", app_name="chaos_oracle"
+    )
     try:
         expected = batch_recompute(spark, lakehouse.table_uri, scratch)
         for job in JOBS:
@@ -515,7 +520,7 @@ def main(argv: list[str] | None = None) -> int:
         drain_timeout_s=args.drain_timeout,
         out_dir=args.out,
     )
-    result = run_chaos(config)
+    result = run_chaos(config, load_settings())
     command = "python -m freshness_pipeline.ops.chaos " + " ".join(argv or sys.argv[1:])
     text = report_markdown(result, command.strip())
     if args.report:

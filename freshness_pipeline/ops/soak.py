@@ -28,7 +28,7 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -44,7 +44,7 @@ from freshness_pipeline.bench.memory import (
 )
 from freshness_pipeline.catalog.jobs import JOBS
 from freshness_pipeline.catalog.tables import RAW_TABLES
-from freshness_pipeline.config.settings import child_environment
+from freshness_pipeline.config.settings import load_settings
 from freshness_pipeline.hudi.lakehouse import Lakehouse
 from freshness_pipeline.hudi.write import (
     ARCHIVE_KEEP_MAX_COMMITS as ARCHIVAL_MAX_COMMITS,
@@ -54,6 +54,7 @@ from freshness_pipeline.hudi.write import (
 )
 from freshness_pipeline.ops.chaos import run_counts
 from freshness_pipeline.ops.report_sections import write_section
+from freshness_pipeline.runtime.dagster_instance import open_instance
 from freshness_pipeline.runtime.processes import group_states
 
 COMPLETED = re.compile(r"^\d+_\d+\.(commit|deltacommit|replacecommit|clean|rollback)$")
@@ -229,11 +230,8 @@ def tick_and_run_times(home: Path, window_s: float = 600) -> dict[str, EdgeTimes
     return {"tick": _edges(ticks, window_s), "run": _edges(runs, window_s)}
 
 
-def clustering_state() -> str:
+def clustering_state(tables: Sequence[str]) -> str:
     """Which tables the clustering sensor keeps clustered in this soak (its settings)."""
-    from freshness_pipeline.config.settings import load_settings
-
-    tables = load_settings().clustering.tables
     return f"on for {', '.join(tables)}" if tables else "off (FRESHNESS_CLUSTERING_TABLES=none)"
 
 
@@ -383,6 +381,7 @@ def report(
     timings: dict[str, EdgeTimes] | None = None,
     growth: dict[str, tuple[float, float, list[ClassGrowth]]] | None = None,
     rest: list[RestReading] | None = None,
+    clustered: Sequence[str] = ("price_raw", "trade_raw"),
 ) -> str:
     total_s = minutes * 60
     lines = [
@@ -391,7 +390,7 @@ def report(
         f"Produced by `python -m freshness_pipeline.ops.soak --minutes {minutes:g} "
         f"--rate {rate:g}` on {time.strftime('%Y-%m-%d', time.gmtime())} "
         f"({os.cpu_count()} cores): the live demo for {minutes:g} minutes at {rate:g} "
-        f"events/s, sampled every 30 s. Clustering: {clustering_state()}.",
+        f"events/s, sampled every 30 s. Clustering: {clustering_state(clustered)}.",
         "",
         "Resident memory per process tree, MiB, median per sixth of the run:",
         "",
@@ -533,6 +532,7 @@ def main(argv: list[str] | None = None) -> int:
         "end (0: none, they are judged by their floor under load)",
     )
     args = parser.parse_args(argv)
+    settings = load_settings()
 
     from freshness_pipeline.runtime.stack import Stack, StackConfig, StopFlag
     from freshness_pipeline.stream.generator import StreamConfig
@@ -544,9 +544,7 @@ def main(argv: list[str] | None = None) -> int:
     env = {
         "FRESHNESS_LAKEHOUSE": lakehouse.uri,
         "FRESHNESS_LANDING": str(root / "landing"),
-        "FRESHNESS_SPARK_SERVICE_PORT": child_environment().get(
-            "FRESHNESS_SPARK_SERVICE_PORT", "15012"
-        ),
+        "FRESHNESS_SPARK_SERVICE_PORT": settings.texts.get("FRESHNESS_SPARK_SERVICE_PORT", "15012"),
     }
     home = root / "dagster_home"
     stack = Stack(
@@ -556,7 +554,8 @@ def main(argv: list[str] | None = None) -> int:
             dagster_home=home,
             logs_dir=root / "logs",
             env=env,
-        )
+        ),
+        settings,
     )
     stop = StopFlag()
     restarts: list[str] = []
@@ -589,12 +588,10 @@ def main(argv: list[str] | None = None) -> int:
                         (elapsed, _histogram(jvms[name], name, elapsed))
                     )
 
-        import dagster as dg
-
         from freshness_pipeline.runtime.stack import in_flight_filter
 
         in_flight = in_flight_filter(stack.started_at)
-        with dg.DagsterInstance.from_config(str(home)) as instance:
+        with open_instance(home, stack.settings) as instance:
             reading = rest_reading(
                 pids["dagster"],
                 jvms,
@@ -699,6 +696,7 @@ def main(argv: list[str] | None = None) -> int:
         timings,
         growth,
         rest,
+        settings.clustering.tables,
     )
     print(text)
     if args.report:

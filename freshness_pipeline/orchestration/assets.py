@@ -6,6 +6,7 @@ run contract (files + cutoff_u in, watermark u committed atomically with the dat
 import logging
 import time
 from datetime import timedelta
+from pathlib import Path
 
 from dagster import (
     AssetExecutionContext,
@@ -23,7 +24,6 @@ from dagster import (
 from pydantic import Field
 
 from freshness_pipeline.catalog.jobs import JOBS, JobSpec
-from freshness_pipeline.config.settings import load_settings
 from freshness_pipeline.hudi.metadata import APPROXIMATE_SOURCES, TableNotFound
 from freshness_pipeline.jobs.lineage import LineageError, asset_lineage, to_markdown
 from freshness_pipeline.jobs.run_config import (
@@ -38,10 +38,9 @@ from freshness_pipeline.jobs.runner import JobRunner, RunReport, StalePlan
 from freshness_pipeline.jobs.sql import sql_path
 from freshness_pipeline.orchestration.lineage_metadata import dagster_metadata
 from freshness_pipeline.orchestration.raw_sources import ASSET_GROUP, LAYER_TAG
-from freshness_pipeline.orchestration.resources import HudiMetadataResource
+from freshness_pipeline.orchestration.resources import HudiMetadataResource, HudiSparkResource
 from freshness_pipeline.orchestration.run_start import run_worker_start
 from freshness_pipeline.runtime import faults
-from freshness_pipeline.runtime.spark import HudiSparkResource
 from freshness_pipeline.scheduling.run_plan import (
     BY_HAND,
     PLAN_FIELD,
@@ -142,10 +141,12 @@ def run_until_committed(
     resolved: ResolvedRun,
     runner: JobRunner,
     table_meta,
+    faults_dir: Path | None = None,
 ) -> tuple[ResolvedRun, RunReport | None, list[str]]:
-    """Runs the job; if Hudi refuses the commit as a stale plan, re-plans and runs again."""
+    """Runs the job; if Hudi refuses the commit as a stale plan, re-plans and runs again.
+    `faults_dir`: fault injection for the reliability tests (faults.py); None: off."""
     stale: list[str] = []
-    inject = faults.take(load_settings().faults_dir, spec.name)
+    inject = faults.take(faults_dir, spec.name)
     for _ in range(MAX_PLAN_ATTEMPTS):
         try:
             return resolved, runner.run(spec, resolved, fail_before_commit=inject), stale
@@ -301,6 +302,7 @@ def build_asset(
     spec: JobSpec,
     target: StalenessTarget,
     automation_condition: AutomationCondition | None = None,
+    faults_dir: Path | None = None,
 ) -> AssetsDefinition:
     """The job as an asset; `automation_condition` is set only when Dagster's declarative
     automation launches the jobs (FRESHNESS_AUTOMATION=dagster_eager, automation.py)."""
@@ -379,7 +381,7 @@ def build_asset(
             session_us = int(time.time() * 1_000_000)
             runner = JobRunner(session, hudi_meta.lakehouse())
             resolved, report, lost = run_until_committed(
-                context, spec, config, resolved, runner, hudi_meta.table
+                context, spec, config, resolved, runner, hudi_meta.table, faults_dir
             )
             stale += lost
         metadata = plan_metadata(resolved, planned, stale, chained_after)
@@ -410,11 +412,8 @@ def build_asset(
 
 
 def build_job_assets(
-    target: StalenessTarget | None = None,
+    target: StalenessTarget,
     automation_condition: AutomationCondition | None = None,
+    faults_dir: Path | None = None,
 ) -> list[AssetsDefinition]:
-    target = target if target is not None else load_settings().staleness_target
-    return [build_asset(spec, target, automation_condition) for spec in JOBS.values()]
-
-
-JOB_ASSETS = build_job_assets()
+    return [build_asset(spec, target, automation_condition, faults_dir) for spec in JOBS.values()]

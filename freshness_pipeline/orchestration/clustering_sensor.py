@@ -37,7 +37,6 @@ from dagster import (
 from pydantic import Field
 
 from freshness_pipeline.catalog.jobs import JOBS
-from freshness_pipeline.config.settings import load_settings
 from freshness_pipeline.hudi.metadata import TableNotFound
 from freshness_pipeline.jobs.clustering_exec import (
     FAULT_KIND,
@@ -46,7 +45,7 @@ from freshness_pipeline.jobs.clustering_exec import (
     table_files,
 )
 from freshness_pipeline.orchestration.assets import writer_pool
-from freshness_pipeline.orchestration.resources import HudiMetadataResource
+from freshness_pipeline.orchestration.resources import HudiMetadataResource, HudiSparkResource
 from freshness_pipeline.orchestration.sensor import (
     FINISHED_STATUSES,
     active_clustering_runs,
@@ -55,7 +54,6 @@ from freshness_pipeline.orchestration.sensor import (
     service_down,
 )
 from freshness_pipeline.runtime import faults
-from freshness_pipeline.runtime.spark import HudiSparkResource
 from freshness_pipeline.scheduling.clustering import (
     TABLE_TAG,
     TAG_PREFIX,
@@ -104,7 +102,7 @@ def build_clustering_job(table: str) -> JobDefinition:
         spark: HudiSparkResource,
         hudi_meta: HudiMetadataResource,
     ) -> None:
-        settings = load_settings()
+        settings = hudi_meta.bound_settings()
         lakehouse = hudi_meta.lakehouse()
         if lakehouse.is_external(table):
             raise Failure(description=f"{table} is a declared input someone else writes")
@@ -272,10 +270,11 @@ def evaluate_clustering(
     return decisions, requests
 
 
-def build_clustering_sensor(jobs: list[JobDefinition], settings: ClusteringSettings | None = None):
-    loaded = load_settings()
-    settings = settings or loaded.clustering
-    spark_remote = loaded.spark_remote
+def build_clustering_sensor(
+    jobs: list[JobDefinition], settings: ClusteringSettings, spark_remote: str | None = None
+):
+    """Launches `jobs` (one clustering job per table) when a run would remove enough
+    small files; `spark_remote` is the service it waits for."""
 
     @sensor(
         name="clustering_sensor",

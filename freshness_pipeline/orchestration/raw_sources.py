@@ -18,7 +18,8 @@ from dagster import (
     observable_source_asset,
 )
 
-from freshness_pipeline.config.settings import load_settings
+from freshness_pipeline.catalog.tables import MASTER_TABLE, RAW_TABLES, REJECTS_TABLE, STREAM_TABLE
+from freshness_pipeline.config.settings import Settings
 from freshness_pipeline.hudi.metadata import TableNotFound
 from freshness_pipeline.orchestration.lineage_metadata import source_schema_metadata
 from freshness_pipeline.orchestration.resources import HudiMetadataResource
@@ -69,16 +70,16 @@ def observe_table(hudi_meta: HudiMetadataResource, table: str) -> ObserveResult:
         metadata["watermark"] = iso(watermark, "milliseconds")
         metadata["watermark_us"] = watermark
         metadata["watermark_lag_s"] = round(time.time() - watermark / 1e6, 3)
-    metadata.update(kafka_lag_metadata(table))
+    metadata.update(kafka_lag_metadata(table, hudi_meta.bound_settings()))
     return ObserveResult(
         data_version=DataVersion(latest.instant if latest else "empty"), metadata=metadata
     )
 
 
-def describe(table: str) -> str:
+def describe(table: str, settings: Settings) -> str:
     """The table's description; a declared external input (inputs.py) says where it is,
     that someone else writes it and where its arrival times come from."""
-    declared = load_settings().lakehouse.inputs.get(table)
+    declared = settings.lakehouse.inputs.get(table)
     if declared is None or not declared.external:
         return DESCRIPTIONS[table]
     return (
@@ -88,14 +89,10 @@ def describe(table: str) -> str:
     )
 
 
-def kafka_lag_metadata(table: str) -> dict[str, object]:
+def kafka_lag_metadata(table: str, settings: Settings) -> dict[str, object]:
     """With the Kafka source, a raw table's consumer lag: messages in its topic after the
     table's Streamer checkpoint (high watermark minus checkpoint, per partition and in
     all), asked of the broker without Spark. An unreachable broker is reported, not raised."""
-    from freshness_pipeline.catalog.tables import STREAM_TABLE
-    from freshness_pipeline.config.settings import load_settings
-
-    settings = load_settings()
     streams = [s for s, t in STREAM_TABLE.items() if t == table]
     if settings.source != "kafka" or not streams:
         return {}
@@ -114,29 +111,29 @@ def kafka_lag_metadata(table: str) -> dict[str, object]:
     }
 
 
-def raw_source(table: str) -> SourceAsset | AssetsDefinition:
+def raw_source(table: str, settings: Settings) -> SourceAsset | AssetsDefinition:
     with warnings.catch_warnings():
         # observable_source_asset is marked beta; it is the documented way to observe
         # tables that Dagster does not materialize.
         warnings.simplefilter("ignore")
-        return _raw_source(table)
+        return _raw_source(table, settings)
 
 
-def _column_schema(table: str) -> dict[str, object]:
+def _column_schema(table: str, settings: Settings) -> dict[str, object]:
     """Our raw tables' columns (lineage.py); a declared external table's are its owner's."""
-    declared = load_settings().lakehouse.inputs.get(table)
+    declared = settings.lakehouse.inputs.get(table)
     if declared is not None and declared.external:
         return {}
     return source_schema_metadata(table)
 
 
-def _raw_source(table: str) -> SourceAsset | AssetsDefinition:
+def _raw_source(table: str, settings: Settings) -> SourceAsset | AssetsDefinition:
     @observable_source_asset(
         name=table,
         group_name=ASSET_GROUP,
-        description=describe(table),
+        description=describe(table, settings),
         tags={"dagster/kind/hudi": "", "dagster/kind/spark": "", LAYER_TAG: RAW_LAYER},
-        metadata=_column_schema(table),
+        metadata=_column_schema(table, settings),
     )
     def _observe(hudi_meta: HudiMetadataResource) -> ObserveResult:
         return observe_table(hudi_meta, table)
@@ -144,4 +141,6 @@ def _raw_source(table: str) -> SourceAsset | AssetsDefinition:
     return _observe
 
 
-RAW_SOURCES = [raw_source(t) for t in ("price_raw", "trade_raw", "company_master", "raw_rejects")]
+def build_raw_sources(settings: Settings) -> list[SourceAsset | AssetsDefinition]:
+    """The tables the jobs read and nobody here schedules, as observable sources."""
+    return [raw_source(t, settings) for t in (*RAW_TABLES, MASTER_TABLE, REJECTS_TABLE)]

@@ -31,7 +31,6 @@ from dagster import (
 from freshness_pipeline.catalog.jobs import JOBS, JobSpec, chained_descendants, downstream_of
 from freshness_pipeline.catalog.tables import RAW_TABLES
 from freshness_pipeline.config.scheduler_settings import SchedulerSettings
-from freshness_pipeline.config.settings import load_settings
 from freshness_pipeline.hudi.metadata import TableNotFound
 from freshness_pipeline.orchestration.resources import HudiMetadataResource
 from freshness_pipeline.scheduling.clustering import TABLE_TAG as CLUSTERING_TABLE_TAG
@@ -386,14 +385,13 @@ def aging_words(settings: SchedulerSettings) -> str:
 
 
 def build_sensor(
-    settings: SchedulerSettings | None = None,
+    settings: SchedulerSettings,
     spark_remote: str | None = None,
     target: StalenessTarget | None = None,
 ):
-    if settings is None:
-        loaded = load_settings()
-        settings, spark_remote = loaded.scheduler, loaded.spark_remote
-        target = target or loaded.staleness_target
+    """The freshness sensor: every `settings.tick_s` it plans the six jobs and launches
+    the plan's runs; `spark_remote` is the service it waits for, `target` the staleness
+    it reports against."""
     target = target or StalenessTarget()
 
     @sensor(

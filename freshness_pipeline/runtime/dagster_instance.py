@@ -15,7 +15,7 @@ from urllib.parse import urlsplit
 
 import yaml
 
-from freshness_pipeline.config.settings import POSTGRES_SCHEME, PROJECT_ROOT
+from freshness_pipeline.config.settings import POSTGRES_SCHEME, PROJECT_ROOT, Settings
 
 PASSWORD_ENV = "FRESHNESS_POSTGRES_PASSWORD"
 REPO_INSTANCE_YAML = PROJECT_ROOT / "dagster.yaml"
@@ -61,3 +61,27 @@ def write_instance_yaml(home: Path, postgres_url: str | None = None, k: int | No
     )
     path.write_text(header + yaml.safe_dump(instance_config(postgres_url, k), sort_keys=False))
     return path
+
+
+def open_instance(home: Path, settings: Settings | None = None):
+    """The Dagster instance of `home`, opened in this process. Its dagster.yaml names the
+    Postgres password by variable (never the secret itself); with `settings` the password
+    is handed to the instance as an in-memory override instead, so a process that opens
+    the instance (the stack's supervisor, the experiment, the soak) never has to put the
+    secret into its own environment."""
+    import dagster as dg
+    from dagster._core.instance.ref import InstanceRef
+
+    overrides = instance_overrides(settings) if settings is not None else None
+    ref = InstanceRef.from_dir(str(home), overrides=overrides)
+    return dg.DagsterInstance.from_ref(ref)
+
+
+def instance_overrides(settings: Settings) -> dict[str, Any] | None:
+    """The instance settings a process passes in memory: Postgres storage with its
+    password when the settings have one (None: the file's settings as they are)."""
+    if not (settings.postgres_url and settings.postgres_password):
+        return None
+    storage = postgres_storage(settings.postgres_url)
+    storage["postgres"]["postgres_db"]["password"] = settings.postgres_password
+    return {"storage": storage}

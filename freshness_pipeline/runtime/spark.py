@@ -1,20 +1,17 @@
 """The Spark + Hudi session: one place that knows how Spark must be configured for Hudi.
 
-Used by the Dagster resource (assets), by ingestion and by the tests, so every
-writer of the lakehouse agrees on serializer, SQL extension, catalog and time zone.
+Used by the Dagster resource (orchestration/resources.py), by ingestion and by the tests,
+so every writer of the lakehouse agrees on serializer, SQL extension, catalog and time zone.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from dagster import ConfigurableResource, InitResourceContext
 from dagster_pyspark.resources import spark_session_from_config
-from pydantic import Field, PrivateAttr
 
-from freshness_pipeline.config.settings import Settings, load_settings
-from freshness_pipeline.runtime.service_discovery import find_running_service
+from freshness_pipeline.config.settings import Settings
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -114,15 +111,14 @@ LOOPBACK = "127.0.0.1"
 
 
 def hudi_spark_conf(
+    settings: Settings,
     master: str,
     jars_dir: Path,
     app_name: str = "freshness_pipeline",
     extra: dict[str, str] | None = None,
-    settings: Settings | None = None,
 ) -> dict[str, str]:
     """Spark settings Hudi needs, plus small-machine defaults that keep local runs quick,
-    and the lakehouse's file system settings (`settings`, default: this process's)."""
-    settings = settings or load_settings()
+    and the lakehouse's file system settings."""
     conf = {
         "spark.master": master,
         "spark.app.name": app_name,
@@ -179,14 +175,15 @@ def deployment_conf(master: str, settings: Settings) -> dict[str, str]:
 
 
 def build_spark_session(
+    settings: Settings,
     master: str | None = None,
     remote: str | None = None,
     jars_dir: Path | None = None,
     app_name: str = "freshness_pipeline",
     extra: dict[str, str] | None = None,
 ) -> SparkSession:
-    """A Hudi-ready SparkSession: local by default, a cluster master, or Spark Connect."""
-    settings = load_settings()
+    """A Hudi-ready SparkSession: local by default, a cluster master, or Spark Connect
+    (`remote`, default the settings' FRESHNESS_SPARK_REMOTE)."""
     remote = remote if remote is not None else settings.spark_remote
     if remote:
         # The Connect client's own builder, not pyspark.sql.SparkSession's: the latter
@@ -201,74 +198,8 @@ def build_spark_session(
         return builder.getOrCreate()
     master = master or settings.spark_master
     extra = {**deployment_conf(master, settings), **(extra or {})}
-    conf = hudi_spark_conf(master, jars_dir or settings.jars_dir, app_name, extra, settings)
+    conf = hudi_spark_conf(settings, master, jars_dir or settings.jars_dir, app_name, extra)
     session = spark_session_from_config(conf)
     session.sparkContext.setLogLevel("ERROR")
     apply_lakehouse_conf(session, settings)
     return session
-
-
-class HudiSparkResource(ConfigurableResource):
-    """Dagster resource giving assets a Hudi-ready SparkSession, created on first use.
-
-    Defaults come from the environment (`FRESHNESS_SPARK_MASTER`, `FRESHNESS_SPARK_REMOTE`,
-    `FRESHNESS_LAKEHOUSE`), so pointing the pipeline at a cluster needs no code change.
-    """
-
-    master: str | None = Field(default=None, description="Spark master URL (default local[*]).")
-    remote: str | None = Field(
-        default=None, description="Spark Connect URL, e.g. sc://host:15002; wins over master."
-    )
-    lakehouse_root: str | None = Field(
-        default=None, description="Root URI of the Hudi tables (default ./.lakehouse/tables)."
-    )
-    spark_config: dict[str, Any] = Field(
-        default_factory=dict, description="Extra Spark settings (executor sizes, S3A keys...)."
-    )
-    _session: Any = PrivateAttr(default=None)
-    _discovery: Any = PrivateAttr(default=None)  # service_discovery.Discovery or None
-
-    def setup_for_execution(self, context: InitResourceContext) -> None:
-        """A run given no Spark service (a hand `dagster asset materialize` beside the
-        demo) uses the one the demo announced in the instance's folder, if it is alive and
-        serves this lakehouse, instead of starting its own JVM (service_discovery.py)."""
-        settings = load_settings()
-        if self.remote is not None or settings.spark_remote or settings.spark_mode != "service":
-            return
-        instance = getattr(context, "instance", None)
-        if instance is None or not getattr(instance, "root_directory", None):
-            return
-        lakehouse = self.lakehouse_root or settings.lakehouse_root
-        self._discovery = find_running_service(Path(instance.root_directory), lakehouse)
-
-    def _remote(self) -> str | None:
-        if self.remote is not None:
-            return self.remote
-        if self._discovery is not None and self._discovery.url:
-            return self._discovery.url
-        return load_settings().spark_remote
-
-    @property
-    def spark_session(self) -> SparkSession:
-        if self._session is None:
-            self._session = build_spark_session(
-                master=self.master,
-                remote=self._remote(),
-                extra={k: str(v) for k, v in self.spark_config.items()},
-            )
-        return self._session
-
-    @property
-    def description(self) -> str:
-        """Where runs execute, for run metadata: the service URL or the Spark master, and
-        for a run that looked for the demo's service, what it found."""
-        remote = self._remote()
-        found = f" ({self._discovery.reason})" if self._discovery is not None else ""
-        if remote:
-            return f"shared Spark service {remote}{found}"
-        return f"own Spark driver, master {self.master or load_settings().spark_master}{found}"
-
-    def table_uri(self, table: str) -> str:
-        if self.lakehouse_root:
-            return load_settings().lakehouse_at(self.lakehouse_root).table_uri(table)
-        return load_settings().table_uri(table)

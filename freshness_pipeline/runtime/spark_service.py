@@ -18,7 +18,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from freshness_pipeline.config.settings import Settings, child_environment, load_settings
+from freshness_pipeline.config.settings import Settings, child_environment
 from freshness_pipeline.runtime.processes import ServerProcess
 from freshness_pipeline.runtime.spark import deployment_conf, find_jar, hudi_jars, hudi_spark_conf
 
@@ -87,7 +87,10 @@ def spark_submit_path() -> Path:
 
 @dataclass(frozen=True)
 class SparkServiceConfig:
-    jars_dir: Path
+    # The lakehouse the service writes (s3a settings and jars for an S3 one) and the jars
+    # folder. S3 keys reach the server through its environment (the standard AWS chain),
+    # never its command line.
+    settings: Settings
     state_dir: Path  # scheduler file and server log go here
     port: int = DEFAULT_PORT
     master: str = "local[*]"
@@ -96,10 +99,10 @@ class SparkServiceConfig:
     bind_address: str = "127.0.0.1"  # the Connect port listens here only
     # Spark settings for the master (deployment_conf: the cluster share, the driver host)
     extra_conf: tuple[tuple[str, str], ...] = ()
-    # The lakehouse the service writes (s3a settings and jars for an S3 one); None: the
-    # settings of the process that starts it. S3 keys reach the server through its
-    # environment (the standard AWS chain), never its command line.
-    settings: Settings | None = None
+
+    @property
+    def jars_dir(self) -> Path:
+        return self.settings.jars_dir
 
     @property
     def url(self) -> str:
@@ -116,26 +119,25 @@ def service_config(
     """The shared service as the settings describe it: its port, driver memory and master,
     with the master's deployment settings (cluster share, driver host)."""
     return SparkServiceConfig(
-        jars_dir=settings.jars_dir,
+        settings=settings,
         state_dir=state_dir,
         port=port or settings.spark_service_port,
         master=settings.spark_master,
         driver_memory=settings.spark_service_memory,
         bind_address=settings.spark_service_bind,
         extra_conf=tuple(sorted(deployment_conf(settings.spark_master, settings).items())),
-        settings=settings,
     )
 
 
 def server_command(config: SparkServiceConfig) -> list[str]:
     """`spark-submit` of the Connect server with the Hudi bundle and our session defaults."""
-    settings = config.settings or load_settings()
+    settings = config.settings
     conf = hudi_spark_conf(
+        settings,
         config.master,
         config.jars_dir,
         app_name="freshness_spark_service",
         extra=dict(config.extra_conf),
-        settings=settings,
     )
     conf.pop("spark.master")
     conf.pop("spark.jars")
@@ -202,7 +204,7 @@ class SparkService(ServerProcess):
         config.state_dir.mkdir(parents=True, exist_ok=True)
         (config.state_dir / "fairscheduler.xml").write_text(FAIR_SCHEDULER_XML)
         (config.state_dir / "log4j2.properties").write_text(LOG4J2_PROPERTIES)
-        env = child_environment((config.settings or load_settings()).s3.credential_env())
+        env = child_environment(extra=config.settings.s3.credential_env())
         env.pop("SPARK_HOME", None)  # the server comes from the pyspark wheel we pinned
         bind = dict(config.extra_conf).get("spark.driver.bindAddress")
         if bind:

@@ -28,9 +28,9 @@ from freshness_pipeline.config.settings import (
     PROJECT_ROOT,
     Settings,
     child_environment,
-    load_settings,
+    is_setting,
 )
-from freshness_pipeline.runtime.dagster_instance import write_instance_yaml
+from freshness_pipeline.runtime.dagster_instance import open_instance, write_instance_yaml
 from freshness_pipeline.runtime.kafka_broker import KafkaBroker, KafkaBrokerConfig, broker_state_dir
 from freshness_pipeline.runtime.preflight import preflight
 from freshness_pipeline.runtime.processes import stop_process_group
@@ -157,7 +157,9 @@ class StackConfig:
     port: int = 3000
     dagster_home: Path | None = None
     logs_dir: Path = PROJECT_ROOT / ".lakehouse" / "logs"
-    env: dict[str, str] = field(default_factory=dict)  # e.g. FRESHNESS_POLICY, lakehouse
+    # The children's variables beyond the settings' own (SPARK_LOCAL_IP, ...); a setting's
+    # name here (FRESHNESS_POLICY, the lakehouse) changes the stack's settings for its run.
+    env: dict[str, str] = field(default_factory=dict)
 
 
 def in_flight_filter(since: datetime):
@@ -240,14 +242,19 @@ def free_slots_of_ended_runs(instance) -> list[str]:
 class Stack:
     """One running system; `start()` returns once every child is up (or raises)."""
 
-    def __init__(self, config: StackConfig) -> None:
+    def __init__(self, config: StackConfig, settings: Settings) -> None:
         self.config = config
-        self.env = child_environment(config.env)
+        # One Settings value for every child: the caller's, with the config's changes; it
+        # gains the Spark service's and the broker's addresses as they start.
+        self.settings = settings.changed({k: v for k, v in config.env.items() if is_setting(k)})
+        self._extra_env = {k: v for k, v in config.env.items() if not is_setting(k)}
         home = config.dagster_home or Path(
-            self.env.get("DAGSTER_HOME", PROJECT_ROOT / ".dagster_home")
+            child_environment(extra=self._extra_env).get(
+                "DAGSTER_HOME", PROJECT_ROOT / ".dagster_home"
+            )
         )
         self.dagster_home = home.resolve()
-        self.env["DAGSTER_HOME"] = str(self.dagster_home)
+        self._extra_env["DAGSTER_HOME"] = str(self.dagster_home)
         self.service: SparkService | None = None
         self.broker: KafkaBroker | None = None  # the local Kafka broker, when we start one
         self.children: list[tuple[str, subprocess.Popen, float]] = []
@@ -261,9 +268,7 @@ class Stack:
     # -- start ---------------------------------------------------------------------------
 
     def start(self) -> Stack:
-        # Bad scheduler settings are refused here, before any JVM starts, rather than by
-        # the code server failing to load the sensor.
-        settings = load_settings(self.env)
+        settings = self.settings
         # Every server the settings name (Spark master, Postgres) answers, or one error
         # naming each that does not, before anything is started or written.
         preflight(settings)
@@ -280,8 +285,14 @@ class Stack:
         return self
 
     @property
+    def env(self) -> dict[str, str]:
+        """The environment of the stack's children: its settings' variables, the config's
+        other variables and DAGSTER_HOME (each child builds the same Settings from it)."""
+        return child_environment(self.settings, self._extra_env)
+
+    @property
     def spark_url(self) -> str | None:
-        return self.env.get("FRESHNESS_SPARK_REMOTE")
+        return self.settings.spark_remote
 
     def _prepare_dagster_home(self, settings: Settings) -> None:
         if settings.postgres_url:
@@ -294,17 +305,17 @@ class Stack:
             dagster_yaml.symlink_to(PROJECT_ROOT / "dagster.yaml")
 
     def _start_spark_service(self) -> None:
-        if self.env.get("FRESHNESS_SPARK_REMOTE"):
-            log.info("using the Spark service at %s", self.env["FRESHNESS_SPARK_REMOTE"])
+        if self.settings.spark_remote:
+            log.info("using the Spark service at %s", self.settings.spark_remote)
             return
         if self.config.spark_mode != "service":
             log.info("Spark service off: every run starts its own Spark")
             return
-        settings = load_settings(self.env)
+        settings = self.settings
         config = service_config(settings, self.config.logs_dir)
         log.info("starting the shared Spark service on %s", config.url)
         self.service = SparkService(config).start()
-        self.env["FRESHNESS_SPARK_REMOTE"] = config.url
+        self.settings = settings.changed({"FRESHNESS_SPARK_REMOTE": config.url})
         # A hand `dagster asset materialize` with this DAGSTER_HOME uses it too.
         assert self.service.process is not None
         announce(
@@ -314,13 +325,13 @@ class Stack:
 
     @property
     def kafka_bootstrap(self) -> str | None:
-        settings = load_settings(self.env)
+        settings = self.settings
         return settings.kafka.bootstrap_servers if settings.source == "kafka" else None
 
     def _start_kafka_broker(self) -> None:
         """With the Kafka source and no FRESHNESS_KAFKA_BOOTSTRAP, a local broker: before
         the replayer and ingestion, stopped after them."""
-        settings = load_settings(self.env)
+        settings = self.settings
         if settings.source != "kafka":
             return
         if settings.kafka.bootstrap:
@@ -336,7 +347,7 @@ class Stack:
         config = KafkaBrokerConfig.from_settings(settings.kafka, broker_state_dir(settings))
         log.info("starting the local Kafka broker on %s", config.bootstrap_servers)
         self.broker = KafkaBroker(config).start()
-        self.env["FRESHNESS_KAFKA_BOOTSTRAP"] = config.bootstrap_servers
+        self.settings = settings.changed({"FRESHNESS_KAFKA_BOOTSTRAP": config.bootstrap_servers})
 
     def _cli(self, *args: str) -> list[str]:
         return [sys.executable, "-m", "freshness_pipeline.cli", *args]
@@ -554,7 +565,8 @@ class Stack:
 
     def _child_env(self, name: str) -> dict[str, str]:
         if name == "ingest":
-            return {k: v for k, v in self.env.items() if k != "FRESHNESS_SPARK_REMOTE"}
+            own_driver = self.settings.changed({"FRESHNESS_SPARK_REMOTE": None})
+            return child_environment(own_driver, self._extra_env)
         if name == "code-server":
             return code_server_environment(self.env)
         return self.env
@@ -565,7 +577,6 @@ class Stack:
     def fail_orphaned_runs(self) -> list[str]:
         """Runs of this stack that Dagster still shows as started though their worker
         process is gone (killed): the default run launcher does not watch its workers."""
-        import dagster as dg
 
         events: list[str] = []
         # Every few seconds, on one instance kept open: opening one costs more than a check.
@@ -575,7 +586,7 @@ class Stack:
         if not (self.dagster_home / "dagster.yaml").exists():
             return events
         if self._instance is None:
-            self._instance = dg.DagsterInstance.from_config(str(self.dagster_home))
+            self._instance = open_instance(self.dagster_home, self.settings)
         instance = self._instance
         events += fail_runs_without_worker(instance, self.started_at)
         events += free_slots_of_ended_runs(instance)
@@ -624,7 +635,7 @@ class Stack:
         active = in_flight_filter(self.started_at)
         if not (self.dagster_home / "dagster.yaml").exists():
             return
-        with dg.DagsterInstance.from_config(str(self.dagster_home)) as instance:
+        with open_instance(self.dagster_home, self.settings) as instance:
             for run in instance.get_runs(ours(dg.DagsterRunStatus.QUEUED)):
                 instance.report_run_canceled(
                     run, message="canceled at stop: the stack stopped before the run launched"
