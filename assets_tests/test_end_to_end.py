@@ -175,4 +175,4 @@ def check_runs(home: Path) -> None:
                 continue
             assert meta["files_read"].value == plan.file_count
             assert meta["spark"].value.startswith("shared Spark service")
-            assert meta["t_done_after"].value == iso(plan.cutoff_u)
+            assert meta["t_done_after"].value == iso(plan.cutoff_us)

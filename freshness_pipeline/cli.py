@@ -405,7 +405,7 @@ def build_parser() -> argparse.ArgumentParser:
     ingest.set_defaults(func=cmd_ingest)
 
     experiment = sub.add_parser(
-        "experiment", help="compare scheduling policies on one recorded stream (issue 5)"
+        "experiment", help="compare scheduling policies on one recorded stream"
     )
     experiment.add_argument("--mode", choices=sorted(EXPERIMENT_MODES), default="short")
     experiment.add_argument(

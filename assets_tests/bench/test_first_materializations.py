@@ -1,4 +1,4 @@
-"""The demo check of issue 18 item 5: each table's first materialization after the start,
+"""The demo check: each table's first materialization after the start,
 and the verdict against 3 minutes."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """Every experiment says where it is: run n of N, variant and seed, window position,
-elapsed and remaining time (issue 18, item 7)."""
+elapsed and remaining time."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The published-conditions scenario (issue 18 item 6): its parameters are METHOD 4's,
+"""The published-conditions scenario: its parameters are METHOD 4's,
 its copy-on-write packing behaves as Hudi's rewrite does, and the command prints the
 comparison. Pure and fast: no window longer than a few simulated minutes."""
 
@@ -18,8 +18,7 @@ from freshness_pipeline.experiment.published_scale import (
 )
 from freshness_pipeline.experiment.simulate import _raw_commit_bytes, _Table
 from freshness_pipeline.scheduling.planner import MIB, Candidate, JobChoice
-
-S = 1_000_000
+from freshness_pipeline.scheduling.units import US_PER_S
 
 
 def test_the_conditions_are_the_published_ones():
@@ -114,14 +113,17 @@ def test_pack_share_zero_writes_only_new_files_and_one_only_packs():
 def test_a_packed_group_is_scanned_whole_but_pending_only_for_its_new_rows():
     """The published u8 -> u9 jump: a few new rows make a reader scan a big old file."""
     table = _Table()
-    table.write(1 * S, 10 * S, {"c1": MIB})
-    table.write(11 * S, 20 * S, {"big0.0": MIB}, {"big0.0": 60 * MIB})
-    table.write(21 * S, 30 * S, {"big0.0": MIB})
-    pending = {p.path: p for p in table.pending("trade_raw", 10 * S)}
+    table.write(1 * US_PER_S, 10 * US_PER_S, {"c1": MIB})
+    table.write(11 * US_PER_S, 20 * US_PER_S, {"big0.0": MIB}, {"big0.0": 60 * MIB})
+    table.write(21 * US_PER_S, 30 * US_PER_S, {"big0.0": MIB})
+    pending = {p.path: p for p in table.pending("trade_raw", 10 * US_PER_S)}
     assert set(pending) == {"trade_raw/big0.0@2"}
     big = pending["trade_raw/big0.0@2"]
-    assert big.size_bytes == 62 * MIB and (big.tmin_us, big.tmax_us) == (11 * S, 30 * S)
-    assert table.added_between(10 * S, 30 * S) == 2 * MIB  # carried rows are not new
+    assert big.size_bytes == 62 * MIB and (big.tmin_us, big.tmax_us) == (
+        11 * US_PER_S,
+        30 * US_PER_S,
+    )
+    assert table.added_between(10 * US_PER_S, 30 * US_PER_S) == 2 * MIB  # carried rows are not new
 
 
 @pytest.mark.parametrize(
@@ -150,7 +152,7 @@ def _choice(job: str, picked: int, rows: tuple[Candidate, ...]) -> JobChoice:
     return JobChoice(
         job,
         "pmb",
-        row.u_us,
+        row.cutoff_us,
         tuple(f"f{i}" for i in range(row.file_count)),
         row.scan_bytes,
         row.gain_s,

@@ -261,7 +261,7 @@ def _plan(candidates: int, files: int, pending: int, mib: float, b: float, c: fl
 
     return RunPlan(
         asset="trade_aggr",
-        cutoff_u=2,
+        cutoff_us=2,
         t_done_us=1,
         file_count=files,
         pending_files=pending,

@@ -9,35 +9,37 @@ import pytest
 
 from freshness_pipeline.experiment import simulate as sim
 from freshness_pipeline.experiment.simulate import Conditions, _Table, calibrated, simulate
-
-S = 1_000_000
+from freshness_pipeline.scheduling.units import US_PER_S
 
 
 def test_pending_ranges_follow_the_unconsumed_commits():
     table = _Table()
-    table.write(1 * S, 10 * S, {"a": 100, "b": 100})
-    table.write(11 * S, 20 * S, {"a": 50})
-    table.write(21 * S, 30 * S, {"c": 70})
+    table.write(1 * US_PER_S, 10 * US_PER_S, {"a": 100, "b": 100})
+    table.write(11 * US_PER_S, 20 * US_PER_S, {"a": 50})
+    table.write(21 * US_PER_S, 30 * US_PER_S, {"c": 70})
     everything = {p.path: p for p in table.pending("t", None)}
     assert set(everything) == {"t/a@2", "t/b@1", "t/c@1"}
-    assert (everything["t/a@2"].tmin_us, everything["t/a@2"].tmax_us) == (1 * S, 20 * S)
+    assert (everything["t/a@2"].tmin_us, everything["t/a@2"].tmax_us) == (
+        1 * US_PER_S,
+        20 * US_PER_S,
+    )
     assert everything["t/a@2"].size_bytes == 150  # the group's whole latest file
-    after_first = {p.path: p for p in table.pending("t", 10 * S)}
+    after_first = {p.path: p for p in table.pending("t", 10 * US_PER_S)}
     assert set(after_first) == {"t/a@2", "t/c@1"}
-    assert after_first["t/a@2"].tmin_us == 11 * S
-    assert table.pending("t", 30 * S) == []
+    assert after_first["t/a@2"].tmin_us == 11 * US_PER_S
+    assert table.pending("t", 30 * US_PER_S) == []
 
 
 def test_a_derived_partition_starts_a_new_group_past_the_small_file_limit():
     table = _Table()
     big = sim.DERIVED_SMALL_FILE_BYTES // 2 + 1
     for second in range(1, 4):
-        table.append(second * S, second * S + 1, {"p0": big, "p1": 10})
+        table.append(second * US_PER_S, second * US_PER_S + 1, {"p0": big, "p1": 10})
     assert table.sizes == {"p0.0": 2 * big, "p0.1": big, "p1.0": 30}
     # a consumer past the first two commits reads only the young group of p0
-    young = {p.path for p in table.pending("t", 2 * S + 1)}
+    young = {p.path for p in table.pending("t", 2 * US_PER_S + 1)}
     assert young == {"t/p0.1@1", "t/p1.0@3"}
-    assert table.added_between(S + 1, 3 * S) == big + 10 + big + 10
+    assert table.added_between(US_PER_S + 1, 3 * US_PER_S) == big + 10 + big + 10
 
 
 def test_no_table_is_ever_fresher_than_its_raw_inputs(monkeypatch):

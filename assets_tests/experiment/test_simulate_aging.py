@@ -10,19 +10,20 @@ import pytest
 from freshness_pipeline.catalog.jobs import JOBS
 from freshness_pipeline.experiment import simulate_aging as aging
 from freshness_pipeline.experiment.simulate import Conditions, _Table, calibrated, simulate
-
-S = 1_000_000
+from freshness_pipeline.scheduling.units import US_PER_S
 
 
 def test_a_tables_aging_clock_is_its_oldest_unconsumed_commit():
     table = _Table()
     for landed, (low, high) in enumerate([(1, 10), (11, 20), (21, 30)], start=1):
-        table.write(low * S, high * S, {"a": 100})
-        table.commits[-1].landed_us = landed * 100 * S
-    assert table.pending_since(None) == 100 * S
-    assert table.pending_since(10 * S) == 200 * S
-    assert table.pending_since(25 * S) == 300 * S  # a commit partly consumed still pends
-    assert table.pending_since(30 * S) is None
+        table.write(low * US_PER_S, high * US_PER_S, {"a": 100})
+        table.commits[-1].landed_us = landed * 100 * US_PER_S
+    assert table.pending_since(None) == 100 * US_PER_S
+    assert table.pending_since(10 * US_PER_S) == 200 * US_PER_S
+    assert (
+        table.pending_since(25 * US_PER_S) == 300 * US_PER_S
+    )  # a commit partly consumed still pends
+    assert table.pending_since(30 * US_PER_S) is None
 
 
 def test_waits_and_first_materializations_are_recorded():

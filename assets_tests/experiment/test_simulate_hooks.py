@@ -1,4 +1,4 @@
-"""The simulator's hooks for other scenarios (issue 18 item 6): the raw layout, the trade
+"""The simulator's hooks for other scenarios: the raw layout, the trade
 share, per-job output ratios, the derived small-file limit, a fixed planner cost and the
 launch observer; and that commits out of arrival order are refused (the bisection over a
 table's commits relies on that order)."""
@@ -20,8 +20,8 @@ from freshness_pipeline.experiment.simulate import (
     simulate,
 )
 from freshness_pipeline.scheduling.planner import CostModel, JobChoice
+from freshness_pipeline.scheduling.units import US_PER_S
 
-S = 1_000_000
 SHORT = replace(calibrated(), duration_s=120)
 
 
@@ -121,6 +121,6 @@ def test_bad_hook_conditions_are_refused(bad):
 
 def test_a_commit_out_of_arrival_order_is_refused():
     table = _Table()
-    table.write(1 * S, 10 * S, {"a": 1})
+    table.write(1 * US_PER_S, 10 * US_PER_S, {"a": 1})
     with pytest.raises(ValueError, match="after one up to"):
-        table.write(1 * S, 5 * S, {"a": 1})
+        table.write(1 * US_PER_S, 5 * US_PER_S, {"a": 1})

@@ -5,12 +5,12 @@ from __future__ import annotations
 import pytest
 
 from freshness_pipeline.experiment.staleness import (
-    S,
     StalenessSampler,
     raw_ancestors,
     sample_tables,
     total_staleness,
 )
+from freshness_pipeline.scheduling.units import US_PER_S
 
 
 def test_raw_ancestors_follow_the_lineage():
@@ -20,11 +20,11 @@ def test_raw_ancestors_follow_the_lineage():
 
 
 def test_sample_is_now_minus_watermark_and_the_floor_is_the_raw_lag():
-    now, start = 100 * S, 10 * S
+    now, start = 100 * US_PER_S, 10 * US_PER_S
     marks = {
-        "trade_raw": 98 * S,
-        "price_raw": 97 * S,
-        "trade_aggr": 90 * S,
+        "trade_raw": 98 * US_PER_S,
+        "price_raw": 97 * US_PER_S,
+        "trade_aggr": 90 * US_PER_S,
         "market_features": None,
     }
     by_table = {s.table: s for s in sample_tables(now, start, marks)}
@@ -37,9 +37,9 @@ def test_sample_is_now_minus_watermark_and_the_floor_is_the_raw_lag():
 
 
 def test_total_staleness_sums_tables_and_samples():
-    marks = {"trade_raw": 5 * S, "price_raw": 5 * S}
-    samples = sample_tables(6 * S, 0, marks, jobs=["trade_aggr"]) + sample_tables(
-        7 * S, 0, marks, jobs=["trade_aggr"]
+    marks = {"trade_raw": 5 * US_PER_S, "price_raw": 5 * US_PER_S}
+    samples = sample_tables(6 * US_PER_S, 0, marks, jobs=["trade_aggr"]) + sample_tables(
+        7 * US_PER_S, 0, marks, jobs=["trade_aggr"]
     )
     assert total_staleness(samples) == pytest.approx((6.0 + 7.0, 1.0 + 2.0))
 
@@ -48,7 +48,7 @@ def test_sampler_reads_every_table_each_pass():
     reads = []
     clock = iter(float(t) for t in range(100, 200))
     sampler = StalenessSampler(
-        lambda table: reads.append(table) or 99 * S, start_us=0, clock=lambda: next(clock)
+        lambda table: reads.append(table) or 99 * US_PER_S, start_us=0, clock=lambda: next(clock)
     )
     taken = sampler.sample_once()
     assert len(taken) == 6 and len(reads) == 8  # six job tables plus the two raw tables

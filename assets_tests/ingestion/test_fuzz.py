@@ -1,4 +1,4 @@
-"""Fuzzed bad input (issue 15): 10,000+ malformed records of every kind. The validator gives
+"""Fuzzed bad input: 10,000+ malformed records of every kind. The validator gives
 each the reason its damage calls for; through real ingestion every one lands in
 raw_rejects, nothing crashes, and the valid records of the same files are ingested."""
 

@@ -1,4 +1,4 @@
-"""Clustering on real Hudi and Spark, beside live ingestion and the jobs (issue 19).
+"""Clustering on real Hudi and Spark, beside live ingestion and the jobs.
 
 A short stream is ingested and drained by the sensor's plans; the clustering sensor's run
 (the real Dagster job, in process) merges the raw tables' read files while ingestion
@@ -66,7 +66,7 @@ def _drain(settings: Settings, spark, instance) -> int:
             plan = RunPlan.from_tags(request.tags, request.run_config)
             assert plan is not None
             spec = JOBS[plan.asset]
-            resolved = resolve_run(spec, list(plan.files), plan.cutoff_u, lake.metadata)
+            resolved = resolve_run(spec, list(plan.files), plan.cutoff_us, lake.metadata)
             if not resolved.nothing_to_do:
                 runner.run(spec, resolved)
                 runs += 1

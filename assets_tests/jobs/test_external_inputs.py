@@ -107,7 +107,7 @@ def _drain(lakehouse_settings, spark, instance, sources_seen: dict[str, set[str]
             assert plan is not None
             sources_seen.setdefault(plan.asset, set()).update(plan.arrival_sources)
             spec = JOBS[plan.asset]
-            resolved = resolve_run(spec, list(plan.files), plan.cutoff_u, lake.metadata)
+            resolved = resolve_run(spec, list(plan.files), plan.cutoff_us, lake.metadata)
             if not resolved.nothing_to_do:
                 runner.run(spec, resolved)
                 runs += 1

@@ -19,14 +19,22 @@ from freshness_pipeline.jobs.run_phases import (
     median_phases,
     runner_phases,
 )
+from freshness_pipeline.scheduling.units import US_PER_S
 
-S = 1_000_000
-STEP = StepTimes(started_us=0, inputs_read_us=2 * S, transformed_us=3 * S, write_returned_us=10 * S)
+STEP = StepTimes(
+    started_us=0,
+    inputs_read_us=2 * US_PER_S,
+    transformed_us=3 * US_PER_S,
+    write_returned_us=10 * US_PER_S,
+)
 
 
 def test_the_write_splits_into_four_phases_that_add_up_to_its_wall_time():
     timeline = TimelineTimes(
-        requested_us=4 * S, inflight_us=6 * S, completed_us=8 * S, clean_us=(8_500_000, 9 * S)
+        requested_us=4 * US_PER_S,
+        inflight_us=6 * US_PER_S,
+        completed_us=8 * US_PER_S,
+        clean_us=(8_500_000, 9 * US_PER_S),
     )
     phases = runner_phases(STEP, timeline)
     assert phases == {
@@ -44,7 +52,9 @@ def test_the_write_splits_into_four_phases_that_add_up_to_its_wall_time():
 
 def test_a_writer_clock_ahead_of_ours_keeps_the_sum_and_the_timeline_spans():
     # The driver's clock runs 5 s ahead: requested appears after the write returned.
-    skewed = TimelineTimes(requested_us=9 * S, inflight_us=11 * S, completed_us=13 * S)
+    skewed = TimelineTimes(
+        requested_us=9 * US_PER_S, inflight_us=11 * US_PER_S, completed_us=13 * US_PER_S
+    )
     phases = runner_phases(STEP, skewed)
     assert (phases["index_lookup"], phases["write_files"]) == (2.0, 2.0)  # same clock: exact
     assert phases["write_prepare"] + phases["after_commit"] == pytest.approx(3.0)
@@ -52,7 +62,7 @@ def test_a_writer_clock_ahead_of_ours_keeps_the_sum_and_the_timeline_spans():
 
 
 def test_without_an_inflight_mark_the_whole_span_is_writing():
-    phases = runner_phases(STEP, TimelineTimes(4 * S, None, 8 * S))
+    phases = runner_phases(STEP, TimelineTimes(4 * US_PER_S, None, 8 * US_PER_S))
     assert (phases["index_lookup"], phases["write_files"]) == (0.0, 4.0)
     assert "clean" not in phases
 
@@ -64,14 +74,14 @@ def test_without_a_timeline_the_write_is_one_phase():
 def test_dagster_phases_with_and_without_the_run_queue():
     queued = dagster_phases(
         created_us=0,
-        enqueued_us=1 * S,
-        dequeued_us=31 * S,
-        body_started_us=35 * S,
-        planned_us=36 * S,
+        enqueued_us=1 * US_PER_S,
+        dequeued_us=31 * US_PER_S,
+        body_started_us=35 * US_PER_S,
+        planned_us=36 * US_PER_S,
         session_us=37_500_000,
     )
     assert queued == {"queue_wait": 30.0, "launch": 4.0, "plan": 1.0, "session": 1.5}
-    in_process = dagster_phases(0, None, None, 2 * S, 3 * S, None)
+    in_process = dagster_phases(0, None, None, 2 * US_PER_S, 3 * US_PER_S, None)
     assert in_process == {"launch": 2.0, "plan": 1.0}  # no queue: no queue_wait measured
 
 

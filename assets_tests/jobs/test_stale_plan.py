@@ -1,4 +1,4 @@
-"""A stale plan never commits (issue 15): two runs planned from the same watermark, the
+"""A stale plan never commits: two runs planned from the same watermark, the
 second one to reach its commit is refused by Hudi under the table lock, and the table
 still equals the oracle; a replayed finished config is refused before Spark starts."""
 

@@ -20,19 +20,26 @@ from freshness_pipeline.scheduling.cost_model import FittedCost
 from freshness_pipeline.scheduling.planner import MIB, CostModel, JobState, PendingInput, choose
 from freshness_pipeline.scheduling.run_plan import RunPlan
 from freshness_pipeline.scheduling.staleness_target import StalenessTarget, staleness_s
+from freshness_pipeline.scheduling.units import US_PER_S
 
-S = 1_000_000
-T0 = 1_700_000_000 * S
+T0 = 1_700_000_000 * US_PER_S
 TARGET = StalenessTarget(fail_s=300, warn_fraction=0.5)
 
 
 def resolved() -> ResolvedRun:
-    return ResolvedRun("trade_aggr", T0, T0 + 5 * S, T0 + 9 * S, {"trade_raw": ()}, 7, 7 * MIB)
+    return ResolvedRun(
+        "trade_aggr", T0, T0 + 5 * US_PER_S, T0 + 9 * US_PER_S, {"trade_raw": ()}, 7, 7 * MIB
+    )
 
 
 def test_a_sensor_run_records_the_decision_and_a_hand_run_says_so():
-    files = [PendingInput(f"/lake/f{i}", MIB, T0 + i * S + 1, T0 + (i + 1) * S) for i in range(3)]
-    choice = choose(JobState("trade_aggr", T0, T0 + 3 * S, tuple(files), CostModel(1, 0)), "pmb")
+    files = [
+        PendingInput(f"/lake/f{i}", MIB, T0 + i * US_PER_S + 1, T0 + (i + 1) * US_PER_S)
+        for i in range(3)
+    ]
+    choice = choose(
+        JobState("trade_aggr", T0, T0 + 3 * US_PER_S, tuple(files), CostModel(1, 0)), "pmb"
+    )
     fit = FittedCost(CostModel(1.0, 0.0), "three_term", "prior", 0, None)
     planned = RunPlan.from_choice(choice, T0, fit)
     sensor = plan_metadata(resolved(), planned, [])
@@ -46,14 +53,18 @@ def test_a_sensor_run_records_the_decision_and_a_hand_run_says_so():
 
 
 def test_staleness_around_a_run_is_the_samplers_definition():
-    started, committed = T0 + 100 * S, T0 + 130 * S
-    metadata = staleness_metadata(TARGET, T0, started, T0 + 120 * S, committed)
+    started, committed = T0 + 100 * US_PER_S, T0 + 130 * US_PER_S
+    metadata = staleness_metadata(TARGET, T0, started, T0 + 120 * US_PER_S, committed)
     assert metadata["staleness_before_s"] == 100.0  # at the start: 100 s behind
     assert metadata["staleness_s"] == 10.0  # committed up to 10 s before it finished
     assert metadata["staleness_state"] == "pass"
     assert metadata["staleness_target_s"] == 300.0
-    (sample,) = sample_tables(committed, T0, {"trade_aggr": T0 + 120 * S}, jobs=["trade_aggr"])
-    assert sample.staleness_s == metadata["staleness_s"] == staleness_s(committed, T0 + 120 * S)
+    (sample,) = sample_tables(
+        committed, T0, {"trade_aggr": T0 + 120 * US_PER_S}, jobs=["trade_aggr"]
+    )
+    assert (
+        sample.staleness_s == metadata["staleness_s"] == staleness_s(committed, T0 + 120 * US_PER_S)
+    )
     # A table that never had a watermark has no staleness to plot yet.
     assert staleness_metadata(TARGET, None, started, None, committed) == {
         "staleness_target_s": 300.0
@@ -61,7 +72,7 @@ def test_staleness_around_a_run_is_the_samplers_definition():
 
 
 def test_staleness_is_never_negative():
-    assert staleness_s(T0, T0 + S) == 0.0
+    assert staleness_s(T0, T0 + US_PER_S) == 0.0
 
 
 class FakeInput(FakeTable):
@@ -105,8 +116,13 @@ def test_a_hand_launched_run_tags_itself_and_records_its_staleness():
 
 
 def test_the_sensors_run_config_is_what_the_asset_accepts():
-    files = [PendingInput(f"/lake/f{i}", MIB, T0 + i * S + 1, T0 + (i + 1) * S) for i in range(2)]
-    choice = choose(JobState("trade_aggr", T0, T0 + 2 * S, tuple(files), CostModel(1, 0)), "pmb")
+    files = [
+        PendingInput(f"/lake/f{i}", MIB, T0 + i * US_PER_S + 1, T0 + (i + 1) * US_PER_S)
+        for i in range(2)
+    ]
+    choice = choose(
+        JobState("trade_aggr", T0, T0 + 2 * US_PER_S, tuple(files), CostModel(1, 0)), "pmb"
+    )
     fit = FittedCost(CostModel(1.0, 0.0), "three_term", "prior", 0, None)
     planned = RunPlan.from_choice(choice, T0, fit)
     job = defs.resolve_implicit_global_asset_job_def()

@@ -16,9 +16,9 @@ from freshness_pipeline.orchestration.clustering_sensor import (
 )
 from freshness_pipeline.orchestration.sensor import ASSET_TAG, evaluate_tick
 from freshness_pipeline.scheduling.clustering import TABLE_TAG, ClusteringSettings, decode_groups
+from freshness_pipeline.scheduling.units import US_PER_S
 
-S = 1_000_000
-T0 = 1_700_000_000 * S
+T0 = 1_700_000_000 * US_PER_S
 SETTINGS = ClusteringSettings(tables=("price_raw",), min_files=4, max_span_s=60)
 
 
@@ -26,7 +26,7 @@ class FakeRawTable(FakeTable):
     """A raw table of twelve 10-second commits, one small file each, in partition A."""
 
     def __init__(self, name, pending=()):
-        super().__init__(name, T0 + 120 * S)
+        super().__init__(name, T0 + 120 * US_PER_S)
         self.pending = list(pending)
 
     def latest_commit(self):
@@ -41,7 +41,7 @@ class FakeRawTable(FakeTable):
     def pending_files(self, t_done, with_footer=False):
         out = []
         for n in range(12):
-            low, high = T0 + n * 10 * S + 1, T0 + (n + 1) * 10 * S
+            low, high = T0 + n * 10 * US_PER_S + 1, T0 + (n + 1) * 10 * US_PER_S
             if t_done is not None and high <= t_done:
                 continue
             fs = FileSlice("A", f"f{n}", f"A/f{n}.parquet", 1024, f"{n:017d}")
@@ -52,7 +52,7 @@ class FakeRawTable(FakeTable):
 def lake(read_up_to_s: int = 120, pending=()) -> FakeHudiMetadata:
     fake = FakeHudiMetadata()
     fake.add(FakeRawTable("price_raw", pending))
-    fake.add(FakeTable("price_aggr", T0 + read_up_to_s * S))
+    fake.add(FakeTable("price_aggr", T0 + read_up_to_s * US_PER_S))
     return fake
 
 
@@ -93,11 +93,11 @@ def test_waits_for_an_active_clustering_run_and_backs_off_after_a_failure():
         instance.report_run_failed(running)
         failed_at = instance.get_run_record_by_id(running.run_id).end_time
         pending = [("20261123180000000", None)]
-        during = int((failed_at + 2) * S)
+        during = int((failed_at + 2) * US_PER_S)
         decisions, requests = evaluate_clustering(lake(pending=pending), instance, SETTINGS, during)
         assert requests == []
         assert decisions[0].reason.startswith("backing off after 1 failed clustering run(s)")
-        after = int((failed_at + 6) * S)
+        after = int((failed_at + 6) * US_PER_S)
         decisions, requests = evaluate_clustering(lake(pending=pending), instance, SETTINGS, after)
         assert len(requests) == 1 and requests[0].tags["freshness/clustering_attempt"] == "1"
         config = requests[0].run_config["ops"][op_name("price_raw")]["config"]
@@ -132,7 +132,7 @@ def test_a_clustering_run_takes_a_slot_from_the_jobs():
             tags={TABLE_TAG: "price_raw"},
         )
         result, requests = evaluate_tick(
-            raw_lake(), instance, SchedulerSettings(k=2), now_us=T0 + 61 * S
+            raw_lake(), instance, SchedulerSettings(k=2), now_us=T0 + 61 * US_PER_S
         )
     assert len(requests) == 1
     assert any("1 clustering" in s.reason for s in result.skipped)

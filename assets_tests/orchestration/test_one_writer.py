@@ -1,4 +1,4 @@
-"""One writer per table, whoever launches the run (issue 15's double count).
+"""One writer per table, whoever launches the run (a run counted twice once came from two writers).
 
 A `dagster asset materialize` by hand started beside a run carrying the sensor's decision
 (its exact run config, from the real `evaluate_tick`), in both orders: the table's pool

@@ -23,9 +23,9 @@ from freshness_pipeline.scheduling.planner import POLICIES
 from freshness_pipeline.scheduling.run_plan import PLAN_FIELD, RunPlan
 from freshness_pipeline.scheduling.staleness_target import StalenessTarget
 from freshness_pipeline.scheduling.timefmt import readable_utc
+from freshness_pipeline.scheduling.units import US_PER_S
 
-S = 1_000_000
-T0 = 1_700_000_000 * S
+T0 = 1_700_000_000 * US_PER_S
 
 
 class FakeTable:
@@ -85,16 +85,19 @@ class FakeHudiMetadata(HudiMetadataResource):
 
 
 def raw_lake() -> FakeHudiMetadata:
-    files = [(2 * 1024**2, T0 + i * 10 * S + 1, T0 + (i + 1) * 10 * S, T0) for i in range(6)]
+    files = [
+        (2 * 1024**2, T0 + i * 10 * US_PER_S + 1, T0 + (i + 1) * 10 * US_PER_S, T0)
+        for i in range(6)
+    ]
     lake = FakeHudiMetadata()
-    lake.add(FakeTable("trade_raw", T0 + 60 * S, files))
-    lake.add(FakeTable("price_raw", T0 + 60 * S, files))
+    lake.add(FakeTable("trade_raw", T0 + 60 * US_PER_S, files))
+    lake.add(FakeTable("price_raw", T0 + 60 * US_PER_S, files))
     lake.add(FakeTable("company_master", None))
     return lake
 
 
 def tick(lake, instance, **settings):
-    return evaluate_tick(lake, instance, SchedulerSettings(**settings), now_us=T0 + 61 * S)
+    return evaluate_tick(lake, instance, SchedulerSettings(**settings), now_us=T0 + 61 * US_PER_S)
 
 
 def test_first_tick_launches_the_aggregates_and_explains_the_rest():
@@ -107,7 +110,7 @@ def test_first_tick_launches_the_aggregates_and_explains_the_rest():
     request = next(r for r in requests if r.tags[ASSET_TAG] == "trade_aggr")
     config = request.run_config["ops"]["trade_aggr"]["config"]
     plan = RunPlan.from_run(request)
-    assert config["cutoff_u"] == str(plan.cutoff_u)
+    assert config["cutoff_u"] == str(plan.cutoff_us)
     assert len(config["files"]) == plan.file_count
     assert config["t_done_planned"] == "none"
     assert request.asset_selection == [dg.AssetKey("trade_aggr")]
@@ -119,7 +122,7 @@ def test_first_tick_launches_the_aggregates_and_explains_the_rest():
         "freshness/files",
         "freshness/launched_by",
     }
-    assert request.tags["freshness/cutoff"] == readable_utc(plan.cutoff_u)
+    assert request.tags["freshness/cutoff"] == readable_utc(plan.cutoff_us)
     assert request.tags["freshness/files"] == f"{plan.file_count} of {plan.pending_files} files"
     decision = config[PLAN_FIELD]
     for key in ("G_s", "E_s", "eta", "files_pending", "scan_mib", "cost_model", "u_us"):
@@ -133,7 +136,7 @@ def test_run_keys_are_idempotent_and_follow_the_state():
         _, again = tick(raw_lake(), instance)
         assert [r.run_key for r in first] == [r.run_key for r in again]
         lake = raw_lake()
-        lake.add(FakeTable("trade_aggr", T0 + 30 * S))
+        lake.add(FakeTable("trade_aggr", T0 + 30 * US_PER_S))
         _, moved = tick(lake, instance)
         keys = {r.tags[ASSET_TAG]: r.run_key for r in moved}
         assert keys["trade_aggr"] != {r.tags[ASSET_TAG]: r.run_key for r in first}["trade_aggr"]
@@ -143,9 +146,12 @@ def test_a_jobs_wait_counts_from_its_oldest_pending_commit():
     """The planner's aging clock: the completion of the oldest input commit a job has not
     consumed, read from the pending files (a file without one leaves the arrival to it)."""
     lake = raw_lake()
-    files = [(2 * 1024**2, T0 + i * 10 * S + 1, T0 + (i + 1) * 10 * S, T0) for i in range(6)]
-    committed = [T0 + (i + 1) * 10 * S + 2 * S for i in range(6)]
-    lake.add(FakeTable("trade_raw", T0 + 60 * S, files, committed))
+    files = [
+        (2 * 1024**2, T0 + i * 10 * US_PER_S + 1, T0 + (i + 1) * 10 * US_PER_S, T0)
+        for i in range(6)
+    ]
+    committed = [T0 + (i + 1) * 10 * US_PER_S + 2 * US_PER_S for i in range(6)]
+    lake.add(FakeTable("trade_raw", T0 + 60 * US_PER_S, files, committed))
     with dg.instance_for_test() as instance:
         result, _ = tick(lake, instance, k=1, max_wait_s=120)
     waited = {c.job: c.waited_s for c in result.ranked}
@@ -210,7 +216,7 @@ def test_sensor_emits_run_requests_over_several_ticks():
         assert len(first.run_requests) == 1
         chosen = first.run_requests[0].tags[ASSET_TAG]
         # the chosen job committed its cutoff; next tick picks the other one
-        lake.add(FakeTable(chosen, RunPlan.from_run(first.run_requests[0]).cutoff_u))
+        lake.add(FakeTable(chosen, RunPlan.from_run(first.run_requests[0]).cutoff_us))
         second = sensor_def(
             dg.build_sensor_context(instance=instance, resources={"hudi_meta": lake})
         )
@@ -297,12 +303,12 @@ def test_a_failed_decision_is_retried_after_a_backoff_under_a_new_key():
         failed_at = instance.get_run_record_by_id(run.run_id).end_time
         assert failed_at is not None
         settings = SchedulerSettings()
-        during = int((failed_at + 2) * S)
+        during = int((failed_at + 2) * US_PER_S)
         result, requests = evaluate_tick(raw_lake(), instance, settings, now_us=during)
         assert "trade_aggr" not in [r.tags[ASSET_TAG] for r in requests]
         reason = {s.job: s.reason for s in result.skipped}["trade_aggr"]
         assert reason.startswith("backing off after 1 failed run(s)")
-        after = int((failed_at + 6) * S)
+        after = int((failed_at + 6) * US_PER_S)
         _, requests = evaluate_tick(raw_lake(), instance, settings, now_us=after)
         retry = next(r for r in requests if r.tags[ASSET_TAG] == "trade_aggr")
         assert retry.run_key != trade.run_key
@@ -339,7 +345,7 @@ def test_staleness_observations_carry_the_samplers_staleness_and_the_target():
     target = StalenessTarget()
     t_done = {"trade_aggr": T0, "price_aggr": None}
     staleness = {"trade_aggr": 100.0, "price_aggr": None}
-    events = staleness_observations(T0 + 100 * S, None, t_done, staleness, target)
+    events = staleness_observations(T0 + 100 * US_PER_S, None, t_done, staleness, target)
     assert [e.asset_key.to_user_string() for e in events] == ["trade_aggr"]
     meta = events[0].metadata
     assert meta["staleness_s"].value == 100.0 and meta["staleness_state"].value == "pass"
@@ -354,7 +360,9 @@ def test_staleness_observations_carry_the_samplers_staleness_and_the_target():
 def test_the_sensor_records_staleness_on_its_first_tick():
     # (which later ticks record is observations_due's, tested in test_tick_report)
     lake = raw_lake()
-    lake.add(FakeTable("trade_aggr", T0 + 60 * S)).add(FakeTable("price_aggr", T0 + 60 * S))
+    lake.add(FakeTable("trade_aggr", T0 + 60 * US_PER_S)).add(
+        FakeTable("price_aggr", T0 + 60 * US_PER_S)
+    )
     sensor_def = build_sensor(SchedulerSettings())
     with dg.instance_for_test() as instance:
         first = sensor_def(
@@ -385,7 +393,7 @@ def test_a_chained_run_refreshes_the_jobs_descendants_in_one_run():
     which have no config (each processes what its inputs hold when its step starts); a
     descendant of two launched jobs goes to neither (it would read one input too early)."""
     lake = raw_lake()
-    lake.add(FakeTable("price_aggr", T0 + 60 * S))  # up to date: only trade_aggr runs
+    lake.add(FakeTable("price_aggr", T0 + 60 * US_PER_S))  # up to date: only trade_aggr runs
     with dg.instance_for_test() as instance:
         _, requests = tick(lake, instance, chain_descendants=True)
         (request,) = requests
@@ -410,7 +418,7 @@ def test_a_run_chains_the_descendants_never_materialized_and_only_those():
     descendants' first materializations; a descendant that already has a table is left
     to its own run, and so is what would need it first."""
     lake = raw_lake()
-    lake.add(FakeTable("price_aggr", T0 + 60 * S))  # up to date: only trade_aggr runs
+    lake.add(FakeTable("price_aggr", T0 + 60 * US_PER_S))  # up to date: only trade_aggr runs
     with dg.instance_for_test() as instance:
         _, (request,) = tick(lake, instance)
         chain = ["market_features", "enriched_features", "sector_vwap", "industry_spike"]

@@ -18,23 +18,25 @@ from freshness_pipeline.scheduling.clustering import (
     request_for,
 )
 from freshness_pipeline.scheduling.planner import CostModel, JobState, PendingInput, plan
+from freshness_pipeline.scheduling.units import US_PER_S
 
-S = 1_000_000
-NOW = 1_700_000_000 * S
+NOW = 1_700_000_000 * US_PER_S
 SETTINGS = ClusteringSettings(min_files=4, max_span_s=60, small_file_bytes=10 * MIB)
 
 
 def raw_file(n: int, partition: str = "A", size: int = MIB, span_s: int = 10) -> TableFile:
     """The n-th commit's file: arrivals [10 n, 10 n + span) s, written by instant n."""
-    low = NOW + n * 10 * S
-    return TableFile(partition, f"f{partition}{n}", size, low, low + span_s * S - 1, f"{n:017d}")
+    low = NOW + n * 10 * US_PER_S
+    return TableFile(
+        partition, f"f{partition}{n}", size, low, low + span_s * US_PER_S - 1, f"{n:017d}"
+    )
 
 
 def state(files, consumed_us=None, **kw) -> TableState:
     return TableState(
         "price_raw",
         tuple(files),
-        NOW + 10_000 * S if consumed_us is None else consumed_us,
+        NOW + 10_000 * US_PER_S if consumed_us is None else consumed_us,
         consumers=("price_aggr",),
         **kw,
     )
@@ -162,7 +164,9 @@ def test_backs_off_after_failures_then_resumes_the_pending_plan():
     files = [raw_file(n) for n in range(6)]
     pending = (PendingClustering("20261123180000000", None),)
     waiting = decide(
-        state(files, pending=pending, failed_runs=2, retry_after_us=NOW + 7 * S), SETTINGS, NOW
+        state(files, pending=pending, failed_runs=2, retry_after_us=NOW + 7 * US_PER_S),
+        SETTINGS,
+        NOW,
     )
     assert not waiting.launch
     assert "backing off after 2 failed clustering run(s): retry in 7 s" in waiting.reason
@@ -188,7 +192,7 @@ def test_a_live_heartbeat_means_someone_is_executing_it():
 def test_external_tables_are_never_clustered():
     files = [raw_file(n) for n in range(6)]
     decision = decide(
-        TableState("price_raw", tuple(files), NOW + 10_000 * S, external=True), SETTINGS, NOW
+        TableState("price_raw", tuple(files), NOW + 10_000 * US_PER_S, external=True), SETTINGS, NOW
     )
     assert not decision.launch
     assert "someone else writes" in decision.reason
@@ -235,7 +239,9 @@ def test_settings_are_checked():
 
 
 def test_planner_counts_clustering_runs_against_k():
-    job = JobState("price_aggr", 0, 10 * S, (PendingInput("f", 1, 1, 10 * S),), CostModel(1, 0))
+    job = JobState(
+        "price_aggr", 0, 10 * US_PER_S, (PendingInput("f", 1, 1, 10 * US_PER_S),), CostModel(1, 0)
+    )
     assert plan([job], 1, NOW, other_runs=1).launches == ()
     skipped = plan([job], 1, NOW, other_runs=1).skipped[0]
     assert skipped.reason == "no free slot (K=1, 0 running, 1 clustering)"

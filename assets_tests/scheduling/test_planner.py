@@ -69,12 +69,12 @@ def test_published_trade_aggr_decision():
     assert not isinstance(choice, Skip)
     assert [round(c.eta, 3) for c in choice.candidates] == [eta for *_, eta in PUBLISHED]
     assert [round(c.gain_s) for c in choice.candidates][:3] == [22, 38, 52]
-    assert choice.u_us == at("22:36:35")  # u8
+    assert choice.cutoff_us == at("22:36:35")  # u8
     assert len(choice.files) == 8 and choice.is_subset
     assert round(choice.eta, 3) == 0.608
     assert round(choice.scan_bytes / MIB, 2) == 7.28
     full = choice.candidates[-1]
-    assert round(full.eta, 3) == 0.552 and full.u_us == at("22:39:05")
+    assert round(full.eta, 3) == 0.552 and full.cutoff_us == at("22:39:05")
     assert full.file_count == 14
     # "cut the scan by 97 % and raised eta by 10 %"
     assert round(1 - choice.scan_bytes / full.scan_bytes, 2) == 0.97
@@ -125,7 +125,7 @@ def test_empty_inputs_and_running_are_explicit_skips():
 
 def test_inputs_moved_without_rows_gives_a_watermark_only_run():
     choice = choose(state(t_done=4_000_000, cap=10_000_000), "pmb")
-    assert choice.files == () and choice.u_us == 10_000_000
+    assert choice.files == () and choice.cutoff_us == 10_000_000
     assert choice.gain_s == pytest.approx(6.0) and choice.scan_bytes == 0
 
 
@@ -145,8 +145,8 @@ def test_zero_benefit_and_waiting_for_upstream():
 def test_upstream_cap_limits_the_cutoff():
     files = [f("a", 10, 1_000_000, 2_000_000), f("b", 10, 2_500_000, 9_000_000)]
     choice = choose(state(cap=4_000_000, files=files), "pmb")
-    assert max(c.u_us for c in choice.candidates) == 4_000_000
-    assert all(c.u_us <= 4_000_000 for c in choice.candidates)
+    assert max(c.cutoff_us for c in choice.candidates) == 4_000_000
+    assert all(c.cutoff_us <= 4_000_000 for c in choice.candidates)
 
 
 def test_ties_prefer_the_later_cutoff():
@@ -155,7 +155,7 @@ def test_ties_prefer_the_later_cutoff():
     files = [f("a", 1_000_000, 1, 1_000_000), f("b", 1_000_000, 1_000_001, 2_000_000)]
     choice = choose(state(t_done=0, files=files, cost=cost), "pmb")
     assert choice.candidates[0].eta == pytest.approx(choice.candidates[1].eta)
-    assert choice.u_us == 2_000_000
+    assert choice.cutoff_us == 2_000_000
 
 
 def test_k_exhausted_and_ranking():
@@ -328,7 +328,7 @@ def test_a_new_policy_is_one_class_and_one_registry_line(monkeypatch):
     # The toy's rank and pick decide: PMB launches "big", whose one file has more eta.
     assert plan([big, small], 1, 0, "pmb").launches[0].job == "big"
     assert launch.job == "small" and launch.policy == "smallest_first"
-    assert launch.files == ("a",) and launch.u_us == 1_000_000
+    assert launch.files == ("a",) and launch.cutoff_us == 1_000_000
     # uses_downstream reached candidates(): G is own 1 s plus 1 s unlocked in the child.
     assert launch.gain_s == pytest.approx(2.0)
     assert result.skipped == (Skip("big", "no free slot (K=1, 0 running)"),)

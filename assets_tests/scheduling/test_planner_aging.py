@@ -1,4 +1,4 @@
-"""Aging in the planner (issue 18 item 5): no runnable job waits without bound, and where
+"""Aging in the planner: no runnable job waits without bound, and where
 nobody waits past the bound the plan is PMB's, to the choice."""
 
 from __future__ import annotations
@@ -20,9 +20,9 @@ from freshness_pipeline.scheduling.planner import (
 from freshness_pipeline.scheduling.run_plan import AGING_TAG, VISIBLE_TAGS, RunPlan, plan_tags
 from freshness_pipeline.scheduling.staleness_target import StalenessTarget
 from freshness_pipeline.scheduling.tick_report import describe_tick
+from freshness_pipeline.scheduling.units import US_PER_S
 
-S = 1_000_000
-T0 = 1_800_000_000 * S
+T0 = 1_800_000_000 * US_PER_S
 UPSTREAM = ("trade_aggr", "price_aggr", "market_features", "enriched_features")
 DOWNSTREAM = "sector_vwap"
 FAST = CostModel(a_s=1.0, b_s_per_byte=0.0)  # upstream: eta in the hundreds
@@ -41,7 +41,7 @@ def job(
     pending_since_us: int | None = None,
 ) -> JobState:
     """A job with one pending file covering (t_done, cap]."""
-    low = (t_done_us if t_done_us is not None else cap_us - 10 * S) + 1
+    low = (t_done_us if t_done_us is not None else cap_us - 10 * US_PER_S) + 1
     pending = (PendingInput(f"/lake/{name}/f.parquet", 1000, low, cap_us),)
     return JobState(
         name,
@@ -62,10 +62,12 @@ def starving_machine(
     far larger eta than the downstream job, K = 3, every run takes `run_s`. The downstream
     job's input committed at T0 (its pending work appeared then) and its cap never moves.
     Returns the downstream job's wait at each of its launches within `horizon_s`."""
-    ends: dict[str, int] = {name: T0 + (i + 1) * 20 * S for i, name in enumerate(UPSTREAM[:3])}
+    ends: dict[str, int] = {
+        name: T0 + (i + 1) * 20 * US_PER_S for i, name in enumerate(UPSTREAM[:3])
+    }
     last_refresh: dict[str, int] = {name: T0 for name in (*UPSTREAM, DOWNSTREAM)}
     waits: list[float] = []
-    for now in range(T0, T0 + horizon_s * S, tick_s * S):
+    for now in range(T0, T0 + horizon_s * US_PER_S, tick_s * US_PER_S):
         for name, end in list(ends.items()):
             if end <= now:
                 del ends[name]
@@ -73,19 +75,19 @@ def starving_machine(
         states = [
             job(
                 name,
-                now - 200 * S,
+                now - 200 * US_PER_S,
                 now,
                 running=name in ends,
                 last_refresh_us=last_refresh[name],
-                pending_since_us=now - 200 * S,
+                pending_since_us=now - 200 * US_PER_S,
             )
             for name in UPSTREAM
         ]
         states.append(
             job(
                 DOWNSTREAM,
-                T0 - 60 * S,  # materialized once before: not a first materialization
-                T0 - 50 * S,
+                T0 - 60 * US_PER_S,  # materialized once before: not a first materialization
+                T0 - 50 * US_PER_S,
                 SLOW,
                 running=DOWNSTREAM in ends,
                 last_refresh_us=last_refresh[DOWNSTREAM],
@@ -96,7 +98,7 @@ def starving_machine(
         for choice in result.launches:
             if choice.job == DOWNSTREAM:
                 waits.append(choice.waited_s)
-            ends[choice.job] = now + run_s * S
+            ends[choice.job] = now + run_s * US_PER_S
     return waits
 
 
@@ -175,15 +177,25 @@ def test_aging_changes_nothing_when_nobody_waits_past_the_bound(since, max_wait_
 def test_the_bound_counts_from_the_pending_work_not_from_the_start():
     """A downstream job last refreshed long ago whose input committed only now: its wait
     starts at that commit, so it is not aged until the bound has passed since then."""
-    commit = T0 + 3600 * S
-    upstream = [job(n, commit - 200 * S, commit + 200 * S, running=True) for n in UPSTREAM[1:3]]
+    commit = T0 + 3600 * US_PER_S
+    upstream = [
+        job(n, commit - 200 * US_PER_S, commit + 200 * US_PER_S, running=True)
+        for n in UPSTREAM[1:3]
+    ]
     # trade_aggr's run ended a minute after the commit: it has waited less than the child
-    rival = job("trade_aggr", commit - 200 * S, commit + 200 * S, last_refresh_us=commit + 60 * S)
+    rival = job(
+        "trade_aggr",
+        commit - 200 * US_PER_S,
+        commit + 200 * US_PER_S,
+        last_refresh_us=commit + 60 * US_PER_S,
+    )
 
-    child = job(DOWNSTREAM, T0, T0 + 5 * S, SLOW, last_refresh_us=T0, pending_since_us=commit)
-    early = plan([*upstream, rival, child], 3, commit + 60 * S, max_wait_s=120)
+    child = job(
+        DOWNSTREAM, T0, T0 + 5 * US_PER_S, SLOW, last_refresh_us=T0, pending_since_us=commit
+    )
+    early = plan([*upstream, rival, child], 3, commit + 60 * US_PER_S, max_wait_s=120)
     assert [c.job for c in early.launches] == ["trade_aggr"]
-    late = plan([*upstream, rival, child], 3, commit + 121 * S, max_wait_s=120)
+    late = plan([*upstream, rival, child], 3, commit + 121 * US_PER_S, max_wait_s=120)
     assert [c.job for c in late.launches] == [DOWNSTREAM]
     assert late.launches[0].aged == "waited 121 s, past the 120 s bound"
 
@@ -192,26 +204,38 @@ def test_the_bound_counts_from_the_pending_work_not_from_the_start():
     ("state", "now", "expected"),
     [
         # since its input committed (later than its last run)
-        (job("a", T0, T0 + 50 * S, last_refresh_us=T0, pending_since_us=T0 + 30 * S), 100, 70),
+        (
+            job(
+                "a", T0, T0 + 50 * US_PER_S, last_refresh_us=T0, pending_since_us=T0 + 30 * US_PER_S
+            ),
+            100,
+            70,
+        ),
         # since its last run ended (its work was pending before and during that run)
-        (job("a", T0, T0 + 50 * S, last_refresh_us=T0 + 40 * S, pending_since_us=T0), 100, 60),
+        (
+            job(
+                "a", T0, T0 + 50 * US_PER_S, last_refresh_us=T0 + 40 * US_PER_S, pending_since_us=T0
+            ),
+            100,
+            60,
+        ),
         # no commit time: the oldest pending arrival (T0 + 1 us) stands in
-        (job("a", T0, T0 + 50 * S), 100, 100),
+        (job("a", T0, T0 + 50 * US_PER_S), 100, 100),
         # a running job does not wait
-        (job("a", T0, T0 + 50 * S, running=True, pending_since_us=T0), 100, 0),
+        (job("a", T0, T0 + 50 * US_PER_S, running=True, pending_since_us=T0), 100, 0),
     ],
 )
 def test_how_long_a_job_has_waited(state, now, expected):
-    assert waited_s(state, T0 + now * S) == pytest.approx(expected, abs=1e-3)
+    assert waited_s(state, T0 + now * US_PER_S) == pytest.approx(expected, abs=1e-3)
 
 
 def test_a_first_materialization_takes_the_next_slot():
     """With `first_runs_first`, a table that was never materialized goes ahead of eta's
     order at once (every table exists within a few runs of the start), and says so."""
-    now = T0 + 100 * S
-    busy = [job(n, now - 100 * S, now, running=True) for n in UPSTREAM[:2]]
-    rival = job("market_features", now - 100 * S, now, last_refresh_us=now - 5 * S)
-    child = job(DOWNSTREAM, None, now - 90 * S, SLOW, pending_since_us=now - 20 * S)
+    now = T0 + 100 * US_PER_S
+    busy = [job(n, now - 100 * US_PER_S, now, running=True) for n in UPSTREAM[:2]]
+    rival = job("market_features", now - 100 * US_PER_S, now, last_refresh_us=now - 5 * US_PER_S)
+    child = job(DOWNSTREAM, None, now - 90 * US_PER_S, SLOW, pending_since_us=now - 20 * US_PER_S)
     assert [c.job for c in plan([*busy, rival, child], 3, now).launches] == ["market_features"]
     # The bound alone leaves it to eta: it has waited only 20 s.
     bound_only = plan([*busy, rival, child], 3, now, max_wait_s=120)
@@ -231,9 +255,9 @@ def test_a_first_materialization_takes_the_next_slot():
 
 
 def test_an_aged_job_still_waiting_says_it_is_first_in_line():
-    now = T0 + 1000 * S
-    busy = [job(n, now - 100 * S, now, running=True) for n in UPSTREAM[:3]]
-    child = job(DOWNSTREAM, T0, T0 + 5 * S, SLOW, last_refresh_us=T0, pending_since_us=T0)
+    now = T0 + 1000 * US_PER_S
+    busy = [job(n, now - 100 * US_PER_S, now, running=True) for n in UPSTREAM[:3]]
+    child = job(DOWNSTREAM, T0, T0 + 5 * US_PER_S, SLOW, last_refresh_us=T0, pending_since_us=T0)
     result = plan([*busy, child], 3, now, max_wait_s=120)
     assert result.launches == ()
     (line,) = describe_tick(result, {}, StalenessTarget(), [DOWNSTREAM]).lines
@@ -242,10 +266,10 @@ def test_an_aged_job_still_waiting_says_it_is_first_in_line():
 
 
 def test_the_run_carries_aging_in_a_tag_and_in_its_decision():
-    now = T0 + 1000 * S
-    busy = [job(n, now - 100 * S, now, running=True) for n in UPSTREAM[:2]]
-    rival = job("market_features", now - 100 * S, now, last_refresh_us=now)
-    child = job(DOWNSTREAM, T0, T0 + 5 * S, SLOW, last_refresh_us=T0, pending_since_us=T0)
+    now = T0 + 1000 * US_PER_S
+    busy = [job(n, now - 100 * US_PER_S, now, running=True) for n in UPSTREAM[:2]]
+    rival = job("market_features", now - 100 * US_PER_S, now, last_refresh_us=now)
+    child = job(DOWNSTREAM, T0, T0 + 5 * US_PER_S, SLOW, last_refresh_us=T0, pending_since_us=T0)
     (choice,) = plan([*busy, rival, child], 3, now, max_wait_s=120).launches
     assert choice.job == DOWNSTREAM
     run = RunPlan.from_choice(choice, T0, PRIOR)

@@ -18,16 +18,19 @@ from freshness_pipeline.scheduling.run_plan import (
     hand_run_tags,
     plan_tags,
 )
-
-S = 1_000_000
+from freshness_pipeline.scheduling.units import US_PER_S
 
 
 def a_choice(t_done: int | None):
     files = [
-        PendingInput(f"/lake/trade_raw/A/f{i}.parquet", (i + 1) * MIB, i * S + 1, (i + 1) * S)
+        PendingInput(
+            f"/lake/trade_raw/A/f{i}.parquet", (i + 1) * MIB, i * US_PER_S + 1, (i + 1) * US_PER_S
+        )
         for i in range(4)
     ]
-    state = JobState("trade_aggr", t_done, 4 * S, tuple(files), CostModel(2.0, 0.5 / MIB, 0.1))
+    state = JobState(
+        "trade_aggr", t_done, 4 * US_PER_S, tuple(files), CostModel(2.0, 0.5 / MIB, 0.1)
+    )
     return choose(state, "pmb")
 
 
@@ -41,7 +44,7 @@ def test_round_trip_through_tags_and_config(t_done):
     back = RunPlan.from_tags(plan.tags(), plan.run_config())
     assert back is not None
     assert back.asset == "trade_aggr" and back.files == choice.files
-    assert back.cutoff_u == choice.u_us and back.t_done_us == t_done
+    assert back.cutoff_us == choice.cutoff_us and back.t_done_us == t_done
     assert back.file_count == len(choice.files) and back.scan_bytes == choice.scan_bytes
     assert back.attempt == 2 and back.policy == "pmb"
     assert back.cost_a_s == 2.0 and back.cost_b_s_per_mib == pytest.approx(0.5)
@@ -63,8 +66,8 @@ def test_a_run_carries_a_few_readable_tags_and_the_rest_in_config():
     assert tags["freshness/files"] == f"{plan.file_count} of {plan.pending_files} files"
     assert tags["freshness/launched_by"] == "freshness_sensor"
     # The exact cutoff stays an integer in run config; the tags alone are not a plan.
-    assert plan.op_config()["cutoff_u"] == str(plan.cutoff_u)
-    assert plan.op_config()[PLAN_FIELD]["u_us"] == str(plan.cutoff_u)
+    assert plan.op_config()["cutoff_u"] == str(plan.cutoff_us)
+    assert plan.op_config()[PLAN_FIELD]["u_us"] == str(plan.cutoff_us)
     assert RunPlan.from_tags(tags) is None
     retry = RunPlan.from_choice(a_choice(0), 0, FIT, attempt=3).tags()
     assert retry["freshness/retry"] == "3 after failed runs" and len(retry) == 6
@@ -109,7 +112,7 @@ def test_config_carries_the_contract_and_the_planned_watermark():
     op = plan.run_config()["ops"]["trade_aggr"]["config"]
     assert op == {
         "files": list(plan.files),
-        "cutoff_u": str(plan.cutoff_u),
+        "cutoff_u": str(plan.cutoff_us),
         "t_done_planned": "0",
         PLAN_FIELD: plan.decision(),
     }

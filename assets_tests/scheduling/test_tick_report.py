@@ -6,24 +6,26 @@ from __future__ import annotations
 from freshness_pipeline.scheduling.planner import MIB, CostModel, JobState, PendingInput, plan
 from freshness_pipeline.scheduling.staleness_target import StalenessTarget
 from freshness_pipeline.scheduling.tick_report import describe_tick, observations_due
+from freshness_pipeline.scheduling.units import US_PER_S
 
-S = 1_000_000
-T0 = 1_700_000_000 * S
+T0 = 1_700_000_000 * US_PER_S
 TARGET = StalenessTarget(fail_s=300, warn_fraction=0.5)
 JOBS = ["trade_aggr", "price_aggr", "market_features"]
 
 
 def state(job: str, files: int) -> JobState:
     pending = tuple(
-        PendingInput(f"/lake/{job}/f{i}.parquet", MIB, T0 + i * S + 1, T0 + (i + 1) * S)
+        PendingInput(
+            f"/lake/{job}/f{i}.parquet", MIB, T0 + i * US_PER_S + 1, T0 + (i + 1) * US_PER_S
+        )
         for i in range(files)
     )
-    return JobState(job, T0, T0 + files * S, pending, CostModel(2.0, 0.5 / MIB))
+    return JobState(job, T0, T0 + files * US_PER_S, pending, CostModel(2.0, 0.5 / MIB))
 
 
 def test_a_launching_tick_says_why_the_others_were_left_out():
     states = [state("trade_aggr", 4), state("price_aggr", 2), state("market_features", 0)]
-    result = plan(states, k=1, now_us=T0 + 10 * S)
+    result = plan(states, k=1, now_us=T0 + 10 * US_PER_S)
     staleness = {"trade_aggr": 400.0, "price_aggr": 160.0, "market_features": None}
     report = describe_tick(result, staleness, TARGET, JOBS)
     trade, price, features = report.lines
@@ -55,23 +57,26 @@ def test_an_idle_tick_says_every_reason_in_its_skip_reason():
 
 def test_staleness_is_recorded_every_minute_of_the_clock():
     staleness = {"trade_aggr": 10.0, "price_aggr": 20.0, "market_features": None}
-    minute = 60 * S
+    minute = 60 * US_PER_S
     start = T0 - T0 % minute  # a minute boundary
     # The sensor's first tick, and the first tick past each minute boundary: every table
     # with a watermark (the one without has no staleness to record).
-    assert observations_due(start + 5 * S, None, staleness, TARGET) == ["trade_aggr", "price_aggr"]
-    assert observations_due(start + 2 * S, start - 9 * S, staleness, TARGET) == [
+    assert observations_due(start + 5 * US_PER_S, None, staleness, TARGET) == [
+        "trade_aggr",
+        "price_aggr",
+    ]
+    assert observations_due(start + 2 * US_PER_S, start - 9 * US_PER_S, staleness, TARGET) == [
         "trade_aggr",
         "price_aggr",
     ]
     # Later ticks in the same minute: nothing (no line crossed).
-    assert observations_due(start + 22 * S, start + 11 * S, staleness, TARGET) == []
+    assert observations_due(start + 22 * US_PER_S, start + 11 * US_PER_S, staleness, TARGET) == []
 
 
 def test_a_table_crossing_its_warn_or_fail_line_is_recorded_at_once():
-    minute = 60 * S
+    minute = 60 * US_PER_S
     start = T0 - T0 % minute
-    now, previous = start + 30 * S, start + 20 * S  # 10 s apart, same minute
+    now, previous = start + 30 * US_PER_S, start + 20 * US_PER_S  # 10 s apart, same minute
     staleness = {
         "trade_aggr": 155.0,  # was 145 s at the previous tick: crossed the 150 s warning
         "price_aggr": 140.0,  # still below it

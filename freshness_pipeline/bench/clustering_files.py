@@ -1,4 +1,4 @@
-"""Raw file counts with and without clustering, on the same stream (issue 19.6, scaled down).
+"""Raw file counts with and without clustering, on the same stream (scaled down).
 
     python -m freshness_pipeline.bench.clustering_files [--minutes 6] [--rate 1000]
 
@@ -18,6 +18,8 @@ import argparse
 import os
 import sys
 import time
+
+from freshness_pipeline.scheduling.units import US_PER_S
 
 
 def catch_up(readers, runner, lake) -> dict[str, float]:
@@ -88,7 +90,7 @@ def main() -> int:
                     for table in RAW_TABLES:
                         state, _ = table_state(table, hudi_meta, instance, set(), {})
                         assert state is not None
-                        decision = decide(state, tight, int(time.time() * 1_000_000))
+                        decision = decide(state, tight, int(time.time() * US_PER_S))
                         if decision.launch:
                             started = time.monotonic()
                             execute_clustering(
@@ -103,7 +105,7 @@ def main() -> int:
                 pass
             started = time.monotonic()
             evaluate_tick(
-                hudi_meta, instance, SchedulerSettings(k=3), int(time.time() * 1e6), readers
+                hudi_meta, instance, SchedulerSettings(k=3), int(time.time() * US_PER_S), readers
             )
             tick_s = time.monotonic() - started
             runs = catch_up(readers, runner, lake)

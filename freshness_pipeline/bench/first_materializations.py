@@ -1,5 +1,5 @@
-"""When each of the six tables first materialized after a demo's start (issue 18 item 5:
-all six within 3 minutes), and whether aging launched that run.
+"""When each of the six tables first materialized after a demo's start (target: all six
+within 3 minutes), and whether aging launched that run.
 
 Reads a Dagster instance (the demo's DAGSTER_HOME) and prints one line per job and a
 verdict. Start the demo on clean data so the instance holds only its runs:

@@ -24,6 +24,7 @@ import threading
 import time
 
 from freshness_pipeline.config.settings import child_environment
+from freshness_pipeline.scheduling.units import US_PER_S
 
 
 def main() -> int:
@@ -135,7 +136,7 @@ def main() -> int:
                 committed += result.rows + result.rejects
                 commit_ends.append((time.monotonic(), result.rows + result.rejects))
                 oldest = min(us for seq, us in before.items() if seq <= result.checkpoint)
-                latencies.append(time.time() - oldest / 1e6)
+                latencies.append(time.time() - oldest / US_PER_S)
             # Seconds of stream landed and not yet committed, after each cycle: bounded
             # means the loop sustains the rate, growing means it falls behind.
             pending.append(

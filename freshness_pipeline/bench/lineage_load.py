@@ -1,4 +1,4 @@
-"""What column lineage adds to loading the Dagster definitions (issue 20; target <= 100 ms).
+"""What column lineage adds to loading the Dagster definitions (target <= 100 ms).
 
 Every run process and the code server import `freshness_pipeline.definitions` once, so the
 cost is paid per run. Each sample is a fresh Python process timing that import, in one of

@@ -1,4 +1,4 @@
-"""How a code server starts runs, side by side (issue 18 item 3: the launch path).
+"""How a code server starts runs, side by side (the launch path).
 
     python -m freshness_pipeline.bench.run_launch [--pairs 2] [--minutes 4] [--rate 1000]
 
@@ -9,8 +9,8 @@ FRESHNESS_RUN_START=spawn (Dagster's own: a new Python per run) and once with
 - each sensor run's `launch` phase (queue release until the asset's code runs: the run's
   process, code loading, resources), median and quartiles, and the run's time from its
   worker's RUN_START event to its end (the part after the process started);
-- when each of the six tables first materialized after the stack's start (issue 18 item 5
-  reads the same from a demo: bench/first_materializations.py).
+- when each of the six tables first materialized after the stack's start
+  (bench/first_materializations.py reads the same from a demo).
 The runs' own metadata says how each was started (`run_worker`): a side whose runs did not
 start the way it asked is reported as such, not averaged in.
 """

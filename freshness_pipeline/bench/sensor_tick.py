@@ -22,8 +22,7 @@ import time
 
 from freshness_pipeline.config.settings import Settings, child_environment, load_settings
 from freshness_pipeline.hudi.metadata import FileSlice, PendingFile
-
-S = 1_000_000
+from freshness_pipeline.scheduling.units import US_PER_S
 
 
 class _Table:
@@ -139,17 +138,19 @@ def main() -> int:
     from freshness_pipeline.orchestration.resources import HudiMetadataResource
     from freshness_pipeline.orchestration.sensor import evaluate_tick
 
-    t0 = 1_700_000_000 * S
+    t0 = 1_700_000_000 * US_PER_S
     input_tables = sorted({t for spec in JOBS.values() for t in spec.inputs})
     per_table = args.files // len(input_tables)
     tables = {}
     for n, name in enumerate(input_tables):
         files = []
         for i in range(per_table):
-            lo = t0 + i * S // 4
+            lo = t0 + i * US_PER_S // 4
             fs = FileSlice(chr(65 + i % 26), f"{name}-{i}", f"{name}/{i}.parquet", 4 << 20, "1")
-            files.append(PendingFile(fs, f"/lake/{name}/{i}.parquet", lo, lo + 5 * S, ("1",)))
-        tables[name] = _Table(name, t0 + per_table * S // 4 + 5 * S + n, files)
+            files.append(
+                PendingFile(fs, f"/lake/{name}/{i}.parquet", lo, lo + 5 * US_PER_S, ("1",))
+            )
+        tables[name] = _Table(name, t0 + per_table * US_PER_S // 4 + 5 * US_PER_S + n, files)
     tables["company_master"] = _Table("company_master", 0, [])
 
     from freshness_pipeline.hudi.metadata import TableNotFound

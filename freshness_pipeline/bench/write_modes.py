@@ -1,11 +1,12 @@
-"""Hudi write modes for a derived table, side by side on the same input (issue 18 item 3).
+"""Hudi write modes for a derived table, side by side on the same input.
 
     python -m freshness_pipeline.bench.write_modes [--rounds 5] [--warmup-s 120] [--step-s 2]
 
 trade_aggr, as shipped, is copy-on-write with Hudi's bloom index: every run looks its keys
 up in every file of the ~26 `symbol_prefix` partitions it touches and rewrites the young
 files there (docs/BENCHMARKS.md: index lookup 3.5 s + rewrite 5.9 s under contention).
-This measures the alternatives the issue names, in one process on one input:
+This measures the index types and table types that could cut that, in one process on one
+input:
 
 - `bloom`: as shipped;
 - `simple`: the SIMPLE index (a join of the incoming keys with the touched partitions'

@@ -306,8 +306,8 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("FRESHNESS_CHAIN_FIRST_RUNS", "true",
             "a sensor run of a job also materializes, in the same Dagster run, those of its "
             "descendants that were never materialized, so a new lakehouse's tables exist "
-            "without a tick, a launch and a free slot to wait for between them (issue 18 "
-            "item 5); once every table exists it changes nothing",
+            "without a tick, a launch and a free slot to wait for between them; once every "
+            "table exists it changes nothing",
             "true or false", _bool),
     Setting("FRESHNESS_STALENESS_TARGET_S", "300",
             "how stale (now minus the newest arrival a table reflects, METHOD 1) a derived "

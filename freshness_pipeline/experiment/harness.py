@@ -1,4 +1,4 @@
-"""The experiment (issue 5): the same recorded stream through the real system once per
+"""The experiment: the same recorded stream through the real system once per
 policy variant and seed, each on a fresh lakehouse, with staleness sampled every second.
 
 For each seed, one stream is recorded (seed, duration, rate, universe); then for each
@@ -35,7 +35,7 @@ from freshness_pipeline.config.scheduler_settings import DEFAULT_INTERVAL_S, MIN
 from freshness_pipeline.config.settings import PROJECT_ROOT, Settings, is_setting
 from freshness_pipeline.experiment.progress import Progress
 from freshness_pipeline.experiment.report import MATERIALIZED_AT
-from freshness_pipeline.experiment.staleness import S, StalenessSampler, total_staleness
+from freshness_pipeline.experiment.staleness import StalenessSampler, total_staleness
 from freshness_pipeline.hudi.lakehouse import Lakehouse
 from freshness_pipeline.hudi.metadata import HudiTableMetadata, TableNotFound
 from freshness_pipeline.runtime.dagster_instance import open_instance, write_instance_yaml
@@ -47,6 +47,7 @@ from freshness_pipeline.scheduling.run_plan import (
     RunPlan,
     plan_tags,
 )
+from freshness_pipeline.scheduling.units import US_PER_S
 from freshness_pipeline.stream.generator import StreamConfig
 
 if TYPE_CHECKING:
@@ -105,7 +106,7 @@ POLICY_VARIANTS = {
         "pmb_no_clustering",
         "pmb",
         {"FRESHNESS_CLUSTERING_TABLES": "none"},
-        "ablation: the raw tables never clustered (issue 19: P with and without)",
+        "ablation: the raw tables never clustered (P with and without)",
     ),
     "pmb_pipeline": Variant(
         "pmb_pipeline",
@@ -129,7 +130,7 @@ POLICY_VARIANTS = {
         "fixed_order_full",
         note="controlled: the same fixed order, always all pending files",
     ),
-    # Peers (issue 18): what a Dagster user would pick instead of our sensor.
+    # Peers: what a Dagster user would pick instead of our sensor.
     "dagster_eager": Variant(
         "dagster_eager",
         "",
@@ -254,7 +255,7 @@ def variant_env(config: ExperimentConfig, variant: Variant, seed: int, run_dir: 
         "FRESHNESS_TICK_S": str(config.tick_s),
         "FRESHNESS_SEED": str(seed),
         "FRESHNESS_SPARK_SERVICE_PORT": str(free_port()),
-        # The demo's first runs chained (issue 18 item 5) are not part of the methods
+        # The demo's first runs chained are not part of the methods
         # compared: every variant starts as the seeds measured before it existed did.
         "FRESHNESS_CHAIN_FIRST_RUNS": "false",
         **variant.env,
@@ -390,7 +391,7 @@ def _measure_window(
         if time.monotonic() > ready_by:
             raise RuntimeError(f"no raw commit within 300 s; see {run_dir / 'logs'}")
         time.sleep(0.5)
-    start_us = int(time.time() * S)
+    start_us = int(time.time() * US_PER_S)
     samplers.append(StalenessSampler(read, start_us).start())
     progress.window_opened()
     deadline = time.monotonic() + config.window_s
@@ -427,7 +428,7 @@ def _snapshot_decision(lakehouse: Path, home: Path, settings: Settings) -> dict 
         scheduler = replace(settings.scheduler, policy="pmb")
         hudi_meta = HudiMetadataResource.for_settings(settings, lakehouse_root=str(lakehouse))
         with open_instance(home, settings) as instance:
-            now_us = int(time.time() * S)
+            now_us = int(time.time() * US_PER_S)
             result, _ = evaluate_tick(hudi_meta, instance, scheduler, now_us)
     except Exception as exc:  # a snapshot is illustration; never fail the run for it
         log.warning("decision snapshot failed: %s", exc)
@@ -441,10 +442,10 @@ def _snapshot_decision(lakehouse: Path, home: Path, settings: Settings) -> dict 
                 "eta": c.eta,
                 "files": len(c.files),
                 "pending_files": c.pending_files,
-                "u_us": c.u_us,
+                "u_us": c.cutoff_us,
                 "candidates": [
                     {
-                        "u_us": k.u_us,
+                        "u_us": k.cutoff_us,
                         "files": k.file_count,
                         "scan_bytes": k.scan_bytes,
                         "cost_s": k.cost_s,

@@ -1,4 +1,4 @@
-"""What an experiment is doing while it runs (issue 18, item 7): which run of how many,
+"""What an experiment is doing while it runs: which run of how many,
 its variant and seed, where it is in its measurement window, and the experiment's elapsed
 and estimated remaining time.
 

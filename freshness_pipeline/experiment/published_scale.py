@@ -1,4 +1,4 @@
-"""The published experiment's conditions, fed to the model (issue 18 item 6).
+"""The published experiment's conditions, fed to the model.
 
 METHOD section 4 reports P(PMB) / P(Random) = 0.864 and P(PMB) / P(Max-Benefit) = 0.955
 over about 3 hours. This module rebuilds those conditions for `simulate.simulate` (the

@@ -24,11 +24,11 @@ from freshness_pipeline.catalog.jobs import JOBS
 from freshness_pipeline.jobs.run_phases import PHASES, from_metadata, median_phases
 from freshness_pipeline.scheduling.run_plan import ASSET_TAG, RunPlan
 from freshness_pipeline.scheduling.timefmt import iso
+from freshness_pipeline.scheduling.units import US_PER_S
 
-S = 1_000_000
 TARGETS = (("random", 0.80), ("max_benefit", 0.90))
 BASELINES = ("pmb", "max_benefit", "random")
-PEERS = ("dagster_eager", "interval")  # what a Dagster user would pick (issue 18)
+PEERS = ("dagster_eager", "interval")  # what a Dagster user would pick
 # In a run record's per-asset metadata (harness.py): when that materialization landed.
 MATERIALIZED_AT = "materialized_at"
 
@@ -114,7 +114,7 @@ def figure_staleness_over_time(runs: list[dict], out: Path) -> None:
         times = sorted(totals)
         if not times:
             continue
-        xs = [(t - run["start_us"]) / S for t in times]
+        xs = [(t - run["start_us"]) / US_PER_S for t in times]
         ax.plot(xs, [totals[t] for t in times], label=run["variant"], linewidth=1.2)
         if not floor_drawn:
             ax.plot(xs, [floors[t] for t in times], "k:", label="P0 floor (zero-cost)")
@@ -140,7 +140,7 @@ def marginal_benefits(run_dir: Path) -> dict[str, list[float]]:
             continue  # a job's first run has no t_done to measure a reduction from
         seconds = float(run["end"]) - float(run["start"])
         if seconds > 0:
-            found[plan.asset].append((plan.cutoff_u - plan.t_done_us) / S / seconds)
+            found[plan.asset].append((plan.cutoff_us - plan.t_done_us) / US_PER_S / seconds)
     return found
 
 
@@ -269,7 +269,7 @@ COMPARISONS = (
     (
         "pmb_no_clustering",
         "pmb",
-        "the raw tables never clustered instead of clustered while ingestion runs (issue 19)",
+        "the raw tables never clustered instead of clustered while ingestion runs",
     ),
 )
 
@@ -407,7 +407,7 @@ def run_cost_rows(runs: list[dict], variants: list[str]) -> list[str]:
             if run["variant"] != variant:
                 continue
             minutes += run.get("window_s", 0) / 60
-            window_end = run.get("start_us", 0) / 1e6 + run.get("window_s", 0)
+            window_end = run.get("start_us", 0) / US_PER_S + run.get("window_s", 0)
             for r in _runs(run["dir"]):
                 launched += 1
                 failed += r["status"] == "FAILURE"
@@ -488,7 +488,7 @@ def refreshes_by(run_record: dict, window_end: float) -> int:
 def run_figures(run: dict) -> dict[str, float | list[float]]:
     """One (variant, seed) run's activity in its window: Dagster runs and job refreshes
     that finished in it, every successful run's wall time and every job step's time."""
-    window_end = run.get("start_us", 0) / 1e6 + run.get("window_s", 0)
+    window_end = run.get("start_us", 0) / US_PER_S + run.get("window_s", 0)
     runs_done, refreshes, walls, steps = 0, 0, [], []
     for r in _runs(run["dir"]):
         for meta in (r.get("metadata_by_asset") or {}).values():

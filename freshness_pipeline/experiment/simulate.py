@@ -1,4 +1,4 @@
-"""A model of the pipeline for the conditions the real system cannot reach here (issue 5).
+"""A model of the pipeline for the conditions the real system cannot reach here.
 
 The long experiment misses its targets on 2 cores, and its results page names conditions
 that would change the verdict: a smaller fixed cost per run, bursty arrivals, more
@@ -48,8 +48,8 @@ from freshness_pipeline.scheduling.planner import (
     get_policy,
     plan,
 )
+from freshness_pipeline.scheduling.units import US_PER_S
 
-S = 1_000_000
 BASE_US = 1_800_000_000_000_000
 RAW_STREAMS = ("price_raw", "trade_raw")
 PARTITION_GROUPS = 26  # one file group per symbol letter (the published layout)
@@ -234,9 +234,11 @@ class _Table:
         floor = -1 if t_done_us is None else t_done_us
         return next((c.landed_us for c in self.commits if c.arrival_max_us > floor), None)
 
-    def added_between(self, floor_us: int, u_us: int) -> int:
+    def added_between(self, floor_us: int, cutoff_us: int) -> int:
         """Bytes the commits holding arrivals in (floor, u] added: a run's new input."""
-        return sum(c.added_bytes for c in self._unconsumed(floor_us) if c.arrival_min_us <= u_us)
+        return sum(
+            c.added_bytes for c in self._unconsumed(floor_us) if c.arrival_min_us <= cutoff_us
+        )
 
     def pending(self, table: str, t_done_us: int | None) -> list[PendingInput]:
         """The same rule as `HudiTableMetadata.pending_files`: a group is pending when an
@@ -261,7 +263,7 @@ class _Table:
 @dataclass
 class _Run:
     job: str
-    u_us: int
+    cutoff_us: int
     t_done_us: int | None
     scan_bytes: int
     files: int
@@ -329,12 +331,12 @@ def simulate(
     sample_every = int(round(1 / dt_s))
     for step in range(1, steps + 1):
         now_s = step * dt_s
-        now_us = BASE_US + int(round(now_s * S))
+        now_us = BASE_US + int(round(now_s * US_PER_S))
         # Ingestion: commit n holds the arrivals of [(n-1)*interval, n*interval).
         while (raw_index + 1) * cond.commit_interval_s + cond.ingest_lag_s <= now_s + 1e-9:
             raw_index += 1
-            low = BASE_US + int((raw_index - 1) * cond.commit_interval_s * S)
-            high = BASE_US + int(raw_index * cond.commit_interval_s * S) - 1
+            low = BASE_US + int((raw_index - 1) * cond.commit_interval_s * US_PER_S)
+            high = BASE_US + int(raw_index * cond.commit_interval_s * US_PER_S) - 1
             for table in RAW_STREAMS:
                 files = raw_writers[table](raw_index, _raw_commit_bytes(cond, raw_index, table))
                 tables[table].write(low, high, files.written, files.carried)
@@ -353,7 +355,7 @@ def simulate(
             out += cond.file_overhead_bytes
             tables[run.job].append(
                 run.inputs_low_us + 1,
-                run.u_us,
+                run.cutoff_us,
                 {f"p{i}": out for i in range(groups)},
                 cond.derived_small_file_bytes,
             )
@@ -470,12 +472,12 @@ def _tick(
         low = (
             state.t_done_us
             if state.t_done_us is not None
-            else min((p.tmin_us for p in state.pending), default=choice.u_us) - 1
+            else min((p.tmin_us for p in state.pending), default=choice.cutoff_us) - 1
         )
-        new = sum(tables[t].added_between(low, choice.u_us) for t in JOBS[choice.job].inputs)
+        new = sum(tables[t].added_between(low, choice.cutoff_us) for t in JOBS[choice.job].inputs)
         running[choice.job] = _Run(
             choice.job,
-            choice.u_us,
+            choice.cutoff_us,
             state.t_done_us,
             scan,
             len(files),

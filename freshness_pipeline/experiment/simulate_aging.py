@@ -1,4 +1,4 @@
-"""Aging on the modelled machine (issue 18 item 5): P, each job's longest wait and when all
+"""Aging on the modelled machine: P, each job's longest wait and when all
 six tables first materialized, with the planner's aging off, each of its rules alone
 (the bound, first runs first) and both.
 

@@ -1,4 +1,4 @@
-"""Staleness measured independently of the scheduler (METHOD 1, issue 5).
+"""Staleness measured independently of the scheduler (METHOD 1).
 
 Every second a sampler reads each table's watermark from its Hudi timeline (the same
 commit metadata a reader of the table would trust) and records, for every non-raw table,
@@ -19,8 +19,7 @@ from dataclasses import dataclass
 from freshness_pipeline.catalog.jobs import JOBS
 from freshness_pipeline.catalog.tables import RAW_TABLES
 from freshness_pipeline.scheduling.staleness_target import staleness_s
-
-S = 1_000_000
+from freshness_pipeline.scheduling.units import US_PER_S
 
 
 def raw_ancestors(job: str) -> tuple[str, ...]:
@@ -104,7 +103,7 @@ class StalenessSampler:
     def sample_once(self) -> list[Sample]:
         started = time.perf_counter()
         marks = {t: self.read_watermark(t) for t in (*RAW_TABLES, *JOBS)}
-        now_us = int(self.clock() * S)
+        now_us = int(self.clock() * US_PER_S)
         taken = sample_tables(now_us, self.start_us, marks)
         self.read_seconds.append(time.perf_counter() - started)
         self.samples.extend(taken)

@@ -37,6 +37,7 @@ import pyarrow.parquet as pq
 
 from freshness_pipeline.hudi.location import Location
 from freshness_pipeline.scheduling.timefmt import iso
+from freshness_pipeline.scheduling.units import US_PER_S
 
 META_PREFIX = "freshness."
 # Hudi's own columns in every base file; readers of row data drop them.
@@ -406,7 +407,7 @@ def _as_micros(value: object) -> int:
     if value.tzinfo is None:
         value = value.replace(tzinfo=dt.UTC)
     delta = value - dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
-    return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
+    return (delta.days * 86_400 + delta.seconds) * US_PER_S + delta.microseconds
 
 
 class HudiTableMetadata:
@@ -533,7 +534,7 @@ class HudiTableMetadata:
         followed it, from the timeline: the requested time is the instant itself, the
         inflight time the inflight file's modification time (the writer creates it after
         tagging every incoming record with its file group: the index lookup), the
-        completion time the completed file's (issue 18: where a run's time goes)."""
+        completion time the completed file's (where a run's time goes)."""
         zone = self._local_zone and self._layout_v2
         inflight_us = None
         names = self._timeline_names()  # lists the folder once, with modification times

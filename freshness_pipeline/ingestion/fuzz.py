@@ -1,6 +1,6 @@
 """Malformed stream records of every kind, each with the reject reason it must get.
 
-Used by the fuzz tests (issue 15): at least 10,000 bad records through the ingestion path
+Used by the fuzz tests: at least 10,000 bad records through the ingestion path
 must all land in `raw_rejects` with their reason while the valid records of the same
 files are ingested. Seeded, so a failure replays.
 """

@@ -26,6 +26,7 @@ from freshness_pipeline.ingestion.validate import (
     refuse_repeated_trade,
     validate_record,
 )
+from freshness_pipeline.scheduling.units import US_PER_S
 
 log = logging.getLogger(__name__)
 
@@ -205,7 +206,7 @@ class KafkaTopicReader:
             last_progress = time.monotonic()
             while behind and taken < max_messages:
                 polled = self.consumer.consume(min(POLL_BATCH, max_messages - taken), 0.5)
-                accept_us = int(time.time() * 1_000_000)
+                accept_us = int(time.time() * US_PER_S)
                 good = []
                 for message in polled:
                     error = message.error()

@@ -20,12 +20,12 @@ def read_table(spark, uri: str):
 
 
 def batch_recompute(
-    spark, table_uri, scratch: Path, table_meta=None, arrival_cutoff_us: int | None = None
+    spark, table_uri, scratch: Path, table_meta=None, cutoff_us: int | None = None
 ) -> dict[str, object]:
     """Every job's SQL over the full raw tables, chained; returns job -> DataFrame.
 
     `table_meta` (Lakehouse.metadata) says which raw inputs are external;
-    `arrival_cutoff_us` keeps only raw rows that arrived by then. Each result is written
+    `cutoff_us` keeps only raw rows that arrived by then. Each result is written
     to Parquet under `scratch` and read back before the next job replaces the temp views:
     through Spark Connect a SQL DataFrame is re-analysed when it runs, so it must not
     depend on views that change later (and localCheckpoint is not available there)."""
@@ -37,11 +37,9 @@ def batch_recompute(
             frames[name] = read_external(spark, meta)
         else:
             frames[name] = read_table(spark, table_uri(name))
-        if arrival_cutoff_us is not None and name != "company_master":
+        if cutoff_us is not None and name != "company_master":
             # What a job capped at this watermark has seen: its inputs' rows up to it.
-            frames[name] = frames[name].where(
-                f"arrival_ts <= timestamp_micros({arrival_cutoff_us})"
-            )
+            frames[name] = frames[name].where(f"arrival_ts <= timestamp_micros({cutoff_us})")
     views: set[str] = set()
     try:
         for name in ORDER:

@@ -1,6 +1,6 @@
 """An independent oracle: the six tables recomputed in pandas from the column definitions
 (README, "The six tables"), never from the SQL files, so a wrong SQL cannot agree with
-itself (issue 15). It reads the Hudi tables' latest file slices with pyarrow, no Spark.
+itself. It reads the Hudi tables' latest file slices with pyarrow, no Spark.
 
 Precision contract (README): money is exact (DECIMAL(18,2) prices, DECIMAL(38,2)
 notional: compared here as integer cents), counts and sizes are exact integers, and each
@@ -217,13 +217,13 @@ def recompute(
 
 
 def recompute_lakehouse(
-    table: Callable[[str], Location], arrival_cutoff_us: int | None = None
+    table: Callable[[str], Location], cutoff_us: int | None = None
 ) -> dict[str, pd.DataFrame]:
-    """The six tables from the raw ones; with `arrival_cutoff_us`, from the raw rows that
+    """The six tables from the raw ones; with `cutoff_us`, from the raw rows that
     arrived by then (what a job capped at that watermark has seen)."""
     price, trade = read_table(table("price_raw")), read_table(table("trade_raw"))
-    if arrival_cutoff_us is not None:
-        cutoff = pd.Timestamp(arrival_cutoff_us, unit="us")
+    if cutoff_us is not None:
+        cutoff = pd.Timestamp(cutoff_us, unit="us")
         price, trade = (f[_naive(f["arrival_ts"]) <= cutoff] for f in (price, trade))
     return recompute(price, trade, read_table(table("company_master")))
 
@@ -304,13 +304,13 @@ def compare(name: str, expected: pd.DataFrame, actual: pd.DataFrame) -> Differen
 
 def check_lakehouse(
     table: Callable[[str], Location],
-    arrival_cutoff_us: int | None = None,
+    cutoff_us: int | None = None,
     only: tuple[str, ...] | None = None,
 ) -> list[Difference]:
     """Every derived table (or those in `only`) against the recomputation (from the raw
-    rows that arrived by `arrival_cutoff_us`, if given); raises TableNotFound for a
+    rows that arrived by `cutoff_us`, if given); raises TableNotFound for a
     missing one."""
-    expected = recompute_lakehouse(table, arrival_cutoff_us)
+    expected = recompute_lakehouse(table, cutoff_us)
     results = []
     for name, frame in expected.items():
         if only is not None and name not in only:

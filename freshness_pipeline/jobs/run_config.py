@@ -21,6 +21,7 @@ from freshness_pipeline.catalog.jobs import JobSpec
 from freshness_pipeline.hudi.location import Location, LocationError
 from freshness_pipeline.hudi.metadata import HudiTableMetadata, PendingFile, TableNotFound
 from freshness_pipeline.scheduling.timefmt import iso
+from freshness_pipeline.scheduling.units import US_PER_S
 
 # Hudi base file name: <fileId>_<writeToken>_<instant>.parquet
 _BASE_FILE = re.compile(r"^(?P<file_id>.+?)_(?P<token>\d+-\d+-\d+)_(?P<instant>\d+)\.parquet$")
@@ -76,7 +77,7 @@ def parse_cutoff(value: str | int | None) -> int | None:
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=UTC)
     delta = moment - datetime(1970, 1, 1, tzinfo=UTC)
-    return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
+    return (delta.days * 86_400 + delta.seconds) * US_PER_S + delta.microseconds
 
 
 __all__ = ["iso"]  # re-exported: run configs and metadata print times this way

@@ -1,4 +1,4 @@
-"""Where a run's time goes (issue 18): from the run queue to Hudi's clean, one number per
+"""Where a run's time goes: from the run queue to Hudi's clean, one number per
 phase, recorded in the materialization's metadata (`phase_<name>_s`, which the asset page
 plots over runs) and summarized per job by the experiment's report.
 
@@ -31,6 +31,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from statistics import median
+
+from freshness_pipeline.scheduling.units import US_PER_S
 
 PHASES = (
     "queue_wait",
@@ -72,7 +74,7 @@ class TimelineTimes:
 
 
 def _s(us: int) -> float:
-    return round(us / 1e6, 3)
+    return round(us / US_PER_S, 3)
 
 
 def runner_phases(step: StepTimes, timeline: TimelineTimes | None) -> dict[str, float]:

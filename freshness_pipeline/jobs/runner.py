@@ -36,6 +36,7 @@ from freshness_pipeline.jobs.external_read import read_external
 from freshness_pipeline.jobs.run_config import ResolvedRun
 from freshness_pipeline.jobs.run_phases import StepTimes, TimelineTimes, runner_phases
 from freshness_pipeline.jobs.sql import sql_sections
+from freshness_pipeline.scheduling.units import US_PER_S
 
 T_DONE_BEFORE_KEY = "freshness.t_done_before_us"
 FILES_READ_KEY = "freshness.files_read"
@@ -67,7 +68,7 @@ class RunReport:
 
 
 def _now_us() -> int:
-    return int(time.time() * 1_000_000)
+    return int(time.time() * US_PER_S)
 
 
 def _drop_hoodie(df):
@@ -206,7 +207,7 @@ class JobRunner:
             partitions = {
                 r[0] for r in keys_df.selectExpr("substr(symbol, 1, 1)").distinct().collect()
             }
-        pad = window_s * 1_000_000
+        pad = window_s * US_PER_S
         uris = self._snapshot_files(spec.name, partitions, bounds[0] - pad, bounds[1] + pad)
         if not uris:
             return None

@@ -1,5 +1,5 @@
 """`make chaos`: a live pipeline with faults injected at random points, then a drain and
-both oracles (issue 15).
+both oracles.
 
     python -m freshness_pipeline.ops.chaos --faults 50 --duration 1200 --report docs/RELIABILITY.md
     python -m freshness_pipeline.ops.chaos --faults 4 --duration 60      # the short version

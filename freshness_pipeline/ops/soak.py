@@ -1,4 +1,4 @@
-"""The soak (issue 15): one hour of the live demo, checked for what must stay bounded.
+"""The soak: one hour of the live demo, checked for what must stay bounded.
 
     python -m freshness_pipeline.ops.soak [--minutes 60] [--rate 2000] [--report F]
 
@@ -12,7 +12,7 @@ sensor) on a throwaway lakehouse and samples, every `--interval` seconds:
 - per table, the file groups of the latest snapshot (hudi-rs), which is what the planner
   and every reader see: with clustering on (the default), a raw table's stay bounded while
   the groups clustering replaced wait on disk for the cleaner. They are reported, and
-  judged by the clustering issue's (19) figures, not here.
+  judged by the clustering benchmark (bench/clustering_files.py), not here.
 At the end: runs by status (a soak has no failed run), clustering runs, and a verdict per
 figure.
 """
@@ -207,7 +207,7 @@ def _edges(values: list[tuple[float, float]], window_s: float) -> EdgeTimes:
 
 def tick_and_run_times(home: Path, window_s: float = 600) -> dict[str, EdgeTimes]:
     """How long the freshness sensor's ticks and the six jobs' runs took at the soak's
-    start and at its end (issue 19: with the raw tables' files growing or clustered)."""
+    start and at its end (with the raw tables' files growing or clustered)."""
     import dagster as dg
     from dagster._core.definitions.run_request import InstigatorType  # not public in 1.13
 

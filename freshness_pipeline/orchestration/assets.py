@@ -50,6 +50,7 @@ from freshness_pipeline.scheduling.run_plan import (
 )
 from freshness_pipeline.scheduling.staleness_target import StalenessTarget, staleness_s
 from freshness_pipeline.scheduling.timefmt import readable_utc
+from freshness_pipeline.scheduling.units import US_PER_S
 
 
 class FreshnessRunConfig(Config):
@@ -218,13 +219,13 @@ def queue_marks(context: AssetExecutionContext) -> tuple[int, int | None, int | 
     records no dequeue event: RUN_STARTING is when it let the run go."""
     instance, run_id = context.instance, context.run.run_id
     record = instance.get_run_record_by_id(run_id)
-    created_us = int(record.create_timestamp.timestamp() * 1e6) if record else 0
+    created_us = int(record.create_timestamp.timestamp() * US_PER_S) if record else 0
     wanted = (DagsterEventType.RUN_ENQUEUED, DagsterEventType.RUN_STARTING)
     marks: dict[DagsterEventType, int] = {}
     for event in instance.get_records_for_run(run_id, of_type=set(wanted)).records:
         entry = event.event_log_entry
         if entry.dagster_event is not None:
-            marks.setdefault(entry.dagster_event.event_type, int(entry.timestamp * 1e6))
+            marks.setdefault(entry.dagster_event.event_type, int(entry.timestamp * US_PER_S))
     return created_us, *(marks.get(kind) for kind in wanted)
 
 
@@ -237,7 +238,7 @@ def report_metadata(report: RunReport, resolved: ResolvedRun) -> dict[str, objec
         "rows_scanned": report.rows_scanned,
         "rows_written": report.rows_written,
         "duration_s": round(report.seconds, 3),
-        "watermark_lag_s": round(time.time() - report.t_done_after_us / 1e6, 3),
+        "watermark_lag_s": round(time.time() - report.t_done_after_us / US_PER_S, 3),
         "files_moved_and_resolved": len(resolved.resolved_moves),
     }
 
@@ -341,13 +342,13 @@ def build_asset(
         spark: HudiSparkResource,
         hudi_meta: HudiMetadataResource,
     ) -> MaterializeResult:
-        started_us = int(time.time() * 1_000_000)
+        started_us = int(time.time() * US_PER_S)
         # Everything is checked against Hudi metadata before Spark starts.
         try:
             resolved, stale = plan_run(spec, config, hudi_meta.table)
         except RunConfigError as exc:
             raise Failure(description=f"run config refused: {exc}") from exc
-        planned_us = int(time.time() * 1_000_000)
+        planned_us = int(time.time() * US_PER_S)
         session_us = None
         for reason in stale:
             context.log.warning(f"{reason}; re-planned from the current watermark")
@@ -378,7 +379,7 @@ def build_asset(
             for table in resolved.replanned_tables:
                 context.log.warning(f"a selected file group of {table} was replaced; re-planned")
             session = spark.spark_session
-            session_us = int(time.time() * 1_000_000)
+            session_us = int(time.time() * US_PER_S)
             runner = JobRunner(session, hudi_meta.lakehouse())
             resolved, report, lost = run_until_committed(
                 context, spec, config, resolved, runner, hudi_meta.table, faults_dir
@@ -388,7 +389,7 @@ def build_asset(
         # With nothing to do, the watermark it resolved against is the table's current one.
         after = report.t_done_after_us if report is not None else resolved.t_done_us
         metadata |= staleness_metadata(
-            target, t_done_before, started_us, after, int(time.time() * 1_000_000)
+            target, t_done_before, started_us, after, int(time.time() * US_PER_S)
         )
         if report is None:
             context.log.info(f"nothing to do: {resolved.nothing_to_do}")

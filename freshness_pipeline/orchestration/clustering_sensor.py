@@ -64,6 +64,7 @@ from freshness_pipeline.scheduling.clustering import (
     request_for,
     retry_backoff_s,
 )
+from freshness_pipeline.scheduling.units import US_PER_S
 
 
 def job_name(table: str) -> str:
@@ -178,7 +179,7 @@ def failure_streak(instance, table: str, limit: int = 20) -> tuple[int, int | No
         if record.dagster_run.status == DagsterRunStatus.SUCCESS:
             break
         if last_end is None and record.end_time is not None:
-            last_end = int(record.end_time * 1_000_000)
+            last_end = int(record.end_time * US_PER_S)
         count += 1
     return count, last_end
 
@@ -218,7 +219,7 @@ def table_state(
     failed, last_failure_us = failure_streak(instance, table)
     retry_after = None
     if failed and last_failure_us is not None:
-        retry_after = last_failure_us + int(retry_backoff_s(failed) * 1_000_000)
+        retry_after = last_failure_us + int(retry_backoff_s(failed) * US_PER_S)
     last = meta.last_clustering()
     state = TableState(
         table=table,
@@ -293,7 +294,7 @@ def build_clustering_sensor(
         if down:
             return SkipReason(down)
         decisions, requests = evaluate_clustering(
-            hudi_meta, context.instance, settings, int(time.time() * 1_000_000)
+            hudi_meta, context.instance, settings, int(time.time() * US_PER_S)
         )
         waits = [f"{d.table}: {d.reason}" for d in decisions if not d.launch]
         if not requests:

@@ -24,6 +24,7 @@ from freshness_pipeline.hudi.metadata import TableNotFound
 from freshness_pipeline.orchestration.lineage_metadata import source_schema_metadata
 from freshness_pipeline.orchestration.resources import HudiMetadataResource
 from freshness_pipeline.scheduling.timefmt import iso
+from freshness_pipeline.scheduling.units import US_PER_S
 
 # Every asset, raw and derived, is in this one group: Dagster's asset graph opens a
 # graph of several groups as one collapsed box each, a single group as the whole graph.
@@ -69,7 +70,7 @@ def observe_table(hudi_meta: HudiMetadataResource, table: str) -> ObserveResult:
     if watermark is not None:
         metadata["watermark"] = iso(watermark, "milliseconds")
         metadata["watermark_us"] = watermark
-        metadata["watermark_lag_s"] = round(time.time() - watermark / 1e6, 3)
+        metadata["watermark_lag_s"] = round(time.time() - watermark / US_PER_S, 3)
     metadata.update(kafka_lag_metadata(table, hudi_meta.bound_settings()))
     return ObserveResult(
         data_version=DataVersion(latest.instant if latest else "empty"), metadata=metadata

@@ -48,6 +48,7 @@ from freshness_pipeline.scheduling.run_plan import ASSET_TAG, CHAINED_TAG, RunPl
 from freshness_pipeline.scheduling.staleness_target import StalenessTarget, staleness_s
 from freshness_pipeline.scheduling.tick_report import describe_tick, observations_due
 from freshness_pipeline.scheduling.timefmt import iso
+from freshness_pipeline.scheduling.units import US_PER_S
 
 FINISHED_STATUSES = [
     DagsterRunStatus.SUCCESS,
@@ -111,7 +112,7 @@ def run_history(instance, job: str, limit: int = 40) -> tuple[list[RunSample], i
                     float(meta["duration_s"].value),
                 )
             )
-    last_refresh_us = int(records[0].timestamp * 1_000_000) if records else None
+    last_refresh_us = int(records[0].timestamp * US_PER_S) if records else None
     return samples, last_refresh_us
 
 
@@ -120,8 +121,8 @@ def failure_streaks(
 ) -> dict[str, tuple[int, int | None]]:
     """Per job: (consecutive failed or canceled sensor runs since its last success, when
     the newest of them ended), from one query. A failed decision is then retried under a
-    new run key, after a backoff, instead of being dropped as a duplicate for ever (issue
-    15: stuck after a failure once the stream goes quiet)."""
+    new run key, after a backoff, instead of being dropped as a duplicate for ever (a job
+    would otherwise stay stuck after a failure once the stream goes quiet)."""
     jobs = list(jobs)
     records = instance.get_run_records(
         filters=RunsFilter(tags={ASSET_TAG: jobs}, statuses=FINISHED_STATUSES),
@@ -138,7 +139,7 @@ def failure_streaks(
             continue
         count, last_end = streaks[job]
         if last_end is None and record.end_time is not None:
-            last_end = int(record.end_time * 1_000_000)
+            last_end = int(record.end_time * US_PER_S)
         streaks[job] = (count + 1, last_end)
     return streaks
 
@@ -269,7 +270,7 @@ def plan_tick(
         attempts[spec.name] = failed
         retry_after = None
         if failed and last_failure_us is not None:
-            retry_after = last_failure_us + int(retry_backoff_s(failed) * 1_000_000)
+            retry_after = last_failure_us + int(retry_backoff_s(failed) * US_PER_S)
         states.append(
             replace(
                 state,
@@ -413,7 +414,7 @@ def build_sensor(
             # Launching now would only fail runs (and back their jobs off); say why we wait.
             context.log.info(down)
             return SensorResult(skip_reason=down, cursor="idle: Spark service not reachable")
-        now_us = int(time.time() * 1_000_000)
+        now_us = int(time.time() * US_PER_S)
         outcome = plan_tick(hudi_meta, context.instance, settings, now_us)
         staleness = outcome.staleness_s(now_us)
         report = describe_tick(outcome.plan, staleness, target, list(JOBS))
@@ -427,7 +428,7 @@ def build_sensor(
         previous = context.last_tick_completion_time
         events = staleness_observations(
             now_us,
-            None if previous is None else int(previous * 1_000_000),
+            None if previous is None else int(previous * US_PER_S),
             outcome.t_done_us,
             staleness,
             target,

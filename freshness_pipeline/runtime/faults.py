@@ -1,4 +1,4 @@
-"""Fault injection for the reliability tests and the chaos campaign (issue 15).
+"""Fault injection for the reliability tests and the chaos campaign.
 
 Off unless `FRESHNESS_FAULTS_DIR` is set. A file `<dir>/<asset>.fail_before_commit`
 holding a count N makes the asset's next N runs fail after writing their data files and

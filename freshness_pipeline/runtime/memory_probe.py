@@ -1,4 +1,4 @@
-"""A memory probe inside a long-running Dagster code server (issue 15's soak found the code
+"""A memory probe inside a long-running Dagster code server (a soak found the code
 server's resident memory growing while every cache of ours is bounded, and the process's
 RSS alone cannot say what grows).
 

@@ -2,7 +2,7 @@
 
 The demo's runs get `FRESHNESS_SPARK_REMOTE` from the stack, but a person who types
 `dagster asset materialize` beside the demo has only `DAGSTER_HOME`: without this their
-run starts its own Spark JVM (minutes on 2 cores, issue 18) next to a warm service. The
+run starts its own Spark JVM (minutes on 2 cores) next to a warm service. The
 stack therefore announces its service in the Dagster instance's folder, the one thing a
 hand run shares with the demo, and a run that has no remote of its own uses an announced
 service that is alive, listening and serving the same lakehouse. Anything else keeps the

@@ -35,6 +35,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TypedDict, Unpack
 
+from freshness_pipeline.scheduling.units import US_PER_S
+
 MIB = 1024 * 1024
 # Hudi's default heartbeat (hoodie.client.heartbeat.interval_in_ms = 60 s, 2 tolerable
 # misses): a pending clustering whose heartbeat is younger may still be executing.
@@ -122,7 +124,7 @@ class ClusterGroup:
 
     @property
     def span_s(self) -> float:
-        return (self.arrival_max_us - self.arrival_min_us) / 1e6
+        return (self.arrival_max_us - self.arrival_min_us) / US_PER_S
 
 
 @dataclass(frozen=True)
@@ -162,7 +164,7 @@ def output_files(size_bytes: int, target_file_bytes: int) -> int:
 def _runs(ordered: Sequence[TableFile], settings: ClusteringSettings) -> list[list[TableFile]]:
     """Consecutive files (in arrival order) cut wherever the next one would stretch the run
     past `max_span_s` of arrival or one output file."""
-    span_us = settings.max_span_s * 1_000_000
+    span_us = settings.max_span_s * US_PER_S
     runs: list[list[TableFile]] = []
     low = high = size = 0
     for f in ordered:
@@ -233,7 +235,7 @@ def decide(state: TableState, settings: ClusteringSettings, now_us: int) -> Clus
     if state.active_run:
         return wait(state.active_run)
     if state.retry_after_us is not None and state.retry_after_us > now_us:
-        left = (state.retry_after_us - now_us) / 1e6
+        left = (state.retry_after_us - now_us) / US_PER_S
         return wait(
             f"backing off after {state.failed_runs} failed clustering run(s): retry in "
             f"{left:.0f} s (a pending plan is resumed then)"

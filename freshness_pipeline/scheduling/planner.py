@@ -9,12 +9,12 @@ For each runnable job j (pending input, not running):
   G = max(0, u - t_done_j),  E = E_j(C_j(u)),  eta = G / E  staleness reduced per second
 keep the u with the largest eta; launch the K - |running| jobs with the largest eta.
 
-Bounded waits (beyond the thesis; issue 18 item 5): with `max_wait_s` set, a runnable job
+Bounded waits (beyond the thesis): with `max_wait_s` set, a runnable job
 that has waited longer than the bound (with `first_runs_first`, also one whose table has
 never been materialized) is ranked ahead of the policy's order (`age`); the rest keep it.
 See `age` for why.
 
-Variants for the experiment (issue 5):
+Variants for the experiment:
 - `pmb_pipeline` (beyond the thesis): G also counts the downstream staleness a run
   unlocks: for each child job waiting on this one, the seconds by which the child's cap
   would rise if this job's watermark moved to u (a fast upstream run is worth more when
@@ -42,6 +42,8 @@ from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import ClassVar, TypeAlias
+
+from freshness_pipeline.scheduling.units import US_PER_S
 
 # A key of POLICY_REGISTRY. A plain str, not a Literal, so that a new policy needs no
 # edit beyond its class and its registry line.
@@ -101,7 +103,7 @@ class JobState:
 
 @dataclass(frozen=True)
 class Candidate:
-    u_us: int
+    cutoff_us: int
     file_count: int  # |C(u)|: the files with tmin <= u
     scan_bytes: int
     gain_s: float  # G
@@ -113,7 +115,7 @@ class Candidate:
 class JobChoice:
     job: str
     policy: Policy
-    u_us: int
+    cutoff_us: int
     files: tuple[str, ...]
     scan_bytes: int
     gain_s: float
@@ -166,17 +168,17 @@ def _by_tmin(state: JobState) -> list[PendingInput]:
     return sorted(state.pending, key=lambda f: (f.tmin_us, f.path))
 
 
-def unlocked_s(state: JobState, u_us: int) -> float:
+def unlocked_s(state: JobState, cutoff_us: int) -> float:
     """Downstream staleness seconds that moving this job's watermark to u makes removable:
     per waiting child, how far its cap (min of its inputs' watermarks) would rise."""
     total = 0.0
     now_mark = state.t_done_us
     for child in state.downstream:
         other = child.other_inputs_cap_us
-        new_cap = u_us if other is None else min(u_us, other)
+        new_cap = cutoff_us if other is None else min(cutoff_us, other)
         old_cap = now_mark if other is None or now_mark is None else min(now_mark, other)
         floor = max(x for x in (old_cap, child.t_done_us, -1) if x is not None)
-        total += max(0.0, (new_cap - floor) / 1e6)
+        total += max(0.0, (new_cap - floor) / US_PER_S)
     return total
 
 
@@ -194,7 +196,7 @@ def candidates(state: JobState, pipeline: bool = False) -> tuple[Candidate, ...]
         # nothing): a run over no files still advances the watermark to the cap.
         if floor is None or state.cap_us <= floor:
             return ()
-        gain = (state.cap_us - floor) / 1e6
+        gain = (state.cap_us - floor) / US_PER_S
         if pipeline:
             gain += unlocked_s(state, state.cap_us)
         cost = state.cost.estimate(0, 0)
@@ -211,7 +213,7 @@ def candidates(state: JobState, pipeline: bool = False) -> tuple[Candidate, ...]
     for u in cutoffs:
         count = bisect.bisect_right(tmins, u)
         scan = scan_prefix[count]
-        gain = max(0.0, (u - base) / 1e6)
+        gain = max(0.0, (u - base) / US_PER_S)
         if pipeline:
             gain += unlocked_s(state, u)
         cost = state.cost.estimate(scan, count)
@@ -221,7 +223,7 @@ def candidates(state: JobState, pipeline: bool = False) -> tuple[Candidate, ...]
 
 def _best(rows: Sequence[Candidate]) -> Candidate:
     # Largest eta; on a tie the larger cutoff, which removes more staleness.
-    return max(rows, key=lambda c: (round(c.eta, 12), c.u_us))
+    return max(rows, key=lambda c: (round(c.eta, 12), c.cutoff_us))
 
 
 # The policies. A policy object holds no state: the registry shares one instance of each
@@ -393,7 +395,7 @@ def _choose(
     if state.running:
         return Skip(state.job, "already running")
     if now_us is not None and state.retry_after_us is not None and state.retry_after_us > now_us:
-        wait_s = (state.retry_after_us - now_us) / 1e6
+        wait_s = (state.retry_after_us - now_us) / US_PER_S
         return Skip(
             state.job,
             f"backing off after {state.failed_runs} failed run(s): retry in {wait_s:.0f} s",
@@ -411,7 +413,7 @@ def _choose(
     return JobChoice(
         job=state.job,
         policy=name,
-        u_us=picked.u_us,
+        cutoff_us=picked.cutoff_us,
         files=tuple(f.path for f in _by_tmin(state)[: picked.file_count]),
         scan_bytes=picked.scan_bytes,
         gain_s=picked.gain_s,
@@ -436,7 +438,7 @@ def waited_s(state: JobState, now_us: int) -> float:
         return 0.0
     if state.last_refresh_us is not None:
         since = max(since, state.last_refresh_us)
-    return max(0.0, (now_us - since) / 1e6)
+    return max(0.0, (now_us - since) / US_PER_S)
 
 
 def age(

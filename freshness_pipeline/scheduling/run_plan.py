@@ -73,7 +73,7 @@ class RunPlan:
     and why (the policy's G, E, eta, the pending set and the cost model behind E)."""
 
     asset: str
-    cutoff_u: int  # integer microseconds: process arrivals in (t_done, cutoff_u]
+    cutoff_us: int  # process arrivals in (t_done, cutoff]; the run config's `cutoff_u`
     t_done_us: int | None  # the asset's watermark the plan was made from; None: never ran
     file_count: int
     pending_files: int
@@ -120,7 +120,7 @@ class RunPlan:
         )
         return cls(
             asset=choice.job,
-            cutoff_u=choice.u_us,
+            cutoff_us=choice.cutoff_us,
             t_done_us=t_done_us,
             file_count=len(choice.files),
             pending_files=choice.pending_files,
@@ -148,12 +148,12 @@ class RunPlan:
     def run_key(self) -> str:
         """Idempotent per decision: a tick that repeats the same decision adds no run; the
         same decision after a failed run differs in `attempt`, so it is retried."""
-        return f"{self.asset}:{self.t_done_us}:{self.cutoff_u}:{self.file_count}:a{self.attempt}"
+        return f"{self.asset}:{self.t_done_us}:{self.cutoff_us}:{self.file_count}:a{self.attempt}"
 
     def op_config(self) -> dict[str, Any]:
         return {
             "files": list(self.files),
-            "cutoff_u": str(self.cutoff_u),
+            "cutoff_u": str(self.cutoff_us),
             # The run re-plans instead of committing if another run moves t_done meanwhile.
             "t_done_planned": "none" if self.t_done_us is None else str(self.t_done_us),
             PLAN_FIELD: self.decision(),
@@ -167,7 +167,7 @@ class RunPlan:
         tags = {
             ASSET_TAG: self.asset,
             _tag("policy"): self.policy,
-            _tag("cutoff"): readable_utc(self.cutoff_u),
+            _tag("cutoff"): readable_utc(self.cutoff_us),
             _tag("files"): files_text(self.file_count, self.pending_files),
             LAUNCHED_BY_TAG: SENSOR,
         }
@@ -182,7 +182,7 @@ class RunPlan:
         floats as repr), for run config and the run's materialization metadata."""
         return {
             "t_done_us": "" if self.t_done_us is None else str(self.t_done_us),
-            "u_us": str(self.cutoff_u),
+            "u_us": str(self.cutoff_us),
             "G_s": f"{self.gain_s:.3f}",
             "E_s": f"{self.cost_s:.3f}",
             "eta": f"{self.eta:.6f}",
@@ -215,7 +215,7 @@ class RunPlan:
         return (
             f"planned by {SENSOR} ({self.policy}{retry}): "
             f"{files_text(self.file_count, self.pending_files)} up to "
-            f"{readable_utc(self.cutoff_u)}, to remove {self.gain_s:.1f} s of staleness in "
+            f"{readable_utc(self.cutoff_us)}, to remove {self.gain_s:.1f} s of staleness in "
             f"about {self.cost_s:.1f} s (eta {self.eta:.3g}; cost model {self.cost_model}, "
             f"{self.cost_fit}){aged}"
         )
@@ -241,7 +241,7 @@ class RunPlan:
         files = tuple(op.get("files", ()))
         return cls(
             asset=asset,
-            cutoff_u=int(tags[_tag("u_us")]),
+            cutoff_us=int(tags[_tag("u_us")]),
             t_done_us=int(t_done) if t_done not in ("", "None") else None,
             file_count=int(tags[_tag("files_chosen")]),
             pending_files=int(tags[_tag("files_pending")]),

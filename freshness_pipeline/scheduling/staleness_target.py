@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from freshness_pipeline.scheduling.units import US_PER_S
+
 # Dagster's time-window freshness policy refuses a fail or warn window under a minute
 # (dagster/_core/definitions/freshness.py, TimeWindowFreshnessPolicy.from_timedeltas).
 MIN_WINDOW_S = 60
@@ -69,4 +71,4 @@ def staleness_s(now_us: int, reflected_us: int) -> float:
     """METHOD 1: `S_i(now) = now - t_i_latest`, in seconds, never negative (a watermark a
     clock tick ahead of the reader is fresh, not fresher). The one definition: the sampler,
     the assets' materialization metadata and the sensor's observations all use it."""
-    return max(0.0, (now_us - reflected_us) / 1_000_000)
+    return max(0.0, (now_us - reflected_us) / US_PER_S)

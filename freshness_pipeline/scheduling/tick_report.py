@@ -22,6 +22,7 @@ from freshness_pipeline.scheduling.planner import JobChoice, Plan
 from freshness_pipeline.scheduling.run_plan import files_text
 from freshness_pipeline.scheduling.staleness_target import StalenessTarget
 from freshness_pipeline.scheduling.timefmt import readable_utc
+from freshness_pipeline.scheduling.units import US_PER_S
 
 # Every table's staleness is recorded as an asset observation on the first tick of each
 # wall-clock minute, and a table's at once on the tick it crosses its warn or fail line.
@@ -71,7 +72,7 @@ def _launch_words(choice: JobChoice, rank: int, runnable: int) -> str:
     aged = f", ahead of eta's order by aging: {choice.aged}" if choice.aged else ""
     return (
         f"launch: {files_text(len(choice.files), choice.pending_files)} up to "
-        f"{readable_utc(choice.u_us)}, removes {choice.gain_s:.1f} s of staleness in about "
+        f"{readable_utc(choice.cutoff_us)}, removes {choice.gain_s:.1f} s of staleness in about "
         f"{choice.cost_s:.1f} s (eta {choice.eta:.3g}, {_ordinal(rank)} of {runnable} "
         f"runnable{aged})"
     )
@@ -137,10 +138,10 @@ def observations_due(
     that crossed their warn or fail line since the previous tick (staleness grows one second
     per second between commits). A table with no watermark has no staleness to record."""
     measured = [job for job, seconds in staleness_s.items() if seconds is not None]
-    window = every_s * 1_000_000
+    window = every_s * US_PER_S
     if previous_tick_us is None or now_us // window != previous_tick_us // window:
         return measured
-    elapsed_s = (now_us - previous_tick_us) / 1_000_000
+    elapsed_s = (now_us - previous_tick_us) / US_PER_S
     lines = [line for line in (target.warn_s, target.fail_s) if line is not None]
     due = []
     for job in measured:

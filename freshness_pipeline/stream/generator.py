@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from freshness_pipeline.scheduling.units import US_PER_S
 from freshness_pipeline.stream.universe import DEFAULT_UNIVERSE_SIZE, company_universe
 
 TICK = 0.01
@@ -119,8 +120,8 @@ class MarketEventGenerator:
         else:
             count = int(rng.poisson(cfg.rate_at(self._second)))
             sym = None
-        base_us = cfg.start_us + self._second * 1_000_000
-        offsets = np.sort(rng.integers(0, 1_000_000, size=count))
+        base_us = cfg.start_us + self._second * US_PER_S
+        offsets = np.sort(rng.integers(0, US_PER_S, size=count))
         if sym is None:
             sym = rng.choice(len(self.symbols), size=count, p=self._activity)
         is_trade = rng.random(count) < cfg.trade_fraction

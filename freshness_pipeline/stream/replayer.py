@@ -22,6 +22,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from freshness_pipeline.catalog.tables import STREAMS
+from freshness_pipeline.scheduling.units import US_PER_S
 from freshness_pipeline.stream.generator import EventBatch, MarketEventGenerator, StreamConfig
 from freshness_pipeline.stream.landing import next_seq, write_landed
 
@@ -111,7 +112,7 @@ def recorded_batches(path: Path) -> Iterator[EventBatch]:
         for line in source:
             record = json.loads(line)
             stream = record.pop("stream")
-            second = int(record["event_ts"]) // 1_000_000
+            second = int(record["event_ts"]) // US_PER_S
             if current is None or second != current.second:
                 if current is not None:
                     yield current
@@ -241,7 +242,7 @@ def _flush(
     corruptor: Corruptor,
     clock: Callable[[], float],
 ) -> None:
-    arrival_us = int(clock() * 1_000_000)
+    arrival_us = int(clock() * US_PER_S)
     for stream, events in pending.items():
         if not events:
             continue
