@@ -8,13 +8,9 @@ import uuid
 
 import pytest
 
-from freshness_pipeline.hudi.metadata import (
-    ARRIVAL_MAX_KEY,
-    ARRIVAL_MIN_KEY,
-    WATERMARK_KEY,
-    HudiTableMetadata,
-    footer_arrival_range,
-)
+from freshness_pipeline.hudi.commit_keys import ARRIVAL_MAX_KEY, ARRIVAL_MIN_KEY, WATERMARK_KEY
+from freshness_pipeline.hudi.footers import footer_arrival_range
+from freshness_pipeline.hudi.metadata import HudiTableMetadata
 from freshness_pipeline.hudi.write import TableLayout, write_options
 
 pytestmark = pytest.mark.spark
@@ -265,9 +261,9 @@ def test_warm_snapshots_come_from_the_caches_and_see_new_commits(spark, tmp_path
         assert (warm.commits(), warm.latest_file_slices(), warm.pending_files(None)) == cold_view
 
     parsed = []
-    real_from_json = hm._commit_from_json
+    real_from_json = hm.commit_from_json
     monkeypatch.setattr(
-        hm, "_commit_from_json", lambda *a: parsed.append(a[0]) or real_from_json(*a)
+        hm, "commit_from_json", lambda *a: parsed.append(a[0]) or real_from_json(*a)
     )
     write(spark, path, [(f"k{i}", "b", 70 + i, t + 200 + i) for i in range(1, 10, 2)])
     after = HudiTableMetadata(path)

@@ -5,20 +5,15 @@ from __future__ import annotations
 
 import pytest
 
+from freshness_pipeline.hudi.commit_keys import SOURCE_COMPLETION, SOURCE_FOOTER, SOURCE_KEYS
 from freshness_pipeline.hudi.metadata import (
-    SOURCE_COMPLETION,
-    SOURCE_FOOTER,
-    SOURCE_KEYS,
     ArrivalRange,
     ArrivalRegression,
-    Commit,
     HudiTableMetadata,
     TableNotFound,
-    WrittenFile,
     arrival_regressions,
-    instant_to_us,
-    us_to_instant,
 )
+from freshness_pipeline.hudi.timeline import Commit, WrittenFile, instant_to_us, us_to_instant
 
 
 def test_instant_times_and_write_kinds():

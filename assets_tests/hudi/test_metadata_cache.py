@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import threading
 
-from freshness_pipeline.hudi.metadata import BoundedCache
+from freshness_pipeline.hudi.caches import BoundedCache
 
 
 def test_bounded_cache_evicts_least_recently_used():

@@ -14,7 +14,8 @@ import pytest
 
 from assets_tests.conftest import child_env
 from freshness_pipeline.config.settings import Settings
-from freshness_pipeline.hudi.metadata import CHECKPOINT_KEY, HudiTableMetadata
+from freshness_pipeline.hudi.commit_keys import CHECKPOINT_KEY
+from freshness_pipeline.hudi.metadata import HudiTableMetadata
 from freshness_pipeline.ingestion.ingest import IngestConfig, Ingestor
 from freshness_pipeline.ingestion.master import load_company_master
 from freshness_pipeline.ingestion.validate import REJECT_REASONS, validate_record

@@ -18,11 +18,8 @@ from assets_tests.jobs.conftest import StreamFeeder
 from freshness_pipeline.catalog.jobs import JOBS
 from freshness_pipeline.config.scheduler_settings import SchedulerSettings
 from freshness_pipeline.config.settings import load_settings
-from freshness_pipeline.hudi.metadata import (
-    SOURCE_COMPLETION,
-    SOURCE_FOOTER,
-    HudiTableMetadata,
-)
+from freshness_pipeline.hudi.commit_keys import SOURCE_COMPLETION, SOURCE_FOOTER
+from freshness_pipeline.hudi.metadata import HudiTableMetadata
 from freshness_pipeline.jobs.batch_oracle import ORDER, batch_recompute, differences
 from freshness_pipeline.jobs.run_config import resolve_run
 from freshness_pipeline.jobs.runner import JobRunner

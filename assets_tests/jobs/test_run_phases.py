@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from freshness_pipeline.hudi.metadata import Commit, HudiTableMetadata, instant_to_us
+from freshness_pipeline.hudi.metadata import HudiTableMetadata
+from freshness_pipeline.hudi.timeline import Commit, instant_to_us
 from freshness_pipeline.jobs.run_phases import (
     PHASES,
     StepTimes,

@@ -8,7 +8,8 @@ from dagster._core.test_utils import create_run_for_test
 
 from assets_tests.orchestration.test_sensor import FakeHudiMetadata, FakeTable, raw_lake
 from freshness_pipeline.config.scheduler_settings import SchedulerSettings
-from freshness_pipeline.hudi.metadata import Commit, FileSlice, PendingFile
+from freshness_pipeline.hudi.metadata import PendingFile
+from freshness_pipeline.hudi.timeline import Commit, FileSlice
 from freshness_pipeline.orchestration.clustering_sensor import (
     evaluate_clustering,
     job_name,

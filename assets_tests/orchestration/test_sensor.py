@@ -10,7 +10,8 @@ from dagster._core.test_utils import create_run_for_test
 
 from freshness_pipeline.config.scheduler_settings import DEFAULT_K, SchedulerSettings
 from freshness_pipeline.config.settings import PROJECT_ROOT, load_settings
-from freshness_pipeline.hudi.metadata import FileSlice, PendingFile, TableNotFound
+from freshness_pipeline.hudi.metadata import PendingFile, TableNotFound
+from freshness_pipeline.hudi.timeline import FileSlice
 from freshness_pipeline.orchestration.resources import HudiMetadataResource
 from freshness_pipeline.orchestration.sensor import (
     ASSET_TAG,

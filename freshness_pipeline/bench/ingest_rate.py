@@ -39,7 +39,8 @@ def main() -> int:
 
     from freshness_pipeline.bench.common import temp_lakehouse
     from freshness_pipeline.config.settings import load_settings
-    from freshness_pipeline.hudi.metadata import CHECKPOINT_KEY, HudiTableMetadata
+    from freshness_pipeline.hudi.commit_keys import CHECKPOINT_KEY
+    from freshness_pipeline.hudi.metadata import HudiTableMetadata
     from freshness_pipeline.ingestion.ingest import IngestConfig, Ingestor
     from freshness_pipeline.stream.generator import StreamConfig
     from freshness_pipeline.stream.landing import list_landed

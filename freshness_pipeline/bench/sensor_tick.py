@@ -21,7 +21,8 @@ import sys
 import time
 
 from freshness_pipeline.config.settings import Settings, child_environment, load_settings
-from freshness_pipeline.hudi.metadata import FileSlice, PendingFile
+from freshness_pipeline.hudi.metadata import PendingFile
+from freshness_pipeline.hudi.timeline import FileSlice
 from freshness_pipeline.scheduling.units import US_PER_S
 
 

@@ -8,8 +8,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from freshness_pipeline.hudi.commit_keys import ARRIVAL_COLUMN
 from freshness_pipeline.hudi.location import Location, LocationError
-from freshness_pipeline.hudi.metadata import ARRIVAL_COLUMN, HudiTableMetadata
+from freshness_pipeline.hudi.metadata import HudiTableMetadata
 
 if TYPE_CHECKING:
     from freshness_pipeline.hudi.inputs import DeclaredInput

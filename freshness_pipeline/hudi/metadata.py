@@ -1,20 +1,13 @@
-"""The only code that reads Hudi metadata: timeline, commit metadata, file slices, footers.
+"""The only code that reads a Hudi table's metadata: its timeline, commits, file slices
+and, for a consumer at `t_done`, its pending files with their arrival ranges.
 
 hudi-rs (the `hudi` package) gives the completed instants, their commit metadata and the
-latest file slices; pyarrow gives Parquet footers. Hudi 1.x names a completed instant
-`<requested>_<completed>.<action>`, and hudi-rs does not expose the completion time, so it
-is read from the timeline folder's file names (the same listing Hudi itself does).
-
-Our own writers put these keys into every commit's extra metadata (METHOD 5.2, 5.5):
-`freshness.watermark_us` (the table's t_latest after the commit), `freshness.arrival_min_us`
-and `freshness.arrival_max_us` (range of arrival_ts among the rows the commit wrote).
-
-A table someone else writes (an `external` input: Hudi Streamer, Flink, a plain Spark job)
-has none of these keys, so each commit's arrival range comes from the first of:
-our keys; the declared arrival column's min/max in the Parquet footers of the base files
-the commit wrote; else the commit's completion time, an upper bound (an approximation the
-run tags and metadata say). With no arrival column declared, a row's arrival is defined as
-the completion time of the commit that wrote it (`_hoodie_commit_time`), exactly. Merge-on-
+latest file slices (parsed in timeline.py); pyarrow gives Parquet footers (footers.py).
+Each commit's arrival range comes from the first of (commit_keys.py): our keys; the
+declared arrival column's min/max in the Parquet footers of the base files the commit
+wrote; else the commit's completion time, an upper bound (an approximation the run tags
+and metadata say). With no arrival column declared, a row's arrival is defined as the
+completion time of the commit that wrote it (`_hoodie_commit_time`), exactly. Merge-on-
 read tables' delta commits are read too; their log files are read by Hudi's own reader.
 """
 
@@ -22,104 +15,45 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
-import threading
 import time
-from collections import OrderedDict
-from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import PurePosixPath
-from typing import Generic, NamedTuple, TypeVar
+from typing import NamedTuple
 
-import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
-from freshness_pipeline.hudi.location import Location
-from freshness_pipeline.scheduling.timefmt import iso
-from freshness_pipeline.scheduling.units import US_PER_S
-
-META_PREFIX = "freshness."
-# Hudi's own columns in every base file; readers of row data drop them.
-HOODIE_COLUMNS = (
-    "_hoodie_commit_time",
-    "_hoodie_commit_seqno",
-    "_hoodie_record_key",
-    "_hoodie_partition_path",
-    "_hoodie_file_name",
+from freshness_pipeline.hudi.caches import BoundedCache
+from freshness_pipeline.hudi.commit_keys import (
+    APPROXIMATE_SOURCES,
+    ARRIVAL_COLUMN,
+    ARRIVAL_SOURCES,
+    SOURCE_COMPLETION,
+    SOURCE_FOOTER,
+    SOURCE_KEYS,
 )
-WATERMARK_KEY = "freshness.watermark_us"
-ARRIVAL_MIN_KEY = "freshness.arrival_min_us"
-ARRIVAL_MAX_KEY = "freshness.arrival_max_us"
-CHECKPOINT_KEY = "freshness.landing_checkpoint"
-ARRIVAL_COLUMN = "arrival_ts"
+from freshness_pipeline.hudi.footers import footer_arrival_range, own_rows_arrival_range
+from freshness_pipeline.hudi.location import Location
+from freshness_pipeline.hudi.timeline import (
+    COMPLETED,
+    COMPLETED_ACTIONS,
+    COMPLETED_CLEAN,
+    PENDING_CLUSTERING,
+    Commit,
+    FileSlice,
+    InstantTiming,
+    commit_from_json,
+    instant_to_us,
+    us_to_instant,
+)
+from freshness_pipeline.scheduling.timefmt import iso
+
 _RETRIES = 20
 _RETRY_SLEEP_S = 0.1
-
-K = TypeVar("K")
-V = TypeVar("V")
-
-_COMPLETED = re.compile(r"^(\d{17})(?:_(\d{17}))?\.(commit|replacecommit|deltacommit)$")
-_COMPLETED_ACTIONS = ("commit", "replacecommit", "deltacommit")
-# A clustering not yet completed: Hudi 1.x names it `clustering`, table version 6 a
-# pending `replacecommit` (which an insert_overwrite also is; our tables have none).
-# A completed clean of timeline layout 2 (the only layout naming its completion time).
-_COMPLETED_CLEAN = re.compile(r"^(\d{17})_(\d{17})\.clean$")
-_PENDING_CLUSTERING = re.compile(r"^(\d{17})\.(clustering|replacecommit)\.(requested|inflight)$")
-
-# Where a commit's arrival range came from, strongest first (see the module docstring).
-SOURCE_KEYS = "freshness_keys"
-SOURCE_FOOTER = "arrival_column"
-SOURCE_COMPLETION = "completion_time"
-ARRIVAL_SOURCES = (SOURCE_KEYS, SOURCE_FOOTER, SOURCE_COMPLETION)
-APPROXIMATE_SOURCES = frozenset({SOURCE_COMPLETION})
-CLUSTERING_OPERATIONS = frozenset({"CLUSTER", "cluster"})
-
-
-def instant_to_us(instant: str, local_zone: bool = False) -> int:
-    """A Hudi instant (`yyyyMMddHHmmssSSS`) as epoch micros; the table's timeline zone is
-    UTC or (`hoodie.table.timeline.timezone=LOCAL`, Hudi's default) this machine's zone."""
-    import datetime as dt
-
-    stamp = dt.datetime.strptime(instant[:17], "%Y%m%d%H%M%S%f")
-    aware = stamp.astimezone() if local_zone else stamp.replace(tzinfo=dt.UTC)
-    return _as_micros(aware)
-
-
-def us_to_instant(us: int) -> str:
-    import datetime as dt
-
-    stamp = dt.datetime(1970, 1, 1, tzinfo=dt.UTC) + dt.timedelta(microseconds=us)
-    return stamp.strftime("%Y%m%d%H%M%S") + f"{stamp.microsecond // 1000:03d}"
 
 
 class TableNotFound(FileNotFoundError):
     """The table URI holds no Hudi table."""
-
-
-class ArrivalColumnMissing(ValueError):
-    """A table's files lack the arrival column declared for it."""
-
-
-@dataclass(frozen=True)
-class WrittenFile:
-    """One file slice a commit wrote (a WriteStat in Hudi's commit metadata)."""
-
-    partition: str
-    file_id: str
-    path: str  # relative to the table root; a log file for a merge-on-read log write
-    size_bytes: int
-    num_writes: int
-    num_inserts: int
-    num_update_writes: int
-    prev_commit: str
-
-    @property
-    def is_log(self) -> bool:
-        """A merge-on-read log write (`.<fileId>_<instant>.log.<n>_<token>`)."""
-        # Not PurePosixPath(path).name: pathlib interns every part it parses, and a code
-        # server asks this of every file on every active timeline each tick.
-        return ".log." in self.path.rsplit("/", 1)[-1]
 
 
 class ArrivalRange(NamedTuple):
@@ -161,63 +95,6 @@ def arrival_regressions(ranges: list[tuple[str, ArrivalRange]]) -> list[ArrivalR
 
 
 @dataclass(frozen=True)
-class InstantTiming:
-    """A commit's way through the timeline, as epoch micros of the writer's clock."""
-
-    requested_us: int
-    inflight_us: int | None  # None: the inflight file is gone (archived) or never written
-    completed_us: int
-    clean_us: tuple[int, int] | None  # (started, completed) of the first clean after it
-
-
-@dataclass(frozen=True)
-class Commit:
-    """A completed commit, deltacommit or replacecommit, with what it wrote and its extra
-    metadata."""
-
-    instant: str
-    completion: str
-    action: str
-    operation: str
-    written: tuple[WrittenFile, ...]
-    replaced_file_ids: Mapping[str, tuple[str, ...]]
-    extra: Mapping[str, str]
-
-    def extra_int(self, key: str) -> int | None:
-        value = self.extra.get(key)
-        return int(value) if value not in (None, "") else None
-
-    @property
-    def watermark_us(self) -> int | None:
-        return self.extra_int(WATERMARK_KEY)
-
-    @property
-    def arrival_range_us(self) -> tuple[int, int] | None:
-        low, high = self.extra_int(ARRIVAL_MIN_KEY), self.extra_int(ARRIVAL_MAX_KEY)
-        return (low, high) if low is not None and high is not None else None
-
-    @property
-    def is_clustering(self) -> bool:
-        """A replacecommit that rewrote rows without adding any (clustering): its written
-        groups inherit the pending ranges of the groups it replaced."""
-        return self.action == "replacecommit" and (
-            self.operation in CLUSTERING_OPERATIONS
-            or (self.operation == "" and self.arrival_range_us is None)
-        )
-
-
-@dataclass(frozen=True)
-class FileSlice:
-    """The latest base file of a file group (and, merge-on-read, the bytes of its logs)."""
-
-    partition: str
-    file_id: str
-    path: str  # relative to the table root; "" for a merge-on-read group with logs only
-    size_bytes: int  # base file plus log files
-    base_instant: str
-
-
-@dataclass(frozen=True)
 class PendingFile:
     """A file slice holding rows a consumer at `t_done` has not yet reflected."""
 
@@ -239,175 +116,32 @@ class PendingFile:
         return self.arrival_source in APPROXIMATE_SOURCES
 
 
-class BoundedCache(Generic[K, V]):
-    """A thread-safe LRU map with a size bound, shared by every reader in the process.
-
-    Only immutable things go in, keyed by what makes them immutable: a base file's path (a
-    new version of a file group is a new file), a completed instant (Hudi never rewrites a
-    completed commit), a timeline listing (same completed files, same latest slices). So an
-    entry is never stale, across ticks and whatever other processes write meanwhile.
-    """
-
-    def __init__(self, capacity: int) -> None:
-        self.capacity = capacity
-        self._items: OrderedDict[K, V] = OrderedDict()
-        self._lock = threading.Lock()
-        self.hits = 0
-        self.misses = 0
-
-    def get(self, key: K) -> V | None:
-        with self._lock:
-            value = self._items.get(key)
-            if value is None:
-                self.misses += 1
-            else:
-                self.hits += 1
-                self._items.move_to_end(key)
-            return value
-
-    def put(self, key: K, value: V) -> None:
-        with self._lock:
-            self._items[key] = value
-            self._items.move_to_end(key)
-            while len(self._items) > self.capacity:
-                self._items.popitem(last=False)
-
-    def __len__(self) -> int:
-        return len(self._items)
-
-    def clear(self) -> None:
-        with self._lock:
-            self._items.clear()
-            self.hits = self.misses = 0
-
-
-# Bounds, so a long-running code server stays flat whatever the tables' age:
-# - footers: 20k (~300 B each with the path key), several times what the active timelines
-#   of the two raw tables name (120 commits x 26 files each); an evicted footer is re-read.
-# - commit metadata: per table, exactly the commits on its active timeline, replaced as a
-#   whole when the timeline changes, so archived instants leave the cache with it (as one
-#   LRU over instants they stayed until 10k commits pushed them out: hours of raw commits).
-# - latest slices: per table, its newest listing, replaced when a commit lands. Only a
-#   consumer older than the active timeline needs one (see `pending_files`).
-FOOTER_CACHE: BoundedCache[str, FooterRange] = BoundedCache(20_000)
+# Per table, bounded so a long-running code server stays flat whatever the tables' age:
+# - commit metadata: exactly the commits on its active timeline, replaced as a whole when
+#   the timeline changes, so archived instants leave the cache with it (as one LRU over
+#   instants they stayed until 10k commits pushed them out: hours of raw commits).
+# - latest slices: its newest listing, replaced when a commit lands. Only a consumer older
+#   than the active timeline needs one (see `pending_files`).
 COMMIT_CACHE: BoundedCache[str, dict[tuple[str, str], Commit]] = BoundedCache(256)
 SLICE_CACHE: BoundedCache[str, tuple[str, list[FileSlice]]] = BoundedCache(256)
 
 
-def _filesystem(uri: str | Location) -> tuple[pafs.FileSystem, str]:
-    location = uri if isinstance(uri, Location) else Location.parse(uri)
-    return location.filesystem()
+class _PendingSpan(NamedTuple):
+    """A file group's pending arrivals: the span, the commits that wrote them (oldest
+    first) and where their ranges came from."""
 
+    low: int
+    high: int
+    commits: tuple[str, ...]
+    sources: frozenset[str]
 
-class FooterRange(NamedTuple):
-    """Min and max of a timestamp column over a Parquet file (None: no statistics)."""
-
-    low: int | None
-    high: int | None
-
-
-def footer_arrival_range(uri: str | Location, column: str = ARRIVAL_COLUMN) -> FooterRange:
-    """Min and max of a timestamp `column` (epoch microseconds) from a Parquet footer only.
-    An S3 file is a Location (it carries the store's storage options)."""
-    return _cached_range(uri, column, "", lambda: _read_footer_range(uri, column))
-
-
-def _cached_range(uri: str | Location, column: str, suffix: str, read) -> FooterRange:
-    """One file's range of `column` from FOOTER_CACHE, read once (files never change)."""
-    cache_key = f"{column}@{uri.spark if isinstance(uri, Location) else uri}{suffix}"
-    found = FOOTER_CACHE.get(cache_key)
-    if found is None:
-        found = read()
-        FOOTER_CACHE.put(cache_key, found)
-    return found
-
-
-def _read_footer_range(uri: str | Location, column: str) -> FooterRange:
-    fs, path = _filesystem(uri)
-    with fs.open_input_file(path) as handle:
-        meta = pq.ParquetFile(handle).metadata
-    if column not in meta.schema.names:
-        raise ArrivalColumnMissing(f"{uri} has no column {column!r} (the declared arrival column)")
-    index = meta.schema.names.index(column)
-    to_micros = _int64_timestamp_scale(meta.schema.column(index))
-    low: int | None = None
-    high: int | None = None
-    for group in range(meta.num_row_groups):
-        chunk = meta.row_group(group).column(index)
-        stats = chunk.statistics
-        if stats is None or not stats.has_min_max:
-            continue
-        if to_micros is not None and chunk.physical_type == "INT64":
-            # The raw integers: pyarrow turns a UTC timestamp's `stats.min` into a datetime
-            # through pandas, which it imports for that (~60 MiB in the code server, at the
-            # first footer of an archived commit: minute 26 of a soak).
-            multiplier, divisor = to_micros
-            gmin = stats.min_raw * multiplier // divisor
-            gmax = stats.max_raw * multiplier // divisor
-        else:
-            gmin, gmax = _as_micros(stats.min), _as_micros(stats.max)
-        low = gmin if low is None else min(low, gmin)
-        high = gmax if high is None else max(high, gmax)
-    return FooterRange(low, high)
-
-
-# A Parquet timestamp's unit -> (multiplier, divisor) from its ticks to microseconds.
-_TO_MICROS = {"milliseconds": (1000, 1), "microseconds": (1, 1), "nanoseconds": (1, 1000)}
-
-
-def _int64_timestamp_scale(column) -> tuple[int, int] | None:
-    """How an INT64 timestamp column's ticks become microseconds, from its logical type;
-    None for anything else (INT96, a plain integer), read through pyarrow's conversion."""
-    logical = column.logical_type
-    if logical.type != "TIMESTAMP":
-        return None
-    return _TO_MICROS.get(json.loads(logical.to_json()).get("timeUnit"))
-
-
-def own_rows_arrival_range(uri: str | Location, column: str, instant: str) -> FooterRange:
-    """Min and max of `column` over the rows of one commit in a base file that also holds
-    older rows (a copy-on-write merge): two columns read, `_hoodie_commit_time` filtered."""
-    return _cached_range(uri, column, f"#{instant}", lambda: _read_own_rows(uri, column, instant))
-
-
-def _read_own_rows(uri: str | Location, column: str, instant: str) -> FooterRange:
-    import pyarrow.compute as pc
-
-    fs, path = _filesystem(uri)
-    with fs.open_input_file(path) as handle:
-        parquet = pq.ParquetFile(handle)
-        if "_hoodie_commit_time" not in parquet.schema_arrow.names:
-            return FooterRange(None, None)  # a table written without Hudi's meta fields
-        table = parquet.read(columns=["_hoodie_commit_time", column])
-    # No Python value enters pyarrow here (pc.equal(column, instant) would convert the str
-    # with pa.scalar, and pyarrow imports pandas for that: ~60 MiB appearing in the code
-    # server half an hour into a soak). The instant is picked out of the column's own
-    # distinct values, and the range read as integers.
-    commit_times = pc.unique(table["_hoodie_commit_time"])
-    names = commit_times.to_pylist()
-    if instant not in names:
-        return FooterRange(None, None)
-    mine = commit_times.slice(names.index(instant), 1)
-    own = table.filter(pc.is_in(table["_hoodie_commit_time"], value_set=mine))[column]
-    if own.null_count == len(own):
-        return FooterRange(None, None)
-    if pa.types.is_timestamp(own.type):
-        own = pc.cast(own, pa.timestamp("us", own.type.tz), safe=False)
-    bounds = pc.min_max(pc.cast(own, pa.int64()))
-    return FooterRange(bounds["min"].as_py(), bounds["max"].as_py())
-
-
-def _as_micros(value: object) -> int:
-    if isinstance(value, int):
-        return value
-    # pyarrow returns datetimes for timestamp columns
-    import datetime as dt
-
-    assert isinstance(value, dt.datetime)
-    if value.tzinfo is None:
-        value = value.replace(tzinfo=dt.UTC)
-    delta = value - dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
-    return (delta.days * 86_400 + delta.seconds) * US_PER_S + delta.microseconds
+    def widened(self, other: _PendingSpan) -> _PendingSpan:
+        return _PendingSpan(
+            min(self.low, other.low),
+            max(self.high, other.high),
+            self.commits + other.commits,
+            self.sources | other.sources,
+        )
 
 
 class HudiTableMetadata:
@@ -515,8 +249,8 @@ class HudiTableMetadata:
         replacecommits."""
         found: dict[str, tuple[str, str]] = {}
         for name in self._timeline_names():
-            match = _COMPLETED.match(name)
-            if match and match.group(3) in _COMPLETED_ACTIONS:
+            match = COMPLETED.match(name)
+            if match and match.group(3) in COMPLETED_ACTIONS:
                 instant, completion, action = match.groups()
                 if completion is None and not self._layout_v2:
                     mtime_ns = self._mtimes.get(name)
@@ -546,7 +280,7 @@ class HudiTableMetadata:
         completed_us = self.completion_us(commit)
         clean = None
         for name in names:
-            match = _COMPLETED_CLEAN.match(name)
+            match = COMPLETED_CLEAN.match(name)
             if match and instant_to_us(match.group(1), zone) >= completed_us:
                 started, done = (instant_to_us(g, zone) for g in match.groups())
                 if clean is None or started < clean[0]:
@@ -584,7 +318,7 @@ class HudiTableMetadata:
                     continue  # completed after our listing (next snapshot), or cached
                 meta = json.loads(timeline.get_instant_metadata_in_json(instant))
                 done, action = completion[name]
-                found[name] = _commit_from_json(name, done, action, meta)
+                found[name] = commit_from_json(name, done, action, meta)
         commits = [c for c in found.values() if c is not None]
         COMMIT_CACHE.put(self.table_uri, {(c.instant, c.completion): c for c in commits})
         commits.sort(key=lambda c: (c.completion, c.instant))
@@ -700,7 +434,7 @@ class HudiTableMetadata:
             {
                 match.group(1)
                 for name in self._timeline_names()
-                if (match := _PENDING_CLUSTERING.match(name)) and match.group(1) not in completed
+                if (match := PENDING_CLUSTERING.match(name)) and match.group(1) not in completed
             }
         )
         if not pending:
@@ -824,53 +558,9 @@ class HudiTableMetadata:
         the file groups it replaced on to the file groups it wrote.
         """
         floor = -1 if t_done_us is None else t_done_us
-        # (partition, file id) -> (low, high, commits, sources)
-        ranges: dict[tuple[str, str], tuple[int, int, tuple[str, ...], frozenset[str]]] = {}
         commits = self.commits()
-        for commit in commits:
-            # A replaced group is gone from the table; its pending rows are either
-            # rewritten into the groups this commit wrote (clustering, inherited below) or
-            # overwritten (insert_overwrite, which carries its own arrival range).
-            inherited = [
-                ranges.pop((part, fid))
-                for part, fids in commit.replaced_file_ids.items()
-                for fid in fids
-                if (part, fid) in ranges
-            ]
-            if commit.is_clustering:
-                if inherited:
-                    low = min(r[0] for r in inherited)
-                    high = max(r[1] for r in inherited)
-                    names = tuple(sorted({n for r in inherited for n in r[2]} | {commit.instant}))
-                    sources = frozenset().union(*(r[3] for r in inherited))
-                    for written in commit.written:
-                        ranges[(written.partition, written.file_id)] = (low, high, names, sources)
-                continue
-            span = self.commit_arrival(commit)
-            if span is None or span.high <= floor:
-                continue
-            low = floor + 1 if span.low is None else max(span.low, floor + 1)
-            high, source = span.high, frozenset({span.source})
-            for written in commit.written:
-                key = (written.partition, written.file_id)
-                if key in ranges:
-                    old = ranges[key]
-                    ranges[key] = (
-                        min(old[0], low),
-                        max(old[1], high),
-                        old[2] + (commit.instant,),
-                        old[3] | source,
-                    )
-                else:
-                    ranges[key] = (low, high, (commit.instant,), source)
-        # Commits archived off the active timeline are older than every active one; if
-        # t_done predates the oldest active commit they may still be pending, so groups no
-        # active commit names fall back to their footer range (conservative, never misses).
-        resolved = [self.commit_arrival(c) for c in commits]
-        arrival_floors = [r.low if r.low is not None else -1 for r in resolved if r is not None]
-        archive_may_be_pending = self.has_archived_commits() and (
-            not arrival_floors or floor < min(arrival_floors)
-        )
+        ranges = self._pending_ranges(commits, floor)
+        archive_may_be_pending = self._archive_may_be_pending(commits, floor)
         if archive_may_be_pending:
             candidates = self.latest_file_slices()
         else:
@@ -886,7 +576,6 @@ class HudiTableMetadata:
         pending = []
         for fs in candidates:
             found = ranges.get((fs.partition, fs.file_id))
-            uri = self.file_uri(fs.path)
             file = self.file_location(fs.path)
             if found is None and archive_may_be_pending:
                 found = self._archived_range(fs, file, floor, commits)
@@ -897,26 +586,75 @@ class HudiTableMetadata:
                 if with_footer and self.arrival_column and fs.path
                 else (None, None)
             )
-            weakest = max(found[3], key=ARRIVAL_SOURCES.index) if found[3] else SOURCE_KEYS
-            since = min((completed_at[i] for i in found[2] if i in completed_at), default=None)
             pending.append(
                 PendingFile(
                     fs,
-                    uri,
-                    found[0],
-                    found[1],
-                    found[2],
+                    self.file_uri(fs.path),
+                    found.low,
+                    found.high,
+                    found.commits,
                     footer_min_us=footer[0],
                     footer_max_us=footer[1],
-                    arrival_source=weakest,
-                    pending_since_us=since,
+                    # the weakest source among its pending commits
+                    arrival_source=max(found.sources, key=ARRIVAL_SOURCES.index)
+                    if found.sources
+                    else SOURCE_KEYS,
+                    pending_since_us=min(
+                        (completed_at[i] for i in found.commits if i in completed_at),
+                        default=None,
+                    ),
                 )
             )
         return pending
 
+    def _pending_ranges(
+        self, commits: list[Commit], floor: int
+    ) -> dict[tuple[str, str], _PendingSpan]:
+        """(partition, file id) -> the span of the commits above `floor` that wrote it."""
+        ranges: dict[tuple[str, str], _PendingSpan] = {}
+        for commit in commits:
+            # A replaced group is gone from the table; its pending rows are either
+            # rewritten into the groups this commit wrote (clustering, inherited below) or
+            # overwritten (insert_overwrite, which carries its own arrival range).
+            inherited = [
+                ranges.pop((part, fid))
+                for part, fids in commit.replaced_file_ids.items()
+                for fid in fids
+                if (part, fid) in ranges
+            ]
+            if commit.is_clustering:
+                if inherited:
+                    moved = _PendingSpan(
+                        min(r.low for r in inherited),
+                        max(r.high for r in inherited),
+                        tuple(sorted({n for r in inherited for n in r.commits} | {commit.instant})),
+                        frozenset().union(*(r.sources for r in inherited)),
+                    )
+                    for written in commit.written:
+                        ranges[(written.partition, written.file_id)] = moved
+                continue
+            span = self.commit_arrival(commit)
+            if span is None or span.high <= floor:
+                continue
+            low = floor + 1 if span.low is None else max(span.low, floor + 1)
+            own = _PendingSpan(low, span.high, (commit.instant,), frozenset({span.source}))
+            for written in commit.written:
+                key = (written.partition, written.file_id)
+                old = ranges.get(key)
+                ranges[key] = own if old is None else old.widened(own)
+        return ranges
+
+    def _archive_may_be_pending(self, commits: list[Commit], floor: int) -> bool:
+        """Commits archived off the active timeline are older than every active one; if
+        t_done predates the oldest active commit they may still be pending, so groups no
+        active commit names fall back to their footer range (conservative, never misses)."""
+        resolved = [self.commit_arrival(c) for c in commits]
+        arrival_floors = [r.low if r.low is not None else -1 for r in resolved if r is not None]
+        return self.has_archived_commits() and (not arrival_floors or floor < min(arrival_floors))
+
     def _archived_range(
         self, fs: FileSlice, uri: str | Location, floor: int, commits: list[Commit]
-    ) -> tuple[int, int, tuple[str, ...], frozenset[str]] | None:
+    ) -> _PendingSpan | None:
         """The pending range of a group only archived commits wrote (older than every
         active commit): its footer range of the arrival column, or, with none declared,
         up to the oldest active commit's completion (every archived one completed before)."""
@@ -928,41 +666,6 @@ class HudiTableMetadata:
             source = SOURCE_COMPLETION
         if high is None or high <= floor:
             return None
-        return (
-            max(low if low is not None else floor + 1, floor + 1),
-            high,
-            (),
-            frozenset({source}),
+        return _PendingSpan(
+            max(low if low is not None else floor + 1, floor + 1), high, (), frozenset({source})
         )
-
-
-def _commit_from_json(instant: str, completion: str, action: str, meta: dict) -> Commit:
-    written = []
-    for partition, stats in (meta.get("partitionToWriteStats") or {}).items():
-        for stat in stats or []:
-            written.append(
-                WrittenFile(
-                    partition=stat.get("partitionPath") or partition,
-                    file_id=stat["fileId"],
-                    path=stat["path"],
-                    size_bytes=int(stat.get("fileSizeInBytes") or 0),
-                    num_writes=int(stat.get("numWrites") or 0),
-                    num_inserts=int(stat.get("numInserts") or 0),
-                    num_update_writes=int(stat.get("numUpdateWrites") or 0),
-                    prev_commit=str(stat.get("prevCommit") or ""),
-                )
-            )
-    replaced = {
-        part: tuple(fids or [])
-        for part, fids in (meta.get("partitionToReplaceFileIds") or {}).items()
-    }
-    extra = {k: str(v) for k, v in (meta.get("extraMetadata") or {}).items() if k != "schema"}
-    return Commit(
-        instant=instant,
-        completion=completion,
-        action=action,
-        operation=str(meta.get("operationType") or ""),
-        written=tuple(written),
-        replaced_file_ids=replaced,
-        extra=extra,
-    )

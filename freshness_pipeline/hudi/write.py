@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
-from freshness_pipeline.hudi.metadata import META_PREFIX
+from freshness_pipeline.hudi.commit_keys import META_PREFIX
 from freshness_pipeline.hudi.streamer_checkpoint import STREAMER_CHECKPOINT_KEY
 
 

@@ -17,14 +17,13 @@ from dataclasses import dataclass
 
 from freshness_pipeline.catalog.tables import MASTER_TABLE, REJECTS_TABLE, STREAM_TABLE, STREAMS
 from freshness_pipeline.config.settings import Settings
-from freshness_pipeline.hudi.metadata import (
+from freshness_pipeline.hudi.commit_keys import (
     ARRIVAL_MAX_KEY,
     ARRIVAL_MIN_KEY,
     CHECKPOINT_KEY,
     WATERMARK_KEY,
-    HudiTableMetadata,
-    TableNotFound,
 )
+from freshness_pipeline.hudi.metadata import HudiTableMetadata, TableNotFound
 from freshness_pipeline.hudi.write import (
     RAW_LAYOUTS,
     concurrent_writer_options,

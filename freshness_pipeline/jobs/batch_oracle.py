@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from freshness_pipeline.catalog.jobs import JOBS, PIPELINE_ORDER
-from freshness_pipeline.hudi.metadata import HOODIE_COLUMNS
+from freshness_pipeline.hudi.commit_keys import HOODIE_COLUMNS
 from freshness_pipeline.jobs.external_read import read_external
 from freshness_pipeline.jobs.sql import sql_sections
 

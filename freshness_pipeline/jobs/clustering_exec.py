@@ -15,8 +15,9 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from freshness_pipeline.hudi.commit_keys import ARRIVAL_COLUMN
 from freshness_pipeline.hudi.lakehouse import Lakehouse
-from freshness_pipeline.hudi.metadata import ARRIVAL_COLUMN, HudiTableMetadata
+from freshness_pipeline.hudi.metadata import HudiTableMetadata
 from freshness_pipeline.hudi.write import (
     ARCHIVE_KEEP_MAX_COMMITS,
     ARCHIVE_KEEP_MIN_COMMITS,

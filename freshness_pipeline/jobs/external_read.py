@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from freshness_pipeline.hudi.metadata import HOODIE_COLUMNS, HudiTableMetadata
+from freshness_pipeline.hudi.commit_keys import HOODIE_COLUMNS
+from freshness_pipeline.hudi.metadata import HudiTableMetadata
 
 ARRIVAL = "arrival_ts"
 

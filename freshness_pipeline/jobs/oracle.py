@@ -19,8 +19,9 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from freshness_pipeline.hudi.commit_keys import HOODIE_COLUMNS
 from freshness_pipeline.hudi.location import Location
-from freshness_pipeline.hudi.metadata import HOODIE_COLUMNS, HudiTableMetadata, TableNotFound
+from freshness_pipeline.hudi.metadata import HudiTableMetadata, TableNotFound
 
 KEYS = {
     "trade_aggr": ("second", "symbol"),

@@ -16,17 +16,16 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from freshness_pipeline.catalog.jobs import WINDOW_SECONDS, JobSpec
-from freshness_pipeline.hudi.lakehouse import Lakehouse
-from freshness_pipeline.hudi.location import Location
-from freshness_pipeline.hudi.metadata import (
+from freshness_pipeline.hudi.commit_keys import (
     ARRIVAL_MAX_KEY,
     ARRIVAL_MIN_KEY,
     HOODIE_COLUMNS,
     WATERMARK_KEY,
-    HudiTableMetadata,
-    TableNotFound,
-    footer_arrival_range,
 )
+from freshness_pipeline.hudi.footers import footer_arrival_range
+from freshness_pipeline.hudi.lakehouse import Lakehouse
+from freshness_pipeline.hudi.location import Location
+from freshness_pipeline.hudi.metadata import HudiTableMetadata, TableNotFound
 from freshness_pipeline.hudi.write import (
     STALE_PLAN_MARKER,
     guarded_writer_options,
