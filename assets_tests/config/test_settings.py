@@ -15,6 +15,7 @@ from freshness_pipeline.config.settings import (
     child_environment,
     load_settings,
     settings_table,
+    shown_path,
 )
 
 
@@ -205,3 +206,10 @@ def test_a_child_builds_the_same_settings_from_the_environment_it_is_given(monke
     assert env["FRESHNESS_LAKEHOUSE"] == "/lake" and "FRESHNESS_TICK_S" not in env
     assert env["DAGSTER_HOME"] == "/home" and env["PATH"]  # the rest of this environment
     assert "pw" not in repr(settings)  # the texts (a secret among them) are never printed
+
+
+def test_a_report_names_no_folder_of_the_machine(tmp_path):
+    assert shown_path(PROJECT_ROOT / "docs" / "results" / "long") == "docs/results/long"
+    outside = shown_path(tmp_path / "experiments" / "short")
+    assert outside == "<outside the checkout>/experiments/short"
+    assert str(tmp_path) not in outside

@@ -49,6 +49,15 @@ POSTGRES_SCHEME = "postgresql+psycopg2"
 RUN_STARTS = ("forkserver", "spawn")  # how a code server starts runs (orchestration/run_start.py)
 
 
+def shown_path(path: Path | str) -> str:
+    """A path as a report shows it: relative to the checkout when inside it, else its last
+    two parts, so nothing committed names the folders of the machine it ran on."""
+    resolved = Path(path).resolve()
+    if resolved.is_relative_to(PROJECT_ROOT):
+        return resolved.relative_to(PROJECT_ROOT).as_posix() or "."
+    return "<outside the checkout>/" + "/".join(resolved.parts[-2:])
+
+
 class SettingsError(ValueError):
     """A setting has a value this project cannot use: names the variable, the value and
     what is accepted."""

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING
 from freshness_pipeline.catalog.jobs import JOBS
 from freshness_pipeline.catalog.tables import RAW_TABLES
 from freshness_pipeline.config.scheduler_settings import DEFAULT_INTERVAL_S, MIN_TICK_S
-from freshness_pipeline.config.settings import PROJECT_ROOT, Settings, is_setting
+from freshness_pipeline.config.settings import PROJECT_ROOT, Settings, is_setting, shown_path
 from freshness_pipeline.experiment.progress import Progress
 from freshness_pipeline.experiment.report import MATERIALIZED_AT
 from freshness_pipeline.experiment.staleness import StalenessSampler, total_staleness
@@ -667,7 +667,7 @@ def run_experiment(
     config: ExperimentConfig, settings: Settings, progress: Progress | None = None
 ) -> list[dict]:
     config.out_dir.mkdir(parents=True, exist_ok=True)
-    facts = {"config": {**asdict(config), "out_dir": str(config.out_dir)}, **machine_facts()}
+    facts = {"config": {**asdict(config), "out_dir": shown_path(config.out_dir)}, **machine_facts()}
     (config.out_dir / "experiment.json").write_text(json.dumps(facts, indent=1, default=str))
     summaries = []
     progress = progress or Progress(len(config.seeds) * len(config.variants), config.window_s)

@@ -21,6 +21,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from freshness_pipeline.catalog.jobs import JOBS
+from freshness_pipeline.config.settings import shown_path
 from freshness_pipeline.jobs.run_phases import PHASES, from_metadata, median_phases
 from freshness_pipeline.scheduling.run_plan import ASSET_TAG, RunPlan
 from freshness_pipeline.scheduling.timefmt import iso
@@ -645,7 +646,7 @@ def setting_rows(exp_dir: Path, facts: dict, runs: list[dict]) -> list[str]:
     return [
         "# Freshness experiment report",
         "",
-        f"Generated {datetime.now(UTC):%Y-%m-%d %H:%M} UTC from `{exp_dir}` by "
+        f"Generated {datetime.now(UTC):%Y-%m-%d %H:%M} UTC from `{shown_path(exp_dir)}` by "
         f"`python -m freshness_pipeline.experiment.report`.",
         "",
         "## Setting",
@@ -815,7 +816,8 @@ def write_report(exp_dir: Path, report_dir: Path) -> dict:
     lines += ["", *peer_rows(runs, stats)]
     lines += detail_rows(runs, order, stats, launched_plans(runs))
     (report_dir / "REPORT.md").write_text("\n".join(lines))
-    results = {"stats": stats, "targets": verdicts, "facts": facts}
+    shown = {**facts, "config": {**facts["config"], "out_dir": shown_path(exp_dir)}}
+    results = {"stats": stats, "targets": verdicts, "facts": shown}
     (report_dir / "results.json").write_text(json.dumps(results, indent=1, default=str))
     return results
 
