@@ -321,35 +321,34 @@ def cmd_lineage(args: argparse.Namespace) -> int:
     return 0
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="freshness", description=__doc__.split("\n")[0])
-    sub = parser.add_subparsers(dest="command", required=True)
+def _burst_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--burst-every",
+        type=int,
+        default=0,
+        help="every N event-time seconds a burst starts (default 0: a steady stream)",
+    )
+    p.add_argument("--burst-length", type=int, default=10, help="seconds a burst lasts")
+    p.add_argument("--burst-factor", type=float, default=1.0, help="rate multiplier")
+    p.add_argument(
+        "--spike-symbols",
+        type=int,
+        default=0,
+        help="a burst's extra events all go to this many symbols, drawn per burst (a "
+        "news spike; default 0: spread like the rest)",
+    )
 
-    def burst_args(p: argparse.ArgumentParser) -> None:
-        p.add_argument(
-            "--burst-every",
-            type=int,
-            default=0,
-            help="every N event-time seconds a burst starts (default 0: a steady stream)",
-        )
-        p.add_argument("--burst-length", type=int, default=10, help="seconds a burst lasts")
-        p.add_argument("--burst-factor", type=float, default=1.0, help="rate multiplier")
-        p.add_argument(
-            "--spike-symbols",
-            type=int,
-            default=0,
-            help="a burst's extra events all go to this many symbols, drawn per burst (a "
-            "news spike; default 0: spread like the rest)",
-        )
 
-    def stream_args(p: argparse.ArgumentParser) -> None:
-        p.add_argument("--seed", type=int, default=42)
-        p.add_argument("--rate", type=float, default=2000.0, help="events per event-time second")
-        p.add_argument("--universe-size", type=int, default=DEFAULT_UNIVERSE_SIZE)
-        burst_args(p)
+def _stream_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--seed", type=int, default=42)
+    p.add_argument("--rate", type=float, default=2000.0, help="events per event-time second")
+    p.add_argument("--universe-size", type=int, default=DEFAULT_UNIVERSE_SIZE)
+    _burst_args(p)
 
+
+def _add_demo(sub) -> None:
     demo = sub.add_parser("demo", help="replay + ingestion + Dagster on embedded defaults")
-    stream_args(demo)
+    _stream_args(demo)
     demo.add_argument("--speedup", type=float, default=1.0)
     demo.add_argument("--malformed-rate", type=float, default=0.0005)
     demo.add_argument("--commit-interval", type=float, default=10.0)
@@ -380,8 +379,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     demo.set_defaults(func=cmd_demo)
 
+
+def _add_replay(sub) -> None:
     replay = sub.add_parser("replay", help="replay the stream into the landing area")
-    stream_args(replay)
+    _stream_args(replay)
     replay.add_argument("--file", help="replay a recorded stream file instead of generating")
     replay.add_argument("--speedup", type=float, default=1.0)
     replay.add_argument("--flush-interval", type=float, default=1.0)
@@ -389,12 +390,16 @@ def build_parser() -> argparse.ArgumentParser:
     replay.add_argument("--duration", type=float, default=None, help="event-time seconds")
     replay.set_defaults(func=cmd_replay)
 
+
+def _add_record(sub) -> None:
     record = sub.add_parser("record", help="write a generated stream to a file")
-    stream_args(record)
+    _stream_args(record)
     record.add_argument("--duration", type=int, required=True, help="event-time seconds")
     record.add_argument("--out", required=True)
     record.set_defaults(func=cmd_record)
 
+
+def _add_ingest(sub) -> None:
     ingest = sub.add_parser("ingest", help="commit landed events into the raw Hudi tables")
     ingest.add_argument("--commit-interval", type=float, default=10.0)
     ingest.add_argument("--max-files", type=int, default=120, help="landed files per commit")
@@ -404,6 +409,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     ingest.set_defaults(func=cmd_ingest)
 
+
+def _add_experiment(sub) -> None:
     experiment = sub.add_parser(
         "experiment", help="compare scheduling policies on one recorded stream"
     )
@@ -416,7 +423,7 @@ def build_parser() -> argparse.ArgumentParser:
     experiment.add_argument("--seeds", help="comma-separated stream and policy seeds")
     experiment.add_argument("--duration", type=int, help="event-time seconds of stream per run")
     experiment.add_argument("--rate", type=float, help="events per event-time second")
-    burst_args(experiment)
+    _burst_args(experiment)
     experiment.add_argument("--speedup", type=float, default=1.0)
     experiment.add_argument("--universe-size", type=int, default=DEFAULT_UNIVERSE_SIZE)
     experiment.add_argument("--k", type=int, default=3, help="concurrent runs")
@@ -446,20 +453,28 @@ def build_parser() -> argparse.ArgumentParser:
     )
     experiment.set_defaults(func=cmd_experiment)
 
+
+def _add_service(sub) -> None:
     service = sub.add_parser("spark-service", help="run the shared Spark service alone")
     service.add_argument("--port", type=int, default=None, help="default 15002")
     service.set_defaults(func=cmd_spark_service)
 
+
+def _add_broker(sub) -> None:
     broker = sub.add_parser(
         "kafka-broker", help="run the local Kafka broker alone (127.0.0.1, KRaft, one node)"
     )
     broker.add_argument("--port", type=int, default=None, help="default 9092")
     broker.set_defaults(func=cmd_kafka_broker)
 
+
+def _add_master(sub) -> None:
     master = sub.add_parser("load-master", help="load the company master table")
     master.add_argument("--universe-size", type=int, default=DEFAULT_UNIVERSE_SIZE)
     master.set_defaults(func=cmd_load_master)
 
+
+def _add_lineage(sub) -> None:
     from freshness_pipeline.catalog.jobs import PIPELINE_ORDER
 
     lineage = sub.add_parser(
@@ -477,6 +492,20 @@ def build_parser() -> argparse.ArgumentParser:
         "--asset", action="append", choices=PIPELINE_ORDER, help="only this asset (repeatable)"
     )
     lineage.set_defaults(func=cmd_lineage)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="freshness", description=__doc__.split("\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    _add_demo(sub)
+    _add_replay(sub)
+    _add_record(sub)
+    _add_ingest(sub)
+    _add_experiment(sub)
+    _add_service(sub)
+    _add_broker(sub)
+    _add_master(sub)
+    _add_lineage(sub)
     return parser
 
 

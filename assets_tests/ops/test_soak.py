@@ -1,11 +1,15 @@
-"""The soak's measures without a stack: what a Hudi table keeps on disk, and the report's
-verdicts on made-up samples."""
+"""The soak's measures without a stack (what a Hudi table keeps on disk, the report's
+verdicts on made-up samples), and one short soak of the real stack."""
 
 from __future__ import annotations
 
+import os
+import subprocess
 from pathlib import Path
 
-from freshness_pipeline.ops.soak import TableStats, report, table_stats
+import pytest
+
+from freshness_pipeline.ops.soak import SoakReadings, TableStats, report, table_stats
 
 
 def _touch(path: Path) -> None:
@@ -31,17 +35,31 @@ def test_report_judges_memory_runs_and_restarts():
     grows = [(t * 60.0, 100.0 + 10 * t) for t in range(60)]  # +10 MiB a minute
     flat = [(t * 60.0, 300.0) for t in range(60)]
     stats = {"trade_aggr": [(0.0, TableStats(5, 4, 2)), (60.0, TableStats(9, 6, 4))]}
-    text = report(60, 2000, {"ingest": grows, "spark": flat}, stats, {"SUCCESS": 9}, [])
+    text = report(
+        60,
+        2000,
+        SoakReadings(rss={"ingest": grows, "spark": flat}, tables=stats, runs={"SUCCESS": 9}),
+    )
     assert "| ingest |" in text and text.split("| ingest |")[1].split("\n")[0].endswith("**no** |")
     assert text.split("| spark |")[1].split("\n")[0].endswith("yes |")
     assert "| trade_aggr | 9 (9) | 6 | 4 | 2 (2) | no | - |" in text  # 9 commits: before cleaning
-    workers = report(60, 2000, {"dagster run workers": grows}, {}, {"SUCCESS": 1}, [])
+    workers = report(
+        60, 2000, SoakReadings(rss={"dagster run workers": grows}, runs={"SUCCESS": 1})
+    )
     assert workers.split("| dagster run workers |")[1].split("\n")[0].endswith("not judged |")
-    cleaned = report(60, 2000, {}, {"t": [(0.0, TableStats(31, 40, 20))]}, {"SUCCESS": 1}, [])
+    cleaned = report(
+        60,
+        2000,
+        SoakReadings(tables={"t": [(0.0, TableStats(31, 40, 20))]}, runs={"SUCCESS": 1}),
+    )
     assert "| t | 31 (31) | 40 | 20 | 20 (20) | yes | - |" in cleaned
     assert "Clustering runs by status (part of the runs above): none." in cleaned
     assert "Failed or canceled: 0 (met" in text and "restart: 0." in text
-    failing = report(60, 2000, {}, {}, {"SUCCESS": 9, "FAILURE": 1}, ["ingest restarted"])
+    failing = report(
+        60,
+        2000,
+        SoakReadings(runs={"SUCCESS": 9, "FAILURE": 1}, restarts=["ingest restarted"]),
+    )
     assert "Failed or canceled: 1 (**missed**" in failing and "(ingest restarted)" in failing
 
 
@@ -54,7 +72,13 @@ def test_report_gives_the_snapshot_file_groups_last_and_largest():
         (60.0, TableStats(25, 546, 546, live_groups=30)),
         (90.0, TableStats(31, 572, 572, live_groups=56)),
     ]
-    text = report(2, 2000, {}, {"trade_raw": samples}, {"SUCCESS": 5}, [], {"SUCCESS": 2})
+    text = report(
+        2,
+        2000,
+        SoakReadings(
+            tables={"trade_raw": samples}, runs={"SUCCESS": 5}, clustering_runs={"SUCCESS": 2}
+        ),
+    )
     assert "| trade_raw | 31 (31) | 572 | 572 | 0 (0) | yes | 56 (260) |" in text
     assert "Clustering runs by status (part of the runs above): SUCCESS 2." in text
 
@@ -66,19 +90,18 @@ def test_report_judges_a_jvm_by_its_live_heap_after_gc():
     text = report(
         60,
         2000,
-        {"spark-service": filling},
-        {},
-        {"SUCCESS": 1},
-        [],
-        None,
-        {"spark-service": steady, "ingest": leaking},
+        SoakReadings(
+            rss={"spark-service": filling},
+            runs={"SUCCESS": 1},
+            heap={"spark-service": steady, "ingest": leaking},
+        ),
     )
     # RSS toward -Xmx says nothing of a JVM: the live heap judges it
     assert text.split("| spark-service |")[1].split("\n")[0].endswith("by live heap |")
     heap_rows = text.split("judges a JVM, unless it is read at rest (below):")[1]
     assert heap_rows.split("| spark-service |")[1].split("\n")[0].endswith("yes |")
     assert heap_rows.split("| ingest |")[1].split("\n")[0].endswith("**no** |")
-    assert "Live heap" not in report(60, 2000, {}, {}, {"SUCCESS": 1}, [])
+    assert "Live heap" not in report(60, 2000, SoakReadings(runs={"SUCCESS": 1}))
 
 
 def test_a_jvm_is_judged_by_the_floor_of_its_live_heap_not_by_runs_in_flight():
@@ -90,12 +113,9 @@ def test_a_jvm_is_judged_by_the_floor_of_its_live_heap_not_by_runs_in_flight():
     text = report(
         60,
         2000,
-        {},
-        {},
-        {"SUCCESS": 1},
-        [],
-        None,
-        {"spark-service": in_flight, "ingest": rising_floor},
+        SoakReadings(
+            runs={"SUCCESS": 1}, heap={"spark-service": in_flight, "ingest": rising_floor}
+        ),
     )
     heap_rows = text.split("judges a JVM, unless it is read at rest (below):")[1]
     service = heap_rows.split("| spark-service |")[1].split("\n")[0]
@@ -141,7 +161,7 @@ def test_failed_runs_name_the_job_and_the_steps_error(tmp_path: Path):
     assert "java.util.concurrent.CancellationException at X" in by_job["cluster_trade_raw"]
     assert "FAILURE" in by_job["cluster_trade_raw"]
     assert "plain error" in by_job["trade_aggr_job"]
-    text = report(60, 2000, {}, {}, {"SUCCESS": 1, "FAILURE": 2}, [], failures=lines)
+    text = report(60, 2000, SoakReadings(runs={"SUCCESS": 1, "FAILURE": 2}, failures=lines))
     assert "What failed" in text and "- `cluster_trade_raw " in text
 
 
@@ -158,7 +178,7 @@ def test_tick_and_run_times_compare_the_first_and_last_ten_minutes():
     lines = timing_lines({"tick": edges, "run": EdgeTimes(12.0, None, 3, 0)})
     assert lines[2].startswith("| freshness sensor tick") and "(60) |" in lines[2]
     assert lines[3].endswith("| 12.00 s (3) | - |")
-    text = report(60, 2000, {}, {}, {"SUCCESS": 1}, [], timings={"tick": edges})
+    text = report(60, 2000, SoakReadings(runs={"SUCCESS": 1}, timings={"tick": edges}))
     assert "| median (count) | first 10 minutes | last 10 minutes |" in text
 
 
@@ -188,11 +208,15 @@ def test_report_names_what_grew_in_a_jvm():
 
     grew = ClassGrowth("org.example.Session", 2.0, 250.0, 10, 100)
     text = report(
-        60, 2000, {}, {}, {"SUCCESS": 1}, [], growth={"spark-service": (10.2, 60.1, [grew])}
+        60,
+        2000,
+        SoakReadings(runs={"SUCCESS": 1}, growth={"spark-service": (10.2, 60.1, [grew])}),
     )
     section = text.split("What grew in spark-service's live heap from minute 10 to minute 60")[1]
     assert "| `org.example.Session` | 2.0 | 250.0 | 10 | 100 |" in section
-    nothing = report(60, 2000, {}, {}, {"SUCCESS": 1}, [], growth={"spark-service": (10, 60, [])})
+    nothing = report(
+        60, 2000, SoakReadings(runs={"SUCCESS": 1}, growth={"spark-service": (10, 60, [])})
+    )
     assert "(nothing grew)" in nothing
 
 
@@ -263,13 +287,7 @@ def test_the_jvm_that_runs_the_jobs_is_judged_at_rest():
     text = report(
         60,
         2000,
-        {},
-        {},
-        {"SUCCESS": 1},
-        [],
-        None,
-        {"spark-service": rising_floor},
-        rest=flat,
+        SoakReadings(runs={"SUCCESS": 1}, heap={"spark-service": rising_floor}, rest=flat),
     )
     under_load = text.split("unless it is read at rest (below):")[1].split("at rest**")[0]
     assert under_load.split("| spark-service |")[1].split("\n")[0].endswith("judged at rest |")
@@ -280,6 +298,41 @@ def test_the_jvm_that_runs_the_jobs_is_judged_at_rest():
         RestReading(15, {"spark-service": 300}, 40.0, 0),
         RestReading(60, {"spark-service": 400}, 250.0, 2),
     ]
-    text = report(60, 2000, {}, {}, {"SUCCESS": 1}, [], None, None, rest=leaking)
+    text = report(60, 2000, SoakReadings(runs={"SUCCESS": 1}, rest=leaking))
     assert text.split("| spark-service |")[-1].split("\n")[0].endswith("**no** |")
     assert "minute 60 (2 runs)" in text
+
+
+@pytest.mark.spark
+def test_a_short_soak_runs_the_stack_and_writes_its_report(tmp_path: Path, monkeypatch):
+    """`make soak`'s own code, for one minute: the stack up, sampled, drained, and the
+    report section written with every table and the runs' verdict."""
+    import sys
+
+    from freshness_pipeline.ops.report_sections import write_section
+    from freshness_pipeline.runtime.spark_service import free_port
+
+    report_file = tmp_path / "RELIABILITY.md"
+    write_section(report_file, "soak", "placeholder\n")
+    env = {
+        **os.environ,
+        "TMPDIR": str(tmp_path),
+        "FRESHNESS_SPARK_SERVICE_PORT": str(free_port()),
+        "FRESHNESS_SPARK_SERVICE_MEMORY": "2g",
+    }
+    argv = ["--minutes", "1", "--rate", "300", "--interval", "10", "--gc-every", "2"]
+    done = subprocess.run(
+        [sys.executable, "-m", "freshness_pipeline.ops.soak", *argv, "--rest-every", "0"]
+        + ["--report", str(report_file)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    text = report_file.read_text()
+    assert "## Soak" in text and "placeholder" not in text
+    assert "| spark-service |" in text and "| ingest |" in text
+    assert "| price_raw |" in text and "| trade_raw |" in text
+    assert "a soak has no failed run" in text
+    assert [p.name for p in tmp_path.glob("soak_*")], "the soak's folder is kept"

@@ -193,7 +193,7 @@ class KafkaTopicReader:
     ) -> KafkaBatch:
         """What the partitions held when the read started, from `checkpoint`, at most
         `max_messages` in all."""
-        from confluent_kafka import KafkaError, TopicPartition
+        from confluent_kafka import TopicPartition
 
         start = self.start_offsets(checkpoint)
         ends = self._ends
@@ -207,35 +207,13 @@ class KafkaTopicReader:
             while behind and taken < max_messages:
                 polled = self.consumer.consume(min(POLL_BATCH, max_messages - taken), 0.5)
                 accept_us = int(time.time() * US_PER_S)
-                good = []
-                for message in polled:
-                    error = message.error()
-                    if error is not None:
-                        if error.code() == KafkaError._PARTITION_EOF:
-                            continue
-                        raise KafkaSourceError(f"reading {self.topic}: {error}")
-                    partition = message.partition()
-                    if message.offset() < end[partition] or taken >= max_messages:
-                        continue  # before the seek landed, or past this read's share
-                    good.append(message)
-                    end[partition] = message.offset() + 1
-                    taken += 1
-                    if end[partition] >= ends[partition]:
-                        behind.discard(partition)
+                good = self._take(polled, end, behind, max_messages - taken)
+                taken += len(good)
                 if good:
                     parts.append(validate_messages(self.stream, good, accept_us, self.symbols))
                     last_progress = time.monotonic()
                 elif time.monotonic() - last_progress > idle_timeout_s:
-                    # Offsets that hold no message (transaction markers, compaction)
-                    # are skipped by the fetcher: its position is the next offset.
-                    moved = False
-                    for tp in self.consumer.position(
-                        [TopicPartition(self.topic, p) for p in behind]
-                    ):
-                        if tp.offset >= 0 and tp.offset > end[tp.partition]:
-                            end[tp.partition] = tp.offset
-                            moved = True
-                    if not moved:
+                    if not self._skip_empty_offsets(behind, end):
                         log.warning(
                             "%s: no message for %.0f s below the end offsets %s; committing "
                             "what was read",
@@ -248,6 +226,39 @@ class KafkaTopicReader:
                     last_progress = time.monotonic()
             self.consumer.unassign()
         return KafkaBatch(self.topic, start, end, taken, merge(self.stream, parts))
+
+    def _take(self, polled: list, end: dict[int, int], behind: set[int], budget: int) -> list:
+        """The polled messages this read keeps (at most `budget`), advancing `end` and
+        dropping from `behind` the partitions that reached their end offset."""
+        from confluent_kafka import KafkaError
+
+        good = []
+        for message in polled:
+            error = message.error()
+            if error is not None:
+                if error.code() == KafkaError._PARTITION_EOF:
+                    continue
+                raise KafkaSourceError(f"reading {self.topic}: {error}")
+            partition = message.partition()
+            if message.offset() < end[partition] or len(good) >= budget:
+                continue  # before the seek landed, or past this read's share
+            good.append(message)
+            end[partition] = message.offset() + 1
+            if end[partition] >= self._ends[partition]:
+                behind.discard(partition)
+        return good
+
+    def _skip_empty_offsets(self, behind: set[int], end: dict[int, int]) -> bool:
+        """Offsets that hold no message (transaction markers, compaction) are skipped by
+        the fetcher: its position is the next offset. Whether any partition moved so."""
+        from confluent_kafka import TopicPartition
+
+        moved = False
+        for tp in self.consumer.position([TopicPartition(self.topic, p) for p in behind]):
+            if tp.offset >= 0 and tp.offset > end[tp.partition]:
+                end[tp.partition] = tp.offset
+                moved = True
+        return moved
 
 
 def merge(stream: str, parts: list[ValidatedBatch]) -> ValidatedBatch:

@@ -29,7 +29,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from freshness_pipeline.bench.memory import (
@@ -44,8 +44,7 @@ from freshness_pipeline.bench.memory import (
 )
 from freshness_pipeline.catalog.jobs import JOBS
 from freshness_pipeline.catalog.tables import RAW_TABLES
-from freshness_pipeline.config.settings import load_settings
-from freshness_pipeline.hudi.lakehouse import Lakehouse
+from freshness_pipeline.config.settings import Settings, load_settings
 from freshness_pipeline.hudi.write import (
     ARCHIVE_KEEP_MAX_COMMITS as ARCHIVAL_MAX_COMMITS,
 )
@@ -368,21 +367,26 @@ def _windows(
     return out
 
 
-def report(
-    minutes: float,
-    rate: float,
-    rss: dict[str, list[tuple[float, float]]],
-    tables: dict[str, list[tuple[float, TableStats]]],
-    runs: dict[str, int],
-    restarts: list[str],
-    clustering_runs: dict[str, int] | None = None,
-    heap: dict[str, list[tuple[float, float]]] | None = None,
-    failures: list[str] | None = None,
-    timings: dict[str, EdgeTimes] | None = None,
-    growth: dict[str, tuple[float, float, list[ClassGrowth]]] | None = None,
-    rest: list[RestReading] | None = None,
-    clustered: Sequence[str] = ("price_raw", "trade_raw"),
-) -> str:
+@dataclass
+class SoakReadings:
+    """What a soak gathered: each process tree's RSS and each JVM's live heap over time
+    (seconds since the start, MiB), each table's file statistics, the readings at rest and
+    what grew in a JVM, and at the end the runs by status, restarts, failures and timings."""
+
+    rss: dict[str, list[tuple[float, float]]] = field(default_factory=dict)
+    tables: dict[str, list[tuple[float, TableStats]]] = field(default_factory=dict)
+    runs: dict[str, int] = field(default_factory=dict)
+    restarts: list[str] = field(default_factory=list)
+    clustering_runs: dict[str, int] = field(default_factory=dict)
+    heap: dict[str, list[tuple[float, float]]] = field(default_factory=dict)
+    failures: list[str] = field(default_factory=list)
+    timings: dict[str, EdgeTimes] = field(default_factory=dict)
+    growth: dict[str, tuple[float, float, list[ClassGrowth]]] = field(default_factory=dict)
+    rest: list[RestReading] = field(default_factory=list)
+    clustered: Sequence[str] = ("price_raw", "trade_raw")
+
+
+def report(minutes: float, rate: float, readings: SoakReadings) -> str:
     total_s = minutes * 60
     lines = [
         "## Soak",
@@ -390,14 +394,26 @@ def report(
         f"Produced by `python -m freshness_pipeline.ops.soak --minutes {minutes:g} "
         f"--rate {rate:g}` on {time.strftime('%Y-%m-%d', time.gmtime())} "
         f"({os.cpu_count()} cores): the live demo for {minutes:g} minutes at {rate:g} "
-        f"events/s, sampled every 30 s. Clustering: {clustering_state(clustered)}.",
+        f"events/s, sampled every 30 s. Clustering: {clustering_state(readings.clustered)}.",
+        *_rss_lines(readings, total_s),
+        *_heap_lines(readings, total_s),
+        *rest_lines(readings.rest),
+        *_growth_lines(readings),
+        *_table_lines(readings.tables),
+        *_run_lines(readings),
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def _rss_lines(readings: SoakReadings, total_s: float) -> list[str]:
+    lines = [
         "",
         "Resident memory per process tree, MiB, median per sixth of the run:",
         "",
         "| process | " + " | ".join(f"sixth {i + 1}" for i in range(6)) + " | flat |",
         "|---|" + "---|" * 7,
     ]
-    for name, values in rss.items():
+    for name, values in readings.rss.items():
         medians = _windows(values, total_s)
         flat = (
             medians[1] is not None
@@ -406,43 +422,51 @@ def report(
         )
         cells = " | ".join("-" if m is None else f"{m:.0f}" for m in medians)
         verdict = "not judged" if name == RUN_WORKERS else ("yes" if flat else "**no**")
-        if heap and name in heap:
+        if name in readings.heap:
             verdict = "by live heap"  # a JVM's RSS grows toward -Xmx (below)
         lines.append(f"| {name} | {cells} | {verdict} |")
-    if heap:
-        lines += [
-            "",
-            "A JVM's RSS grows toward its heap limit (-Xmx) and is never given back, so RSS "
-            "cannot tell a full heap from a leak. Live heap of each JVM tree right after a "
-            "forced full GC (`jcmd GC.run`, every few samples), MiB per sixth as floor / "
-            "median. A reading also holds the data of the runs in flight at that moment, "
-            "which swings the median by hundreds of MiB from one reading to the next; the "
-            "floor (the reading with the least in flight) judges a JVM, unless it is read "
-            "at rest (below):",
-            "",
-            "| JVM tree | " + " | ".join(f"sixth {i + 1}" for i in range(6)) + " | flat |",
-            "|---|" + "---|" * 7,
-        ]
-        for name, values in heap.items():
-            medians = _windows(values, total_s)
-            floors = _windows(values, total_s, stat=min)
-            known = [m for m in floors if m is not None]
-            flat = len(known) >= 2 and known[-1] <= known[min(1, len(known) - 1)] * FLAT_RATIO
-            cells = " | ".join(
-                "-" if f is None else f"{f:.0f} / {m:.0f}"
-                for f, m in zip(floors, medians, strict=True)
-            )
-            verdict = "yes" if flat else "**no**"
-            if rest and name in REST_TREES:
-                verdict = "judged at rest"
-            lines.append(f"| {name} | {cells} | {verdict} |")
-    lines += rest_lines(rest or [])
-    for name, (start_min, end_min, rows) in (growth or {}).items():
+    return lines
+
+
+def _heap_lines(readings: SoakReadings, total_s: float) -> list[str]:
+    if not readings.heap:
+        return []
+    lines = [
+        "",
+        "A JVM's RSS grows toward its heap limit (-Xmx) and is never given back, so RSS "
+        "cannot tell a full heap from a leak. Live heap of each JVM tree right after a "
+        "forced full GC (`jcmd GC.run`, every few samples), MiB per sixth as floor / "
+        "median. A reading also holds the data of the runs in flight at that moment, "
+        "which swings the median by hundreds of MiB from one reading to the next; the "
+        "floor (the reading with the least in flight) judges a JVM, unless it is read "
+        "at rest (below):",
+        "",
+        "| JVM tree | " + " | ".join(f"sixth {i + 1}" for i in range(6)) + " | flat |",
+        "|---|" + "---|" * 7,
+    ]
+    for name, values in readings.heap.items():
+        medians = _windows(values, total_s)
+        floors = _windows(values, total_s, stat=min)
+        known = [m for m in floors if m is not None]
+        flat = len(known) >= 2 and known[-1] <= known[min(1, len(known) - 1)] * FLAT_RATIO
+        cells = " | ".join(
+            "-" if f is None else f"{f:.0f} / {m:.0f}" for f, m in zip(floors, medians, strict=True)
+        )
+        verdict = "yes" if flat else "**no**"
+        if readings.rest and name in REST_TREES:
+            verdict = "judged at rest"
+        lines.append(f"| {name} | {cells} | {verdict} |")
+    return lines
+
+
+def _growth_lines(readings: SoakReadings) -> list[str]:
+    lines: list[str] = []
+    for name, (start_min, end_min, rows) in readings.growth.items():
         lines += [
             "",
             f"What grew in {name}'s live heap from minute {start_min:.0f} to minute "
             f"{end_min:.0f} (`jcmd GC.class_histogram`, after a full GC"
-            + (", both at rest" if rest else "")
+            + (", both at rest" if readings.rest else "")
             + "; the listings are kept in the soak's logs folder), the classes that grew "
             "most:",
             "",
@@ -454,7 +478,11 @@ def report(
             f"{r.instances_before:,} | {r.instances_after:,} |"
             for r in rows
         ] or ["| (nothing grew) | | | | |"]
-    lines += [
+    return lines
+
+
+def _table_lines(tables: dict[str, list[tuple[float, TableStats]]]) -> list[str]:
+    lines = [
         "",
         "Per table, at the end (and the largest seen): completed instants on the active "
         f"timeline (bounded: at most {ARCHIVAL_MAX_COMMITS} commits plus their cleans), "
@@ -482,32 +510,156 @@ def report(
             f"{last.file_groups} | {last.old_slices} ({most_old}) | "
             f"{'yes' if most_instants > CLEAN_RETAINED_COMMITS else 'no'} | {live_cell} |"
         )
+    return lines
+
+
+def _run_lines(readings: SoakReadings) -> list[str]:
+    runs, restarts = readings.runs, readings.restarts
     failed = runs.get("FAILURE", 0) + runs.get("CANCELED", 0)
     statuses = ", ".join(f"{k} {v}" for k, v in sorted(runs.items()))
-    lines += [
+    clustering = ", ".join(f"{k} {v}" for k, v in sorted(readings.clustering_runs.items()))
+    lines = [
         "",
         f"Runs by status: {statuses}. Failed or canceled: {failed} "
         f"({'met' if failed == 0 else '**missed**'}: a soak has no failed run).",
-        "Clustering runs by status (part of the runs above): "
-        + (
-            ", ".join(f"{k} {v}" for k, v in sorted(clustering_runs.items()))
-            if clustering_runs
-            else "none"
-        )
-        + ".",
+        f"Clustering runs by status (part of the runs above): {clustering or 'none'}.",
         f"Processes the supervisor had to restart: {len(restarts)}"
         + (f" ({'; '.join(restarts)})" if restarts else "")
         + ".",
     ]
-    if timings:
-        lines += ["", *timing_lines(timings)]
-    if failures:
+    if readings.timings:
+        lines += ["", *timing_lines(readings.timings)]
+    if readings.failures:
         lines += ["", "What failed (newest first; the step's error, Java stack included):", ""]
-        lines += [f"- `{line.split(':')[0]}`: {line.split(':', 1)[1].strip()}" for line in failures]
-    return "\n".join(lines) + "\n"
+        lines += [
+            f"- `{line.split(':')[0]}`: {line.split(':', 1)[1].strip()}"
+            for line in readings.failures
+        ]
+    return lines
 
 
-def main(argv: list[str] | None = None) -> int:
+class SoakSampler:
+    """Reads a running stack every interval: process memory (and a JVM's live heap every
+    `gc_every` samples), table statistics; at rest, on request; a JVM's class listing
+    once warm (or at the first and last rest readings)."""
+
+    def __init__(self, stack, root: Path, args: argparse.Namespace, readings: SoakReadings):
+        self.stack, self.root, self.args, self.readings = stack, root, args, readings
+        self.lakehouse = stack.settings.lakehouse
+        self.samples_taken = 0
+        # A JVM's live objects by class, once the run has warmed up and again at the end.
+        self.first_histogram: dict[str, tuple[float, dict[str, tuple[int, int]]]] = {}
+        self.rest_listings: dict[str, list[tuple[float, dict[str, tuple[int, int]]]]] = {}
+        # Read at rest, a JVM's class listings are taken at the first and last rest
+        # readings (nothing in flight in either), instead of at a time under load.
+        self.histogram_at_rest = args.rest_every > 0
+
+    def _histogram(self, pid: int, name: str, elapsed: float) -> dict[str, tuple[int, int]]:
+        text = class_histogram(pid) or ""
+        (self.root / "logs" / f"histogram_{name}_{elapsed / 60:.0f}min.txt").write_text(text)
+        return parse_class_histogram(text)
+
+    def sample(self, elapsed: float) -> None:
+        readings, args = self.readings, self.args
+        pids = self.stack.pids()
+        # Run workers come and go with the runs in flight: apart, so the long-lived
+        # processes' memory can be judged on its own.
+        roles = dagster_role_rss_mib(pids)
+        workers = roles.pop("run workers", 0.0)
+        readings.rss.setdefault(DAGSTER_SERVERS, []).append((elapsed, sum(roles.values())))
+        readings.rss.setdefault(RUN_WORKERS, []).append((elapsed, workers))
+        # Each server apart too, so a growth names its process.
+        for role in DAGSTER_SERVER_ROLES:
+            readings.rss.setdefault(f"dagster {role}", []).append((elapsed, roles.get(role, 0.0)))
+        gc_due = self.samples_taken % args.gc_every == args.gc_every - 1
+        for name, pid in pids.items():
+            if name != "replay" and name not in DAGSTER_CHILDREN:
+                readings.rss.setdefault(name, []).append((elapsed, tree_rss_mib(pid)))
+            if name in JVM_TREES and gc_due:
+                self._jvm(name, pid, elapsed)
+        self.samples_taken += 1
+        for table, samples in readings.tables.items():
+            stats = table_stats(self.lakehouse.table(table).local_path())
+            if stats is not None:
+                live = live_file_groups(self.lakehouse.table(table))
+                samples.append((elapsed, replace(stats, live_groups=live)))
+
+    def _jvm(self, name: str, pid: int, elapsed: float) -> None:
+        live = live_heap_mib(pid)
+        if live is not None:
+            self.readings.heap.setdefault(name, []).append((elapsed, live))
+        warm = elapsed >= min(HISTOGRAM_START_S, self.args.minutes * 30)
+        listed = name in self.first_histogram or self.histogram_at_rest
+        if name in HISTOGRAM_TREES and not listed and warm:
+            self.first_histogram[name] = (elapsed, self._histogram(pid, name, elapsed))
+
+    def line(self, elapsed: float) -> str:
+        """One progress line: the newest RSS of each tree and each table's counts."""
+        readings = self.readings
+        return (
+            f"{elapsed / 60:5.1f} min: RSS MiB "
+            + ", ".join(f"{n} {v[-1][1]:.0f}" for n, v in readings.rss.items())
+            + "; instants/old slices/snapshot groups "
+            + ", ".join(
+                f"{t} {s[-1][1].active_instants}/{s[-1][1].old_slices}/{s[-1][1].live_groups}"
+                for t, s in readings.tables.items()
+                if s
+            )
+        )
+
+    def at_rest(self, elapsed: float) -> RestReading:
+        """The JVMs that run the jobs read with the daemon's launches paused and nothing
+        in flight; their class listings taken then too."""
+        from freshness_pipeline.runtime.stack import in_flight_filter
+
+        pids = self.stack.pids()
+        jvms = {name: pids[name] for name in REST_TREES if name in pids}
+
+        def histograms() -> None:
+            for name in HISTOGRAM_TREES:
+                if name in jvms:
+                    self.rest_listings.setdefault(name, []).append(
+                        (elapsed, self._histogram(jvms[name], name, elapsed))
+                    )
+
+        in_flight = in_flight_filter(self.stack.started_at)
+        with open_instance(self.stack.dagster_home, self.stack.settings) as instance:
+            reading = rest_reading(
+                pids["dagster"],
+                jvms,
+                lambda: len(instance.get_runs(in_flight)),
+                elapsed / 60,
+                at_rest=histograms,
+            )
+        self.readings.rest.append(reading)
+        return reading
+
+    def growth(self, end: float) -> dict[str, tuple[float, float, list[ClassGrowth]]]:
+        """What grew in each listed JVM: between the first and the last listing at rest
+        (nothing in flight in either), or from its warm listing to the end."""
+        if self.histogram_at_rest:
+            return {
+                name: (
+                    listed[0][0] / 60,
+                    listed[-1][0] / 60,
+                    histogram_growth(listed[0][1], listed[-1][1]),
+                )
+                for name, listed in self.rest_listings.items()
+                if len(listed) >= 2
+            }
+        pids = self.stack.pids()
+        return {
+            name: (
+                start / 60,
+                end / 60,
+                histogram_growth(before, self._histogram(pids[name], name, end)),
+            )
+            for name, (start, before) in self.first_histogram.items()
+            if name in pids
+        }
+
+
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--minutes", type=float, default=60)
     parser.add_argument("--rate", type=float, default=2000)
@@ -531,177 +683,77 @@ def main(argv: list[str] | None = None) -> int:
         help="minutes between readings at rest of the JVMs that run the jobs, and one at the "
         "end (0: none, they are judged by their floor under load)",
     )
-    args = parser.parse_args(argv)
+    return parser
+
+
+def _soak_stack(settings: Settings, root: Path, rate: float):
+    from freshness_pipeline.runtime.stack import Stack, StackConfig
+    from freshness_pipeline.stream.generator import StreamConfig
+
+    env = {
+        "FRESHNESS_LAKEHOUSE": str(root / "tables"),
+        "FRESHNESS_LANDING": str(root / "landing"),
+        "FRESHNESS_SPARK_SERVICE_PORT": settings.texts.get("FRESHNESS_SPARK_SERVICE_PORT", "15012"),
+    }
+    config = StackConfig(
+        stream=StreamConfig(rate=rate),
+        webserver=False,
+        dagster_home=root / "dagster_home",
+        logs_dir=root / "logs",
+        env=env,
+    )
+    return Stack(config, settings)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
     settings = load_settings()
 
-    from freshness_pipeline.runtime.stack import Stack, StackConfig, StopFlag
-    from freshness_pipeline.stream.generator import StreamConfig
+    from freshness_pipeline.runtime.stack import StopFlag
 
     root = Path(tempfile.mkdtemp(prefix="soak_"))
     # Kept afterwards: the runs, their logs and the tables stay there to look into.
     print(f"soak: lakehouse, Dagster home and logs under {root}", flush=True)
-    lakehouse = Lakehouse.parse(str(root / "tables"))
-    env = {
-        "FRESHNESS_LAKEHOUSE": lakehouse.uri,
-        "FRESHNESS_LANDING": str(root / "landing"),
-        "FRESHNESS_SPARK_SERVICE_PORT": settings.texts.get("FRESHNESS_SPARK_SERVICE_PORT", "15012"),
-    }
-    home = root / "dagster_home"
-    stack = Stack(
-        StackConfig(
-            stream=StreamConfig(rate=args.rate),
-            webserver=False,
-            dagster_home=home,
-            logs_dir=root / "logs",
-            env=env,
-        ),
-        settings,
+    stack = _soak_stack(settings, root, args.rate)
+    home = stack.dagster_home
+    readings = SoakReadings(
+        tables={t: [] for t in (*RAW_TABLES, *JOBS)}, clustered=settings.clustering.tables
     )
+    sampler = SoakSampler(stack, root, args, readings)
     stop = StopFlag()
-    restarts: list[str] = []
-    rss: dict[str, list[tuple[float, float]]] = {}
-    heap: dict[str, list[tuple[float, float]]] = {}
-    samples_taken = 0
-    # A JVM's live objects by class, once the run has warmed up and again at the end.
-    first_histogram: dict[str, tuple[float, dict[str, tuple[int, int]]]] = {}
-
-    def _histogram(pid: int, name: str, elapsed: float) -> dict[str, tuple[int, int]]:
-        text = class_histogram(pid) or ""
-        (root / "logs" / f"histogram_{name}_{elapsed / 60:.0f}min.txt").write_text(text)
-        return parse_class_histogram(text)
-
-    tables: dict[str, list[tuple[float, TableStats]]] = {t: [] for t in (*RAW_TABLES, *JOBS)}
-    rest: list[RestReading] = []
-    rest_listings: dict[str, list[tuple[float, dict[str, tuple[int, int]]]]] = {}
-    # Read at rest, a JVM's class listings are taken at the first and last rest readings
-    # (nothing in flight in either), instead of at a time under load.
-    histogram_at_rest = args.rest_every > 0
-
-    def _rest(elapsed: float) -> None:
-        pids = stack.pids()
-        jvms = {name: pids[name] for name in REST_TREES if name in pids}
-
-        def histograms() -> None:
-            for name in HISTOGRAM_TREES:
-                if name in jvms:
-                    rest_listings.setdefault(name, []).append(
-                        (elapsed, _histogram(jvms[name], name, elapsed))
-                    )
-
-        from freshness_pipeline.runtime.stack import in_flight_filter
-
-        in_flight = in_flight_filter(stack.started_at)
-        with open_instance(home, stack.settings) as instance:
-            reading = rest_reading(
-                pids["dagster"],
-                jvms,
-                lambda: len(instance.get_runs(in_flight)),
-                elapsed / 60,
-                at_rest=histograms,
-            )
-        rest.append(reading)
-        print(
-            f"{elapsed / 60:5.1f} min: at rest after {reading.waited_s:.0f} s "
-            f"({reading.in_flight} in flight): "
-            + ", ".join(f"{n} {v:.0f} MiB" for n, v in reading.live_mib.items()),
-            flush=True,
-        )
-
     with stack:
         started = time.monotonic()
         next_rest_s = args.rest_every * 60
         while not stop() and time.monotonic() - started < args.minutes * 60:
             elapsed = time.monotonic() - started
-            pids = stack.pids()
-            # Run workers come and go with the runs in flight: apart, so the long-lived
-            # processes' memory can be judged on its own.
-            roles = dagster_role_rss_mib(pids)
-            workers = roles.pop("run workers", 0.0)
-            rss.setdefault(DAGSTER_SERVERS, []).append((elapsed, sum(roles.values())))
-            rss.setdefault(RUN_WORKERS, []).append((elapsed, workers))
-            # Each server apart too, so a growth names its process.
-            for role in DAGSTER_SERVER_ROLES:
-                rss.setdefault(f"dagster {role}", []).append((elapsed, roles.get(role, 0.0)))
-            for name, pid in pids.items():
-                if name != "replay" and name not in DAGSTER_CHILDREN:
-                    rss.setdefault(name, []).append((elapsed, tree_rss_mib(pid)))
-                if name in JVM_TREES and samples_taken % args.gc_every == args.gc_every - 1:
-                    live = live_heap_mib(pid)
-                    if live is not None:
-                        heap.setdefault(name, []).append((elapsed, live))
-                    warm = elapsed >= min(HISTOGRAM_START_S, args.minutes * 30)
-                    listed = name in first_histogram or histogram_at_rest
-                    if name in HISTOGRAM_TREES and not listed and warm:
-                        first_histogram[name] = (elapsed, _histogram(pid, name, elapsed))
-            samples_taken += 1
-            for table, samples in tables.items():
-                stats = table_stats(lakehouse.table(table).local_path())
-                if stats is not None:
-                    live = live_file_groups(lakehouse.table(table))
-                    samples.append((elapsed, replace(stats, live_groups=live)))
-            print(
-                f"{elapsed / 60:5.1f} min: RSS MiB "
-                + ", ".join(f"{n} {v[-1][1]:.0f}" for n, v in rss.items())
-                + "; instants/old slices/snapshot groups "
-                + ", ".join(
-                    f"{t} {s[-1][1].active_instants}/{s[-1][1].old_slices}/{s[-1][1].live_groups}"
-                    for t, s in tables.items()
-                    if s
-                ),
-                flush=True,
-            )
-            restarts += stack.supervise()
+            sampler.sample(elapsed)
+            print(sampler.line(elapsed), flush=True)
+            readings.restarts += stack.supervise()
             if args.rest_every > 0 and time.monotonic() - started >= next_rest_s:
-                _rest(time.monotonic() - started)
+                _print_rest(sampler.at_rest(time.monotonic() - started))
                 next_rest_s += args.rest_every * 60
             stop.wait(args.interval)
         if args.rest_every > 0 and not stop():
-            _rest(time.monotonic() - started)
-        end = time.monotonic() - started
-        if histogram_at_rest:
-            # The first and the last listing at rest: nothing in flight in either.
-            growth = {
-                name: (
-                    listed[0][0] / 60,
-                    listed[-1][0] / 60,
-                    histogram_growth(listed[0][1], listed[-1][1]),
-                )
-                for name, listed in rest_listings.items()
-                if len(listed) >= 2
-            }
-        else:
-            growth = {
-                name: (
-                    start / 60,
-                    end / 60,
-                    histogram_growth(before, _histogram(stack.pids()[name], name, end)),
-                )
-                for name, (start, before) in first_histogram.items()
-                if name in stack.pids()
-            }
-        runs = run_counts(home)
-        clustering = clustering_run_counts(home)
-        failures = failed_runs(home)
-        timings = tick_and_run_times(home)
-    text = report(
-        args.minutes,
-        args.rate,
-        rss,
-        tables,
-        runs,
-        restarts,
-        clustering,
-        heap,
-        failures,
-        timings,
-        growth,
-        rest,
-        settings.clustering.tables,
-    )
+            _print_rest(sampler.at_rest(time.monotonic() - started))
+        readings.growth = sampler.growth(time.monotonic() - started)
+        readings.runs = run_counts(home)
+        readings.clustering_runs = clustering_run_counts(home)
+        readings.failures = failed_runs(home)
+        readings.timings = tick_and_run_times(home)
+    text = report(args.minutes, args.rate, readings)
     print(text)
     if args.report:
         write_section(args.report, args.section, text)
     return 0
+
+
+def _print_rest(reading: RestReading) -> None:
+    print(
+        f"{reading.minute:5.1f} min: at rest after {reading.waited_s:.0f} s "
+        f"({reading.in_flight} in flight): "
+        + ", ".join(f"{n} {v:.0f} MiB" for n, v in reading.live_mib.items()),
+        flush=True,
+    )
 
 
 if __name__ == "__main__":

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from dagster import (
     AssetKey,
@@ -247,63 +247,35 @@ def plan_tick(
     now_us: int,
     jobs: Iterable[JobSpec] = JOBS.values(),
 ) -> TickOutcome:
-    jobs = list(jobs)
+    """One tick: every job's state read from Hudi metadata and the instance's runs, the
+    planner's plan, and a run request per launch."""
     active = active_runs(instance)
     busy = running_jobs(active)
-    streaks = failure_streaks(instance, [spec.name for spec in jobs])
-    states, fitted, t_dones, attempts = [], {}, {}, {}
-    sources: dict[str, set[str]] = {}
-    for spec in jobs:
-        history, last_refresh_us = run_history(instance, spec.name)
-        fitted[spec.name] = fit_cost_model(history, settings.cost_mode)
-        sources[spec.name] = set()
-        state = job_state(
-            spec,
-            hudi_meta,
-            fitted[spec.name],
-            spec.name in busy,
-            settings.tmin_mode,
-            sources[spec.name],
-        )
-        t_dones[spec.name] = state.t_done_us
-        failed, last_failure_us = streaks[spec.name]
-        attempts[spec.name] = failed
-        retry_after = None
-        if failed and last_failure_us is not None:
-            retry_after = last_failure_us + int(retry_backoff_s(failed) * US_PER_S)
-        states.append(
-            replace(
-                state,
-                order=list(JOBS).index(spec.name),
-                last_refresh_us=last_refresh_us,
-                failed_runs=failed,
-                retry_after_us=retry_after,
-            )
-        )
+    read = _read_job_states(hudi_meta, instance, settings, list(jobs), busy)
+    states = read.states
     if get_policy(settings.policy).uses_downstream:
-        states = [replace(s, downstream=downstream_of(s.job, t_dones)) for s in states]
-    clustering = sum(active_clustering_runs(active).values())
+        states = [replace(s, downstream=downstream_of(s.job, read.t_dones)) for s in states]
     result = plan(
         states,
         settings.k,
         now_us,
         settings.policy,
         settings.seed,
-        clustering,
+        sum(active_clustering_runs(active).values()),
         settings.max_wait_s,
         settings.first_runs_first,
         # a chained run holds several jobs in one slot of the run queue
         active_job_runs(active) if settings.chains else None,
     )
     launched = {c.job for c in result.launches}
-    unstarted = {job for job, t_done in t_dones.items() if t_done is None}
+    unstarted = {job for job, t_done in read.t_dones.items() if t_done is None}
     requests = [
         run_request(
             c,
-            t_dones[c.job],
-            fitted[c.job],
-            attempts[c.job],
-            tuple(sources[c.job]),
+            read.t_dones[c.job],
+            read.fitted[c.job],
+            read.attempts[c.job],
+            tuple(read.sources[c.job]),
             chained_descendants(
                 c.job,
                 busy,
@@ -316,7 +288,51 @@ def plan_tick(
         )
         for c in result.launches
     ]
-    return TickOutcome(result, requests, t_dones)
+    return TickOutcome(result, requests, read.t_dones)
+
+
+@dataclass
+class _JobStates:
+    """What a tick read of every job: its planner state, t_done, fitted cost model, failed
+    attempts in a row and the arrival sources of its pending files."""
+
+    states: list[JobState] = field(default_factory=list)
+    t_dones: dict[str, int | None] = field(default_factory=dict)
+    fitted: dict[str, FittedCost] = field(default_factory=dict)
+    attempts: dict[str, int] = field(default_factory=dict)
+    sources: dict[str, set[str]] = field(default_factory=dict)
+
+
+def _read_job_states(
+    hudi_meta: HudiMetadataResource,
+    instance,
+    settings: SchedulerSettings,
+    jobs: list[JobSpec],
+    busy: set[str],
+) -> _JobStates:
+    read = _JobStates()
+    streaks = failure_streaks(instance, [spec.name for spec in jobs])
+    for spec in jobs:
+        history, last_refresh_us = run_history(instance, spec.name)
+        fitted = read.fitted[spec.name] = fit_cost_model(history, settings.cost_mode)
+        sources = read.sources[spec.name] = set()
+        state = job_state(spec, hudi_meta, fitted, spec.name in busy, settings.tmin_mode, sources)
+        read.t_dones[spec.name] = state.t_done_us
+        failed, last_failure_us = streaks[spec.name]
+        read.attempts[spec.name] = failed
+        retry_after = None
+        if failed and last_failure_us is not None:
+            retry_after = last_failure_us + int(retry_backoff_s(failed) * US_PER_S)
+        read.states.append(
+            replace(
+                state,
+                order=list(JOBS).index(spec.name),
+                last_refresh_us=last_refresh_us,
+                failed_runs=failed,
+                retry_after_us=retry_after,
+            )
+        )
+    return read
 
 
 def arrival_warnings(hudi_meta: HudiMetadataResource) -> list[str]:
