@@ -313,3 +313,63 @@ def test_the_settings_checks_can_fail(tmp_path):
     )
     assert settings_loads(package) == ["freshness_pipeline.runtime.spark:4"]
     assert environment_writes(package) == ["freshness_pipeline.runtime.spark:5"]
+
+
+def module_level_dagster_objects(root: Path = ROOT) -> list[str]:
+    """Module-level names built by a Dagster call or a `build_*` function: definitions made
+    at import time, from settings nobody passed."""
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        dagster_names = set()
+        for node in tree.body:
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("dagster"):
+                dagster_names |= {a.asname or a.name for a in node.names}
+            elif isinstance(node, ast.Import):
+                dagster_names |= {
+                    a.asname or a.name for a in node.names if a.name.startswith("dagster")
+                }
+        for node in tree.body:
+            value = getattr(node, "value", None)
+            if not isinstance(node, ast.Assign | ast.AnnAssign) or not isinstance(value, ast.Call):
+                continue
+            callee = value.func
+            while isinstance(callee, ast.Attribute):
+                callee = callee.value
+            name = ast.unparse(value.func)
+            if (isinstance(callee, ast.Name) and callee.id in dagster_names) or name.startswith(
+                "build_"
+            ):
+                found.append(f"{module_name(path, root)}:{node.lineno}")
+    return found
+
+
+def test_only_the_definitions_dagster_loads_are_built_at_import():
+    assert module_level_dagster_objects() == [f"{PACKAGE}.definitions:{_defs_line()}"]
+
+
+def _defs_line() -> int:
+    tree = ast.parse((ROOT / "definitions.py").read_text(encoding="utf-8"))
+    return next(
+        n.lineno
+        for n in tree.body
+        if isinstance(n, ast.Assign) and ast.unparse(n.targets[0]) == "defs"
+    )
+
+
+def test_the_import_time_check_can_fail(tmp_path):
+    package = _write(
+        tmp_path,
+        {
+            "orchestration/sources.py": (
+                "import dagster as dg\nfrom dagster import AssetKey\n"
+                "RAW = build_raw_sources()\nKEY = AssetKey('x')\nJOB = dg.define_asset_job('j')\n"
+                "NAME = str('fine')\n"
+            ),
+        },
+    )
+    assert module_level_dagster_objects(package) == [
+        "freshness_pipeline.orchestration.sources:3",
+        "freshness_pipeline.orchestration.sources:4",
+        "freshness_pipeline.orchestration.sources:5",
+    ]
