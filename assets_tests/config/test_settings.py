@@ -201,7 +201,7 @@ def test_a_child_builds_the_same_settings_from_the_environment_it_is_given(monke
     monkeypatch.setenv("FRESHNESS_LAKEHOUSE", "/somewhere/else")
     monkeypatch.setenv("FRESHNESS_TICK_S", "11")
     settings = load_settings({"FRESHNESS_LAKEHOUSE": "/lake", "FRESHNESS_POSTGRES_PASSWORD": "pw"})
-    env = child_environment(settings, {"DAGSTER_HOME": "/home", "FRESHNESS_SEED": None})
+    env = child_environment(settings, extra={"DAGSTER_HOME": "/home", "FRESHNESS_SEED": None})
     assert load_settings(env) == settings
     assert env["FRESHNESS_LAKEHOUSE"] == "/lake" and "FRESHNESS_TICK_S" not in env
     assert env["DAGSTER_HOME"] == "/home" and env["PATH"]  # the rest of this environment

@@ -123,7 +123,7 @@ def main() -> int:
     write_instance_yaml(home, settings.postgres_url, settings.scheduler.k)
     service = service_config(settings, root / "service", port=free_port())
     base_env = child_environment(
-        settings, {**(profile.env if profile else {}), "DAGSTER_HOME": str(home)}
+        settings, extra={**(profile.env if profile else {}), "DAGSTER_HOME": str(home)}
     )
     modes = {
         "service": {**base_env, "FRESHNESS_SPARK_REMOTE": service.url},

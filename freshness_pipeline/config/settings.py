@@ -762,7 +762,7 @@ def _kafka_settings(values: Mapping[str, Any]) -> KafkaSettings:
 
 
 def child_environment(
-    settings: Settings | None = None, extra: Mapping[str, str | None] | None = None
+    settings: Settings | None = None, *, extra: Mapping[str, str | None] | None = None
 ) -> dict[str, str]:
     """The environment of a process the project starts: this process's variables that are
     not settings, then `settings`' own (so a Python child builds the same Settings value

@@ -75,7 +75,7 @@ class SparkCluster:
 
     def _env(self) -> dict[str, str]:
         env = child_environment(
-            {
+            extra={
                 "SPARK_LOCAL_IP": HOST,
                 "SPARK_DAEMON_MEMORY": self.config.daemon_memory,
                 "SPARK_HOME": None,  # the daemons come from the pinned pyspark wheel

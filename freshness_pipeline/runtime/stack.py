@@ -288,7 +288,7 @@ class Stack:
     def env(self) -> dict[str, str]:
         """The environment of the stack's children: its settings' variables, the config's
         other variables and DAGSTER_HOME (each child builds the same Settings from it)."""
-        return child_environment(self.settings, self._extra_env)
+        return child_environment(self.settings, extra=self._extra_env)
 
     @property
     def spark_url(self) -> str | None:
@@ -566,7 +566,7 @@ class Stack:
     def _child_env(self, name: str) -> dict[str, str]:
         if name == "ingest":
             own_driver = self.settings.changed({"FRESHNESS_SPARK_REMOTE": None})
-            return child_environment(own_driver, self._extra_env)
+            return child_environment(own_driver, extra=self._extra_env)
         if name == "code-server":
             return code_server_environment(self.env)
         return self.env
