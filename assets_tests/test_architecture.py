@@ -1,9 +1,9 @@
 """The package's layers: each folder owns one part, a lower layer never imports a higher one,
 modules import each other without a cycle, and the scheduling method stays pure.
 
-Every import counts, at module level or inside a function (a lazy import hides a
-dependency; it does not remove it). Imports under `if TYPE_CHECKING:` are left out: they
-name types for the checker and never run.
+Every import counts, at module level, inside a function (a lazy import hides a dependency;
+it does not remove it) or under `if TYPE_CHECKING:` (two modules that need each other's
+types are one concept split in two, or a type in the wrong module).
 """
 
 from __future__ import annotations
@@ -44,28 +44,14 @@ def module_name(path: Path, root: Path = ROOT) -> str:
     return ".".join(parts)
 
 
-def _type_checking_blocks(tree: ast.AST) -> set[int]:
-    """ids of the import nodes under `if TYPE_CHECKING:`."""
-    skipped: set[int] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
-            for inner in node.body:
-                for child in ast.walk(inner):
-                    skipped.add(id(child))
-    return skipped
-
-
 def imports_of(path: Path, known: set[str], root: Path = ROOT) -> tuple[set[str], set[str]]:
     """(the package's modules this file imports, the third-party top-level packages)."""
     name = module_name(path, root)
     tree = ast.parse(path.read_text(encoding="utf-8"))
-    skipped = _type_checking_blocks(tree)
     ours: set[str] = set()
     theirs: set[str] = set()
     is_package = path.name == "__init__.py"
     for node in ast.walk(tree):
-        if id(node) in skipped:
-            continue
         targets: list[str] = []
         if isinstance(node, ast.Import):
             targets = [alias.name for alias in node.names]
@@ -213,51 +199,45 @@ def test_the_checks_find_an_upward_import_a_cycle_and_an_impure_method(tmp_path)
         {
             "scheduling/planner.py": "import dagster\nfrom freshness_pipeline.hudi import meta\n",
             "hudi/meta.py": "from freshness_pipeline.hudi.write import x\n",
-            "hudi/write.py": (
-                "def f():\n    from freshness_pipeline.hudi.meta import y\n"
+            "hudi/write.py": "def f():\n    from freshness_pipeline.hudi.meta import y\n",
+            "hudi/location.py": "from freshness_pipeline.hudi.inputs import DeclaredInput\n",
+            "hudi/inputs.py": (
                 "from typing import TYPE_CHECKING\n"
-                "if TYPE_CHECKING:\n    from freshness_pipeline.runtime import stack\n"
+                "if TYPE_CHECKING:\n    from freshness_pipeline.hudi.location import Location\n"
             ),
-            "runtime/stack.py": "",
         },
     )
     ours, theirs = import_graph(package)
     assert upward_imports(ours) == [
         "freshness_pipeline.scheduling.planner (scheduling) imports freshness_pipeline.hudi.meta"
     ]
-    assert cycles(ours) == [["freshness_pipeline.hudi.meta", "freshness_pipeline.hudi.write"]]
+    # A lazy import and an import for types only both count.
+    assert cycles(ours) == [
+        ["freshness_pipeline.hudi.inputs", "freshness_pipeline.hudi.location"],
+        ["freshness_pipeline.hudi.meta", "freshness_pipeline.hudi.write"],
+    ]
     assert "dagster" in theirs["freshness_pipeline.scheduling.planner"]
-    # The TYPE_CHECKING import is not a dependency.
-    assert "freshness_pipeline.runtime.stack" not in ours["freshness_pipeline.hudi.write"]
 
 
-# Settings are built once, by an entry point, and handed down.
+# Settings are built once, by an entry point, and handed down: the CLI, the definitions a
+# code server or run worker loads, and config.settings.run_main for a `python -m` bench.
 ENTRY_MODULES = ("freshness_pipeline.definitions", "freshness_pipeline.cli")
-# A bench's or campaign's `main` is its own process's entry point.
-ENTRY_FUNCTION_LAYERS = ("bench", "ops", "experiment")
 
 
 def settings_loads(root: Path = ROOT) -> list[str]:
-    """Every `load_settings(...)` call outside config/, the entry modules and the `main`
-    of a bench or campaign."""
+    """Every `load_settings(...)` call outside config/ and the entry modules."""
     found = []
     for path in sorted(root.rglob("*.py")):
         module = module_name(path, root)
         if layer_of(module) == "config" or module in ENTRY_MODULES:
             continue
         tree = ast.parse(path.read_text(encoding="utf-8"))
-        entry_lines: set[int] = set()
-        if layer_of(module) in ENTRY_FUNCTION_LAYERS:
-            for node in ast.walk(tree):
-                if isinstance(node, ast.FunctionDef) and node.name == "main":
-                    entry_lines |= set(range(node.lineno, (node.end_lineno or node.lineno) + 1))
         for node in ast.walk(tree):
             if (
                 isinstance(node, ast.Call)
                 and isinstance(node.func, ast.Name | ast.Attribute)
                 and (getattr(node.func, "id", None) or getattr(node.func, "attr", None))
                 == "load_settings"
-                and node.lineno not in entry_lines
             ):
                 found.append(f"{module}:{node.lineno}")
     return found
@@ -311,7 +291,10 @@ def test_the_settings_checks_can_fail(tmp_path):
             "config/settings.py": "def load_settings():\n    pass\n",
         },
     )
-    assert settings_loads(package) == ["freshness_pipeline.runtime.spark:4"]
+    assert settings_loads(package) == [
+        "freshness_pipeline.bench.tick:2",
+        "freshness_pipeline.runtime.spark:4",
+    ]
     assert environment_writes(package) == ["freshness_pipeline.runtime.spark:5"]
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from freshness_pipeline.bench.write_modes import main, modes, rotated, summarize
+from freshness_pipeline.config.settings import load_settings
 
 
 def test_modes_are_the_shipped_write_and_the_issues_alternatives():
@@ -40,7 +41,7 @@ def test_summary_takes_medians_and_skips_phases_a_run_lacks():
 
 def test_unknown_mode_or_no_baseline_is_refused_before_spark_starts(capsys):
     with pytest.raises(SystemExit):
-        main(["--modes", "bloom,hash"])
+        main(["--modes", "bloom,hash"], load_settings({}))
     assert "unknown ['hash']" in capsys.readouterr().err
     with pytest.raises(SystemExit):
-        main(["--modes", "simple"])
+        main(["--modes", "simple"], load_settings({}))

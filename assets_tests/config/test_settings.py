@@ -14,6 +14,7 @@ from freshness_pipeline.config.settings import (
     SettingsError,
     child_environment,
     load_settings,
+    run_main,
     settings_table,
     shown_path,
 )
@@ -213,3 +214,15 @@ def test_a_report_names_no_folder_of_the_machine(tmp_path):
     outside = shown_path(tmp_path / "experiments" / "short")
     assert outside == "<outside the checkout>/experiments/short"
     assert str(tmp_path) not in outside
+
+
+def test_a_bench_gets_its_settings_from_its_entry_point(monkeypatch, capsys):
+    seen = []
+    monkeypatch.setattr("sys.argv", ["bench", "--rounds", "3"])
+    monkeypatch.setenv("FRESHNESS_TICK_S", "7")
+    assert run_main(lambda argv, settings: seen.append((argv, settings.scheduler.tick_s)) or 0) == 0
+    assert seen == [(["--rounds", "3"], 7)]
+    monkeypatch.setenv("FRESHNESS_TICK_S", "3")  # refused before the bench starts
+    assert run_main(lambda argv, settings: seen.append("ran") or 0) == 2
+    assert "FRESHNESS_TICK_S='3' is not accepted" in capsys.readouterr().err
+    assert seen[-1] != "ran"

@@ -21,7 +21,7 @@ def _declare(tmp_path: Path, text: str) -> Path:
 
 
 def test_defaults_are_our_two_raw_tables() -> None:
-    inputs = default_inputs(LAKE)
+    inputs = default_inputs(LAKE.root)
     assert set(inputs) == {"price_raw", "trade_raw"}
     assert not any(i.external for i in inputs.values())
     assert inputs["trade_raw"].location == LAKE.root.child("trade_raw")
@@ -33,7 +33,7 @@ def test_a_declared_table_is_external_and_wins_over_the_root(tmp_path: Path) -> 
         tmp_path,
         '[inputs.trade_raw]\nuri = "s3://market/hudi/trades"\narrival_column = "ingested_at"\n',
     )
-    lake = LAKE.with_inputs(load_inputs(path, LAKE))
+    lake = LAKE.with_inputs(load_inputs(path, LAKE.root))
     assert lake.table("trade_raw").spark == "s3a://market/hudi/trades"
     assert lake.is_external("trade_raw") and not lake.is_external("price_raw")
     assert lake.inputs["trade_raw"].arrival_column == "ingested_at"
@@ -57,7 +57,7 @@ def test_a_declared_table_is_external_and_wins_over_the_root(tmp_path: Path) -> 
 def test_a_bad_declaration_is_refused_by_name(tmp_path: Path, text: str, message: str) -> None:
     path = _declare(tmp_path, text)
     with pytest.raises(InputsError, match=None) as raised:
-        load_inputs(path, LAKE)
+        load_inputs(path, LAKE.root)
     assert message in str(raised.value)
     assert str(path) in str(raised.value)
 

@@ -16,19 +16,17 @@ from freshness_pipeline.config.settings import load_settings
 from freshness_pipeline.jobs import lineage
 from freshness_pipeline.jobs.lineage import (
     SOURCE_SCHEMAS,
-    ColumnRef,
-    LineageError,
     derivation_key,
     derive_pipeline_lineage,
     load_snapshot,
     snapshot_text,
-    sql_sha256,
 )
+from freshness_pipeline.jobs.lineage_model import AssetLineage, ColumnRef, LineageError, sql_sha256
 from freshness_pipeline.jobs.lineage_sql import trace_select, trace_select_indirect
 
 
 @pytest.fixture(scope="module")
-def derived() -> dict[str, lineage.AssetLineage]:
+def derived() -> dict[str, AssetLineage]:
     """Traced from the SQL now (not the committed snapshot)."""
     return derive_pipeline_lineage()
 

@@ -19,6 +19,7 @@ import os
 import sys
 import time
 
+from freshness_pipeline.config.settings import Settings, run_main
 from freshness_pipeline.scheduling.units import US_PER_S
 
 
@@ -36,21 +37,20 @@ def catch_up(readers, runner, lake) -> dict[str, float]:
     return took
 
 
-def main() -> int:
+def main(argv: list[str], settings: Settings) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--minutes", type=int, default=6)
     parser.add_argument("--rate", type=float, default=1000.0)
     parser.add_argument("--commit-s", type=int, default=10)
     parser.add_argument("--span-s", type=int, default=120)
     parser.add_argument("--min-files", type=int, default=100)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     import dagster as dg
 
     from freshness_pipeline.bench.common import temp_lakehouse
     from freshness_pipeline.catalog.jobs import JOBS
     from freshness_pipeline.catalog.tables import RAW_TABLES
     from freshness_pipeline.config.scheduler_settings import SchedulerSettings
-    from freshness_pipeline.config.settings import load_settings
     from freshness_pipeline.ingestion.ingest import IngestConfig, Ingestor
     from freshness_pipeline.jobs.clustering_exec import execute_clustering
     from freshness_pipeline.jobs.runner import JobRunner
@@ -71,7 +71,7 @@ def main() -> int:
     )
     summary = {}
     for clustered in (False, True):
-        settings, spark = temp_lakehouse("bench_clustering_", load_settings())
+        settings, spark = temp_lakehouse("bench_clustering_", settings)
         lake = settings.lakehouse
         clock = VirtualClock(time.time() - 86_400)
         batches = generated_batches(StreamConfig(seed=11, rate=args.rate))
@@ -122,4 +122,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_main(main))

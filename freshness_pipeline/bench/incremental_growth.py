@@ -18,9 +18,10 @@ import sys
 import time
 
 from freshness_pipeline.catalog.jobs import PIPELINE_ORDER as ORDER
+from freshness_pipeline.config.settings import Settings, run_main
 
 
-def main() -> int:
+def main(argv: list[str], settings: Settings) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rate", type=float, default=2000.0)
     parser.add_argument("--base-s", type=int, default=30)
@@ -30,10 +31,9 @@ def main() -> int:
     parser.add_argument(
         "--service", action="store_true", help="run the jobs through a shared Spark service"
     )
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     from freshness_pipeline.bench.common import temp_lakehouse
     from freshness_pipeline.catalog.jobs import JOBS
-    from freshness_pipeline.config.settings import load_settings
     from freshness_pipeline.hudi.metadata import HudiTableMetadata
     from freshness_pipeline.ingestion.ingest import IngestConfig, Ingestor
     from freshness_pipeline.jobs.run_config import resolve_run
@@ -41,7 +41,7 @@ def main() -> int:
     from freshness_pipeline.stream.generator import StreamConfig
     from freshness_pipeline.stream.replayer import VirtualClock, generated_batches, land_instantly
 
-    settings, spark = temp_lakehouse("bench_growth_", load_settings())
+    settings, spark = temp_lakehouse("bench_growth_", settings)
     clock = VirtualClock(time.time() - 86_400)
     batches = generated_batches(StreamConfig(seed=5, rate=args.rate))
     ingestor = Ingestor(spark, settings, IngestConfig(max_files_per_commit=30))
@@ -124,4 +124,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_main(main))

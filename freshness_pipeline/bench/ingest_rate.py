@@ -23,11 +23,11 @@ import sys
 import threading
 import time
 
-from freshness_pipeline.config.settings import child_environment
+from freshness_pipeline.config.settings import Settings, child_environment, run_main
 from freshness_pipeline.scheduling.units import US_PER_S
 
 
-def main() -> int:
+def main(argv: list[str], settings: Settings) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rate", type=float, default=15_000.0)
     parser.add_argument("--backlog-s", type=int, default=60)
@@ -35,10 +35,9 @@ def main() -> int:
     parser.add_argument("--live-s", type=float, default=300.0)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--commit-interval", type=float, default=10.0)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
 
     from freshness_pipeline.bench.common import temp_lakehouse
-    from freshness_pipeline.config.settings import load_settings
     from freshness_pipeline.hudi.commit_keys import CHECKPOINT_KEY
     from freshness_pipeline.hudi.metadata import HudiTableMetadata
     from freshness_pipeline.ingestion.ingest import IngestConfig, Ingestor
@@ -46,7 +45,7 @@ def main() -> int:
     from freshness_pipeline.stream.landing import list_landed
     from freshness_pipeline.stream.replayer import VirtualClock, generated_batches, land_instantly
 
-    settings, spark = temp_lakehouse("bench_ingest_", load_settings())
+    settings, spark = temp_lakehouse("bench_ingest_", settings)
     print(f"machine: {os.cpu_count()} cores; ingestion on its own Spark driver")
 
     # 1. capacity on a backlog, read-ahead off and on in turn (side by side, one run)
@@ -184,4 +183,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_main(main))

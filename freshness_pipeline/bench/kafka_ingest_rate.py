@@ -24,17 +24,18 @@ import tempfile
 import time
 from pathlib import Path
 
+from freshness_pipeline.config.settings import Settings, run_main
 
-def main() -> int:
+
+def main(argv: list[str], settings: Settings) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rate", type=float, default=15_000.0)
     parser.add_argument("--backlog-s", type=int, default=30)
     parser.add_argument("--batch-s", type=int, default=10)
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--partitions", type=int, default=4)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
 
-    from freshness_pipeline.config.settings import load_settings
     from freshness_pipeline.ingestion.ingest import IngestConfig, Ingestor
     from freshness_pipeline.ingestion.kafka_ingest import KafkaIngestor
     from freshness_pipeline.ingestion.master import load_company_master
@@ -47,7 +48,7 @@ def main() -> int:
     from freshness_pipeline.stream.universe import DEFAULT_UNIVERSE_SIZE
 
     root = Path(tempfile.mkdtemp(prefix="bench_kafka_ingest_"))
-    given = load_settings()
+    given = settings
     broker_config = KafkaBrokerConfig(
         jars_dir=given.kafka.jars_dir, state_dir=root / "kafka", port=free_port()
     )
@@ -149,4 +150,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_main(main))

@@ -29,7 +29,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from freshness_pipeline.config.settings import load_settings
+from freshness_pipeline.config.settings import Settings, run_main
 from freshness_pipeline.runtime.memory_probe import rss_mib
 
 MIB = 1024 * 1024
@@ -235,7 +235,7 @@ def histogram_growth(
     return [r for r in rows[:top] if r.mib_after > r.mib_before]
 
 
-def main() -> int:
+def main(argv: list[str], settings: Settings) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--minutes", type=float, default=60)
     parser.add_argument("--rate", type=float, default=2000)
@@ -243,8 +243,7 @@ def main() -> int:
     parser.add_argument(
         "--gc-every", type=int, default=10, help="samples between live-heap readings"
     )
-    args = parser.parse_args()
-    settings = load_settings()
+    args = parser.parse_args(argv)
 
     root = Path(tempfile.mkdtemp(prefix="bench_memory_"))
     from freshness_pipeline.runtime.stack import Stack, StackConfig, StopFlag
@@ -323,4 +322,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_main(main))

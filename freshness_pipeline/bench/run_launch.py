@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from freshness_pipeline.catalog.jobs import JOBS
-from freshness_pipeline.config.settings import RUN_STARTS, Settings, load_settings
+from freshness_pipeline.config.settings import RUN_STARTS, Settings, run_main
 from freshness_pipeline.hudi.lakehouse import Lakehouse
 
 
@@ -148,13 +148,12 @@ def report(sides: Sequence[Side]) -> str:
     return "\n".join(lines)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def main(argv: Sequence[str], settings: Settings) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--pairs", type=int, default=2, help="spawn/forkserver pairs")
     parser.add_argument("--minutes", type=float, default=4.0, help="per stack")
     parser.add_argument("--rate", type=int, default=1000, help="events per second")
     args = parser.parse_args(argv)
-    settings = load_settings()
     sides = []
     for pair in range(args.pairs):
         order = RUN_STARTS if pair % 2 else tuple(reversed(RUN_STARTS))
@@ -167,4 +166,4 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_main(main))

@@ -29,28 +29,22 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from freshness_pipeline.config.settings import Settings, child_environment, load_settings
+from freshness_pipeline.config.settings import Settings, child_environment, run_main
 from freshness_pipeline.runtime.dagster_instance import open_instance
 
 if TYPE_CHECKING:
     from freshness_pipeline.ingestion.feeder import StreamFeeder
     from freshness_pipeline.runtime.spark_service import SparkServiceConfig
 
-SESSION_PROBE = """
-import time, sys
-started = time.monotonic()
-from freshness_pipeline.config.settings import load_settings
-from freshness_pipeline.runtime.spark import build_spark_session
-spark = build_spark_session(load_settings(), app_name="overhead_probe")
-spark.sql("SELECT 1").collect()
-print(time.monotonic() - started)
-"""
-
 
 def _session_seconds(env: dict[str, str]) -> float:
     started = time.monotonic()
     out = subprocess.run(
-        [sys.executable, "-c", SESSION_PROBE], env=env, capture_output=True, text=True, check=True
+        [sys.executable, "-m", "freshness_pipeline.bench.session_probe"],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
     )
     float(out.stdout.strip().splitlines()[-1])  # the probe ran to its end
     return time.monotonic() - started
@@ -87,16 +81,16 @@ def _materialize(env: dict[str, str], home: Path, settings: Settings) -> tuple[f
     return wall, float(meta["duration_s"].value), str(meta["spark"].value)
 
 
-def main() -> int:
+def main(argv: list[str], settings: Settings) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--runs", type=int, default=5, help="runs per mode")
     parser.add_argument("--json", help="also write the figures to this file")
     parser.add_argument("--profile", choices=["local", "cluster"], default="local")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
 
     root = Path(tempfile.mkdtemp(prefix="bench_overhead_"))
     os.chmod(root, 0o711)  # the cluster profile's Postgres runs as the `postgres` user
-    settings = load_settings().changed(
+    settings = settings.changed(
         {
             "FRESHNESS_LAKEHOUSE": str(root / "tables"),
             "FRESHNESS_LANDING": str(root / "landing"),
@@ -201,4 +195,4 @@ def _measure(
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_main(main))

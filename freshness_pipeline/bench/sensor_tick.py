@@ -20,7 +20,7 @@ import statistics
 import sys
 import time
 
-from freshness_pipeline.config.settings import Settings, child_environment, load_settings
+from freshness_pipeline.config.settings import Settings, child_environment, run_main
 from freshness_pipeline.hudi.metadata import PendingFile
 from freshness_pipeline.hudi.timeline import FileSlice
 from freshness_pipeline.scheduling.units import US_PER_S
@@ -44,27 +44,42 @@ def _tick_times(settings: Settings, ticks: int) -> list[float]:
     import subprocess
 
     env = child_environment(settings)
-    code = (
-        "import json, time, dagster as dg\n"
-        "from freshness_pipeline.config.settings import load_settings\n"
-        "from freshness_pipeline.orchestration.resources import HudiMetadataResource\n"
-        "hudi_meta = HudiMetadataResource.for_settings(load_settings())\n"
-        "from freshness_pipeline.config.scheduler_settings import SchedulerSettings\n"
-        "from freshness_pipeline.orchestration.sensor import evaluate_tick\n"
-        "times = []\n"
-        "with dg.instance_for_test() as instance:\n"
-        f"    for _ in range({ticks}):\n"
-        "        t = time.perf_counter()\n"
-        "        result, requests = evaluate_tick(hudi_meta, instance,\n"
-        "            SchedulerSettings(), int(time.time() * 1e6))\n"
-        "        times.append(time.perf_counter() - t)\n"
-        "pending = sum(c.pending_files for c in result.ranked)\n"
-        "print(json.dumps({'times': times, 'pending': pending, 'launches': len(requests)}))\n"
-    )
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    probe = [
+        sys.executable,
+        "-m",
+        "freshness_pipeline.bench.sensor_tick",
+        "--tick-probe",
+        str(ticks),
+    ]
+    out = subprocess.run(probe, env=env, capture_output=True, text=True)
     if out.returncode != 0:
         raise RuntimeError(out.stderr[-3000:])
     return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def tick_probe(settings: Settings, ticks: int) -> int:
+    """`ticks` ticks of the real sensor code on the settings' lakehouse, timed in this
+    process (the first one cold): a JSON line for `_tick_times`."""
+    import json
+
+    import dagster as dg
+
+    from freshness_pipeline.config.scheduler_settings import SchedulerSettings
+    from freshness_pipeline.orchestration.resources import HudiMetadataResource
+    from freshness_pipeline.orchestration.sensor import evaluate_tick
+
+    hudi_meta = HudiMetadataResource.for_settings(settings)
+    times = []
+    with dg.instance_for_test() as instance:
+        for _ in range(ticks):
+            started = time.perf_counter()
+            result, requests = evaluate_tick(
+                hudi_meta, instance, SchedulerSettings(), int(time.time() * US_PER_S)
+            )
+            times.append(time.perf_counter() - started)
+    pending = sum(c.pending_files for c in result.ranked)
+    print(json.dumps({"times": times, "pending": pending, "launches": len(requests)}))
+    return 0
 
 
 def real_lakehouse(settings: Settings, files: int, ticks: int) -> int:
@@ -121,16 +136,21 @@ def real_lakehouse(settings: Settings, files: int, ticks: int) -> int:
     return 0
 
 
-def main() -> int:
+def main(argv: list[str], settings: Settings) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--files", type=int, default=5000)
     parser.add_argument("--repeats", type=int, default=20)
     parser.add_argument("--real", help="also time metadata reads of a real lakehouse root")
     parser.add_argument("--real-files", type=int, help="build a real lakehouse (see above)")
     parser.add_argument("--ticks", type=int, default=6, help="ticks per process (--real-files)")
-    args = parser.parse_args()
+    parser.add_argument(
+        "--tick-probe", type=int, help="(internal) time this many ticks on FRESHNESS_LAKEHOUSE"
+    )
+    args = parser.parse_args(argv)
+    if args.tick_probe:
+        return tick_probe(settings, args.tick_probe)
     if args.real_files:
-        return real_lakehouse(load_settings(), args.real_files, args.ticks)
+        return real_lakehouse(settings, args.real_files, args.ticks)
 
     import dagster as dg
 
@@ -197,4 +217,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_main(main))

@@ -36,6 +36,8 @@ import sys
 import time
 from pathlib import Path
 
+from freshness_pipeline.config.settings import Settings, run_main
+
 BUCKET = {"hoodie.index.type": "BUCKET", "hoodie.index.bucket.engine": "SIMPLE"}
 MOR = {"hoodie.datasource.write.table.type": "MERGE_ON_READ"}
 
@@ -72,7 +74,7 @@ def summarize(runs: dict[str, list[dict[str, float]]]) -> list[tuple[str, float,
     return out
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str], settings: Settings) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--warmup-s", type=int, default=120)
@@ -84,7 +86,6 @@ def main(argv: list[str] | None = None) -> int:
 
     from freshness_pipeline.bench.common import temp_lakehouse
     from freshness_pipeline.catalog.jobs import JOBS
-    from freshness_pipeline.config.settings import load_settings
     from freshness_pipeline.hudi.location import Location
     from freshness_pipeline.hudi.metadata import HudiTableMetadata
     from freshness_pipeline.ingestion.feeder import StreamFeeder
@@ -97,7 +98,7 @@ def main(argv: list[str] | None = None) -> int:
     unknown = [m for m in chosen if m not in all_modes]
     if unknown or "bloom" not in chosen:
         parser.error(f"--modes: unknown {unknown} (known: {sorted(all_modes)}; bloom required)")
-    settings, spark = temp_lakehouse("bench_write_modes_", load_settings())
+    settings, spark = temp_lakehouse("bench_write_modes_", settings)
     spec = JOBS["trade_aggr"]
     root = Path(settings.lakehouse.table("trade_aggr").local_path()).parent / "modes"
 
@@ -192,4 +193,4 @@ def main(argv: list[str] | None = None) -> int:
 PHASES = ("index_lookup", "write_files", "read", "transform", "timing_read")
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_main(main))

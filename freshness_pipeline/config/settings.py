@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -648,31 +649,35 @@ def _check_names(changes: Mapping[str, object]) -> None:
 
 
 def _scheduler_settings(values: Mapping[str, Any]) -> SchedulerSettings:
-    try:
-        return SchedulerSettings(
-            policy=values["FRESHNESS_POLICY"],
-            k=values["FRESHNESS_K"],
-            tick_s=values["FRESHNESS_TICK_S"],
-            tmin_mode=values["FRESHNESS_TMIN_MODE"],
-            cost_mode=values["FRESHNESS_COST_MODE"],
-            seed=values["FRESHNESS_SEED"],
-            automation=values["FRESHNESS_AUTOMATION"],
-            interval_s=values["FRESHNESS_INTERVAL_S"],
-            max_wait_s=values["FRESHNESS_MAX_WAIT_S"],
-            first_runs_first=values["FRESHNESS_FIRST_RUNS_FIRST"],
-            chain_descendants=values["FRESHNESS_CHAIN_DESCENDANTS"],
-            chain_first_runs=values["FRESHNESS_CHAIN_FIRST_RUNS"],
-        )
-    except ValueError as exc:
-        raise SettingsError(str(exc)) from exc
+    return _checked(
+        SchedulerSettings,
+        policy=values["FRESHNESS_POLICY"],
+        k=values["FRESHNESS_K"],
+        tick_s=values["FRESHNESS_TICK_S"],
+        tmin_mode=values["FRESHNESS_TMIN_MODE"],
+        cost_mode=values["FRESHNESS_COST_MODE"],
+        seed=values["FRESHNESS_SEED"],
+        automation=values["FRESHNESS_AUTOMATION"],
+        interval_s=values["FRESHNESS_INTERVAL_S"],
+        max_wait_s=values["FRESHNESS_MAX_WAIT_S"],
+        first_runs_first=values["FRESHNESS_FIRST_RUNS_FIRST"],
+        chain_descendants=values["FRESHNESS_CHAIN_DESCENDANTS"],
+        chain_first_runs=values["FRESHNESS_CHAIN_FIRST_RUNS"],
+    )
 
 
 def _staleness_target(values: Mapping[str, Any]) -> StalenessTarget:
+    return _checked(
+        StalenessTarget,
+        fail_s=values["FRESHNESS_STALENESS_TARGET_S"],
+        warn_fraction=values["FRESHNESS_STALENESS_WARN_FRACTION"],
+    )
+
+
+def _checked(build: Callable[..., Any], **fields: Any) -> Any:
+    """`build(**fields)`, its refusal (a ValueError naming the setting) as a SettingsError."""
     try:
-        return StalenessTarget(
-            fail_s=values["FRESHNESS_STALENESS_TARGET_S"],
-            warn_fraction=values["FRESHNESS_STALENESS_WARN_FRACTION"],
-        )
+        return build(**fields)
     except ValueError as exc:
         raise SettingsError(str(exc)) from exc
 
@@ -735,7 +740,7 @@ def _lakehouse(values: Mapping[str, Any], s3: S3Settings) -> Lakehouse:
         lakehouse = Lakehouse(lakehouse.root, str(lock_dir))
     try:
         return lakehouse.with_inputs(
-            load_inputs(values["FRESHNESS_INPUTS"], lakehouse, s3.storage_options())
+            load_inputs(values["FRESHNESS_INPUTS"], lakehouse.root, s3.storage_options())
         )
     except InputsError as exc:
         raise SettingsError(f"FRESHNESS_INPUTS: {exc}") from exc
@@ -778,6 +783,18 @@ def child_environment(
         else:
             env[name] = value
     return env
+
+
+def run_main(main: Callable[[list[str], Settings], int]) -> int:
+    """The entry point of a `python -m` bench or campaign: this process's settings, built
+    once here from its environment, handed to its `main` with the command-line arguments.
+    Bad settings stop it before anything starts, with the reason."""
+    try:
+        settings = load_settings()
+    except SettingsError as exc:
+        print(f"{exc}", file=sys.stderr)
+        return 2
+    return main(sys.argv[1:], settings)
 
 
 def settings_table() -> str:

@@ -23,12 +23,8 @@ import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from freshness_pipeline.hudi.location import Location, LocationError
-
-if TYPE_CHECKING:
-    from freshness_pipeline.hudi.lakehouse import Lakehouse
 
 # The raw inputs the jobs' SQL reads, and the jobs that read each (jobs/catalog.py).
 RAW_INPUTS: Mapping[str, tuple[str, ...]] = {
@@ -63,20 +59,20 @@ class DeclaredInput:
         return "commit completion time (no arrival column declared)"
 
 
-def default_inputs(lakehouse: Lakehouse) -> dict[str, DeclaredInput]:
-    """The two raw tables as our ingestion writes them under the lakehouse root."""
+def default_inputs(root: Location) -> dict[str, DeclaredInput]:
+    """The two raw tables as our ingestion writes them under the lakehouse `root`."""
     return {
-        name: DeclaredInput(name, lakehouse.root.child(name), OUR_ARRIVAL_COLUMN, jobs, False)
+        name: DeclaredInput(name, root.child(name), OUR_ARRIVAL_COLUMN, jobs, False)
         for name, jobs in RAW_INPUTS.items()
     }
 
 
 def load_inputs(
-    path: Path | None, lakehouse: Lakehouse, s3_options: Mapping[str, str] | None = None
+    path: Path | None, root: Location, s3_options: Mapping[str, str] | None = None
 ) -> dict[str, DeclaredInput]:
     """The declaration in `path` over the defaults (a table not declared stays ours);
     `s3_options` reach a declared `s3://` table (endpoint, keys: settings.S3Settings)."""
-    declared = default_inputs(lakehouse)
+    declared = default_inputs(root)
     if path is None:
         return declared
     try:

@@ -47,16 +47,10 @@ from pathlib import Path
 
 from freshness_pipeline.catalog.jobs import JOBS, PIPELINE_ORDER
 from freshness_pipeline.config.settings import PROJECT_ROOT
-from freshness_pipeline.jobs.lineage_model import (  # noqa: F401  (the model, re-exported)
-    KIND_RANK,
+from freshness_pipeline.jobs.lineage_model import (
     AssetLineage,
-    ColumnRef,
     Edge,
-    EdgeKind,
-    IndirectDep,
     LineageError,
-    OutputColumn,
-    sql_sha256,
 )
 from freshness_pipeline.jobs.sql import sql_path
 

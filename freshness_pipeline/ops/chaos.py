@@ -45,7 +45,7 @@ from pathlib import Path
 
 from freshness_pipeline.catalog.jobs import JOBS
 from freshness_pipeline.catalog.tables import RAW_TABLES
-from freshness_pipeline.config.settings import PROJECT_ROOT, Settings, load_settings
+from freshness_pipeline.config.settings import PROJECT_ROOT, Settings, run_main
 from freshness_pipeline.hudi.lakehouse import Lakehouse
 from freshness_pipeline.hudi.metadata import HudiTableMetadata, TableNotFound
 from freshness_pipeline.ops.report_sections import write_section
@@ -499,7 +499,7 @@ def report_markdown(result: ChaosResult, command: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str], settings: Settings) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--faults", type=int, default=50)
@@ -520,8 +520,8 @@ def main(argv: list[str] | None = None) -> int:
         drain_timeout_s=args.drain_timeout,
         out_dir=args.out,
     )
-    result = run_chaos(config, load_settings())
-    command = "python -m freshness_pipeline.ops.chaos " + " ".join(argv or sys.argv[1:])
+    result = run_chaos(config, settings)
+    command = "python -m freshness_pipeline.ops.chaos " + " ".join(argv)
     text = report_markdown(result, command.strip())
     if args.report:
         write_section(args.report, "chaos", text)
@@ -530,4 +530,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_main(main))

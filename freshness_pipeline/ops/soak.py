@@ -44,7 +44,7 @@ from freshness_pipeline.bench.memory import (
 )
 from freshness_pipeline.catalog.jobs import JOBS
 from freshness_pipeline.catalog.tables import RAW_TABLES
-from freshness_pipeline.config.settings import Settings, load_settings
+from freshness_pipeline.config.settings import Settings, run_main
 from freshness_pipeline.hudi.write import (
     ARCHIVE_KEEP_MAX_COMMITS as ARCHIVAL_MAX_COMMITS,
 )
@@ -705,9 +705,8 @@ def _soak_stack(settings: Settings, root: Path, rate: float):
     return Stack(config, settings)
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str], settings: Settings) -> int:
     args = _parser().parse_args(argv)
-    settings = load_settings()
 
     from freshness_pipeline.runtime.stack import StopFlag
 
@@ -757,4 +756,4 @@ def _print_rest(reading: RestReading) -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_main(main))

@@ -26,7 +26,8 @@ from pydantic import Field
 from freshness_pipeline.catalog.jobs import JOBS, JobSpec
 from freshness_pipeline.hudi.commit_keys import APPROXIMATE_SOURCES
 from freshness_pipeline.hudi.metadata import TableNotFound
-from freshness_pipeline.jobs.lineage import LineageError, asset_lineage, to_markdown
+from freshness_pipeline.jobs.lineage import asset_lineage, to_markdown
+from freshness_pipeline.jobs.lineage_model import LineageError
 from freshness_pipeline.jobs.run_config import (
     ResolvedRun,
     RunConfigError,
