@@ -180,7 +180,7 @@ EXPERIMENT_MODES = {
     },
     "long": {
         "variants": "pmb,max_benefit,random,dagster_eager,interval,pmb_footer_tmin,"
-        "pmb_two_term,pmb_no_aging,pmb_no_clustering,pmb_pipeline,pmb_chained,"
+        "pmb_two_term,pmb_no_aging,pmb_no_clustering,pmb_pipeline,pmb_single,"
         "fixed_order_subsets,"
         "fixed_order_full",
         "seeds": "1,2,3",

@@ -10,6 +10,7 @@ import pytest
 
 from freshness_pipeline.config.settings import (
     PROJECT_ROOT,
+    RETIRED,
     SETTINGS,
     SettingsError,
     child_environment,
@@ -112,9 +113,18 @@ def test_the_documented_settings_table_is_the_generated_one():
     )
 
 
+def test_a_retired_setting_is_refused_with_what_replaced_it():
+    with pytest.raises(SettingsError, match="FRESHNESS_CHAINS"):
+        load_settings({"FRESHNESS_CHAIN_DESCENDANTS": "true"})
+    assert load_settings({"FRESHNESS_CHAINS": "off"}).scheduler.chains == "off"
+    with pytest.raises(SettingsError, match="FRESHNESS_CHAINS"):
+        load_settings({"FRESHNESS_CHAINS": "sometimes"})
+
+
 def test_every_variable_the_code_names_is_a_setting():
-    """Any FRESHNESS_* name written in the package is in SETTINGS (no hidden knob)."""
-    known = {s.env for s in SETTINGS}
+    """Any FRESHNESS_* name written in the package is in SETTINGS (no hidden knob), or is
+    a retired one that is refused when set."""
+    known = {s.env for s in SETTINGS} | set(RETIRED)
     named = set()
     for path in (PROJECT_ROOT / "freshness_pipeline").rglob("*.py"):
         named |= set(re.findall(r"FRESHNESS_[A-Z_]+[A-Z]", path.read_text()))

@@ -185,47 +185,12 @@ def test_dagster_cli_materializes_with_and_without_config(
     assert feeder.meta("price_aggr").watermark_us() == feeder.meta("price_raw").watermark_us()
 
 
-@pytest.mark.parametrize(
-    ("job", "busy", "launched", "chain", "unstarted"),
-    [
-        (
-            "trade_aggr",
-            (),
-            (),
-            ("market_features", "enriched_features", "sector_vwap", "industry_spike"),
-            (),
-        ),
-        # the other aggregate has no table yet: its child cannot run, nor anything below
-        ("price_aggr", (), (), (), ("trade_aggr",)),
-        # a job of the chain itself may be new: it is refreshed before its children
-        (
-            "trade_aggr",
-            (),
-            (),
-            ("market_features", "enriched_features", "sector_vwap", "industry_spike"),
-            ("trade_aggr", "market_features", "enriched_features"),
-        ),
-        # the other aggregate launched in the same tick: its child would read it too early
-        ("trade_aggr", (), ("price_aggr",), (), ()),
-        ("trade_aggr", ("price_aggr",), (), (), ()),
-        ("enriched_features", (), (), ("sector_vwap", "industry_spike"), ()),
-        ("enriched_features", ("sector_vwap",), (), ("industry_spike",), ()),
-        ("market_features", ("enriched_features",), (), (), ()),  # nothing below a busy child
-        ("sector_vwap", (), (), (), ()),
-    ],
-)
-def test_chained_descendants(job, busy, launched, chain, unstarted):
-    from freshness_pipeline.catalog.jobs import chained_descendants
-
-    assert chained_descendants(job, set(busy), set(launched), set(unstarted)) == chain
-
-
 @pytest.mark.spark
 def test_a_chained_sensor_run_refreshes_the_descendants_exactly(spark, lakehouse: Settings):
-    """FRESHNESS_CHAIN_DESCENDANTS through real Dagster steps and Hudi: the sensor's run of
-    trade_aggr selects its four descendants; each descendant step processes what its
-    inputs hold when it starts, says it was chained, records no launch of its own, and
-    every table then equals the independent oracle."""
+    """A planned chain through real Dagster steps and Hudi: with price_aggr up to date the
+    sensor's run of trade_aggr selects its four descendants; each descendant step
+    processes what its inputs hold when it starts, records its part of the plan and no
+    launch of its own, and every table then equals the independent oracle."""
     from freshness_pipeline.catalog.jobs import JOBS
     from freshness_pipeline.config.scheduler_settings import SchedulerSettings
     from freshness_pipeline.jobs import oracle as independent_oracle
@@ -242,7 +207,7 @@ def test_a_chained_sensor_run_refreshes_the_descendants_exactly(spark, lakehouse
     # is never chained)
     assert dg.materialize([job_asset("price_aggr")], resources=resources).success
     with dg.instance_for_test() as instance:
-        settings = SchedulerSettings(chain_descendants=True)
+        settings = SchedulerSettings(chains="planned")
         now_us = feeder.meta("trade_raw").watermark_us() + 1_000_000
         _, requests = evaluate_tick(
             HudiMetadataResource.for_settings(load_settings()), instance, settings, now_us
@@ -262,8 +227,9 @@ def test_a_chained_sensor_run_refreshes_the_descendants_exactly(spark, lakehouse
     assert head["launched_by"].value == "freshness_sensor" and "sensor_plan" in head
     for name in chain[1:]:
         meta = result.asset_materializations_for_node(name)[0].metadata
-        assert meta["launched_by"].value == "freshness_sensor, chained after trade_aggr"
+        assert meta["launched_by"].value == "freshness_sensor, in the run of trade_aggr"
         assert "sensor_plan" not in meta and "phase_launch_s" not in meta
+        assert meta["planned_G_s"].value > 0 and meta["planned_after"].value
         assert meta["rows_written"].value > 0, name
     cap = feeder.meta("trade_aggr").watermark_us()
     assert cap == feeder.meta("trade_raw").watermark_us()

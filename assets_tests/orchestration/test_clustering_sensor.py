@@ -133,7 +133,7 @@ def test_a_clustering_run_takes_a_slot_from_the_jobs():
             tags={TABLE_TAG: "price_raw"},
         )
         result, requests = evaluate_tick(
-            raw_lake(), instance, SchedulerSettings(k=2), now_us=T0 + 61 * US_PER_S
+            raw_lake(), instance, SchedulerSettings(k=2, chains="off"), now_us=T0 + 61 * US_PER_S
         )
     assert len(requests) == 1
     assert any("1 clustering" in s.reason for s in result.skipped)

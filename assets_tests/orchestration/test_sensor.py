@@ -98,6 +98,9 @@ def raw_lake() -> FakeHudiMetadata:
 
 
 def tick(lake, instance, **settings):
+    """One tick; one table per run (the published plan) unless `chains="planned"` is
+    given: most tests here are about what a single job's run carries."""
+    settings.setdefault("chains", "off")
     return evaluate_tick(lake, instance, SchedulerSettings(**settings), now_us=T0 + 61 * US_PER_S)
 
 
@@ -303,7 +306,7 @@ def test_a_failed_decision_is_retried_after_a_backoff_under_a_new_key():
         instance.report_run_failed(run)
         failed_at = instance.get_run_record_by_id(run.run_id).end_time
         assert failed_at is not None
-        settings = SchedulerSettings()
+        settings = SchedulerSettings(chains="off")
         during = int((failed_at + 2) * US_PER_S)
         result, requests = evaluate_tick(raw_lake(), instance, settings, now_us=during)
         assert "trade_aggr" not in [r.tags[ASSET_TAG] for r in requests]
@@ -330,7 +333,7 @@ def test_a_failed_decision_is_retried_after_a_backoff_under_a_new_key():
 
 
 def test_a_launching_tick_logs_every_job_and_records_staleness():
-    sensor_def = build_sensor(SchedulerSettings(k=1))
+    sensor_def = build_sensor(SchedulerSettings(k=1, chains="off"))
     with dg.instance_for_test() as instance:
         context = dg.build_sensor_context(instance=instance, resources={"hudi_meta": raw_lake()})
         result = sensor_def(context)
@@ -340,6 +343,32 @@ def test_a_launching_tick_logs_every_job_and_records_staleness():
         assert "1 no free slot" in (result.cursor or "")
         # The raw tables have watermarks, the jobs none yet: nothing to record.
         assert result.asset_events == []
+
+
+def test_a_chained_tick_says_each_step_of_the_run_in_words():
+    sensor_def = build_sensor(SchedulerSettings(k=1))  # chains planned by default
+    with dg.instance_for_test() as instance:
+        context = dg.build_sensor_context(instance=instance, resources={"hudi_meta": raw_lake()})
+        result = sensor_def(context)
+        (request,) = result.run_requests
+        root = request.tags[ASSET_TAG]
+        assert (result.cursor or "").startswith(f"launch {root} +5; ")
+    from freshness_pipeline.scheduling.chains import plan_chains
+    from freshness_pipeline.scheduling.planner import CostModel, JobState, PendingInput
+    from freshness_pipeline.scheduling.tick_report import describe_tick
+
+    cheap = CostModel(2.0, 0.0)
+    raw = (PendingInput("r/1", 10, T0 + 1, T0 + 10 * US_PER_S),)
+    states = [
+        JobState("a", T0, T0 + 10 * US_PER_S, raw, cheap, inputs=(("r", T0 + 10 * US_PER_S),)),
+        JobState("b", T0, T0, (), cheap, inputs=(("a", T0),)),
+    ]
+    plan = plan_chains(states, 1, T0 + 11 * US_PER_S, run_cost_s=4.0)
+    report = describe_tick(plan, {"a": 11.0, "b": 11.0}, StalenessTarget(), ["a", "b"])
+    assert report.lines[0].startswith("a: launch: 1 of 1 files up to ")
+    assert "then b in the same run: the run removes 20.0 s in about 8.0 s" in report.lines[0]
+    assert report.lines[1].startswith("b: in the run of a: after a, up to ")
+    assert report.summary.startswith("launch a +1; ")
 
 
 def test_staleness_observations_carry_the_samplers_staleness_and_the_target():
@@ -389,55 +418,67 @@ def test_the_sensor_says_its_aging_setting(max_wait_s, first, words):
     assert words in (build_sensor(settings).description or "")
 
 
-def test_a_chained_run_refreshes_the_jobs_descendants_in_one_run():
-    """FRESHNESS_CHAIN_DESCENDANTS: the run of a planned job also selects its descendants,
-    which have no config (each processes what its inputs hold when its step starts); a
-    descendant of two launched jobs goes to neither (it would read one input too early)."""
+def test_a_planned_chain_is_one_run_with_each_steps_part_of_the_plan():
+    """FRESHNESS_CHAINS=planned (the default): on a new lakehouse one run takes both
+    aggregates (the root, and the other as a co-root with its own files) and every table
+    below them; the planned asset's config and tags are as for a single run, each other
+    step carries its own part of the plan, and the tags name the chain."""
+    from freshness_pipeline.scheduling.run_plan import CHAINED_TAG, StepPlan
+
+    with dg.instance_for_test() as instance:
+        result, (request,) = tick(raw_lake(), instance, chains="planned")
+        chain = [key.to_user_string() for key in request.asset_selection]
+        root = request.tags[ASSET_TAG]
+        assert chain[0] == root and set(chain[:2]) == {"trade_aggr", "price_aggr"}
+        assert chain[2:] == [
+            "market_features",
+            "enriched_features",
+            "sector_vwap",
+            "industry_spike",
+        ]
+        assert request.tags[CHAINED_TAG] == ",".join(chain[1:])
+        assert request.run_key.endswith("+" + ",".join(chain[1:]))
+        plan = RunPlan.from_run(request)
+        assert plan.chain == tuple(chain[1:]) and plan.run_cost_s == 3.0  # L's prior
+        (launch,) = result.launches
+        assert plan.gain_s == pytest.approx(launch.gain_s, abs=1e-3)
+        assert launch.cost_s == pytest.approx(3.0 + sum(s.cost_s for s in launch.chain))
+        ops = request.run_config["ops"]
+        assert set(ops) == set(chain)
+        co_root = ops[chain[1]]["config"]
+        assert co_root["files"] and co_root["t_done_planned"] == "none"
+        step = StepPlan.from_decision(chain[1], co_root[PLAN_FIELD])
+        assert step is not None and step.is_root and step.root == root
+        mf = StepPlan.from_decision("market_features", ops["market_features"]["config"][PLAN_FIELD])
+        assert mf is not None and set(mf.after) == {"trade_aggr", "price_aggr"}
+        assert "files" not in ops["market_features"]["config"]  # reads what its parents wrote
+        assert mf.cutoff_us == T0 + 60 * US_PER_S
+        # every other job says which run refreshes it
+        reasons = {s.job: s.reason for s in result.skipped}
+        assert reasons == {job: f"refreshed in the chain of {root}" for job in chain[1:]}
+
+
+def test_a_chain_leaves_out_what_is_up_to_date_and_what_a_running_run_holds():
     lake = raw_lake()
     lake.add(FakeTable("price_aggr", T0 + 60 * US_PER_S))  # up to date: only trade_aggr runs
     with dg.instance_for_test() as instance:
-        _, requests = tick(lake, instance, chain_descendants=True)
-        (request,) = requests
+        _, (request,) = tick(lake, instance, chains="planned")
         chain = ["trade_aggr", "market_features", "enriched_features"]
         chain += ["sector_vwap", "industry_spike"]
         assert request.asset_selection == [dg.AssetKey(name) for name in chain]
-        assert request.tags["freshness/chained"] == ",".join(chain[1:])
-        assert set(request.run_config["ops"]) == {"trade_aggr"}
-        assert RunPlan.from_run(request).asset == "trade_aggr"
-
-        _, both = tick(raw_lake(), instance, chain_descendants=True)
-        assert sorted(r.tags[ASSET_TAG] for r in both) == ["price_aggr", "trade_aggr"]
-        assert all(r.asset_selection == [dg.AssetKey(r.tags[ASSET_TAG])] for r in both)
-        assert all("freshness/chained" not in r.tags for r in both)
-
-        _, unchained = tick(lake, instance, chain_first_runs=False)  # off by default
-        assert unchained[0].asset_selection == [dg.AssetKey("trade_aggr")]
-
-
-def test_a_run_chains_the_descendants_never_materialized_and_only_those():
-    """FRESHNESS_CHAIN_FIRST_RUNS (on by default): on a new lakehouse a run also makes its
-    descendants' first materializations; a descendant that already has a table is left
-    to its own run, and so is what would need it first."""
-    lake = raw_lake()
-    lake.add(FakeTable("price_aggr", T0 + 60 * US_PER_S))  # up to date: only trade_aggr runs
-    with dg.instance_for_test() as instance:
-        _, (request,) = tick(lake, instance)
-        chain = ["market_features", "enriched_features", "sector_vwap", "industry_spike"]
-        assert request.asset_selection == [dg.AssetKey(n) for n in ["trade_aggr", *chain]]
-        assert request.tags["freshness/chained"] == ",".join(chain)
-
-        lake.add(FakeTable("market_features", T0))
-        lake.add(FakeTable("enriched_features", T0))
-        lake.add(FakeTable("sector_vwap", T0))
-        _, (request,) = tick(lake, instance)
-        assert request.asset_selection == [dg.AssetKey("trade_aggr")]  # nothing new below
-
-        # every table exists: nothing chained, as without the setting
-        lake.add(FakeTable("industry_spike", T0))
-        lake.add(FakeTable("trade_aggr", T0))
-        result, requests = tick(lake, instance)
-        assert requests and all(len(r.asset_selection) == 1 for r in requests)
-        assert all("freshness/chained" not in r.tags for r in requests)
+        # with price_aggr running, market_features would read its old commit: trade_aggr
+        # runs alone, and market_features waits
+        create_run_for_test(
+            instance,
+            job_name="price",
+            status=dg.DagsterRunStatus.STARTED,
+            tags={ASSET_TAG: "price_aggr"},
+            asset_selection={dg.AssetKey("price_aggr")},
+        )
+        result, (request,) = tick(raw_lake(), instance, chains="planned")
+        assert request.asset_selection == [dg.AssetKey("trade_aggr")]
+        reasons = {s.job: s.reason for s in result.skipped}
+        assert reasons["price_aggr"] == "already running"
 
 
 def test_a_chained_run_takes_one_slot_and_holds_its_jobs():
@@ -449,13 +490,10 @@ def test_a_chained_run_takes_one_slot_and_holds_its_jobs():
             tags={ASSET_TAG: "trade_aggr", "freshness/chained": "market_features"},
             asset_selection={dg.AssetKey("trade_aggr"), dg.AssetKey("market_features")},
         )
-        result, requests = tick(raw_lake(), instance, k=2, chain_descendants=True)
+        result, requests = tick(raw_lake(), instance, k=2, chains="planned")
         assert [r.tags[ASSET_TAG] for r in requests] == ["price_aggr"]  # one slot left
         assert result.free_slots == 1
         skipped = {s.job: s.reason for s in result.skipped}
         assert skipped["trade_aggr"] == skipped["market_features"] == "already running"
         # and price_aggr's run chains nothing its running sibling holds
         assert requests[0].asset_selection == [dg.AssetKey("price_aggr")]
-        # Without chaining, each running job counts as a run (two running: no slot).
-        result, requests = tick(raw_lake(), instance, k=2, chain_first_runs=False)
-        assert requests == [] and result.free_slots == 0

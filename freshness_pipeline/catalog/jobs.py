@@ -10,7 +10,6 @@ Three ways a target is kept exact under any sequence of cutoffs and subsets:
 
 from __future__ import annotations
 
-from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Literal
 
@@ -129,38 +128,3 @@ def downstream_of(job: str, t_dones: dict[str, int | None]) -> tuple[Downstream,
         cap = min(others) if others else None  # type: ignore[type-var]
         children.append(Downstream(child.name, t_dones.get(child.name), cap))
     return tuple(children)
-
-
-def chained_descendants(
-    job: str,
-    busy: Collection[str],
-    launched: Collection[str],
-    unstarted: Collection[str] = (),
-    only: Collection[str] | None = None,
-) -> tuple[str, ...]:
-    """The descendants of `job` a run of it also refreshes when runs are chained
-    (FRESHNESS_CHAIN_DESCENDANTS), in pipeline order: Dagster runs each after its inputs'
-    steps, so it processes what the run's earlier steps committed, and the chain pays one
-    run's launch instead of one per table. Left out: a descendant already queued or
-    running (`busy`) or launched this tick (`launched`), and one with an input that such a
-    run, not this chain, will refresh (it would read that input before its refresh and
-    need a run of its own after it), or with an input outside the chain that has no
-    watermark yet (`unstarted`: the step could not run; found by the long experiment,
-    where a first chained run of price_aggr failed in market_features for want of
-    trade_aggr). With `only` (FRESHNESS_CHAIN_FIRST_RUNS: the jobs never materialized),
-    a descendant outside it is not chained, nor anything that would need it first."""
-    chain = [job]
-    for spec in JOBS.values():
-        if spec.name == job or spec.name in busy or spec.name in launched:
-            continue
-        if only is not None and spec.name not in only:
-            continue
-        job_inputs = [t for t in spec.inputs if t in JOBS]
-        if not any(t in chain for t in job_inputs):
-            continue
-        if any(
-            t not in chain and (t in busy or t in launched or t in unstarted) for t in job_inputs
-        ):
-            continue
-        chain.append(spec.name)
-    return tuple(chain[1:])

@@ -26,6 +26,7 @@ MIN_TICK_S = 5
 # still gets a slot (after at most about one more run) near the 300 s staleness target,
 # while a job that only waits out a run or two of its peers is left to eta's order.
 DEFAULT_MAX_WAIT_S = 120
+CHAIN_MODES = ("planned", "off")
 
 
 @dataclass(frozen=True)
@@ -43,18 +44,13 @@ class SchedulerSettings:
     # A never-materialized job takes the next free slot (planner.age): every table exists
     # within a few runs of the start, at a cost in P where runs are slow.
     first_runs_first: bool = True
-    # A run of a job also refreshes its descendants, in one Dagster run (catalog.
-    # chained_descendants): one launch for the chain instead of one per table.
-    chain_descendants: bool = False
-    # Chaining for the descendants never materialized only (a new lakehouse's first runs):
-    # every table exists within one chain of the start, not one tick, launch and slot each.
-    chain_first_runs: bool = True
+    # `planned`: the sensor plans whole runs (scheduling/chains.py, METHOD 8); `off`: one
+    # table per run, as published.
+    chains: str = "planned"
 
     @property
-    def chains(self) -> bool:
-        """Whether a sensor run may carry descendants (so a running run may hold several
-        jobs in one slot)."""
-        return self.chain_descendants or self.chain_first_runs
+    def plans_chains(self) -> bool:
+        return self.chains == "planned"
 
     def __post_init__(self) -> None:
         if self.policy not in POLICIES:
@@ -78,6 +74,8 @@ class SchedulerSettings:
             raise ValueError(
                 f"FRESHNESS_MAX_WAIT_S must be at least 1 second or `off`, got {self.max_wait_s}"
             )
+        if self.chains not in CHAIN_MODES:
+            raise ValueError(f"FRESHNESS_CHAINS must be one of {CHAIN_MODES}, got {self.chains!r}")
         if self.interval_s < MIN_TICK_S:
             raise ValueError(
                 f"FRESHNESS_INTERVAL_S must be at least {MIN_TICK_S} (Dagster's sensor daemon "

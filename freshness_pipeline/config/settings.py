@@ -23,6 +23,7 @@ from freshness_pipeline.catalog.jobs import JOBS
 from freshness_pipeline.catalog.tables import RAW_TABLES
 from freshness_pipeline.config.scheduler_settings import (
     AUTOMATIONS,
+    CHAIN_MODES,
     DEFAULT_INTERVAL_S,
     DEFAULT_MAX_WAIT_S,
     MIN_TICK_S,
@@ -308,17 +309,13 @@ SETTINGS: tuple[Setting, ...] = (
             "ahead of the policy's order (every table exists within a few runs of the "
             "start; costs P where runs take minutes: docs/BENCHMARKS.md, Aging)",
             "true or false", _bool),
-    Setting("FRESHNESS_CHAIN_DESCENDANTS", "false",
-            "a sensor run of a job also refreshes the job's descendants in the same Dagster "
-            "run (each step processes what its inputs hold when it starts): one run's "
-            "launch for the chain instead of one per table (experiment variant `pmb_chained`)",
-            "true or false", _bool),
-    Setting("FRESHNESS_CHAIN_FIRST_RUNS", "true",
-            "a sensor run of a job also materializes, in the same Dagster run, those of its "
-            "descendants that were never materialized, so a new lakehouse's tables exist "
-            "without a tick, a launch and a free slot to wait for between them; once every "
-            "table exists it changes nothing",
-            "true or false", _bool),
+    Setting("FRESHNESS_CHAINS", "planned",
+            "`planned`: the sensor plans whole runs (METHOD 8): a job with its policy's "
+            "choice, the other runnable jobs its descendants read, and the descendants "
+            "worth refreshing in the same Dagster run (one launch, steps in dependency "
+            "order, each committing its own table), ranked by the staleness they remove "
+            "per second; `off`: one table per run, as published",
+            " or ".join(CHAIN_MODES), _choice(CHAIN_MODES)),
     Setting("FRESHNESS_STALENESS_TARGET_S", "300",
             "how stale (now minus the newest arrival a table reflects, METHOD 1) a derived "
             "table may get: each asset's Dagster freshness policy fails past it, and the "
@@ -598,6 +595,7 @@ def load_settings(
     handed the value."""
     env = dict(os.environ if environ is None else environ)
     _check_names(overrides or {})
+    _refuse_retired(env)
     for name, value in (overrides or {}).items():
         if value is not None:
             env[name] = str(value)
@@ -642,6 +640,20 @@ def is_setting(name: str) -> bool:
     return name in _BY_ENV
 
 
+# Settings that no longer exist, with what replaced them: set, they are refused rather
+# than ignored, so a deployment never runs on a knob it believes is on.
+RETIRED = {
+    "FRESHNESS_CHAIN_DESCENDANTS": "FRESHNESS_CHAINS (planned or off)",
+    "FRESHNESS_CHAIN_FIRST_RUNS": "FRESHNESS_CHAINS (planned or off)",
+}
+
+
+def _refuse_retired(env: Mapping[str, str]) -> None:
+    for name, instead in RETIRED.items():
+        if env.get(name):
+            raise SettingsError(f"{name} is no longer a setting; use {instead}")
+
+
 def _check_names(changes: Mapping[str, object]) -> None:
     for name in changes:
         if name not in _BY_ENV:
@@ -661,8 +673,7 @@ def _scheduler_settings(values: Mapping[str, Any]) -> SchedulerSettings:
         interval_s=values["FRESHNESS_INTERVAL_S"],
         max_wait_s=values["FRESHNESS_MAX_WAIT_S"],
         first_runs_first=values["FRESHNESS_FIRST_RUNS_FIRST"],
-        chain_descendants=values["FRESHNESS_CHAIN_DESCENDANTS"],
-        chain_first_runs=values["FRESHNESS_CHAIN_FIRST_RUNS"],
+        chains=values["FRESHNESS_CHAINS"],
     )
 
 

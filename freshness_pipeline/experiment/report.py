@@ -256,10 +256,10 @@ COMPARISONS = (
     ),
     ("pmb_pipeline", "pmb", "benefit also counts the downstream staleness a run unlocks"),
     (
-        "pmb_chained",
+        "pmb_single",
         "pmb",
-        "a run also refreshes its job's descendants in the same Dagster run (one launch per "
-        "chain) instead of one run per table",
+        "one table per run (published) instead of planned chains: one launch per run, and "
+        "the tables below a refresh wait for later ticks",
     ),
     (
         "pmb_no_aging",

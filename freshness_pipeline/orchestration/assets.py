@@ -48,6 +48,7 @@ from freshness_pipeline.scheduling.run_plan import (
     PLAN_FIELD,
     SENSOR,
     RunPlan,
+    StepPlan,
     hand_run_tags,
 )
 from freshness_pipeline.scheduling.staleness_target import StalenessTarget, staleness_s
@@ -174,14 +175,15 @@ def plan_metadata(
     planned: RunPlan | None,
     stale: list[str],
     chained_after: str | None = None,
+    step: StepPlan | None = None,
 ) -> dict[str, object]:
     """What the run set out to do: its window, the pending set, and, for a sensor run, what
     the sensor expected and why (beside what the run then did): the decision the run's
-    few tags leave out. `chained_after`: the planned asset of the sensor run this step was
-    chained into."""
+    few tags leave out. `chained_after`: the planned asset of the chained sensor run this
+    step belongs to; `step`: this step's part of that run's plan."""
     launched_by = SENSOR if planned is not None else BY_HAND
     if chained_after:
-        launched_by = f"{SENSOR}, chained after {chained_after}"
+        launched_by = f"{SENSOR}, in the run of {chained_after}"
     metadata: dict[str, object] = {
         "launched_by": launched_by,
         "cutoff": readable_utc(resolved.cutoff_us),
@@ -209,6 +211,13 @@ def plan_metadata(
             "cost_fit": planned.cost_fit,
             "attempt": planned.attempt,
             PLAN_FIELD: MetadataValue.json(planned.decision()),
+        }
+    if step is not None:
+        metadata |= {
+            "planned_cutoff_u": iso(step.cutoff_us),
+            "planned_G_s": round(step.gain_s, 3),
+            "planned_E_s": round(step.cost_s, 3),
+            "planned_after": ", ".join(step.after) or "nothing: a root of the run",
         }
     if stale:
         metadata |= {"stale_plans_refused": len(stale), "stale_plan": stale[-1]}
@@ -355,15 +364,18 @@ def build_asset(
         for reason in stale:
             context.log.warning(f"{reason}; re-planned from the current watermark")
         planned = RunPlan.from_run(context.run)  # None: launched by hand, not by the sensor
-        # In a chained sensor run, the asset planned ahead of this one; None otherwise.
+        # In a chained sensor run, the run's planned asset when it is not this one.
         chained_after = (
             planned.asset if planned is not None and planned.asset != spec.name else None
         )
+        step = StepPlan.from_decision(spec.name, config.sensor_plan) if chained_after else None
         if chained_after:
-            # A descendant in a chained sensor run: the run's plan, tags and config are
-            # its planned asset's; this step processes what its inputs hold now.
+            # Another step of a chained sensor run: the run's tags are its planned asset's;
+            # this step's part of the plan is in its own config.
+            if step is not None:
+                context.log.info(step.describe())
             context.log.info(
-                f"chained after {chained_after}: {resolved.file_count} of "
+                f"in the run of {chained_after}: {resolved.file_count} of "
                 f"{resolved.pending_files} pending files, up to {readable_utc(resolved.cutoff_us)}"
             )
             planned = None
@@ -387,7 +399,7 @@ def build_asset(
                 context, spec, config, resolved, runner, hudi_meta.table, faults_dir
             )
             stale += lost
-        metadata = plan_metadata(resolved, planned, stale, chained_after)
+        metadata = plan_metadata(resolved, planned, stale, chained_after, step)
         # With nothing to do, the watermark it resolved against is the table's current one.
         after = report.t_done_after_us if report is not None else resolved.t_done_us
         metadata |= staleness_metadata(

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field, replace
 from dagster import (
     AssetKey,
     AssetObservation,
+    DagsterEventType,
     DagsterRunStatus,
     DefaultSensorStatus,
     MetadataValue,
@@ -28,13 +29,19 @@ from dagster import (
     sensor,
 )
 
-from freshness_pipeline.catalog.jobs import JOBS, JobSpec, chained_descendants, downstream_of
+from freshness_pipeline.catalog.jobs import JOBS, JobSpec, downstream_of
 from freshness_pipeline.catalog.tables import RAW_TABLES
 from freshness_pipeline.config.scheduler_settings import SchedulerSettings
 from freshness_pipeline.hudi.metadata import TableNotFound
 from freshness_pipeline.orchestration.resources import HudiMetadataResource
+from freshness_pipeline.scheduling.chains import plan_chains
 from freshness_pipeline.scheduling.clustering import TABLE_TAG as CLUSTERING_TABLE_TAG
-from freshness_pipeline.scheduling.cost_model import FittedCost, RunSample, fit_cost_model
+from freshness_pipeline.scheduling.cost_model import (
+    FittedCost,
+    RunSample,
+    fit_cost_model,
+    fit_run_cost,
+)
 from freshness_pipeline.scheduling.planner import (
     JobChoice,
     JobState,
@@ -44,7 +51,13 @@ from freshness_pipeline.scheduling.planner import (
     plan,
     retry_backoff_s,
 )
-from freshness_pipeline.scheduling.run_plan import ASSET_TAG, CHAINED_TAG, RunPlan
+from freshness_pipeline.scheduling.run_plan import (
+    ASSET_TAG,
+    CHAINED_TAG,
+    RunPlan,
+    StepPlan,
+    run_config_of,
+)
 from freshness_pipeline.scheduling.staleness_target import StalenessTarget, staleness_s
 from freshness_pipeline.scheduling.tick_report import describe_tick, observations_due
 from freshness_pipeline.scheduling.timefmt import iso
@@ -96,11 +109,34 @@ def active_clustering_runs(runs: Iterable) -> dict[str, int]:
     return found
 
 
-def run_history(instance, job: str, limit: int = 40) -> tuple[list[RunSample], int | None]:
-    """(bytes read, files read, seconds) of the job's recent materializations, oldest
-    first, and when the latest was recorded (the fixed-order policies' turn)."""
+# What a run pays before its first step's job starts: L, counted once per run (METHOD 8).
+RUN_COST_PHASES = ("phase_launch_s", "phase_plan_s", "phase_session_s")
+
+
+@dataclass(frozen=True)
+class JobHistory:
+    """A job's recent materializations, oldest first: (bytes read, files read, seconds)
+    for its cost model, when the latest was recorded (the fixed-order policies' turn), and
+    the launch + plan + session seconds of the runs it was the first step of (for L)."""
+
+    samples: list[RunSample]
+    last_refresh_us: int | None
+    run_costs_s: list[float]
+
+    @property
+    def step_input(self) -> tuple[int, int]:
+        """The median (bytes, files) a step of the job read: a chained step's expected
+        input, which its parent has not written yet when the run is planned."""
+        if not self.samples:
+            return (0, 0)
+        ordered = sorted(self.samples, key=lambda s: (s.scan_bytes, s.files))
+        middle = ordered[len(ordered) // 2]
+        return (middle.scan_bytes, middle.files)
+
+
+def run_history(instance, job: str, limit: int = 40) -> JobHistory:
     records = instance.fetch_materializations(AssetKey(job), limit=limit).records
-    samples = []
+    samples, run_costs = [], []
     for record in reversed(records):
         materialization = record.asset_materialization
         meta = materialization.metadata if materialization else {}
@@ -112,8 +148,10 @@ def run_history(instance, job: str, limit: int = 40) -> tuple[list[RunSample], i
                     float(meta["duration_s"].value),
                 )
             )
+        if all(key in meta for key in RUN_COST_PHASES):
+            run_costs.append(sum(float(meta[key].value) for key in RUN_COST_PHASES))
     last_refresh_us = int(records[0].timestamp * US_PER_S) if records else None
-    return samples, last_refresh_us
+    return JobHistory(samples, last_refresh_us, run_costs)
 
 
 def failure_streaks(
@@ -122,7 +160,9 @@ def failure_streaks(
     """Per job: (consecutive failed or canceled sensor runs since its last success, when
     the newest of them ended), from one query. A failed decision is then retried under a
     new run key, after a backoff, instead of being dropped as a duplicate for ever (a job
-    would otherwise stay stuck after a failure once the stream goes quiet)."""
+    would otherwise stay stuck after a failure once the stream goes quiet). In a chained
+    run each step counts for its own job: a step that failed counts, a step that
+    committed is a success, a step skipped because its parent failed is neither."""
     jobs = list(jobs)
     records = instance.get_run_records(
         filters=RunsFilter(tags={ASSET_TAG: jobs}, statuses=FINISHED_STATUSES),
@@ -131,17 +171,41 @@ def failure_streaks(
     streaks: dict[str, tuple[int, int | None]] = {job: (0, None) for job in jobs}
     settled: set[str] = set()
     for record in records:  # newest first
-        job = record.dagster_run.tags.get(ASSET_TAG)
-        if job not in streaks or job in settled:
+        run = record.dagster_run
+        root = run.tags.get(ASSET_TAG)
+        steps = {root, *(s for s in run.tags.get(CHAINED_TAG, "").split(",") if s)}
+        if run.status == DagsterRunStatus.SUCCESS:
+            settled |= steps
             continue
-        if record.dagster_run.status == DagsterRunStatus.SUCCESS:
-            settled.add(job)
-            continue
-        count, last_end = streaks[job]
-        if last_end is None and record.end_time is not None:
-            last_end = int(record.end_time * US_PER_S)
-        streaks[job] = (count + 1, last_end)
+        failed = {root}
+        if len(steps) > 1:
+            failed, succeeded = _step_outcomes(instance, run.run_id)
+            settled |= succeeded & steps
+            failed = (failed & steps) or {root}  # killed or canceled: no step said
+        for job in failed:
+            if job not in streaks or job in settled:
+                continue
+            count, last_end = streaks[job]
+            if last_end is None and record.end_time is not None:
+                last_end = int(record.end_time * US_PER_S)
+            streaks[job] = (count + 1, last_end)
     return streaks
+
+
+def _step_outcomes(instance, run_id: str) -> tuple[set[str], set[str]]:
+    """The steps (asset names) of a finished run that failed and that succeeded."""
+    failed: set[str] = set()
+    succeeded: set[str] = set()
+    kinds = {DagsterEventType.STEP_FAILURE, DagsterEventType.STEP_SUCCESS}
+    for record in instance.get_records_for_run(run_id, of_type=kinds).records:
+        event = record.event_log_entry.dagster_event
+        if event is None or event.step_key is None:
+            continue
+        if event.event_type == DagsterEventType.STEP_FAILURE:
+            failed.add(event.step_key)
+        else:
+            succeeded.add(event.step_key)
+    return failed, succeeded - failed
 
 
 def job_state(
@@ -158,18 +222,19 @@ def job_state(
         t_done = hudi_meta.table(spec.name).watermark_us()
     except TableNotFound:
         t_done = None
-    watermarks = []
-    pending: list[PendingInput] = []
-    committed: list[int] = []  # when each pending file's rows began to land
+    marks: list[tuple[str, int | None]] = []
+    metas = {}
     for table in spec.inputs:
         try:
-            meta = hudi_meta.table(table)
+            metas[table] = hudi_meta.table(table)
+            marks.append((table, metas[table].watermark_us()))
         except TableNotFound:
-            return JobState(spec.name, t_done, None, (), cost.model, running)
-        watermark = meta.watermark_us()
-        if watermark is None:
-            return JobState(spec.name, t_done, None, (), cost.model, running)
-        watermarks.append(watermark)
+            marks.append((table, None))
+    if any(mark is None for _, mark in marks):
+        return JobState(spec.name, t_done, None, (), cost.model, running, inputs=tuple(marks))
+    pending: list[PendingInput] = []
+    committed: list[int] = []  # when each pending file's rows began to land
+    for meta in metas.values():
         if running:
             continue  # not planned this tick; skip the file listing
         for p in meta.pending_files(t_done, with_footer=tmin_mode == "footer"):
@@ -185,33 +250,31 @@ def job_state(
     return JobState(
         spec.name,
         t_done,
-        min(watermarks),
+        min(mark for _, mark in marks if mark is not None),
         tuple(pending),
         cost.model,
         running,
         pending_since_us=min(committed, default=None),
+        inputs=tuple(marks),
     )
 
 
 def run_request(
     choice: JobChoice,
-    t_done: int | None,
+    t_dones: Mapping[str, int | None],
     cost: FittedCost,
     attempt: int = 0,
     arrival_sources: tuple[str, ...] = (),
-    chained: tuple[str, ...] = (),
 ) -> RunRequest:
-    """The run of a decision; `chained`: descendants the same run refreshes after it (no
-    config of their own: each processes what its inputs hold when its step starts)."""
-    plan_record = RunPlan.from_choice(choice, t_done, cost, attempt, arrival_sources)
-    tags = plan_record.tags()
-    if chained:
-        tags[CHAINED_TAG] = ",".join(chained)
+    """The run of a decision: its planned asset's config and tags, and for a chained run
+    every other step with its part of the plan in its own op config."""
+    plan_record = RunPlan.from_choice(choice, t_dones[choice.job], cost, attempt, arrival_sources)
+    steps = StepPlan.of_chain(choice, t_dones)
     return RunRequest(
         run_key=plan_record.run_key,
-        asset_selection=[AssetKey(name) for name in (plan_record.asset, *chained)],
-        run_config=plan_record.run_config(),
-        tags=tags,
+        asset_selection=[AssetKey(name) for name in choice.jobs],
+        run_config=run_config_of(plan_record, steps),
+        tags=plan_record.tags(),
     )
 
 
@@ -255,36 +318,40 @@ def plan_tick(
     states = read.states
     if get_policy(settings.policy).uses_downstream:
         states = [replace(s, downstream=downstream_of(s.job, read.t_dones)) for s in states]
-    result = plan(
-        states,
-        settings.k,
-        now_us,
-        settings.policy,
-        settings.seed,
-        sum(active_clustering_runs(active).values()),
-        settings.max_wait_s,
-        settings.first_runs_first,
-        # a chained run holds several jobs in one slot of the run queue
-        active_job_runs(active) if settings.chains else None,
-    )
-    launched = {c.job for c in result.launches}
-    unstarted = {job for job, t_done in read.t_dones.items() if t_done is None}
+    runs_held = active_job_runs(active)  # a chained run holds several jobs in one slot
+    others = sum(active_clustering_runs(active).values())
+    if settings.plans_chains:
+        result = plan_chains(
+            states,
+            settings.k,
+            now_us,
+            settings.policy,
+            settings.seed,
+            others,
+            settings.max_wait_s,
+            settings.first_runs_first,
+            runs_held,
+            fit_run_cost(read.run_costs_s),
+        )
+    else:
+        result = plan(
+            states,
+            settings.k,
+            now_us,
+            settings.policy,
+            settings.seed,
+            others,
+            settings.max_wait_s,
+            settings.first_runs_first,
+            runs_held,
+        )
     requests = [
         run_request(
             c,
-            read.t_dones[c.job],
+            read.t_dones,
             read.fitted[c.job],
             read.attempts[c.job],
             tuple(read.sources[c.job]),
-            chained_descendants(
-                c.job,
-                busy,
-                launched,
-                unstarted,
-                only=None if settings.chain_descendants else unstarted,
-            )
-            if settings.chains
-            else (),
         )
         for c in result.launches
     ]
@@ -301,6 +368,7 @@ class _JobStates:
     fitted: dict[str, FittedCost] = field(default_factory=dict)
     attempts: dict[str, int] = field(default_factory=dict)
     sources: dict[str, set[str]] = field(default_factory=dict)
+    run_costs_s: list[float] = field(default_factory=list)  # launch + session, every job's
 
 
 def _read_job_states(
@@ -313,8 +381,9 @@ def _read_job_states(
     read = _JobStates()
     streaks = failure_streaks(instance, [spec.name for spec in jobs])
     for spec in jobs:
-        history, last_refresh_us = run_history(instance, spec.name)
-        fitted = read.fitted[spec.name] = fit_cost_model(history, settings.cost_mode)
+        history = run_history(instance, spec.name)
+        read.run_costs_s += history.run_costs_s
+        fitted = read.fitted[spec.name] = fit_cost_model(history.samples, settings.cost_mode)
         sources = read.sources[spec.name] = set()
         state = job_state(spec, hudi_meta, fitted, spec.name in busy, settings.tmin_mode, sources)
         read.t_dones[spec.name] = state.t_done_us
@@ -327,7 +396,8 @@ def _read_job_states(
             replace(
                 state,
                 order=list(JOBS).index(spec.name),
-                last_refresh_us=last_refresh_us,
+                last_refresh_us=history.last_refresh_us,
+                step_input=history.step_input,
                 failed_runs=failed,
                 retry_after_us=retry_after,
             )

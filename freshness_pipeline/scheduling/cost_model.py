@@ -24,6 +24,24 @@ COST_MODES: tuple[CostMode, ...] = ("three_term", "two_term")
 DEFAULT_PRIOR = CostModel(a_s=20.0, b_s_per_byte=10.0 / 1024**3, c_s_per_file=0.05)
 
 
+# L, a run's fixed cost (launch and Spark session, METHOD 8), before runs have measured it:
+# about 2.5 s on the shared Spark service on 2 cores (docs/BENCHMARKS.md), rounded up.
+DEFAULT_RUN_COST_S = 3.0
+RUN_COST_MIN_SAMPLES = 3
+
+
+def fit_run_cost(overheads_s: Sequence[float], prior_s: float = DEFAULT_RUN_COST_S) -> float:
+    """L from the recent runs' launch + plan + session seconds: their median (a run that
+    waited on a busy machine should not set it), the prior until a few runs have run."""
+    measured = sorted(s for s in overheads_s if s >= 0)
+    if len(measured) < RUN_COST_MIN_SAMPLES:
+        return prior_s
+    middle = len(measured) // 2
+    if len(measured) % 2:
+        return measured[middle]
+    return (measured[middle - 1] + measured[middle]) / 2
+
+
 @dataclass(frozen=True)
 class RunSample:
     scan_bytes: int

@@ -99,6 +99,13 @@ class JobState:
     # consumed (the sensor reads it from the timeline). None: unknown; the oldest pending
     # arrival stands in, which is earlier, so a wait is never understated. Read by `age`.
     pending_since_us: int | None = None
+    # Each input table with its watermark as read this tick (None: no data yet); chains
+    # (chains.py) read it to know what a step's inputs will hold when its turn comes.
+    inputs: tuple[tuple[str, int | None], ...] = ()
+    # (bytes, files) a step of this job typically reads: the median of its recent runs.
+    # A chained step's input is mostly its parent's next commit, not yet written, so its
+    # cost is estimated from this rather than from the files pending now.
+    step_input: tuple[int, int] = (0, 0)
 
 
 @dataclass(frozen=True)
@@ -109,6 +116,24 @@ class Candidate:
     gain_s: float  # G
     cost_s: float  # E
     eta: float
+
+
+@dataclass(frozen=True)
+class ChainStep:
+    """One table a chained run commits (METHOD 8), its planned part of the run: up to
+    `cutoff_us` (the root's u; a descendant's u_d, the smallest watermark its inputs will
+    hold when its turn comes), removing `gain_s` of staleness in about `cost_s`."""
+
+    job: str
+    cutoff_us: int
+    gain_s: float
+    cost_s: float
+    scan_bytes: int
+    files: int
+    after: tuple[str, ...] = ()  # the steps of the run it reads (its parents in the chain)
+    # A root's chosen files (its policy's pick); a descendant's are empty: it reads all
+    # its pending input up to its cutoff, whatever its parents' steps have just written.
+    paths: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -125,10 +150,24 @@ class JobChoice:
     candidates: tuple[Candidate, ...]
     waited_s: float = 0.0  # runnable and not launched for this long (`waited_s`)
     aged: str = ""  # why it was ranked ahead of the policy's order; "": it was not
+    # A chained run (chains.py): every step, the root first, in dependency order; gain_s,
+    # cost_s and eta are then the whole run's, with `run_cost_s` (L) counted once in
+    # cost_s. Empty: the published plan, one table per run, gain and cost its own.
+    chain: tuple[ChainStep, ...] = ()
+    run_cost_s: float = 0.0
 
     @property
     def is_subset(self) -> bool:
         return len(self.files) < self.pending_files
+
+    @property
+    def jobs(self) -> tuple[str, ...]:
+        """Every table the run commits, the root first."""
+        return tuple(step.job for step in self.chain) if self.chain else (self.job,)
+
+    @property
+    def descendants(self) -> tuple[str, ...]:
+        return self.jobs[1:]
 
 
 @dataclass(frozen=True)
@@ -164,7 +203,7 @@ def retry_backoff_s(failed_runs: int) -> float:
     return min(RETRY_BACKOFF_MAX_S, RETRY_BACKOFF_BASE_S * 2 ** (failed_runs - 1))
 
 
-def _by_tmin(state: JobState) -> list[PendingInput]:
+def by_tmin(state: JobState) -> list[PendingInput]:
     return sorted(state.pending, key=lambda f: (f.tmin_us, f.path))
 
 
@@ -204,7 +243,7 @@ def candidates(state: JobState, pipeline: bool = False) -> tuple[Candidate, ...]
     cutoffs = sorted({min(f.tmax_us, state.cap_us) for f in state.pending})
     if floor is not None:
         cutoffs = [u for u in cutoffs if u > floor]
-    ordered = _by_tmin(state)
+    ordered = by_tmin(state)
     tmins = [f.tmin_us for f in ordered]
     scan_prefix = [0, *itertools.accumulate(f.size_bytes for f in ordered)]
     # A never-run job's staleness counts from its oldest pending arrival.
@@ -237,6 +276,9 @@ class SchedulingPolicy(ABC):
     # callers fill `JobState.downstream` only when this is set, since reading the
     # children's watermarks costs metadata calls that other policies would waste.
     uses_downstream: ClassVar[bool] = False
+    # Whether the policy chooses its cutoff (PMB's subsets) rather than taking every
+    # pending file; a chain (chains.py) then searches the root's rows too.
+    searches_cutoff: ClassVar[bool] = True
 
     @abstractmethod
     def pick(self, rows: Sequence[Candidate]) -> Candidate:
@@ -296,6 +338,8 @@ class Pmb(SchedulingPolicy):
 class MaxBenefit(SchedulingPolicy):
     """Baseline: every pending file, jobs ranked by the eta of that whole set."""
 
+    searches_cutoff: ClassVar[bool] = False
+
     def pick(self, rows: Sequence[Candidate]) -> Candidate:
         return _largest_cutoff(rows)
 
@@ -308,6 +352,8 @@ class MaxBenefit(SchedulingPolicy):
 @dataclass(frozen=True)
 class RandomOrder(SchedulingPolicy):
     """Baseline: every pending file, runnable jobs in a random (seeded) order."""
+
+    searches_cutoff: ClassVar[bool] = False
 
     def pick(self, rows: Sequence[Candidate]) -> Candidate:
         return _largest_cutoff(rows)
@@ -351,6 +397,8 @@ class FixedOrderPmb(SchedulingPolicy):
 class FixedOrderFull(SchedulingPolicy):
     """Every pending file with round-robin launches (the control for `FixedOrderPmb`)."""
 
+    searches_cutoff: ClassVar[bool] = False
+
     def pick(self, rows: Sequence[Candidate]) -> Candidate:
         return _largest_cutoff(rows)
 
@@ -385,10 +433,10 @@ def get_policy(name: Policy) -> SchedulingPolicy:
 
 def choose(state: JobState, policy: Policy, now_us: int | None = None) -> JobChoice | Skip:
     """One job's choice under `policy`, or why it is not runnable."""
-    return _choose(state, policy, get_policy(policy), now_us)
+    return choose_job(state, policy, get_policy(policy), now_us)
 
 
-def _choose(
+def choose_job(
     state: JobState, name: Policy, rules: SchedulingPolicy, now_us: int | None
 ) -> JobChoice | Skip:
     # `plan` resolves the policy once per tick rather than once per job.
@@ -414,7 +462,7 @@ def _choose(
         job=state.job,
         policy=name,
         cutoff_us=picked.cutoff_us,
-        files=tuple(f.path for f in _by_tmin(state)[: picked.file_count]),
+        files=tuple(f.path for f in by_tmin(state)[: picked.file_count]),
         scan_bytes=picked.scan_bytes,
         gain_s=picked.gain_s,
         cost_s=picked.cost_s,
@@ -497,6 +545,22 @@ def age(
     return aged + rest
 
 
+def check_plan_args(
+    policy: Policy, k: int, other_runs: int, max_wait_s: float | None, job_runs: int | None
+) -> SchedulingPolicy:
+    """The policy `plan` (or chains.plan_chains) is asked for, once its arguments hold."""
+    rules = get_policy(policy)
+    if k < 1:
+        raise ValueError(f"K must be at least 1, got {k}")
+    if other_runs < 0:
+        raise ValueError(f"other_runs must not be negative, got {other_runs}")
+    if max_wait_s is not None and max_wait_s <= 0:
+        raise ValueError(f"max_wait_s must be positive or None, got {max_wait_s}")
+    if job_runs is not None and job_runs < 0:
+        raise ValueError(f"job_runs must not be negative, got {job_runs}")
+    return rules
+
+
 def plan(
     jobs: Sequence[JobState],
     k: int,
@@ -513,21 +577,13 @@ def plan(
     `max_wait_s`, `first_runs_first`: aging (`age`); None and False: the policy's order
     alone, as published. `job_runs`: queued or running runs of the jobs, when one run may
     hold several running jobs (a chained run); None: one run per running job."""
-    rules = get_policy(policy)
-    if k < 1:
-        raise ValueError(f"K must be at least 1, got {k}")
-    if other_runs < 0:
-        raise ValueError(f"other_runs must not be negative, got {other_runs}")
-    if max_wait_s is not None and max_wait_s <= 0:
-        raise ValueError(f"max_wait_s must be positive or None, got {max_wait_s}")
-    if job_runs is not None and job_runs < 0:
-        raise ValueError(f"job_runs must not be negative, got {job_runs}")
+    rules = check_plan_args(policy, k, other_runs, max_wait_s, job_runs)
     running = sum(1 for j in jobs if j.running) if job_runs is None else job_runs
     free = max(0, k - running - other_runs)
     choices: list[JobChoice] = []
     skipped: list[Skip] = []
     for state in jobs:
-        outcome = _choose(state, policy, rules, now_us)
+        outcome = choose_job(state, policy, rules, now_us)
         if isinstance(outcome, JobChoice):
             choices.append(replace(outcome, waited_s=waited_s(state, now_us)))
         else:

@@ -14,7 +14,7 @@ Pure Python: no dagster, pyspark or hudi, so it is unit-tested on its own.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,8 +25,9 @@ from freshness_pipeline.scheduling.timefmt import readable_utc
 TAG_PREFIX = "freshness/"
 APPROXIMATE = "completion_time"  # hudi_metadata.SOURCE_COMPLETION (pure module: no import)
 ASSET_TAG = f"{TAG_PREFIX}asset"
-# The descendants a sensor run refreshes after its planned asset (comma list; the run's
-# plan, tags and config are the planned asset's alone).
+# The other tables a chained sensor run commits besides its planned asset, in the order
+# its steps run (comma list): the co-roots, then the descendants. The run's tags are the
+# planned asset's; each step's part of the plan is in its own op config (`StepPlan`).
 CHAINED_TAG = f"{TAG_PREFIX}chained"
 SENSOR = "freshness_sensor"
 BY_HAND = "hand"  # a Materialize click, `dagster asset materialize`, a backfill
@@ -95,6 +96,10 @@ class RunPlan:
     arrival_sources: tuple[str, ...] = ()
     waited_s: float = 0.0  # how long the job had been runnable without a slot
     aged: str = ""  # why aging ranked it ahead of the policy's order; "": it did not
+    # A chained run: the other tables it commits, in step order, and L, the run's fixed
+    # cost counted once in cost_s (gain_s, cost_s and eta are then the whole run's).
+    chain: tuple[str, ...] = ()
+    run_cost_s: float = 0.0
 
     @property
     def is_subset(self) -> bool:
@@ -140,6 +145,8 @@ class RunPlan:
             arrival_sources=tuple(sorted(arrival_sources)),
             waited_s=choice.waited_s,
             aged=choice.aged,
+            chain=choice.descendants,
+            run_cost_s=choice.run_cost_s,
         )
 
     # --- written here ---------------------------------------------------------------------
@@ -148,7 +155,8 @@ class RunPlan:
     def run_key(self) -> str:
         """Idempotent per decision: a tick that repeats the same decision adds no run; the
         same decision after a failed run differs in `attempt`, so it is retried."""
-        return f"{self.asset}:{self.t_done_us}:{self.cutoff_us}:{self.file_count}:a{self.attempt}"
+        key = f"{self.asset}:{self.t_done_us}:{self.cutoff_us}:{self.file_count}:a{self.attempt}"
+        return f"{key}+{','.join(self.chain)}" if self.chain else key
 
     def op_config(self) -> dict[str, Any]:
         return {
@@ -175,6 +183,8 @@ class RunPlan:
             tags[_tag("retry")] = f"{self.attempt} after failed runs"
         if self.aged:
             tags[AGING_TAG] = self.aged
+        if self.chain:
+            tags[CHAINED_TAG] = ",".join(self.chain)
         return tags
 
     def decision(self) -> dict[str, str]:
@@ -206,18 +216,26 @@ class RunPlan:
             "arrival_approximate": str(APPROXIMATE in self.arrival_sources).lower(),
             "waited_s": f"{self.waited_s:.3f}",
             "aging": self.aged,
+            "chain": ",".join(self.chain),
+            "run_cost_s": f"{self.run_cost_s:.3f}",
         }
 
     def describe(self) -> str:
         """The decision in words, for the run's own log."""
         retry = f", retry {self.attempt}" if self.attempt else ""
         aged = f"; ahead of {self.policy}'s order by aging: {self.aged}" if self.aged else ""
+        chain = (
+            f"; the run then commits {', '.join(self.chain)} (G, E and eta are the run's, "
+            f"with {self.run_cost_s:.1f} s of launch and session counted once)"
+            if self.chain
+            else ""
+        )
         return (
             f"planned by {SENSOR} ({self.policy}{retry}): "
             f"{files_text(self.file_count, self.pending_files)} up to "
             f"{readable_utc(self.cutoff_us)}, to remove {self.gain_s:.1f} s of staleness in "
             f"about {self.cost_s:.1f} s (eta {self.eta:.3g}; cost model {self.cost_model}, "
-            f"{self.cost_fit}){aged}"
+            f"{self.cost_fit}){aged}{chain}"
         )
 
     # --- read back here -------------------------------------------------------------------
@@ -261,12 +279,116 @@ class RunPlan:
             arrival_sources=tuple(s for s in tags.get(_tag("arrival_source"), "").split(",") if s),
             waited_s=float(tags.get(_tag("waited_s")) or "0"),
             aged=tags.get(AGING_TAG, ""),
+            chain=tuple(s for s in tags.get(CHAINED_TAG, "").split(",") if s),
+            run_cost_s=float(tags.get(_tag("run_cost_s")) or "0"),
         )
 
     @classmethod
     def from_run(cls, run: Any) -> RunPlan | None:
         """From a Dagster run (anything with `.tags` and `.run_config`)."""
         return cls.from_tags(run.tags, getattr(run, "run_config", None))
+
+
+@dataclass(frozen=True)
+class StepPlan:
+    """A step of a chained sensor run other than its planned asset: its part of the plan,
+    carried in its own op config. A co-root reads the files its policy chose, up to its
+    cutoff; a descendant reads everything its inputs hold when its turn comes, which the
+    plan expects to be `cutoff_us` (its parents' planned cutoffs)."""
+
+    asset: str
+    root: str  # the run's planned asset
+    cutoff_us: int
+    t_done_us: int | None
+    gain_s: float
+    cost_s: float
+    scan_bytes: int
+    file_count: int
+    after: tuple[str, ...] = ()  # the steps it reads; empty for a co-root
+    files: tuple[str, ...] = ()  # a co-root's files; a descendant has none
+
+    @property
+    def is_root(self) -> bool:
+        return not self.after
+
+    @classmethod
+    def of_chain(cls, choice: JobChoice, t_dones: Mapping[str, int | None]) -> list[StepPlan]:
+        return [
+            cls(
+                step.job,
+                choice.job,
+                step.cutoff_us,
+                t_dones.get(step.job),
+                step.gain_s,
+                step.cost_s,
+                step.scan_bytes,
+                step.files,
+                step.after,
+                step.paths,
+            )
+            for step in choice.chain[1:]
+        ]
+
+    def decision(self) -> dict[str, str]:
+        return {
+            "chain_root": self.root,
+            "t_done_us": "" if self.t_done_us is None else str(self.t_done_us),
+            "u_us": str(self.cutoff_us),
+            "G_s": f"{self.gain_s:.3f}",
+            "E_s": f"{self.cost_s:.3f}",
+            "scan_bytes": str(self.scan_bytes),
+            "files_chosen": str(self.file_count),
+            "after": ",".join(self.after),
+        }
+
+    def op_config(self) -> dict[str, Any]:
+        if not self.is_root:
+            return {PLAN_FIELD: self.decision()}
+        return {
+            "files": list(self.files),
+            "cutoff_u": str(self.cutoff_us),
+            "t_done_planned": "none" if self.t_done_us is None else str(self.t_done_us),
+            PLAN_FIELD: self.decision(),
+        }
+
+    @classmethod
+    def from_decision(cls, asset: str, decision: Mapping[str, str]) -> StepPlan | None:
+        """A step's plan from its op config's `sensor_plan`; None when it is not a step of
+        a chained run (a run's planned asset, or a run launched by hand)."""
+        if not decision.get("chain_root"):
+            return None
+        t_done = decision.get("t_done_us", "")
+        return cls(
+            asset,
+            decision["chain_root"],
+            int(decision["u_us"]),
+            int(t_done) if t_done else None,
+            float(decision["G_s"]),
+            float(decision["E_s"]),
+            int(decision.get("scan_bytes") or 0),
+            int(decision.get("files_chosen") or 0),
+            tuple(s for s in decision.get("after", "").split(",") if s),
+        )
+
+    def describe(self) -> str:
+        what = (
+            f"{self.file_count} chosen files"
+            if self.is_root
+            else f"what {', '.join(self.after)} just committed"
+        )
+        return (
+            f"planned by {SENSOR} in the run of {self.root}: {what}, up to "
+            f"{readable_utc(self.cutoff_us)}, to remove {self.gain_s:.1f} s of staleness in "
+            f"about {self.cost_s:.1f} s"
+        )
+
+
+def run_config_of(plan: RunPlan, steps: Sequence[StepPlan]) -> dict[str, Any]:
+    """A sensor run's config: its planned asset's, and each other step's part."""
+    ops = plan.run_config()["ops"]
+    for step in steps:
+        ops[step.asset] = {"config": step.op_config()}
+    return {"ops": ops}
 
 
 def _mib_bytes(text: str) -> int:

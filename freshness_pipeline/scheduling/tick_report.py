@@ -70,11 +70,31 @@ def staleness_words(staleness_s: float | None, target: StalenessTarget) -> str:
 
 def _launch_words(choice: JobChoice, rank: int, runnable: int) -> str:
     aged = f", ahead of eta's order by aging: {choice.aged}" if choice.aged else ""
+    chain = (
+        f"; then {', '.join(choice.descendants)} in the same run: the run removes "
+        f"{choice.gain_s:.1f} s in about {choice.cost_s:.1f} s with "
+        f"{choice.run_cost_s:.1f} s of launch and session once"
+        if choice.descendants
+        else ""
+    )
+    own = choice.chain[0] if choice.chain else None
+    gain = own.gain_s if own else choice.gain_s
+    cost = own.cost_s if own else choice.cost_s
     return (
         f"launch: {files_text(len(choice.files), choice.pending_files)} up to "
-        f"{readable_utc(choice.cutoff_us)}, removes {choice.gain_s:.1f} s of staleness in about "
-        f"{choice.cost_s:.1f} s (eta {choice.eta:.3g}, {_ordinal(rank)} of {runnable} "
+        f"{readable_utc(choice.cutoff_us)}, removes {gain:.1f} s of staleness in about "
+        f"{cost:.1f} s{chain} (eta {choice.eta:.3g}, {_ordinal(rank)} of {runnable} "
         f"runnable{aged})"
+    )
+
+
+def _step_words(choice: JobChoice, job: str) -> str:
+    """A table another run's chain commits: its part of that run's plan."""
+    step = next(s for s in choice.chain if s.job == job)
+    source = f"{step.files} chosen files" if not step.after else f"after {', '.join(step.after)}"
+    return (
+        f"in the run of {choice.job}: {source}, up to {readable_utc(step.cutoff_us)}, "
+        f"removes {step.gain_s:.1f} s of staleness in about {step.cost_s:.1f} s"
     )
 
 
@@ -97,12 +117,15 @@ def describe_tick(
     """The tick's decision for each of `jobs` (pipeline order), with its staleness."""
     ranked = {c.job: i + 1 for i, c in enumerate(result.ranked)}
     launched = {c.job: c for c in result.launches}
+    in_run = {d: c for c in result.launches for d in c.descendants}
     skipped = {s.job: s.reason for s in result.skipped}
     by_job = {c.job: c for c in result.ranked}
     lines, late = [], []
     for job in jobs:
         if job in launched:
             words = _launch_words(launched[job], ranked[job], len(result.ranked))
+        elif job in in_run:
+            words = _step_words(in_run[job], job)
         else:
             words = f"waits: {skipped.get(job, 'not considered')}"
             if job in by_job:  # runnable, but the slots went to better ones
@@ -114,8 +137,13 @@ def describe_tick(
         lines.append(f"{job}: {words}; {staleness_words(seconds, target)}")
         if target.state(seconds) == "fail":
             late.append(f"{job} {seconds:.0f} s")
-    waits = Counter(_short(skipped[j]) for j in jobs if j not in launched and j in skipped)
-    names = [f"{job} (aging)" if c.aged else job for job, c in launched.items()]
+    waits = Counter(
+        _short(skipped[j]) for j in jobs if j not in launched and j not in in_run and j in skipped
+    )
+    names = [
+        f"{job}{f' +{len(c.descendants)}' if c.descendants else ''}{' (aging)' if c.aged else ''}"
+        for job, c in launched.items()
+    ]
     parts = [f"launch {', '.join(names)}" if launched else "idle"]
     if late:
         parts.append(f"past target: {', '.join(late)}")
