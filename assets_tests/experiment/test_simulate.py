@@ -8,7 +8,13 @@ from dataclasses import replace
 import pytest
 
 from freshness_pipeline.experiment import simulate as sim
-from freshness_pipeline.experiment.simulate import Conditions, _Table, calibrated, simulate
+from freshness_pipeline.experiment.simulate import (
+    SINGLE_RUN_CALIBRATION,
+    Conditions,
+    _Table,
+    calibrated,
+    simulate,
+)
 from freshness_pipeline.scheduling.units import US_PER_S
 
 
@@ -61,7 +67,7 @@ def test_a_variant_replays_exactly_and_random_depends_on_its_seed():
 
 def test_a_faster_machine_leaves_less_staleness():
     slow = simulate(calibrated(), "pmb", 1)
-    fast = simulate(replace(calibrated(), capacity=4.0), "pmb", 1)
+    fast = simulate(replace(calibrated(), fixed_s=2.0, launch_s=1.0, session_s=0.5), "pmb", 1)
     assert fast.p < 0.9 * slow.p
     assert fast.p0 == slow.p0  # the floor is ingestion's alone
 
@@ -69,11 +75,13 @@ def test_a_faster_machine_leaves_less_staleness():
 def test_subsets_pay_only_where_a_later_cutoff_costs_disproportionately_more():
     """Even commits and a run cost dominated by its fixed part: eta rises to the full set,
     so PMB takes every pending file (the long run's finding). Rare large bursts with a
-    real per-byte cost: leaving the burst for later beats waiting for it."""
-    even = simulate(replace(calibrated(), duration_s=600), "pmb", 1)
+    real per-byte cost: leaving the burst for later beats waiting for it. (One table per
+    run, as published: in a chain the root's cutoff also caps every descendant's, which
+    makes a subset of the root's files worth less.)"""
+    even = simulate(replace(SINGLE_RUN_CALIBRATION, duration_s=600), "pmb", 1)
     assert even.subset_runs == 0
     bursty = replace(
-        calibrated(),
+        SINGLE_RUN_CALIBRATION,
         duration_s=600,
         burst_every=5,
         burst_factor=30.0,
@@ -110,3 +118,36 @@ def test_the_command_prints_one_row_per_condition(capsys, monkeypatch):
     assert [line.split(" | ")[0] for line in lines[2:]] == ["| short", "| K = 1"]
     with pytest.raises(SystemExit):
         sim.main(["--variants", "pmb,random"])
+
+
+def test_chained_runs_commit_several_tables_each_and_pay_fewer_launches():
+    cond = replace(calibrated(), duration_s=300)
+    chained = simulate(cond, "pmb", 1)
+    single = simulate(cond, "pmb_single", 1)
+    assert chained.refreshes >= 2 * chained.runs  # a run commits several tables
+    assert single.refreshes <= single.runs  # one table a run (a run may end with none)
+    assert chained.runs < single.runs
+    assert chained.p < single.p  # one launch per chain instead of per table
+
+
+def test_the_peers_run_without_the_planner():
+    cond = replace(calibrated(), duration_s=200)
+    interval = simulate(cond, "interval", 1)
+    # all six every 40 s: a run at 40, 80, ..., 200 s
+    assert interval.runs == 200 // 40
+    eager = simulate(cond, "dagster_eager", 1)
+    assert eager.runs > 0 and eager.refreshes > 0
+    # Dagster's in_progress ends at each asset's materialization, so eager requests an
+    # aggregate again while its run is still below it: more, smaller runs than when the
+    # run held its tables to the end
+    held = simulate(replace(cond, eager_release=False), "dagster_eager", 1)
+    assert eager.runs > held.runs
+
+
+def test_the_prediction_table_names_every_variant_and_ratio(capsys):
+    from freshness_pipeline.experiment.simulate import main
+
+    assert main(["--peers", "--seeds", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "| calibrated: the long mode on 2 cores |" in out
+    assert "pmb / dagster_eager" in out and "pmb / interval" in out

@@ -9,7 +9,12 @@ import pytest
 
 from freshness_pipeline.catalog.jobs import JOBS
 from freshness_pipeline.experiment import simulate_aging as aging
-from freshness_pipeline.experiment.simulate import Conditions, _Table, calibrated, simulate
+from freshness_pipeline.experiment.simulate import (
+    SINGLE_RUN_CALIBRATION,
+    Conditions,
+    _Table,
+    simulate,
+)
 from freshness_pipeline.scheduling.units import US_PER_S
 
 
@@ -27,7 +32,7 @@ def test_a_tables_aging_clock_is_its_oldest_unconsumed_commit():
 
 
 def test_waits_and_first_materializations_are_recorded():
-    result = simulate(replace(calibrated(), duration_s=300), "pmb", 1)
+    result = simulate(replace(SINGLE_RUN_CALIBRATION, duration_s=300), "pmb", 1)
     assert result.waits is not None
     assert set(result.waits.first_commit_s) == set(JOBS)
     for job, launched in result.waits.first_launch_s.items():
@@ -40,7 +45,7 @@ def test_aging_shortens_the_longest_wait_and_the_first_materializations(bound):
     """The calibrated machine, 10 minutes: with aging no job waits as long as the longest
     wait without it, and with first runs first the sector and industry tables exist
     sooner."""
-    cond = replace(calibrated(), duration_s=600)
+    cond = replace(SINGLE_RUN_CALIBRATION, duration_s=600)
     off = simulate(cond, "pmb", 1).waits
     on = simulate(replace(cond, max_wait_s=bound, first_runs_first=True), "pmb", 1).waits
     assert off is not None and on is not None
@@ -52,7 +57,7 @@ def test_aging_shortens_the_longest_wait_and_the_first_materializations(bound):
 def test_a_slow_machine_starves_a_job_past_the_bound_only_without_aging():
     """Runs of about 3 minutes (the demo's load): without aging some job waits far past
     120 s; with the bound every wait stays within the bound plus about a run."""
-    cond = replace(calibrated(), duration_s=1800, fixed_s=60.0, launch_s=20.0)
+    cond = replace(SINGLE_RUN_CALIBRATION, duration_s=1800, fixed_s=60.0, launch_s=20.0)
     off = simulate(cond, "pmb", 1).waits
     on = simulate(replace(cond, max_wait_s=120.0), "pmb", 1).waits
     assert off is not None and on is not None
@@ -66,7 +71,7 @@ def test_a_bad_bound_is_refused():
 
 
 def test_the_command_prints_each_bound_beside_aging_off(capsys, monkeypatch):
-    short = replace(calibrated(), duration_s=120)
+    short = replace(SINGLE_RUN_CALIBRATION, duration_s=120)
     monkeypatch.setattr(aging, "aging_conditions", lambda: [("short", short)])
     assert aging.main(["--seeds", "1", "--bound", "60"]) == 0
     lines = capsys.readouterr().out.strip().splitlines()

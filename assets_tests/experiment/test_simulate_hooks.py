@@ -75,7 +75,7 @@ def test_a_fixed_planner_cost_is_the_one_the_planner_uses():
     fixed = CostModel(a_s=123.0, b_s_per_byte=0.0)
     seen: list[JobChoice] = []
     simulate(replace(SHORT, planner_cost=fixed), "pmb", 1, on_launch=seen.append)
-    assert seen and all(c.cost_s == pytest.approx(123.0) for c in seen)
+    assert seen and all(s.cost_s == pytest.approx(123.0) for c in seen for s in c.chain)
 
 
 def test_output_ratios_and_the_small_file_limit_shape_the_derived_tables(monkeypatch):

@@ -37,6 +37,7 @@ from dataclasses import dataclass, field, replace
 from freshness_pipeline.catalog.jobs import JOBS, downstream_of
 from freshness_pipeline.experiment.staleness import sample_tables, total_staleness
 from freshness_pipeline.jobs.runner import DERIVED_SMALL_FILE_BYTES
+from freshness_pipeline.scheduling.chains import plan_chains
 from freshness_pipeline.scheduling.cost_model import CostMode, RunSample, fit_cost_model
 from freshness_pipeline.scheduling.planner import (
     MIB,
@@ -55,15 +56,22 @@ RAW_STREAMS = ("price_raw", "trade_raw")
 PARTITION_GROUPS = 26  # one file group per symbol letter (the published layout)
 
 # name -> (planner policy, cost mode); the same names as the real experiment's variants.
+# Each plans chains (METHOD 8) unless it is in SINGLE_TABLE_VARIANTS or the conditions
+# turn chains off (the published scale and the aging study model one table per run).
 SIM_VARIANTS: dict[str, tuple[Policy, CostMode]] = {
     "pmb": ("pmb", "three_term"),
     "max_benefit": ("max_benefit", "three_term"),
     "random": ("random", "three_term"),
+    "pmb_single": ("pmb", "three_term"),
     "pmb_two_term": ("pmb", "two_term"),
     "pmb_pipeline": ("pmb_pipeline", "three_term"),
     "fixed_order_subsets": ("fixed_order_pmb", "three_term"),
     "fixed_order_full": ("fixed_order_full", "three_term"),
 }
+SINGLE_TABLE_VARIANTS = frozenset({"pmb_single"})
+# What a Dagster user would pick (automation.py): eager automation, and all six every
+# `Conditions.interval_s`; neither reads our planner.
+SIM_PEERS = ("dagster_eager", "interval")
 
 
 @dataclass(frozen=True)
@@ -85,6 +93,12 @@ class Conditions:
     per_file_s: float = 0.02
     capacity: float = 1.0  # runs' worth of speed the machine gives at once
     launch_s: float = 6.0  # queue and process start before a run works
+    session_s: float = 0.0  # work a run does once before its first step (Spark session)
+    interval_s: float = 40.0  # the interval peer's period (tuned on seed 99 for the real one)
+    chains: bool = True  # planner variants plan whole runs; False: one table per run
+    # Eager's in_progress() ends when the asset materializes in its run (Dagster's rule);
+    # False: when the run ends. The calibration brackets the measured eager between them.
+    eager_release: bool = True
     work_jitter: float = 0.2  # sd of the log of a run's work factor (seeded noise)
     k: int = 3
     tick_s: float = 5.0
@@ -99,7 +113,14 @@ class Conditions:
     planner_cost: CostModel | None = None
 
     def __post_init__(self) -> None:
-        positive = ("duration_s", "rate_eps", "commit_interval_s", "capacity", "tick_s")
+        positive = (
+            "duration_s",
+            "rate_eps",
+            "commit_interval_s",
+            "capacity",
+            "tick_s",
+            "interval_s",
+        )
         for name in positive:
             if getattr(self, name) <= 0:
                 raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
@@ -261,16 +282,33 @@ class _Table:
 
 
 @dataclass
-class _Run:
+class _Step:
+    """One table a run commits: a root with the files its plan chose (`planned`), or a
+    step that reads everything its inputs hold when its turn comes (`planned` None)."""
+
     job: str
-    cutoff_us: int
-    t_done_us: int | None
-    scan_bytes: int
-    files: int
-    new_bytes: int  # input rows the run reflects for the first time
-    inputs_low_us: int  # arrivals the run reflects start after this
+    cutoff_us: int | None = None
+    files: frozenset[str] | None = None
+
+
+@dataclass
+class _Run:
+    """A run on the modelled machine: `launch_s` of queue and process start, the session
+    once, then its steps one after another, each committing its own table."""
+
+    steps: list[_Step]
+    jobs: frozenset[str]
     work_at_s: float  # when it starts working (after launch)
-    remaining_s: float
+    remaining_s: float  # of the current part (the session, then each step)
+    started: bool = False  # the session is done and a step is under way
+    # the current step: what it reads and commits
+    job: str = ""
+    cutoff_us: int = 0
+    scan_bytes: int = 0
+    files: int = 0
+    new_bytes: int = 0
+    inputs_low_us: int = 0
+    step_started_s: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -283,6 +321,7 @@ class SimResult:
     subset_runs: int
     run_seconds_median: float | None
     waits: WaitLog | None = None
+    refreshes: int = 0  # tables committed (a chained run commits several)
 
 
 @dataclass
@@ -304,6 +343,149 @@ def _raw_commit_bytes(cond: Conditions, index: int, table: str = "trade_raw") ->
     return int(events * cond.bytes_per_event)
 
 
+@dataclass
+class _Machine:
+    """The modelled system during one window: tables, runs in flight and queued, each
+    job's run history, and what the sampler and the result count."""
+
+    cond: Conditions
+    variant: str
+    seed: int
+    tables: dict[str, _Table]
+    history: dict[str, list[RunSample]] = field(default_factory=dict)
+    last_refresh: dict[str, int | None] = field(default_factory=dict)
+    last_request_us: dict[str, int] = field(default_factory=dict)  # eager's "handled"
+    runs: list[_Run] = field(default_factory=list)  # launched: in flight
+    queued: list[_Run] = field(default_factory=list)  # waiting for a slot (peers)
+    waits: WaitLog = field(default_factory=WaitLog)
+    launched: int = 0
+    subsets: int = 0
+    refreshes: int = 0
+
+    def held(self) -> set[str]:
+        """Tables of the runs in flight or queued, until the run ends: what Dagster's
+        eager automation counts as in progress, and what the sensor reads
+        (`sensor.running_jobs`). (Freeing each table once its step committed, so a new run
+        can pipeline behind, was tried here: on the modelled 2-core machine the extra runs
+        in flight share its speed and each pays its fixed cost, and P rose by 20-40 %.)"""
+        return {job for run in (*self.runs, *self.queued) for job in run.jobs}
+
+    def in_progress(self) -> set[str]:
+        """Tables with planned work not yet committed: Dagster's in_progress() for an
+        unpartitioned asset ends when the asset materializes in its run, not when the run
+        ends (CachingInstanceQueryer.get_in_progress_asset_subset), so eager pipelines:
+        it requests an aggregate again while the run that refreshed it is still below."""
+        busy = {job for run in self.queued for job in run.jobs}
+        for run in self.runs:
+            busy |= {step.job for step in run.steps}
+            if not run.started:
+                busy |= set(run.jobs)
+            elif run.job:
+                busy.add(run.job)
+        return busy
+
+    def writing(self) -> set[str]:
+        return {run.job for run in self.runs if run.started and run.job}
+
+    def launch(self, run: _Run, now_s: float) -> None:
+        if len(self.runs) >= self.cond.k:
+            self.queued.append(run)  # the run queue holds it until a slot frees
+            return
+        run.work_at_s = now_s + self.cond.launch_s
+        run.remaining_s = self.cond.session_s
+        self.runs.append(run)
+        self.launched += 1
+        for step in run.steps:
+            self.waits.first_launch_s.setdefault(step.job, now_s)
+
+    def _begin_step(self, run: _Run, now_s: float, now_us: int) -> bool:
+        """Starts the run's next step that has work; False when none is left. A step
+        waits (True, nothing started) while another run writes its table (the pool)."""
+        while run.steps:
+            step = run.steps[0]
+            if step.job in self.writing() - {run.job}:
+                run.job = ""
+                return True
+            run.steps.pop(0)
+            spec = JOBS[step.job]
+            marks = [self.tables[t].watermark_us for t in spec.inputs]
+            if any(m is None for m in marks):
+                continue  # an input has no data yet: the step has nothing to read
+            cap = min(m for m in marks if m is not None)
+            cutoff = cap if step.cutoff_us is None else min(step.cutoff_us, cap)
+            t_done = self.tables[step.job].watermark_us
+            if t_done is not None and cutoff <= t_done:
+                continue  # nothing new: the step ends at once
+            pending = [p for t in spec.inputs for p in self.tables[t].pending(t, t_done)]
+            chosen = [
+                p
+                for p in pending
+                if (step.files is None and p.tmin_us <= cutoff)
+                or (step.files is not None and p.path in step.files)
+            ]
+            scan = sum(p.size_bytes for p in chosen)
+            cond = self.cond
+            work = cond.fixed_s + cond.per_mib_s * scan / MIB + cond.per_file_s * len(chosen)
+            # Real runs vary (JIT, GC, disk); seeded per step so a variant replays exactly.
+            noise = random.Random(f"{self.seed}:{step.job}:{now_us}").lognormvariate(
+                0, cond.work_jitter
+            )
+            low = (
+                t_done
+                if t_done is not None
+                else min((p.tmin_us for p in pending), default=cutoff) - 1
+            )
+            run.job, run.cutoff_us = step.job, cutoff
+            run.scan_bytes, run.files = scan, len(chosen)
+            run.new_bytes = sum(self.tables[t].added_between(low, cutoff) for t in spec.inputs)
+            run.inputs_low_us, run.remaining_s = low, work * noise
+            run.step_started_s = now_s
+            return True
+        return False
+
+    def _commit(self, run: _Run, now_s: float, now_us: int) -> None:
+        spec = JOBS[run.job]
+        groups = PARTITION_GROUPS if spec.partition_by else 1
+        out = int(run.new_bytes * self.cond.output_ratio_of(run.job)) // groups
+        out += self.cond.file_overhead_bytes
+        self.tables[run.job].append(
+            run.inputs_low_us + 1,
+            run.cutoff_us,
+            {f"p{i}": out for i in range(groups)},
+            self.cond.derived_small_file_bytes,
+        )
+        self.tables[run.job].commits[-1].landed_us = now_us
+        self.waits.first_commit_s.setdefault(run.job, now_s)
+        self.history[run.job].append(
+            RunSample(run.scan_bytes, run.files, now_s - run.step_started_s)
+        )
+        self.last_refresh[run.job] = now_us
+        self.refreshes += 1
+
+    def work(self, now_s: float, now_us: int, dt_s: float) -> None:
+        """dt of the machine: the runs past their launch share `capacity`."""
+        working = [r for r in self.runs if r.work_at_s <= now_s]
+        share = min(1.0, self.cond.capacity / len(working)) if working else 0.0
+        for run in working:
+            if run.started and not run.job:  # waiting for its table's writer
+                if not self._begin_step(run, now_s, now_us):
+                    self._finish(run, now_s)
+                continue
+            run.remaining_s -= share * dt_s
+            if run.remaining_s > 0:
+                continue
+            if run.started:
+                self._commit(run, now_s, now_us)
+            run.started = True
+            if not self._begin_step(run, now_s, now_us):
+                self._finish(run, now_s)
+
+    def _finish(self, run: _Run, now_s: float) -> None:
+        self.runs.remove(run)
+        if self.queued:
+            self.launch(self.queued.pop(0), now_s)
+
+
 def simulate(
     cond: Conditions,
     variant: str,
@@ -313,21 +495,24 @@ def simulate(
 ) -> SimResult:
     """One variant over one window; deterministic for a given (conditions, variant, seed).
     `on_launch` sees every launched choice (its candidate table too), for decision counts."""
-    if variant not in SIM_VARIANTS:
-        raise ValueError(f"unknown variant {variant!r}; expected one of {sorted(SIM_VARIANTS)}")
-    policy, cost_mode = SIM_VARIANTS[variant]
-    tables = {name: _Table() for name in (*RAW_STREAMS, *JOBS)}
+    if variant not in SIM_VARIANTS and variant not in SIM_PEERS:
+        known = sorted({*SIM_VARIANTS, *SIM_PEERS})
+        raise ValueError(f"unknown variant {variant!r}; expected one of {known}")
+    machine = _Machine(
+        cond,
+        variant,
+        seed,
+        {name: _Table() for name in (*RAW_STREAMS, *JOBS)},
+        {job: [] for job in JOBS},
+        dict.fromkeys(JOBS),
+    )
     layout = cond.raw_layout or NewFilesPerCommit()
     raw_writers = {table: layout.writer(table, cond, seed) for table in RAW_STREAMS}
-    history: dict[str, list[RunSample]] = {job: [] for job in JOBS}
-    last_refresh: dict[str, int | None] = dict.fromkeys(JOBS)
-    running: dict[str, _Run] = {}
     samples = []
-    runs = subsets = 0
-    waits = WaitLog()
     raw_index = 0
     steps = int(round(cond.duration_s / dt_s))
     tick_every = max(1, int(round(cond.tick_s / dt_s)))
+    interval_every = max(1, int(round(cond.interval_s / dt_s)))
     sample_every = int(round(1 / dt_s))
     for step in range(1, steps + 1):
         now_s = step * dt_s
@@ -339,54 +524,32 @@ def simulate(
             high = BASE_US + int(raw_index * cond.commit_interval_s * US_PER_S) - 1
             for table in RAW_STREAMS:
                 files = raw_writers[table](raw_index, _raw_commit_bytes(cond, raw_index, table))
-                tables[table].write(low, high, files.written, files.carried)
-                tables[table].commits[-1].landed_us = now_us
-        # The machine: runs past their launch share `capacity`.
-        working = [r for r in running.values() if r.work_at_s <= now_s]
-        share = min(1.0, cond.capacity / len(working)) if working else 0.0
-        for run in working:
-            run.remaining_s -= share * dt_s
-            if run.remaining_s > 0:
-                continue
-            del running[run.job]
-            spec = JOBS[run.job]
-            groups = PARTITION_GROUPS if spec.partition_by else 1
-            out = int(run.new_bytes * cond.output_ratio_of(run.job)) // groups
-            out += cond.file_overhead_bytes
-            tables[run.job].append(
-                run.inputs_low_us + 1,
-                run.cutoff_us,
-                {f"p{i}": out for i in range(groups)},
-                cond.derived_small_file_bytes,
-            )
-            tables[run.job].commits[-1].landed_us = now_us
-            waits.first_commit_s.setdefault(run.job, now_s)
-            history[run.job].append(RunSample(run.scan_bytes, run.files, now_s - run.work_at_s))
-            last_refresh[run.job] = now_us
-        if step % tick_every == 0:
-            runs_launched, subsets_launched = _tick(
-                cond,
-                policy,
-                cost_mode,
-                seed,
-                now_s,
-                now_us,
-                tables,
-                history,
-                last_refresh,
-                running,
-                waits,
-                on_launch,
-            )
-            runs += runs_launched
-            subsets += subsets_launched
+                machine.tables[table].write(low, high, files.written, files.carried)
+                machine.tables[table].commits[-1].landed_us = now_us
+        machine.work(now_s, now_us, dt_s)
+        if variant == "interval":
+            if step % interval_every == 0:
+                machine.launch(_Run([_Step(j) for j in JOBS], frozenset(JOBS), 0.0, 0.0), now_s)
+        elif step % tick_every == 0:
+            if variant == "dagster_eager":
+                _eager_tick(machine, now_s, now_us)
+            else:
+                _tick(machine, now_s, now_us, on_launch)
         if step % sample_every == 0:
-            marks = {name: t.watermark_us for name, t in tables.items()}
+            marks = {name: t.watermark_us for name, t in machine.tables.items()}
             samples.extend(sample_tables(now_us, BASE_US, marks))
     p, p0 = total_staleness(samples)
-    seconds = [s.seconds for h in history.values() for s in h]
+    seconds = [s.seconds for h in machine.history.values() for s in h]
     return SimResult(
-        variant, seed, p, p0, runs, subsets, statistics.median(seconds) if seconds else None, waits
+        variant,
+        seed,
+        p,
+        p0,
+        machine.launched,
+        machine.subsets,
+        statistics.median(seconds) if seconds else None,
+        machine.waits,
+        machine.refreshes,
     )
 
 
@@ -397,36 +560,41 @@ def _fitted(history: tuple[RunSample, ...], cost_mode: CostMode) -> CostModel:
     return fit_cost_model(history, cost_mode).model
 
 
+def _step_input(history: Sequence[RunSample]) -> tuple[int, int]:
+    if not history:
+        return (0, 0)
+    middle = sorted(history, key=lambda s: (s.scan_bytes, s.files))[len(history) // 2]
+    return (middle.scan_bytes, middle.files)
+
+
 def _tick(
-    cond: Conditions,
-    policy: Policy,
-    cost_mode: CostMode,
-    seed: int,
+    machine: _Machine,
     now_s: float,
     now_us: int,
-    tables: dict[str, _Table],
-    history: dict[str, list[RunSample]],
-    last_refresh: dict[str, int | None],
-    running: dict[str, _Run],
-    waits: WaitLog | None = None,
     on_launch: Callable[[JobChoice], None] | None = None,
-) -> tuple[int, int]:
-    """The sensor: one JobState per job, the planner's plan, the launches (how many, and
-    how many took a subset)."""
+) -> None:
+    """The sensor: one JobState per job, the planner's plan (chains unless the variant or
+    the conditions say one table per run), the launches."""
+    cond, tables = machine.cond, machine.tables
+    policy, cost_mode = SIM_VARIANTS[machine.variant]
+    chained = cond.chains and machine.variant not in SINGLE_TABLE_VARIANTS
+    held = machine.held()
     states: list[JobState] = []
     t_dones: dict[str, int | None] = {}
     for order, spec in enumerate(JOBS.values()):
         t_done = tables[spec.name].watermark_us
         t_dones[spec.name] = t_done
-        marks = [tables[t].watermark_us for t in spec.inputs]
-        cap = None if any(m is None for m in marks) else min(marks)  # type: ignore[type-var]
-        busy = spec.name in running
+        marks = tuple((t, tables[t].watermark_us) for t in spec.inputs)
+        known = [m for _, m in marks if m is not None]
+        cap = min(known) if len(known) == len(marks) else None
+        busy = spec.name in held
         pending = (
             ()
             if busy or cap is None
             else tuple(p for t in spec.inputs for p in tables[t].pending(t, t_done))
         )
-        model = cond.planner_cost or _fitted(tuple(history[spec.name]), cost_mode)
+        history = tuple(machine.history[spec.name])
+        model = cond.planner_cost or _fitted(history, cost_mode)
         landed = [tables[t].pending_since(t_done) for t in spec.inputs] if pending else []
         states.append(
             JobState(
@@ -437,59 +605,80 @@ def _tick(
                 model,
                 busy,
                 order=order,
-                last_refresh_us=last_refresh[spec.name],
+                last_refresh_us=machine.last_refresh[spec.name],
                 pending_since_us=min((t for t in landed if t is not None), default=None),
+                inputs=marks,
+                step_input=_step_input(history),
             )
         )
     if get_policy(policy).uses_downstream:
         states = [replace(s, downstream=downstream_of(s.job, t_dones)) for s in states]
-    result = plan(
-        states,
-        cond.k,
-        now_us,
-        policy,
-        seed,
-        max_wait_s=cond.max_wait_s,
-        first_runs_first=cond.first_runs_first,
-    )
-    if waits is not None:
-        for choice in result.ranked:
-            waits.max_wait_s[choice.job] = max(
-                waits.max_wait_s.get(choice.job, 0.0), choice.waited_s
-            )
-        for choice in result.launches:
-            waits.first_launch_s.setdefault(choice.job, now_s)
-    subsets = 0
+    if chained:
+        result = plan_chains(
+            states,
+            cond.k,
+            now_us,
+            policy,
+            machine.seed,
+            max_wait_s=cond.max_wait_s,
+            first_runs_first=cond.first_runs_first,
+            job_runs=len(machine.runs),
+            run_cost_s=cond.launch_s + cond.session_s,
+        )
+    else:
+        result = plan(
+            states,
+            cond.k,
+            now_us,
+            policy,
+            machine.seed,
+            max_wait_s=cond.max_wait_s,
+            first_runs_first=cond.first_runs_first,
+        )
+    for choice in result.ranked:
+        machine.waits.max_wait_s[choice.job] = max(
+            machine.waits.max_wait_s.get(choice.job, 0.0), choice.waited_s
+        )
     for choice in result.launches:
-        state = next(s for s in states if s.job == choice.job)
-        chosen = set(choice.files)
-        files = [p for p in state.pending if p.path in chosen]
-        scan = sum(p.size_bytes for p in files)
-        work = cond.fixed_s + cond.per_mib_s * scan / MIB + cond.per_file_s * len(files)
-        # Real runs vary (JIT, GC, disk); seeded per run so a variant replays exactly.
-        noise = random.Random(f"{seed}:{choice.job}:{now_us}").lognormvariate(0, cond.work_jitter)
-        work *= noise
-        low = (
-            state.t_done_us
-            if state.t_done_us is not None
-            else min((p.tmin_us for p in state.pending), default=choice.cutoff_us) - 1
-        )
-        new = sum(tables[t].added_between(low, choice.cutoff_us) for t in JOBS[choice.job].inputs)
-        running[choice.job] = _Run(
-            choice.job,
-            choice.cutoff_us,
-            state.t_done_us,
-            scan,
-            len(files),
-            new,
-            low,
-            now_s + cond.launch_s,
-            work,
-        )
-        subsets += int(choice.is_subset)
+        steps = [_Step(choice.job, choice.cutoff_us, frozenset(choice.files))]
+        for step in choice.chain[1:]:
+            paths = frozenset(step.paths) if not step.after else None
+            steps.append(_Step(step.job, step.cutoff_us if paths else None, paths))
+        machine.launch(_Run(steps, frozenset(choice.jobs), 0.0, 0.0), now_s)
+        machine.subsets += int(choice.is_subset)
         if on_launch is not None:
             on_launch(choice)
-    return len(result.launches), subsets
+
+
+def _eager_tick(machine: _Machine, now_s: float, now_us: int) -> None:
+    """Dagster's AutomationCondition.eager() as its daemon evaluates it each tick: an
+    asset is requested when an input has updated since it was last requested (or it has
+    never run and its inputs exist), it is not in progress and no input is in progress,
+    or missing; a parent requested on the same tick counts as updated. One run takes every
+    requested asset, in dependency order, each step reading all its pending input."""
+    held = machine.in_progress() if machine.cond.eager_release else machine.held()
+    requested: list[str] = []
+    for spec in JOBS.values():
+        if spec.name in held or any(t in held for t in spec.inputs):
+            continue
+        if any(machine.tables[t].watermark_us is None for t in spec.inputs):
+            continue
+        since = machine.last_request_us.get(spec.name, -1)
+        updated = any(
+            t in requested
+            or (
+                machine.tables[t].commits and (machine.tables[t].commits[-1].landed_us or 0) > since
+            )
+            for t in spec.inputs
+        )
+        if updated:
+            requested.append(spec.name)
+    if not requested:
+        return
+    for job in requested:
+        machine.last_request_us[job] = now_us
+    steps = [_Step(job) for job in requested]
+    machine.launch(_Run(steps, frozenset(requested), 0.0, 0.0), now_s)
 
 
 @dataclass(frozen=True)
@@ -519,12 +708,17 @@ def compare(
 
 
 def calibrated() -> Conditions:
-    """The long experiment on this machine (docs/results/long-2026-11-22): 300 events/s,
-    commits every 10 s with 26 files each, K = 3, a 5 s tick. A run alone does ~10 s of
-    work (7 s of job and 4.6 s outside it, docs/BENCHMARKS.md), three in flight share
-    about one run's speed (measured: 26-47 s a run with three in flight), 5-8 s of queue
-    and launch."""
-    return Conditions()
+    """The long experiment on this machine: 300 events/s, commits every 10 s with 26 files
+    each, K = 3, a 5 s tick. A run pays about 3 s of queue and forked launch and a 2 s
+    Spark session once (docs/BENCHMARKS.md, run overhead), then each step about 6 s of
+    job alone; the runs in flight share about one run's speed. Against the long mode of
+    2026-11-25 (docs/results/long, seeds 1-2: P/P0 9.15 for one table per run, 7.53 for
+    eager, 7.20 for the 40 s interval) it gives 10.7, 7.0 and 7.8 over seeds 1-3: the
+    order of the three right, eager's gain over single runs somewhat overstated."""
+    return Conditions(fixed_s=6.0, launch_s=3.0, session_s=2.0)
+
+
+SINGLE_RUN_CALIBRATION = Conditions(chains=False)  # the 2026-11-22 calibration, one table a run
 
 
 def sweep(
@@ -587,6 +781,46 @@ def sweep_markdown(rows: Sequence[Row], variants: Sequence[str]) -> str:
     return "\n".join(lines)
 
 
+PEER_VARIANTS = ("pmb", "max_benefit", "random", "pmb_single", "dagster_eager", "interval")
+
+
+def chain_conditions(base: Conditions | None = None) -> list[tuple[str, Conditions]]:
+    """What the chains issue predicts before the real runs: the calibrated machine, then
+    a run's fixed cost at its 2 s target (launch and session, for every variant alike),
+    then also a step's job at half its cost (the run-cost issue's direction)."""
+    base = base or calibrated()
+    held = replace(base, eager_release=False)
+    target = {"launch_s": 1.0, "session_s": 1.0}
+    return [
+        ("calibrated: the long mode on 2 cores", base),
+        ("the same, eager's tables held until its run ends", held),
+        ("launch + session 2 s a run (the target), all variants", replace(base, **target)),
+        ("the same, eager's tables held until its run ends", replace(held, **target)),
+        ("and a step's job 3 s instead of 6 s", replace(base, fixed_s=3.0, **target)),
+        ("the same, eager's tables held until its run ends", replace(held, fixed_s=3.0, **target)),
+    ]
+
+
+def peer_markdown(
+    conditions: Sequence[tuple[str, Conditions]], seeds: Sequence[int] = (1, 2, 3, 4, 5)
+) -> str:
+    """Per condition: P / P0 of each variant (mean over seeds) and PMB's paired ratios
+    against the peers and against one table per run (mean and sd over seeds)."""
+    head = "| condition | " + " | ".join(f"P/P0 {v}" for v in PEER_VARIANTS)
+    head += " | pmb / dagster_eager | pmb / interval | pmb / pmb_single |"
+    lines = [head, "|" + "---|" * (len(PEER_VARIANTS) + 4)]
+    for label, cond in conditions:
+        results = {v: [simulate(cond, v, s) for s in seeds] for v in PEER_VARIANTS}
+        cells = [label]
+        cells += [f"{statistics.mean(r.p / r.p0 for r in results[v]):.2f}" for v in PEER_VARIANTS]
+        for to in ("dagster_eager", "interval", "pmb_single"):
+            ratios = [a.p / b.p for a, b in zip(results["pmb"], results[to], strict=True)]
+            sd = statistics.stdev(ratios) if len(ratios) > 1 else 0.0
+            cells.append(f"{statistics.mean(ratios):.3f} ({sd:.3f})")
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     import argparse
 
@@ -597,7 +831,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--seeds", default="1,2,3", help="comma-separated")
     parser.add_argument("--variants", default=",".join(SIM_VARIANTS))
+    parser.add_argument(
+        "--peers",
+        action="store_true",
+        help="instead: PMB with chains against the peers and one table per run (the "
+        "prediction docs/results/long/REPORT.md quotes)",
+    )
     args = parser.parse_args(argv)
+    if args.peers:
+        seeds_given = tuple(int(s) for s in args.seeds.split(",") if s)
+        print(peer_markdown(chain_conditions(), seeds_given))
+        return 0
     seeds = [int(s) for s in args.seeds.split(",") if s]
     variants = [v for v in args.variants.split(",") if v]
     for required in ("pmb", "max_benefit", "random"):

@@ -21,12 +21,17 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from freshness_pipeline.catalog.jobs import JOBS
-from freshness_pipeline.experiment.simulate import Conditions, SimResult, calibrated, simulate
+from freshness_pipeline.experiment.simulate import (
+    SINGLE_RUN_CALIBRATION,
+    Conditions,
+    SimResult,
+    simulate,
+)
 
 
 def aging_conditions() -> list[tuple[str, Conditions]]:
     """Half an hour of the stream on three machines, the calibrated one first."""
-    base = replace(calibrated(), duration_s=1800)
+    base = replace(SINGLE_RUN_CALIBRATION, duration_s=1800)
     return [
         ("calibrated (runs ~35 s)", base),
         (
