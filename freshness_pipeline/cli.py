@@ -187,6 +187,7 @@ EXPERIMENT_MODES = {
         "duration": 300,
         "rate": 300.0,
         "commit_interval": 10.0,
+        "warm_cost": True,
     },
 }
 
@@ -225,6 +226,7 @@ def cmd_experiment(args: argparse.Namespace) -> int:
         keep_lakehouses=args.keep_lakehouses,
         resume=args.resume,
         profile=args.settings.profile,
+        warm_cost=mode.get("warm_cost", False) if args.warm_cost is None else args.warm_cost,
     )
     runs = len(config.variants) * len(config.seeds)
     print(
@@ -439,6 +441,14 @@ def _add_experiment(sub) -> None:
         action="store_true",
         help="the published raw-table regime for every variant: ingestion packs the raw "
         "tables' small files (FRESHNESS_RAW_PACKING), clustering off",
+    )
+    experiment.add_argument(
+        "--warm-cost",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="first a calibration run (pmb on a seed no report uses), whose fitted cost "
+        "coefficients every variant starts from (FRESHNESS_COST_PRIOR); default: on in the "
+        "long mode",
     )
     experiment.add_argument(
         "--resume",

@@ -236,3 +236,21 @@ def test_a_bench_gets_its_settings_from_its_entry_point(monkeypatch, capsys):
     assert run_main(lambda argv, settings: seen.append("ran") or 0) == 2
     assert "FRESHNESS_TICK_S='3' is not accepted" in capsys.readouterr().err
     assert seen[-1] != "ran"
+
+
+def test_a_cost_prior_file_is_read_and_a_bad_one_refused(tmp_path):
+    good = tmp_path / "prior.json"
+    good.write_text(
+        '{"run_cost_s": 2.0, "jobs": {"trade_aggr": '
+        '{"a_s": 3.0, "b_s_per_mib": 0.5, "c_s_per_file": 0.02}}}'
+    )
+    prior = load_settings({"FRESHNESS_COST_PRIOR": str(good)}).scheduler.cost_prior
+    assert prior is not None and prior.run_cost_s == 2.0
+    assert prior.model("trade_aggr").a_s == 3.0 and str(good) in prior.source
+    with pytest.raises(SettingsError, match="no such file"):
+        load_settings({"FRESHNESS_COST_PRIOR": str(tmp_path / "missing.json")})
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"jobs": {"nightly_report": {"a_s": 1, "b_s_per_mib": 0, "c_s_per_file": 0}}}')
+    with pytest.raises(SettingsError, match="no job called nightly_report"):
+        load_settings({"FRESHNESS_COST_PRIOR": str(bad)})
+    assert load_settings({}).scheduler.cost_prior is None

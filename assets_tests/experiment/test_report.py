@@ -95,7 +95,7 @@ def test_missed_targets_come_with_the_model_sweep_from_the_experiments_settings(
     assert "this experiment's conditions, in the model" in rows
     # the base already has K = 1, so the "K = 1" row is the base row, figure for figure
     assert rows["K = 1"] == rows["this experiment's conditions, in the model"]
-    assert rows["K = 6"] != rows["K = 1"]
+    assert rows["fixed cost per run 1 s, launch 1 s"] != rows["K = 1"]
 
 
 def _run_dir(tmp_path: Path, variant: str, seed: int, runs: list[dict]) -> Path:

@@ -497,3 +497,18 @@ def test_a_chained_run_takes_one_slot_and_holds_its_jobs():
         assert skipped["trade_aggr"] == skipped["market_features"] == "already running"
         # and price_aggr's run chains nothing its running sibling holds
         assert requests[0].asset_selection == [dg.AssetKey("price_aggr")]
+
+
+def test_the_sensor_plans_on_the_cost_prior_it_is_given():
+    from freshness_pipeline.scheduling.cost_model import CostPrior
+    from freshness_pipeline.scheduling.planner import CostModel
+
+    prior = CostPrior((("trade_aggr", CostModel(1.5, 0.0, 0.001)),), 0.75, "calibration")
+    with dg.instance_for_test() as instance:
+        result, requests = tick(raw_lake(), instance, cost_prior=prior, chains="planned")
+        assert result.launches
+        assert all(run.run_cost_s == 0.75 for run in result.launches)  # L from the prior
+        steps = {s.job: s for run in result.launches for s in run.chain}
+        assert steps["trade_aggr"].cost_s == pytest.approx(1.5 + 0.001 * 6)
+        assert steps["price_aggr"].cost_s > 20.0  # the built-in guess: a job it does not name
+        assert all(RunPlan.from_run(r).run_cost_s == 0.75 for r in requests)

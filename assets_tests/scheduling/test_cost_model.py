@@ -59,3 +59,32 @@ def test_recent_window_tracks_change():
     assert fit_cost_model(old + new, window=40).model.a_s == pytest.approx(5.0, abs=1e-6)
     with pytest.raises(ValueError):
         fit_cost_model(old, mode="four_term")
+
+
+def test_a_cost_prior_round_trips_and_refuses_what_it_cannot_use():
+    from freshness_pipeline.scheduling.cost_model import (
+        DEFAULT_PRIOR,
+        DEFAULT_RUN_COST_S,
+        CostPrior,
+        fit_run_cost,
+    )
+    from freshness_pipeline.scheduling.planner import CostModel
+
+    prior = CostPrior((("trade_aggr", CostModel(4.0, 2.0 / 1024**2, 0.01)),), 2.5, "a test")
+    again = CostPrior.from_json(prior.to_json())
+    assert again.model("trade_aggr").a_s == 4.0
+    assert again.model("trade_aggr").b_s_per_byte * 1024**2 == pytest.approx(2.0)
+    assert again.model("price_aggr") == DEFAULT_PRIOR  # a job it does not name
+    assert again.run_cost_s == 2.5 and again.source == "a test"
+    for bad in (
+        {},
+        {"jobs": {"x": {"a_s": 1}}},
+        {"jobs": {"x": {"a_s": -1, "b_s_per_mib": 0, "c_s_per_file": 0}}},
+    ):
+        with pytest.raises(ValueError):
+            CostPrior.from_json(bad)
+    # L: the prior until three runs measured it, then their median
+    assert fit_run_cost([1.0, 9.0]) == DEFAULT_RUN_COST_S
+    assert fit_run_cost([1.0, 9.0], prior_s=2.5) == 2.5
+    assert fit_run_cost([1.0, 9.0, 2.0]) == 2.0
+    assert fit_run_cost([1.0, 9.0, 2.0, 3.0]) == 2.5

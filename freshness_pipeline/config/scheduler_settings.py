@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from freshness_pipeline.scheduling.cost_model import COST_MODES, CostMode
+from freshness_pipeline.scheduling.cost_model import COST_MODES, CostMode, CostPrior
 from freshness_pipeline.scheduling.planner import POLICIES, Policy
 
 DEFAULT_K = 3  # the run queue in dagster.yaml says the same; a test keeps them equal
@@ -47,6 +47,8 @@ class SchedulerSettings:
     # `planned`: the sensor plans whole runs (scheduling/chains.py, METHOD 8); `off`: one
     # table per run, as published.
     chains: str = "planned"
+    # Coefficients to start from (FRESHNESS_COST_PRIOR); None: the built-in guess.
+    cost_prior: CostPrior | None = None
 
     @property
     def plans_chains(self) -> bool:

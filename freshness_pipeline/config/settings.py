@@ -10,11 +10,12 @@ and a test keeps the two equal.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import sys
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -34,7 +35,7 @@ from freshness_pipeline.hudi.inputs import InputsError, load_inputs
 from freshness_pipeline.hudi.lakehouse import Lakehouse
 from freshness_pipeline.hudi.location import LocationError
 from freshness_pipeline.scheduling.clustering import MIB, ClusteringSettings
-from freshness_pipeline.scheduling.cost_model import COST_MODES
+from freshness_pipeline.scheduling.cost_model import COST_MODES, CostPrior
 from freshness_pipeline.scheduling.planner import POLICIES
 from freshness_pipeline.scheduling.staleness_target import MIN_WINDOW_S, StalenessTarget
 
@@ -120,6 +121,21 @@ def _folder(text: str) -> Path:
 
 def _text(text: str) -> str:
     return text
+
+
+def _cost_prior(text: str) -> CostPrior:
+    path = Path(text).expanduser()
+    try:
+        data = json.loads(path.read_text())
+    except FileNotFoundError as exc:
+        raise ValueError(f"no such file: {path}") from exc
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{path} is not JSON: {exc}") from exc
+    prior = CostPrior.from_json(data)
+    unknown = sorted({job for job, _ in prior.jobs} - set(JOBS))
+    if unknown:
+        raise ValueError(f"{path}: no job called {', '.join(unknown)}")
+    return replace(prior, source=prior.source or str(path))
 
 
 def _port(text: str) -> int:
@@ -316,6 +332,12 @@ SETTINGS: tuple[Setting, ...] = (
             "order, each committing its own table), ranked by the staleness they remove "
             "per second; `off`: one table per run, as published",
             " or ".join(CHAIN_MODES), _choice(CHAIN_MODES)),
+    Setting("FRESHNESS_COST_PRIOR", None,
+            "a JSON file of cost coefficients the sensor starts from until a job has run a "
+            "few times (per job a_s, b_s_per_mib, c_s_per_file, and run_cost_s, the fixed "
+            "cost of a run): `freshness experiment` writes one from its calibration run; "
+            "unset: the built-in guess (20 s a step, 3 s a run)",
+            "a file", _cost_prior),
     Setting("FRESHNESS_STALENESS_TARGET_S", "300",
             "how stale (now minus the newest arrival a table reflects, METHOD 1) a derived "
             "table may get: each asset's Dagster freshness policy fails past it, and the "
@@ -674,6 +696,7 @@ def _scheduler_settings(values: Mapping[str, Any]) -> SchedulerSettings:
         max_wait_s=values["FRESHNESS_MAX_WAIT_S"],
         first_runs_first=values["FRESHNESS_FIRST_RUNS_FIRST"],
         chains=values["FRESHNESS_CHAINS"],
+        cost_prior=values["FRESHNESS_COST_PRIOR"],
     )
 
 

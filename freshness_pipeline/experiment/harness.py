@@ -33,6 +33,7 @@ from freshness_pipeline.catalog.jobs import JOBS
 from freshness_pipeline.catalog.tables import RAW_TABLES
 from freshness_pipeline.config.scheduler_settings import DEFAULT_INTERVAL_S, MIN_TICK_S
 from freshness_pipeline.config.settings import PROJECT_ROOT, Settings, is_setting, shown_path
+from freshness_pipeline.experiment.calibration import CALIBRATION_SEED, cost_prior_from_runs
 from freshness_pipeline.experiment.progress import Progress
 from freshness_pipeline.experiment.report import MATERIALIZED_AT
 from freshness_pipeline.experiment.staleness import StalenessSampler, total_staleness
@@ -193,6 +194,10 @@ class ExperimentConfig:
     # "cluster": each run on its own cluster profile (Postgres, Spark master + worker;
     # the lakehouse stays a local folder, so the sampler reads it as in "local")
     profile: str = "local"
+    # Every variant starts from cost coefficients fitted on a calibration run of pmb on
+    # CALIBRATION_SEED (calibration.py), written to out_dir/cost_prior.json.
+    warm_cost: bool = False
+    cost_prior: Path | None = None  # set by run_experiment once calibrated
 
     @property
     def window_s(self) -> float:
@@ -254,6 +259,7 @@ def variant_env(config: ExperimentConfig, variant: Variant, seed: int, run_dir: 
         "FRESHNESS_TICK_S": str(config.tick_s),
         "FRESHNESS_SEED": str(seed),
         "FRESHNESS_SPARK_SERVICE_PORT": str(free_port()),
+        **({"FRESHNESS_COST_PRIOR": str(config.cost_prior)} if config.cost_prior else {}),
         **variant.env,
     }
     if config.raw_packing:
@@ -622,6 +628,8 @@ def _conditions(config: ExperimentConfig) -> dict:
         conditions["spike_symbols"] = config.spike_symbols
     if config.raw_packing:
         conditions["raw_packing"] = True  # only then: earlier runs still match
+    if config.warm_cost:
+        conditions["warm_cost"] = True  # only then: earlier runs still match
     return conditions
 
 
@@ -659,6 +667,26 @@ def machine_facts() -> dict:
     }
 
 
+def calibrate(config: ExperimentConfig, settings: Settings, progress: Progress) -> Path:
+    """The cost prior every variant starts from: pmb on CALIBRATION_SEED, in its own
+    folder (out_dir/calibration, never part of the report), fitted from its runs."""
+    path = config.out_dir / "cost_prior.json"
+    if config.resume and path.exists():
+        progress.say(f"cost prior kept from an earlier invocation: {shown_path(path)}")
+        return path
+    own = replace(config, out_dir=config.out_dir / "calibration", warm_cost=False)
+    progress.say(f"calibration: pmb on seed {CALIBRATION_SEED}, for the cost prior")
+    stream = record(own, CALIBRATION_SEED)
+    progress.begin_run(CALIBRATION_SEED, "calibration")
+    run_variant(own, POLICY_VARIANTS["pmb"], CALIBRATION_SEED, stream, settings, progress)
+    runs = json.loads((own.out_dir / f"seed{CALIBRATION_SEED}" / "pmb" / "runs.json").read_text())
+    source = f"calibration run: pmb on seed {CALIBRATION_SEED}, {config.window_s:.0f} s window"
+    prior = cost_prior_from_runs(runs, source)
+    path.write_text(json.dumps(prior.to_json(), indent=1))
+    log.info("cost prior: %s", prior.source)
+    return path
+
+
 def run_experiment(
     config: ExperimentConfig, settings: Settings, progress: Progress | None = None
 ) -> list[dict]:
@@ -666,7 +694,10 @@ def run_experiment(
     facts = {"config": {**asdict(config), "out_dir": shown_path(config.out_dir)}, **machine_facts()}
     (config.out_dir / "experiment.json").write_text(json.dumps(facts, indent=1, default=str))
     summaries = []
-    progress = progress or Progress(len(config.seeds) * len(config.variants), config.window_s)
+    runs = len(config.seeds) * len(config.variants) + int(config.warm_cost)
+    progress = progress or Progress(runs, config.window_s)
+    if config.warm_cost:
+        config = replace(config, cost_prior=calibrate(config, settings, progress))
     for seed in config.seeds:
         progress.say(f"seed {seed}: recording (or reusing) its stream")
         stream = record(config, seed)

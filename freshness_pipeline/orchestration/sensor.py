@@ -37,6 +37,8 @@ from freshness_pipeline.orchestration.resources import HudiMetadataResource
 from freshness_pipeline.scheduling.chains import plan_chains
 from freshness_pipeline.scheduling.clustering import TABLE_TAG as CLUSTERING_TABLE_TAG
 from freshness_pipeline.scheduling.cost_model import (
+    DEFAULT_PRIOR,
+    DEFAULT_RUN_COST_S,
     FittedCost,
     RunSample,
     fit_cost_model,
@@ -331,7 +333,10 @@ def plan_tick(
             settings.max_wait_s,
             settings.first_runs_first,
             runs_held,
-            fit_run_cost(read.run_costs_s),
+            fit_run_cost(
+                read.run_costs_s,
+                settings.cost_prior.run_cost_s if settings.cost_prior else DEFAULT_RUN_COST_S,
+            ),
         )
     else:
         result = plan(
@@ -383,7 +388,8 @@ def _read_job_states(
     for spec in jobs:
         history = run_history(instance, spec.name)
         read.run_costs_s += history.run_costs_s
-        fitted = read.fitted[spec.name] = fit_cost_model(history.samples, settings.cost_mode)
+        prior = settings.cost_prior.model(spec.name) if settings.cost_prior else DEFAULT_PRIOR
+        fitted = read.fitted[spec.name] = fit_cost_model(history.samples, settings.cost_mode, prior)
         sources = read.sources[spec.name] = set()
         state = job_state(spec, hudi_meta, fitted, spec.name in busy, settings.tmin_mode, sources)
         read.t_dones[spec.name] = state.t_done_us

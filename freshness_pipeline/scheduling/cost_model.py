@@ -16,7 +16,7 @@ from typing import Literal
 
 import numpy as np
 
-from freshness_pipeline.scheduling.planner import CostModel
+from freshness_pipeline.scheduling.planner import MIB, CostModel
 
 CostMode = Literal["three_term", "two_term"]
 COST_MODES: tuple[CostMode, ...] = ("three_term", "two_term")
@@ -40,6 +40,57 @@ def fit_run_cost(overheads_s: Sequence[float], prior_s: float = DEFAULT_RUN_COST
     if len(measured) % 2:
         return measured[middle]
     return (measured[middle - 1] + measured[middle]) / 2
+
+
+@dataclass(frozen=True)
+class CostPrior:
+    """Coefficients to start from instead of DEFAULT_PRIOR and DEFAULT_RUN_COST_S: per job
+    its step model, and L. A fresh instance has no run history, so without this every
+    decision of its first minutes is planned on the built-in guess (in a long-mode window
+    55 of 68 decisions were); an experiment carries a fit from a calibration run so that
+    every variant starts from the same, measured coefficients."""
+
+    jobs: tuple[tuple[str, CostModel], ...] = ()
+    run_cost_s: float = DEFAULT_RUN_COST_S
+    source: str = ""  # where the coefficients came from, for people
+
+    def model(self, job: str) -> CostModel:
+        return dict(self.jobs).get(job, DEFAULT_PRIOR)
+
+    def to_json(self) -> dict:
+        return {
+            "source": self.source,
+            "run_cost_s": self.run_cost_s,
+            "jobs": {
+                job: {
+                    "a_s": m.a_s,
+                    "b_s_per_mib": m.b_s_per_byte * MIB,
+                    "c_s_per_file": m.c_s_per_file,
+                }
+                for job, m in self.jobs
+            },
+        }
+
+    @classmethod
+    def from_json(cls, data: object) -> CostPrior:
+        """Raises ValueError naming what is wrong."""
+        if not isinstance(data, dict) or not isinstance(data.get("jobs"), dict):
+            raise ValueError('expected {"jobs": {job: {"a_s", "b_s_per_mib", "c_s_per_file"}}}')
+        jobs = []
+        for job, coef in data["jobs"].items():
+            try:
+                values = [float(coef[k]) for k in ("a_s", "b_s_per_mib", "c_s_per_file")]
+            except (KeyError, TypeError, ValueError) as exc:
+                raise ValueError(
+                    f"job {job!r}: needs numbers a_s, b_s_per_mib, c_s_per_file"
+                ) from exc
+            if min(values) < 0:
+                raise ValueError(f"job {job!r}: a coefficient is negative")
+            jobs.append((str(job), CostModel(values[0], values[1] / MIB, values[2])))
+        run_cost = float(data.get("run_cost_s", DEFAULT_RUN_COST_S))
+        if run_cost < 0:
+            raise ValueError("run_cost_s is negative")
+        return cls(tuple(jobs), run_cost, str(data.get("source", "")))
 
 
 @dataclass(frozen=True)
