@@ -12,7 +12,7 @@ from freshness_pipeline.config.settings import PROJECT_ROOT
 
 
 def run_tiny_experiment(
-    tmp_path: Path, variants: str, duration_s: int
+    tmp_path: Path, variants: str, duration_s: int, *flags: str
 ) -> tuple[subprocess.CompletedProcess, Path, Path, dict[str, dict]]:
     """(the finished command, its raw output folder, its report folder, each variant's
     summary of seed 1); fails the test with the command's stderr if it did not succeed."""
@@ -20,7 +20,7 @@ def run_tiny_experiment(
     command = [sys.executable, "-m", "freshness_pipeline.cli", "experiment"]
     command += ["--variants", variants, "--duration", str(duration_s)]
     command += ["--rate", "300", "--universe-size", "300", "--tick", "5"]
-    command += ["--out", str(out), "--report-dir", str(report)]
+    command += ["--out", str(out), "--report-dir", str(report), *flags]
     run = subprocess.run(command, cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=1500)
     assert run.returncode == 0, run.stderr[-4000:]
     summaries = {}

@@ -366,9 +366,12 @@ def check_sensor_ticks(
 
 
 def job_decision_line(job: str) -> re.Pattern[str]:
-    """A tick's log line for one job (tick_report.describe_tick): `<job>: launch: ...` or
-    `<job>: waits: <reason>`, then its staleness."""
-    return re.compile(rf"\b{re.escape(job)}: (launch: \d+ of \d+ files|waits: \S)")
+    """A tick's log line for one job (tick_report.describe_tick): `<job>: launch: ...`,
+    `<job>: in the run of <root>: ...` (a step of a chained run) or `<job>: waits:
+    <reason>`, then its staleness."""
+    return re.compile(
+        rf"\b{re.escape(job)}: (launch: \d+ of \d+ files|in the run of \w+: |waits: \S)"
+    )
 
 
 def check_run_page(page: Page, run_id: str, tags: Mapping[str, str]) -> Path:

@@ -3,8 +3,8 @@ and read back here only (the asset, the report, the experiment and the tests use
 `RunPlan.from_run` / `from_tags`; nothing else parses `freshness/*` tags).
 
 A run carries a few tags a reader takes in at a glance in the runs list (`VISIBLE_TAGS`:
-the asset, the policy, the cutoff as a UTC time, the files it reads of those pending, who
-launched it, and a retry's number); the rest of the decision (G, E, eta, bytes, the cost
+the asset, the other tables of its chain, the policy, the cutoff as a UTC time, the files
+it reads of those pending, who launched it, and a retry's number); the rest of the decision (G, E, eta, bytes, the cost
 model, the exact microseconds) travels in the run config's `sensor_plan` (the run does not
 act on it) and the run copies it into its materialization metadata. Runs recorded before
 that split carry everything in tags; `from_tags` reads both.
@@ -43,6 +43,7 @@ AGING_TAG = _tag("aging")  # only on a run ranked ahead of eta's order (planner.
 # Every tag a run may carry, in the order the runs list shows them; nothing else is a tag.
 VISIBLE_TAGS = (
     ASSET_TAG,
+    CHAINED_TAG,
     _tag("policy"),
     _tag("cutoff"),
     _tag("files"),
