@@ -4,7 +4,12 @@ import random
 
 import pytest
 
-from freshness_pipeline.scheduling.cost_model import DEFAULT_PRIOR, RunSample, fit_cost_model
+from freshness_pipeline.scheduling.cost_model import (
+    DEFAULT_PRIOR,
+    FittedCost,
+    RunSample,
+    fit_cost_model,
+)
 
 GIB = 1024**3
 
@@ -35,10 +40,18 @@ def test_two_term_mode_ignores_files():
 
 
 def test_prior_until_enough_history():
-    fit = fit_cost_model(runs(5.0, 1e-9, 0.1, n=4))
-    assert fit.source == "prior" and fit.model == DEFAULT_PRIOR
-    assert fit_cost_model(runs(5.0, 1e-9, 0.1, n=3), mode="two_term").source == "prior"
+    assert fit_cost_model([]) == FittedCost(DEFAULT_PRIOR, "three_term", "prior", 0, None)
+    # a few runs: the prior's slopes, its fixed term moved to the runs' level
+    few = [RunSample(0, 1, 4.0), RunSample(0, 1, 6.0), RunSample(0, 1, 50.0)]
+    fit = fit_cost_model(few)
+    assert fit.source == "level" and fit.samples_used == 3
+    assert fit.model.a_s == pytest.approx(6.0 - DEFAULT_PRIOR.c_s_per_file)  # the median
+    assert fit.model.b_s_per_byte == DEFAULT_PRIOR.b_s_per_byte
+    assert fit_cost_model(runs(5.0, 1e-9, 0.1, n=4)).source == "level"
+    assert fit_cost_model(runs(5.0, 1e-9, 0.1, n=3), mode="two_term").source == "level"
     assert fit_cost_model(runs(5.0, 1e-9, 0.1, n=4), mode="two_term").source == "fit"
+    # a level is never negative
+    assert fit_cost_model([RunSample(10 * GIB, 1, 1.0)]).model.a_s == 0.0
 
 
 def test_robust_to_outliers_and_nonnegative():

@@ -15,7 +15,9 @@ on a fresh lakehouse. At seeded random moments during the stream a fault of the 
   server's (with the run workers it launched);
 - `fail_write`: the next run of a random job fails after writing its files, before its
   commit (`faults.py`);
-- `kill_in_commit`: SIGKILL to the Spark service while a job's Hudi commit is inflight.
+- `kill_in_commit`: SIGKILL to the Spark service while a job's Hudi commit is inflight;
+- `kill_between_steps`: SIGKILL to the worker of a chained run after one of its steps
+  committed and before the next did (what committed must stay, the rest be redone).
 
 Fifty faults over 1,200 s is one every 24 s on average: runs take 5-20 s here, so the
 pipeline completes runs between faults (over 600 s it hardly completed any, and the
@@ -62,7 +64,9 @@ FAULT_KINDS = (
     "kill_daemon",
     "fail_write",
     "kill_in_commit",
+    "kill_between_steps",
 )
+BETWEEN_STEPS_WAIT_S = 5.0  # how long kill_between_steps watches for a chain mid-way per try
 IN_COMMIT_WAIT_S = 3.0  # how long kill_in_commit watches for an inflight commit per try
 GIVE_UP_S = 120.0  # a fault that finds no target for this long is recorded as skipped
 LIVE_INFLIGHT_S = 15.0  # an inflight commit younger than this is taken to be in progress
@@ -205,10 +209,55 @@ class Injector:
             time.sleep(0.05)
         return None
 
+    def kill_between_steps(self) -> str | None:
+        """SIGKILL the worker of a chained run once at least one of its steps has
+        committed and not all have: the steps that committed stay committed and correct,
+        the next plan starts from there."""
+        import dagster as dg
+
+        from freshness_pipeline.runtime.stack import pid_alive, run_worker_pid
+
+        deadline = time.monotonic() + BETWEEN_STEPS_WAIT_S
+        with dg.DagsterInstance.from_config(str(self.stack.dagster_home)) as instance:
+            while time.monotonic() < deadline:
+                started = instance.get_runs(dg.RunsFilter(statuses=[dg.DagsterRunStatus.STARTED]))
+                for run in started:
+                    steps = {k.to_user_string() for k in run.asset_selection or ()}
+                    if len(steps) < 2:
+                        continue
+                    done = _materialized_in(instance, run.run_id)
+                    if not done or done >= steps:
+                        continue
+                    pid = run_worker_pid(instance, run.run_id)
+                    if pid is None or not pid_alive(pid):
+                        continue
+                    os.kill(pid, signal.SIGKILL)
+                    return (
+                        f"run {run.run_id[:8]} pid {pid} after {', '.join(sorted(done))} "
+                        f"committed, before {', '.join(sorted(steps - done))}"
+                    )
+                time.sleep(0.2)
+        return None
+
     def fail_write(self) -> str | None:
         job = self.rng.choice(list(JOBS))
         faults.arm(self.faults_dir, job, 1)
         return f"next {job} run fails before its commit"
+
+
+def _materialized_in(instance, run_id: str) -> set[str]:
+    """The assets a run has materialized so far."""
+    import dagster as dg
+
+    records = instance.get_records_for_run(
+        run_id, of_type=dg.DagsterEventType.ASSET_MATERIALIZATION
+    ).records
+    return {
+        r.event_log_entry.dagster_event.asset_key.to_user_string()
+        for r in records
+        if r.event_log_entry.dagster_event is not None
+        and r.event_log_entry.dagster_event.asset_key is not None
+    }
 
 
 def _inflight_commit(

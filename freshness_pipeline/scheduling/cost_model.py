@@ -104,7 +104,8 @@ class RunSample:
 class FittedCost:
     model: CostModel
     mode: CostMode
-    source: Literal["prior", "fit"]
+    # "prior": no run yet; "level": the prior's slopes at the runs' level; "fit": all terms
+    source: Literal["prior", "level", "fit"]
     samples_used: int
     rmse_s: float | None  # fit error on the samples used
 
@@ -124,6 +125,24 @@ def _solve_nonnegative(x: np.ndarray, y: np.ndarray) -> np.ndarray:
             return np.zeros(x.shape[1])
 
 
+def _level(prior: CostModel, mode: CostMode, recent: Sequence[RunSample]) -> FittedCost:
+    """Too few runs to fit every term: the prior's per-byte and per-file slopes, with its
+    fixed term moved to what the runs measured (the median residual). A job's fixed cost
+    is most of a small run here, and the built-in 20 s guess can be off several-fold, so
+    one or two measured runs are worth more than the guess."""
+    residuals = sorted(
+        s.seconds - prior.b_s_per_byte * s.scan_bytes - prior.c_s_per_file * s.files for s in recent
+    )
+    middle = len(residuals) // 2
+    level = (
+        residuals[middle] if len(residuals) % 2 else (residuals[middle - 1] + residuals[middle]) / 2
+    )
+    model = CostModel(max(0.0, level), prior.b_s_per_byte, prior.c_s_per_file)
+    errors = [s.seconds - model.estimate(s.scan_bytes, s.files) for s in recent]
+    rmse = float(np.sqrt(np.mean(np.square(errors))))
+    return FittedCost(model, mode, "level", len(recent), rmse)
+
+
 def fit_cost_model(
     history: Sequence[RunSample],
     mode: CostMode = "three_term",
@@ -136,8 +155,10 @@ def fit_cost_model(
         prior = CostModel(prior.a_s, prior.b_s_per_byte, 0.0)
     recent = [s for s in history if s.seconds > 0][-window:]
     terms = 3 if mode == "three_term" else 2
+    if not recent:
+        return FittedCost(prior, mode, "prior", 0, None)
     if len(recent) < terms + 2:
-        return FittedCost(prior, mode, "prior", len(recent), None)
+        return _level(prior, mode, recent)
     columns = [np.ones(len(recent)), np.array([s.scan_bytes for s in recent], float)]
     if mode == "three_term":
         columns.append(np.array([s.files for s in recent], float))

@@ -4,10 +4,11 @@ and read back here only (the asset, the report, the experiment and the tests use
 
 A run carries a few tags a reader takes in at a glance in the runs list (`VISIBLE_TAGS`:
 the asset, the other tables of its chain, the policy, the cutoff as a UTC time, the files
-it reads of those pending, who launched it, and a retry's number); the rest of the decision (G, E, eta, bytes, the cost
-model, the exact microseconds) travels in the run config's `sensor_plan` (the run does not
-act on it) and the run copies it into its materialization metadata. Runs recorded before
-that split carry everything in tags; `from_tags` reads both.
+it reads of those pending, who launched it, and a retry's number); the rest of the
+decision (G, E, eta, bytes, the cost model, the exact microseconds) travels in the run
+config's `sensor_plan` (the run does not act on it) and the run copies it into its
+materialization metadata. Runs recorded before that split carry everything in tags;
+`from_tags` reads both.
 
 Pure Python: no dagster, pyspark or hudi, so it is unit-tested on its own.
 """
