@@ -122,8 +122,7 @@ def test_daemon_keeps_all_six_tables_fresh(lakehouse: Settings, tmp_path: Path, 
             r
             for r in trade_runs
             if r.status == dg.DagsterRunStatus.SUCCESS
-            and instance.get_run_record_by_id(r.run_id).create_timestamp.timestamp()
-            > last_failure
+            and instance.get_run_record_by_id(r.run_id).create_timestamp.timestamp() > last_failure
         ]
         assert later, "trade_aggr never ran again after its failures"
         # The sensor's runs went through the run queue: their phases include its wait.
