@@ -37,7 +37,7 @@ export FRESHNESS_JARS_DIR := $(abspath $(JARS_DIR))
 export DAGSTER_HOME ?= $(abspath .dagster_home)
 
 .PHONY: setup demo demo-kafka test test-fast lint typecheck format bench-ingest bench-kafka-ingest bench-growth bench-tick \
-	bench-tick-real bench-overhead bench-launch bench-memory bench-lineage experiment experiment-long experiment-bursty experiment-packed tune-interval \
+	bench-tick-real bench-overhead bench-launch bench-memory bench-lineage experiment experiment-long experiment-chains experiment-bursty experiment-packed tune-interval \
 	simulate simulate-aging simulate-published first-materializations chaos soak soak-no-clustering \
 	clean-data postgres chromium demo-cluster test-ui
 
@@ -224,6 +224,16 @@ experiment-long: setup
 	$(VENV)/bin/freshness experiment --mode long --resume \
 	  --out docs/results/long/runs --report-dir docs/results/long \
 	  $(if $(SEEDS),--seeds $(SEEDS)) $(if $(VARIANTS),--variants $(VARIANTS))
+
+# Chains against the peers (METHOD 8): the long mode's five variants that the chains are
+# judged by, five seeds, all fresh on one commit (--resume keeps only runs of the same
+# commit), every variant from the same calibrated cost prior; about 2 h 50 min on 2 cores.
+# SEEDS= runs a part (the rest later, on the same commit).
+CHAIN_VARIANTS ?= pmb,max_benefit,random,dagster_eager,interval
+experiment-chains: setup
+	$(VENV)/bin/freshness experiment --mode long --resume --warm-cost \
+	  --out docs/results/long/runs --report-dir docs/results/long \
+	  --seeds $(or $(SEEDS),1,2,3,4,5) --variants $(CHAIN_VARIANTS)
 
 # Where subsets should help (issue 18 item 4), each a campaign of about an hour (three
 # variants, three seeds, 300 s windows), kept like experiment-long's; SEEDS= picks a part.

@@ -39,6 +39,7 @@ from freshness_pipeline.experiment.report import MATERIALIZED_AT
 from freshness_pipeline.experiment.staleness import StalenessSampler, total_staleness
 from freshness_pipeline.hudi.lakehouse import Lakehouse
 from freshness_pipeline.hudi.metadata import HudiTableMetadata, TableNotFound
+from freshness_pipeline.runtime.code_version import UNKNOWN, code_version
 from freshness_pipeline.runtime.dagster_instance import open_instance, write_instance_yaml
 from freshness_pipeline.runtime.spark_service import free_port
 from freshness_pipeline.scheduling.run_plan import (
@@ -554,6 +555,7 @@ def _collect(
         "samples": len(samples),
         "window_s": config.window_s,
         "conditions": _conditions(config),
+        "commit": code_version(),
         "start_us": start_us,
         "runs": len(runs),
         "runs_succeeded": sum(r["status"] == "SUCCESS" for r in runs),
@@ -643,6 +645,8 @@ def _finished_run(config: ExperimentConfig, seed: int, variant: Variant) -> dict
     same = summary.get("conditions") == _conditions(config)
     # e.g. interval runs at another period under the same name
     same = same and summary.get("env", variant.env) == variant.env
+    # a report's seeds run on one commit: a run of other code is run again
+    same = same and summary.get("commit") == code_version() != UNKNOWN
     return summary if same else None
 
 
@@ -656,6 +660,7 @@ def machine_facts() -> dict:
         mem_kb = int(meminfo.read_text().split()[1])
     java = subprocess.run(["java", "-version"], capture_output=True, text=True).stderr
     return {
+        "commit": code_version(),
         "cpus": os.cpu_count(),
         "memory_gib": round(mem_kb / 2**20, 1),
         "platform": platform.platform(),
@@ -671,7 +676,8 @@ def calibrate(config: ExperimentConfig, settings: Settings, progress: Progress) 
     """The cost prior every variant starts from: pmb on CALIBRATION_SEED, in its own
     folder (out_dir/calibration, never part of the report), fitted from its runs."""
     path = config.out_dir / "cost_prior.json"
-    if config.resume and path.exists():
+    kept = json.loads(path.read_text()) if config.resume and path.exists() else {}
+    if kept.get("commit") == code_version() != UNKNOWN:
         progress.say(f"cost prior kept from an earlier invocation: {shown_path(path)}")
         return path
     own = replace(config, out_dir=config.out_dir / "calibration", warm_cost=False)
@@ -682,7 +688,7 @@ def calibrate(config: ExperimentConfig, settings: Settings, progress: Progress) 
     runs = json.loads((own.out_dir / f"seed{CALIBRATION_SEED}" / "pmb" / "runs.json").read_text())
     source = f"calibration run: pmb on seed {CALIBRATION_SEED}, {config.window_s:.0f} s window"
     prior = cost_prior_from_runs(runs, source)
-    path.write_text(json.dumps(prior.to_json(), indent=1))
+    path.write_text(json.dumps({**prior.to_json(), "commit": code_version()}, indent=1))
     log.info("cost prior: %s", prior.source)
     return path
 

@@ -655,6 +655,7 @@ def setting_rows(exp_dir: Path, facts: dict, runs: list[dict]) -> list[str]:
         f"Python {facts['python']}; {facts['java']}.",
         f"- Versions: Dagster {facts['dagster']}, PySpark {facts['pyspark']}, jars "
         f"{', '.join(facts['hudi_bundle'])}.",
+        _commit_row(facts, runs),
         f"- Stream: {config['duration_s']} event-time seconds at {config['rate']:.0f} events/s "
         f"({config['duration_s'] * config['rate']:,.0f} events) over {config['universe_size']} "
         f"companies, replayed at speed-up {config['speedup']}; one recorded stream per seed, "
@@ -675,6 +676,18 @@ def setting_rows(exp_dir: Path, facts: dict, runs: list[dict]) -> list[str]:
         _cost_prior_row(exp_dir),
         "",
     ]
+
+
+def _commit_row(facts: dict, runs: list[dict]) -> str:
+    """The code the runs measured: one commit, or every commit with its runs' count."""
+    commits: dict[str, int] = {}
+    for run in runs:
+        commit = run.get("commit") or "not recorded"
+        commits[commit] = commits.get(commit, 0) + 1
+    if len(commits) == 1:
+        return f"- Code: every run on commit `{next(iter(commits))}`."
+    listed = ", ".join(f"`{c}` ({n} runs)" for c, n in sorted(commits.items()))
+    return f"- Code: **runs of {len(commits)} commits pooled**: {listed}."
 
 
 def _cost_prior_row(exp_dir: Path) -> str:

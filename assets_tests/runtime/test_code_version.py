@@ -1,0 +1,35 @@
+"""Which commit is running, as reports name it."""
+
+from __future__ import annotations
+
+import subprocess
+
+from freshness_pipeline.experiment.report import _commit_row
+from freshness_pipeline.runtime.code_version import UNKNOWN, code_version
+
+
+def _git(repo, *args):
+    subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True)
+
+
+def test_the_commit_and_whether_the_checkout_differs_from_it(tmp_path):
+    assert code_version(tmp_path) == UNKNOWN  # not a git checkout
+    _git(tmp_path, "init", "-q")
+    (tmp_path / "a.txt").write_text("one")
+    _git(tmp_path, "add", "a.txt")
+    _git(tmp_path, "-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "one")
+    head = code_version(tmp_path)
+    assert len(head) == 7 and "+" not in head
+    (tmp_path / "a.txt").write_text("two")
+    assert code_version(tmp_path) == f"{head}+changes"
+    (tmp_path / "b.txt").write_text("untracked files do not count")
+    (tmp_path / "a.txt").write_text("one")
+    assert code_version(tmp_path) == head
+
+
+def test_a_report_names_its_commit_and_says_when_runs_of_several_are_pooled():
+    assert _commit_row({}, [{"commit": "abc1234"}, {"commit": "abc1234"}]) == (
+        "- Code: every run on commit `abc1234`."
+    )
+    pooled = _commit_row({}, [{"commit": "abc1234"}, {"commit": "def5678"}, {}])
+    assert "runs of 3 commits pooled" in pooled and "`def5678` (1 runs)" in pooled
