@@ -37,7 +37,7 @@ export FRESHNESS_JARS_DIR := $(abspath $(JARS_DIR))
 export DAGSTER_HOME ?= $(abspath .dagster_home)
 
 .PHONY: setup demo demo-kafka test test-fast lint typecheck format bench-ingest bench-kafka-ingest bench-growth bench-tick \
-	bench-tick-real bench-overhead bench-launch bench-memory bench-lineage experiment experiment-long experiment-chains experiment-bursty experiment-packed tune-interval \
+	bench-tick-real bench-overhead bench-chains bench-launch bench-memory bench-lineage experiment experiment-long experiment-chains experiment-bursty experiment-packed tune-interval \
 	simulate simulate-aging simulate-published first-materializations chaos soak soak-no-clustering \
 	clean-data postgres chromium demo-cluster test-ui
 
@@ -203,6 +203,9 @@ bench-overhead: setup
 
 # How a code server starts runs, spawn against forkserver (FRESHNESS_RUN_START), two
 # pairs of 4-minute stacks, alternating (about 25 minutes; docs/BENCHMARKS.md).
+bench-chains: setup
+	$(VENV)/bin/python -m freshness_pipeline.bench.chain_plan --jobs 30
+
 bench-launch: setup
 	$(VENV)/bin/python -m freshness_pipeline.bench.run_launch
 

@@ -65,3 +65,17 @@ def test_a_failed_step_stops_only_its_own_descendants():
     # spike, which do not read price, still committed
     assert done == {"trade", "spike"}
     assert [entry.split(":")[0] for entry in order if entry.startswith(("features", "views"))] == []
+
+
+def test_chaos_sees_which_steps_of_a_run_committed():
+    from freshness_pipeline.ops.chaos import _materialized_in
+
+    order: list[str] = []
+    with dg.instance_for_test() as instance:
+        result = dg.materialize(
+            _assets(order, "features"),
+            instance=instance,
+            raise_on_error=False,
+            selection=["trade", "price", "features", "views", "spike"],
+        )
+        assert _materialized_in(instance, result.run_id) == {"trade", "price", "spike"}
