@@ -82,6 +82,7 @@ class Conditions:
     rate_eps: float = 300.0  # events per second, split evenly over the two raw streams
     commit_interval_s: float = 10.0
     ingest_lag_s: float = 4.0  # a raw commit lands this long after its newest arrival
+    raw_stagger_s: float = 0.0  # the second raw table's commit lands this much later
     files_per_commit: int = 26
     bytes_per_event: int = 60
     file_overhead_bytes: int = 5_000  # footer, bloom filter, schema: per file
@@ -509,7 +510,7 @@ def simulate(
     layout = cond.raw_layout or NewFilesPerCommit()
     raw_writers = {table: layout.writer(table, cond, seed) for table in RAW_STREAMS}
     samples = []
-    raw_index = 0
+    raw_index = dict.fromkeys(RAW_STREAMS, 0)
     steps = int(round(cond.duration_s / dt_s))
     tick_every = max(1, int(round(cond.tick_s / dt_s)))
     interval_every = max(1, int(round(cond.interval_s / dt_s)))
@@ -517,13 +518,16 @@ def simulate(
     for step in range(1, steps + 1):
         now_s = step * dt_s
         now_us = BASE_US + int(round(now_s * US_PER_S))
-        # Ingestion: commit n holds the arrivals of [(n-1)*interval, n*interval).
-        while (raw_index + 1) * cond.commit_interval_s + cond.ingest_lag_s <= now_s + 1e-9:
-            raw_index += 1
-            low = BASE_US + int((raw_index - 1) * cond.commit_interval_s * US_PER_S)
-            high = BASE_US + int(raw_index * cond.commit_interval_s * US_PER_S) - 1
-            for table in RAW_STREAMS:
-                files = raw_writers[table](raw_index, _raw_commit_bytes(cond, raw_index, table))
+        # Ingestion: commit n holds the arrivals of [(n-1)*interval, n*interval); the
+        # second raw table's commit lands `raw_stagger_s` after the first's (ingestion
+        # commits them one after the other).
+        for order, table in enumerate(RAW_STREAMS):
+            lag_s = cond.ingest_lag_s + order * cond.raw_stagger_s
+            while (raw_index[table] + 1) * cond.commit_interval_s + lag_s <= now_s + 1e-9:
+                index = raw_index[table] = raw_index[table] + 1
+                low = BASE_US + int((index - 1) * cond.commit_interval_s * US_PER_S)
+                high = BASE_US + int(index * cond.commit_interval_s * US_PER_S) - 1
+                files = raw_writers[table](index, _raw_commit_bytes(cond, index, table))
                 machine.tables[table].write(low, high, files.written, files.carried)
                 machine.tables[table].commits[-1].landed_us = now_us
         machine.work(now_s, now_us, dt_s)
