@@ -25,7 +25,12 @@ def test_resume_keeps_only_runs_of_the_same_conditions(tmp_path: Path, monkeypat
 
     def fake_run(config, variant, seed, stream, settings, progress=None):
         ran.append(variant.name)
-        summary = {"variant": variant.name, "seed": seed, "conditions": harness._conditions(config)}
+        summary = {
+            "variant": variant.name,
+            "seed": seed,
+            "conditions": harness._conditions(config),
+            "commit": harness.code_version(),
+        }
         run_dir = config.out_dir / f"seed{seed}" / variant.name
         run_dir.mkdir(parents=True, exist_ok=True)
         (run_dir / "summary.json").write_text(json.dumps(summary))
@@ -34,6 +39,7 @@ def test_resume_keeps_only_runs_of_the_same_conditions(tmp_path: Path, monkeypat
     monkeypatch.setattr(harness, "record", lambda config, seed: tmp_path / "stream")
     monkeypatch.setattr(harness, "run_variant", fake_run)
     monkeypatch.setattr(harness, "machine_facts", lambda: {})
+    monkeypatch.setattr(harness, "code_version", lambda: "abc1234")
 
     harness.run_experiment(replace(config, variants=(POLICY_VARIANTS["pmb"],)), settings)
     assert ran == ["pmb"]
@@ -43,6 +49,12 @@ def test_resume_keeps_only_runs_of_the_same_conditions(tmp_path: Path, monkeypat
     assert ran == ["pmb", "random", "pmb", "random"]
     harness.run_experiment(replace(config, resume=False), settings)  # no resume: both rerun
     assert ran[-2:] == ["pmb", "random"] and len(ran) == 6
+    # the code changed since: a report's seeds run on one commit, so both run again
+    monkeypatch.setattr(harness, "code_version", lambda: "def5678")
+    harness.run_experiment(config, settings)
+    assert ran[-2:] == ["pmb", "random"] and len(ran) == 8
+    harness.run_experiment(config, settings)  # and now they are of this commit: kept
+    assert len(ran) == 8
 
 
 def test_bursts_are_a_condition_and_a_stream_of_their_own(tmp_path: Path):
