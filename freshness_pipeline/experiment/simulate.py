@@ -37,7 +37,7 @@ from dataclasses import dataclass, field, replace
 from freshness_pipeline.catalog.jobs import JOBS, downstream_of
 from freshness_pipeline.experiment.staleness import sample_tables, total_staleness
 from freshness_pipeline.jobs.runner import DERIVED_SMALL_FILE_BYTES
-from freshness_pipeline.scheduling.chains import plan_chains
+from freshness_pipeline.scheduling.chains import plan_runs
 from freshness_pipeline.scheduling.cost_model import CostMode, RunSample, fit_cost_model
 from freshness_pipeline.scheduling.planner import (
     MIB,
@@ -47,7 +47,6 @@ from freshness_pipeline.scheduling.planner import (
     PendingInput,
     Policy,
     get_policy,
-    plan,
 )
 from freshness_pipeline.scheduling.units import US_PER_S
 
@@ -617,28 +616,18 @@ def _tick(
         )
     if get_policy(policy).uses_downstream:
         states = [replace(s, downstream=downstream_of(s.job, t_dones)) for s in states]
-    if chained:
-        result = plan_chains(
-            states,
-            cond.k,
-            now_us,
-            policy,
-            machine.seed,
-            max_wait_s=cond.max_wait_s,
-            first_runs_first=cond.first_runs_first,
-            job_runs=len(machine.runs),
-            run_cost_s=cond.launch_s + cond.session_s,
-        )
-    else:
-        result = plan(
-            states,
-            cond.k,
-            now_us,
-            policy,
-            machine.seed,
-            max_wait_s=cond.max_wait_s,
-            first_runs_first=cond.first_runs_first,
-        )
+    result = plan_runs(
+        states,
+        cond.k,
+        now_us,
+        policy,
+        machine.seed,
+        max_wait_s=cond.max_wait_s,
+        first_runs_first=cond.first_runs_first,
+        job_runs=len(machine.runs) if chained else None,
+        run_cost_s=cond.launch_s + cond.session_s,
+        chains=chained,
+    )
     for choice in result.ranked:
         machine.waits.max_wait_s[choice.job] = max(
             machine.waits.max_wait_s.get(choice.job, 0.0), choice.waited_s

@@ -34,7 +34,7 @@ from freshness_pipeline.catalog.tables import RAW_TABLES
 from freshness_pipeline.config.scheduler_settings import SchedulerSettings
 from freshness_pipeline.hudi.metadata import TableNotFound
 from freshness_pipeline.orchestration.resources import HudiMetadataResource
-from freshness_pipeline.scheduling.chains import plan_chains
+from freshness_pipeline.scheduling.chains import plan_runs
 from freshness_pipeline.scheduling.clustering import TABLE_TAG as CLUSTERING_TABLE_TAG
 from freshness_pipeline.scheduling.cost_model import (
     DEFAULT_PRIOR,
@@ -50,7 +50,6 @@ from freshness_pipeline.scheduling.planner import (
     PendingInput,
     Plan,
     get_policy,
-    plan,
     retry_backoff_s,
 )
 from freshness_pipeline.scheduling.run_plan import (
@@ -320,36 +319,22 @@ def plan_tick(
     states = read.states
     if get_policy(settings.policy).uses_downstream:
         states = [replace(s, downstream=downstream_of(s.job, read.t_dones)) for s in states]
-    runs_held = active_job_runs(active)  # a chained run holds several jobs in one slot
-    others = sum(active_clustering_runs(active).values())
-    if settings.plans_chains:
-        result = plan_chains(
-            states,
-            settings.k,
-            now_us,
-            settings.policy,
-            settings.seed,
-            others,
-            settings.max_wait_s,
-            settings.first_runs_first,
-            runs_held,
-            fit_run_cost(
-                read.run_costs_s,
-                settings.cost_prior.run_cost_s if settings.cost_prior else DEFAULT_RUN_COST_S,
-            ),
-        )
-    else:
-        result = plan(
-            states,
-            settings.k,
-            now_us,
-            settings.policy,
-            settings.seed,
-            others,
-            settings.max_wait_s,
-            settings.first_runs_first,
-            runs_held,
-        )
+    result = plan_runs(
+        states,
+        settings.k,
+        now_us,
+        settings.policy,
+        settings.seed,
+        sum(active_clustering_runs(active).values()),
+        settings.max_wait_s,
+        settings.first_runs_first,
+        active_job_runs(active),  # a chained run holds several jobs in one slot
+        fit_run_cost(
+            read.run_costs_s,
+            settings.cost_prior.run_cost_s if settings.cost_prior else DEFAULT_RUN_COST_S,
+        ),
+        chains=settings.plans_chains,
+    )
     requests = [
         run_request(
             c,

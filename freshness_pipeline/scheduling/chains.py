@@ -60,6 +60,7 @@ from freshness_pipeline.scheduling.planner import (
     candidates,
     check_plan_args,
     choose_job,
+    plan,
     waited_s,
 )
 from freshness_pipeline.scheduling.units import US_PER_S
@@ -393,6 +394,29 @@ def _touches(choice: JobChoice, fresh: set[str], graph: Graph) -> bool:
     of one (a step whose input another run will refresh is left out). Otherwise its best
     is still its best: the options taken away were not it."""
     return any(job in fresh or set(graph.parents[job]) & fresh for job in choice.jobs)
+
+
+def plan_runs(
+    jobs: Sequence[JobState],
+    k: int,
+    now_us: int,
+    policy: Policy = "pmb",
+    seed: int = 0,
+    other_runs: int = 0,
+    max_wait_s: float | None = None,
+    first_runs_first: bool = False,
+    job_runs: int | None = None,
+    run_cost_s: float = DEFAULT_RUN_COST_S,
+    chains: bool = True,
+) -> Plan:
+    """The tick's plan: chains (`plan_chains`), or with `chains` False the published plan,
+    one table per run (`planner.plan`, which has no L: `run_cost_s` is not read)."""
+    if chains:
+        return plan_chains(
+            jobs, k, now_us, policy, seed, other_runs, max_wait_s, first_runs_first, job_runs,
+            run_cost_s,
+        )  # fmt: skip
+    return plan(jobs, k, now_us, policy, seed, other_runs, max_wait_s, first_runs_first, job_runs)
 
 
 def _why_not(
