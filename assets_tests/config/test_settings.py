@@ -254,3 +254,12 @@ def test_a_cost_prior_file_is_read_and_a_bad_one_refused(tmp_path):
     with pytest.raises(SettingsError, match="no job called nightly_report"):
         load_settings({"FRESHNESS_COST_PRIOR": str(bad)})
     assert load_settings({}).scheduler.cost_prior is None
+
+
+def test_runs_at_once_limits_the_planner_below_k():
+    settings = load_settings({"FRESHNESS_RUNS_AT_ONCE": "1"}).scheduler
+    assert settings.k == 3 and settings.launch_limit == 1
+    assert load_settings({}).scheduler.launch_limit == 3
+    assert load_settings({"FRESHNESS_RUNS_AT_ONCE": "5"}).scheduler.launch_limit == 3
+    with pytest.raises(SettingsError, match="FRESHNESS_RUNS_AT_ONCE"):
+        load_settings({"FRESHNESS_RUNS_AT_ONCE": "0"})

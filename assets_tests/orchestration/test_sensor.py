@@ -512,3 +512,12 @@ def test_the_sensor_plans_on_the_cost_prior_it_is_given():
         assert steps["trade_aggr"].cost_s == pytest.approx(1.5 + 0.001 * 6)
         assert steps["price_aggr"].cost_s > 20.0  # the built-in guess: a job it does not name
         assert all(RunPlan.from_run(r).run_cost_s == 0.75 for r in requests)
+
+
+def test_runs_at_once_keeps_fewer_runs_in_flight_than_k():
+    with dg.instance_for_test() as instance:
+        result, requests = tick(raw_lake(), instance, k=3)  # one table per run
+        assert len(requests) == 2  # both aggregates
+        result, requests = tick(raw_lake(), instance, k=3, runs_at_once=1)
+        assert len(requests) == 1 and result.free_slots == 1
+    assert "1 run(s) at once" in (build_sensor(SchedulerSettings(runs_at_once=1)).description or "")

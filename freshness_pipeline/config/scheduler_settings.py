@@ -47,8 +47,16 @@ class SchedulerSettings:
     # `planned`: the sensor plans whole runs (scheduling/chains.py, METHOD 8); `off`: one
     # table per run, as published.
     chains: str = "planned"
+    # The most runs the sensor keeps in flight (FRESHNESS_RUNS_AT_ONCE); None: K.
+    runs_at_once: int | None = None
     # Coefficients to start from (FRESHNESS_COST_PRIOR); None: the built-in guess.
     cost_prior: CostPrior | None = None
+
+    @property
+    def launch_limit(self) -> int:
+        """How many runs the planner fills: K, or fewer where the machine runs fewer at
+        full speed."""
+        return self.k if self.runs_at_once is None else min(self.k, self.runs_at_once)
 
     @property
     def plans_chains(self) -> bool:
@@ -76,6 +84,8 @@ class SchedulerSettings:
             raise ValueError(
                 f"FRESHNESS_MAX_WAIT_S must be at least 1 second or `off`, got {self.max_wait_s}"
             )
+        if self.runs_at_once is not None and self.runs_at_once < 1:
+            raise ValueError(f"FRESHNESS_RUNS_AT_ONCE must be at least 1, got {self.runs_at_once}")
         if self.chains not in CHAIN_MODES:
             raise ValueError(f"FRESHNESS_CHAINS must be one of {CHAIN_MODES}, got {self.chains!r}")
         if self.interval_s < MIN_TICK_S:

@@ -304,6 +304,12 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("FRESHNESS_K", "3",
             "concurrent jobs; keep `max_concurrent_runs` in `dagster.yaml` equal",
             "an integer of at least 1", _int_at_least(1)),
+    Setting("FRESHNESS_RUNS_AT_ONCE", None,
+            "the most runs the sensor keeps in flight, of the K the run queue allows: where "
+            "the Spark backend runs one job at full speed, runs beside it only share it and "
+            "each pays its fixed cost, while one at a time in eta order commits each table "
+            "soonest (Smith's rule for weighted completion time); unset: K",
+            "an integer of at least 1", _int_at_least(1)),
     Setting("FRESHNESS_TICK_S", "10",
             "sensor interval in seconds (Dagster's sensor daemon loops every 5 s at most)",
             f"an integer of at least {MIN_TICK_S}", _int_at_least(MIN_TICK_S)),
@@ -687,6 +693,7 @@ def _scheduler_settings(values: Mapping[str, Any]) -> SchedulerSettings:
         SchedulerSettings,
         policy=values["FRESHNESS_POLICY"],
         k=values["FRESHNESS_K"],
+        runs_at_once=values["FRESHNESS_RUNS_AT_ONCE"],
         tick_s=values["FRESHNESS_TICK_S"],
         tmin_mode=values["FRESHNESS_TMIN_MODE"],
         cost_mode=values["FRESHNESS_COST_MODE"],

@@ -121,6 +121,13 @@ POLICY_VARIANTS = {
         {"FRESHNESS_CHAINS": "off"},
         "ablation: one table per run (published) instead of planned chains (METHOD 8)",
     ),
+    "pmb_serial": Variant(
+        "pmb_serial",
+        "pmb",
+        {"FRESHNESS_RUNS_AT_ONCE": "1"},
+        "beyond the thesis: PMB with chains keeping one run in flight (of the K allowed): on "
+        "2 cores a second run only shares the machine",
+    ),
     "fixed_order_subsets": Variant(
         "fixed_order_subsets",
         "fixed_order_pmb",

@@ -256,6 +256,11 @@ COMPARISONS = (
     ),
     ("pmb_pipeline", "pmb", "benefit also counts the downstream staleness a run unlocks"),
     (
+        "pmb_serial",
+        "pmb",
+        "one run in flight (FRESHNESS_RUNS_AT_ONCE=1) instead of filling all K slots",
+    ),
+    (
         "pmb_single",
         "pmb",
         "one table per run (published) instead of planned chains: one launch per run, and "

@@ -62,12 +62,14 @@ SIM_VARIANTS: dict[str, tuple[Policy, CostMode]] = {
     "max_benefit": ("max_benefit", "three_term"),
     "random": ("random", "three_term"),
     "pmb_single": ("pmb", "three_term"),
+    "pmb_serial": ("pmb", "three_term"),
     "pmb_two_term": ("pmb", "two_term"),
     "pmb_pipeline": ("pmb_pipeline", "three_term"),
     "fixed_order_subsets": ("fixed_order_pmb", "three_term"),
     "fixed_order_full": ("fixed_order_full", "three_term"),
 }
 SINGLE_TABLE_VARIANTS = frozenset({"pmb_single"})
+SERIAL_VARIANTS = frozenset({"pmb_serial"})  # one run in flight (FRESHNESS_RUNS_AT_ONCE=1)
 # What a Dagster user would pick (automation.py): eager automation, and all six every
 # `Conditions.interval_s`; neither reads our planner.
 SIM_PEERS = ("dagster_eager", "interval")
@@ -96,6 +98,7 @@ class Conditions:
     session_s: float = 0.0  # work a run does once before its first step (Spark session)
     interval_s: float = 40.0  # the interval peer's period (tuned on seed 99 for the real one)
     chains: bool = True  # planner variants plan whole runs; False: one table per run
+    runs_at_once: int | None = None  # the planner's own limit on runs in flight; None: K
     # Eager's in_progress() ends when the asset materializes in its run (Dagster's rule);
     # False: when the run ends. The calibration brackets the measured eager between them.
     eager_release: bool = True
@@ -616,9 +619,10 @@ def _tick(
         )
     if get_policy(policy).uses_downstream:
         states = [replace(s, downstream=downstream_of(s.job, t_dones)) for s in states]
+    runs_at_once = 1 if machine.variant in SERIAL_VARIANTS else cond.runs_at_once
     result = plan_runs(
         states,
-        cond.k,
+        cond.k if runs_at_once is None else min(cond.k, runs_at_once),
         now_us,
         policy,
         machine.seed,
@@ -774,7 +778,15 @@ def sweep_markdown(rows: Sequence[Row], variants: Sequence[str]) -> str:
     return "\n".join(lines)
 
 
-PEER_VARIANTS = ("pmb", "max_benefit", "random", "pmb_single", "dagster_eager", "interval")
+PEER_VARIANTS = (
+    "pmb",
+    "pmb_serial",
+    "max_benefit",
+    "random",
+    "pmb_single",
+    "dagster_eager",
+    "interval",
+)
 
 
 def chain_conditions(base: Conditions | None = None) -> list[tuple[str, Conditions]]:
@@ -784,9 +796,12 @@ def chain_conditions(base: Conditions | None = None) -> list[tuple[str, Conditio
     base = base or calibrated()
     held = replace(base, eager_release=False)
     target = {"launch_s": 1.0, "session_s": 1.0}
+    staggered = replace(base, raw_stagger_s=2.0)
     return [
         ("calibrated: the long mode on 2 cores", base),
         ("the same, eager's tables held until its run ends", held),
+        ("the raw tables committing 2 s apart (seen in the first real run)", staggered),
+        ("the same, eager's tables held until its run ends", replace(held, raw_stagger_s=2.0)),
         ("launch + session 2 s a run (the target), all variants", replace(base, **target)),
         ("the same, eager's tables held until its run ends", replace(held, **target)),
         ("and a step's job 3 s instead of 6 s", replace(base, fixed_s=3.0, **target)),
@@ -800,14 +815,16 @@ def peer_markdown(
     """Per condition: P / P0 of each variant (mean over seeds) and PMB's paired ratios
     against the peers and against one table per run (mean and sd over seeds)."""
     head = "| condition | " + " | ".join(f"P/P0 {v}" for v in PEER_VARIANTS)
-    head += " | pmb / dagster_eager | pmb / interval | pmb / pmb_single |"
-    lines = [head, "|" + "---|" * (len(PEER_VARIANTS) + 4)]
+    pairs = [(v, to) for v in ("pmb", "pmb_serial") for to in ("dagster_eager", "interval")]
+    pairs.append(("pmb", "pmb_single"))
+    head += " | " + " | ".join(f"{v} / {to}" for v, to in pairs) + " |"
+    lines = [head, "|" + "---|" * (len(PEER_VARIANTS) + len(pairs) + 1)]
     for label, cond in conditions:
         results = {v: [simulate(cond, v, s) for s in seeds] for v in PEER_VARIANTS}
         cells = [label]
         cells += [f"{statistics.mean(r.p / r.p0 for r in results[v]):.2f}" for v in PEER_VARIANTS]
-        for to in ("dagster_eager", "interval", "pmb_single"):
-            ratios = [a.p / b.p for a, b in zip(results["pmb"], results[to], strict=True)]
+        for variant, to in pairs:
+            ratios = [a.p / b.p for a, b in zip(results[variant], results[to], strict=True)]
             sd = statistics.stdev(ratios) if len(ratios) > 1 else 0.0
             cells.append(f"{statistics.mean(ratios):.3f} ({sd:.3f})")
         lines.append("| " + " | ".join(cells) + " |")

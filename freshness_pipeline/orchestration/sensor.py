@@ -321,7 +321,7 @@ def plan_tick(
         states = [replace(s, downstream=downstream_of(s.job, read.t_dones)) for s in states]
     result = plan_runs(
         states,
-        settings.k,
+        settings.launch_limit,
         now_us,
         settings.policy,
         settings.seed,
@@ -471,6 +471,7 @@ def build_sensor(
     the plan's runs; `spark_remote` is the service it waits for, `target` the staleness
     it reports against."""
     target = target or StalenessTarget()
+    at_once = "" if settings.runs_at_once is None else f", {settings.launch_limit} run(s) at once"
 
     @sensor(
         name="freshness_sensor",
@@ -478,7 +479,7 @@ def build_sensor(
         asset_selection=[AssetKey(name) for name in JOBS],
         default_status=DefaultSensorStatus.RUNNING,
         description=(
-            f"Launches the six jobs by {settings.policy} with K={settings.k}, "
+            f"Launches the six jobs by {settings.policy} with K={settings.k}{at_once}, "
             f"tmin from {settings.tmin_mode} ranges, {settings.cost_mode} cost model, "
             f"{aging_words(settings)}; "
             f"{target.describe()}. Each tick's cursor is a one-line summary of its decision "
