@@ -228,11 +228,12 @@ experiment-long: setup
 	  --out docs/results/long/runs --report-dir docs/results/long \
 	  $(if $(SEEDS),--seeds $(SEEDS)) $(if $(VARIANTS),--variants $(VARIANTS))
 
-# Chains against the peers (METHOD 8): the long mode's five variants that the chains are
-# judged by, five seeds, all fresh on one commit (--resume keeps only runs of the same
-# commit), every variant from the same calibrated cost prior; about 2 h 50 min on 2 cores.
-# SEEDS= runs a part (the rest later, on the same commit).
-CHAIN_VARIANTS ?= pmb,max_benefit,random,dagster_eager,interval
+# Chains against the peers (METHOD 8): the variants the chains are judged by (and
+# pmb_serial, one run in flight), five seeds, all fresh on one commit (--resume keeps only
+# runs of the same commit), every variant from the same calibrated cost prior; about 6.5
+# minutes a run, so about 3 h 20 min on 2 cores: SEEDS= runs a part, the rest later on the
+# same commit.
+CHAIN_VARIANTS ?= pmb,pmb_serial,max_benefit,random,dagster_eager,interval
 experiment-chains: setup
 	$(VENV)/bin/freshness experiment --mode long --resume --warm-cost \
 	  --out docs/results/long/runs --report-dir docs/results/long \
