@@ -297,6 +297,7 @@ def run_variant(
     if run_dir.exists():
         shutil.rmtree(run_dir)
     lakehouse = run_dir / "tables"
+    commit = code_version()  # the code the stack's processes load as they start
     stack, profile = _variant_stack(config, variant, seed, stream, settings, run_dir)
     log.info("seed %d, %s: starting the stack in %s", seed, variant.name, run_dir)
     start_stack(stack, profile)
@@ -318,6 +319,7 @@ def run_variant(
     try:
         stack.stop()
         summary = _collect(config, variant, seed, run_dir, lakehouse, stack, samples, start_us)
+        summary["commit"] = commit
         summary["runs_cut_off_at_stop"] = cut_off_runs(
             json.loads((run_dir / "runs.json").read_text()), stop_at
         )
@@ -562,7 +564,6 @@ def _collect(
         "samples": len(samples),
         "window_s": config.window_s,
         "conditions": _conditions(config),
-        "commit": code_version(),
         "start_us": start_us,
         "runs": len(runs),
         "runs_succeeded": sum(r["status"] == "SUCCESS" for r in runs),
