@@ -14,6 +14,7 @@ from collections.abc import Iterable, Mapping
 
 from freshness_pipeline.catalog.jobs import JOBS
 from freshness_pipeline.experiment.report import MATERIALIZED_AT
+from freshness_pipeline.jobs.run_phases import RUN_COST_PHASES
 from freshness_pipeline.scheduling.cost_model import (
     CostPrior,
     RunSample,
@@ -22,7 +23,6 @@ from freshness_pipeline.scheduling.cost_model import (
 )
 
 CALIBRATION_SEED = 98  # no reported seed; 99 tunes the interval peer
-RUN_COST_PHASES = ("phase_launch_s", "phase_plan_s", "phase_session_s")
 
 
 def cost_prior_from_runs(runs: Iterable[Mapping], source: str) -> CostPrior:

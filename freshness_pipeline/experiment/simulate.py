@@ -38,7 +38,12 @@ from freshness_pipeline.catalog.jobs import JOBS, downstream_of
 from freshness_pipeline.experiment.staleness import sample_tables, total_staleness
 from freshness_pipeline.jobs.runner import DERIVED_SMALL_FILE_BYTES
 from freshness_pipeline.scheduling.chains import plan_runs
-from freshness_pipeline.scheduling.cost_model import CostMode, RunSample, fit_cost_model
+from freshness_pipeline.scheduling.cost_model import (
+    CostMode,
+    RunSample,
+    fit_cost_model,
+    typical_input,
+)
 from freshness_pipeline.scheduling.planner import (
     MIB,
     CostModel,
@@ -566,13 +571,6 @@ def _fitted(history: tuple[RunSample, ...], cost_mode: CostMode) -> CostModel:
     return fit_cost_model(history, cost_mode).model
 
 
-def _step_input(history: Sequence[RunSample]) -> tuple[int, int]:
-    if not history:
-        return (0, 0)
-    middle = sorted(history, key=lambda s: (s.scan_bytes, s.files))[len(history) // 2]
-    return (middle.scan_bytes, middle.files)
-
-
 def _tick(
     machine: _Machine,
     now_s: float,
@@ -614,7 +612,7 @@ def _tick(
                 last_refresh_us=machine.last_refresh[spec.name],
                 pending_since_us=min((t for t in landed if t is not None), default=None),
                 inputs=marks,
-                step_input=_step_input(history),
+                step_input=typical_input(history),
             )
         )
     if get_policy(policy).uses_downstream:

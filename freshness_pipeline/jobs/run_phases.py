@@ -47,6 +47,9 @@ PHASES = (
     "after_commit",
 )
 PREFIX = "phase_"
+# What a run pays before its first step's job starts: L, counted once per run (METHOD 8);
+# a chained run's later steps record none of them.
+RUN_COST_PHASES = ("phase_launch_s", "phase_plan_s", "phase_session_s")
 
 
 def metadata_key(phase: str) -> str:

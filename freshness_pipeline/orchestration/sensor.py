@@ -33,6 +33,7 @@ from freshness_pipeline.catalog.jobs import JOBS, JobSpec, downstream_of
 from freshness_pipeline.catalog.tables import RAW_TABLES
 from freshness_pipeline.config.scheduler_settings import SchedulerSettings
 from freshness_pipeline.hudi.metadata import TableNotFound
+from freshness_pipeline.jobs.run_phases import RUN_COST_PHASES
 from freshness_pipeline.orchestration.resources import HudiMetadataResource
 from freshness_pipeline.scheduling.chains import plan_runs
 from freshness_pipeline.scheduling.clustering import TABLE_TAG as CLUSTERING_TABLE_TAG
@@ -43,6 +44,7 @@ from freshness_pipeline.scheduling.cost_model import (
     RunSample,
     fit_cost_model,
     fit_run_cost,
+    typical_input,
 )
 from freshness_pipeline.scheduling.planner import (
     JobChoice,
@@ -110,10 +112,6 @@ def active_clustering_runs(runs: Iterable) -> dict[str, int]:
     return found
 
 
-# What a run pays before its first step's job starts: L, counted once per run (METHOD 8).
-RUN_COST_PHASES = ("phase_launch_s", "phase_plan_s", "phase_session_s")
-
-
 @dataclass(frozen=True)
 class JobHistory:
     """A job's recent materializations, oldest first: (bytes read, files read, seconds)
@@ -126,13 +124,7 @@ class JobHistory:
 
     @property
     def step_input(self) -> tuple[int, int]:
-        """The median (bytes, files) a step of the job read: a chained step's expected
-        input, which its parent has not written yet when the run is planned."""
-        if not self.samples:
-            return (0, 0)
-        ordered = sorted(self.samples, key=lambda s: (s.scan_bytes, s.files))
-        middle = ordered[len(ordered) // 2]
-        return (middle.scan_bytes, middle.files)
+        return typical_input(self.samples)
 
 
 def run_history(instance, job: str, limit: int = 40) -> JobHistory:

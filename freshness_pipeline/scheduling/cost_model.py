@@ -100,6 +100,15 @@ class RunSample:
     seconds: float
 
 
+def typical_input(history: Sequence[RunSample]) -> tuple[int, int]:
+    """The median (bytes, files) a job's steps read: a chained step's expected input,
+    which its parent has not written yet when the run is planned."""
+    if not history:
+        return (0, 0)
+    middle = sorted(history, key=lambda s: (s.scan_bytes, s.files))[len(history) // 2]
+    return (middle.scan_bytes, middle.files)
+
+
 @dataclass(frozen=True)
 class FittedCost:
     model: CostModel
