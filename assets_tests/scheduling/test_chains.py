@@ -130,21 +130,33 @@ def test_chosen_chains_share_no_table_and_k_bounds_the_runs():
     assert len(two.launches) == 1
 
 
-def test_a_child_waits_while_a_running_run_refreshes_its_input():
+def test_a_child_in_a_running_chain_is_not_launched_on_its_parents_old_commit():
     marks = steady() | {"trade_aggr": NOW - 15 * S, "price_aggr": NOW - 15 * S}
     states = pipeline(marks)
-    states = [replace(s, running=True) if s.job == "trade_aggr" else s for s in states]
-    result = plan_chains(states, 3, NOW, run_cost_s=5.0)
-    held = {job for c in result.launches for job in c.jobs}
-    # price_aggr runs, but not into market_features: that would read trade_aggr's old
-    # commit while trade_aggr is mid-run (eager waits the same way)
-    assert {c.job for c in result.launches} == {"price_aggr"}
-    assert "market_features" not in held
+    # one run holds trade_aggr and then market_features and everything below it
+    in_run = {"trade_aggr", "market_features", "enriched_features"}
+    in_run |= {"sector_vwap", "industry_spike"}
+    states = [replace(s, running=s.job in in_run) for s in states]
+    result = plan_chains(states, 3, NOW, run_cost_s=5.0, job_runs=1)
+    # price_aggr runs alone: everything below it is the running run's to refresh
+    assert [c.jobs for c in result.launches] == [("price_aggr",)]
     reasons = {s.job: s.reason for s in result.skipped}
-    # (and for price_aggr, which this tick's run refreshes)
-    assert reasons["market_features"] == (
-        "waiting for price_aggr, trade_aggr: a run will refresh it first"
-    )
+    assert reasons["market_features"].startswith("already running"), reasons
+
+
+def test_a_child_moves_on_a_parents_current_commit_when_no_run_refreshes_both():
+    # trade_aggr is mid-run alone; market_features lags both aggregates' current commits
+    marks = steady() | {"trade_aggr": NOW - 15 * S, "price_aggr": NOW - 15 * S}
+    states = pipeline(marks)
+    states = [replace(s, running=s.job == "trade_aggr") for s in states]
+    result = plan_chains(states, 3, NOW, run_cost_s=5.0)
+    (run,) = result.launches  # the rest is below it or running
+    assert run.job == "price_aggr" and "market_features" in run.jobs
+    step = next(s for s in run.chain if s.job == "market_features")
+    # up to the smaller input: trade_aggr's commit now, not what its run will write
+    assert step.cutoff_us == NOW - 15 * S
+    # and waiting for trade_aggr's run instead starves the tables below when the raw
+    # tables commit apart: with K = 1 the old rule launched the aggregates alone in turn
 
 
 def test_a_failing_descendant_is_left_out_and_its_sibling_still_chained():
@@ -169,10 +181,13 @@ def test_a_descendant_whose_other_input_lags_runs_up_to_that_input():
     assert run.job == "trade_aggr" and "price_aggr" not in run.jobs
     mf = next(s for s in run.chain if s.job == "market_features")
     assert mf.cutoff_us == NOW - 15 * S  # min(trade_aggr's new u, price_aggr's mark)
-    # while price_aggr is running, market_features stays out of trade_aggr's run
+    # while price_aggr is running in a run of its own, market_features still moves in
+    # trade_aggr's run, as far as price_aggr's current commit
     busy = [replace(s, running=True) if s.job == "price_aggr" else s for s in states]
     (run,) = plan_chains(busy, 2, NOW, run_cost_s=5.0).launches
-    assert run.jobs == ("trade_aggr",)
+    assert "market_features" in run.jobs and "price_aggr" not in run.jobs
+    mf = next(s for s in run.chain if s.job == "market_features")
+    assert mf.cutoff_us == NOW - 15 * S
 
 
 def test_max_benefit_chains_its_whole_set_and_pmb_may_take_a_subset():

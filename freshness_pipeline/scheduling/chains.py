@@ -29,11 +29,15 @@ so the experiment's comparison isolates the choice of u and the order.
 
 Selection is greedy in the policy's order: the best chain of each root, given the tables
 already taken (running, or in a chain chosen this tick); after each pick the rest are
-planned again without its tables. Chosen chains share no table, K bounds runs in flight,
-and a job whose input a running or chosen run will refresh waits for it (it would read the
-input's old commit and need a run of its own after it; Dagster's eager automation waits
-the same way). A descendant that would read such an input, that is running, backing off
-after failures, or that would gain nothing, is left out of the chain.
+planned again without its tables. Chosen chains share no table and K bounds runs in
+flight. A job in a running or chosen chain is refreshed by it, after its parents in it,
+and is never launched alone on a parent's old commit meanwhile. A job whose parent is
+being refreshed by a run that does not include it may move up to that parent's current
+commit, in a run of its own or in another chain, when its eta says so: waiting instead
+(the stricter rule of Dagster's eager automation) let two aggregates whose raw tables
+commit seconds apart run alone in turn, each holding market_features back, and the four
+tables below them starved. A descendant that is running, backing off after failures, or
+that would gain nothing, is left out of the chain.
 
 Pure Python, like planner.py: frozen dataclasses in, a `Plan` out, the clock passed in.
 """
@@ -169,8 +173,6 @@ class _Search:
         after = tuple(p for p in parents if p in planned)
         if not after:
             return None
-        if any(p in self.busy for p in parents if p not in planned):
-            return None  # another run will refresh that input: d would read its old commit
         marks = [planned.get(table, mark) for table, mark in state.inputs]
         if not marks or any(mark is None for mark in marks):
             return None
@@ -234,7 +236,7 @@ def _co_roots(
         for parent in graph.parents[job]:
             if parent == root or parent in below or parent in found or parent not in bases:
                 continue
-            if parent in busy or any(p in busy for p in graph.parents[parent]):
+            if parent in busy:
                 continue
             found.append(parent)
     return tuple(found[:MAX_CO_ROOTS])
@@ -359,9 +361,9 @@ def plan_chains(
     while len(launches) < free:
         search = _Search(by_job, graph, taken, now_us)
         for job, base in bases.items():
-            if job in taken or any(p in taken for p in graph.parents[job]):
+            if job in taken:
                 best.pop(job, None)
-            elif job not in best or _touches(best[job], fresh, graph):
+            elif job not in best or _touches(best[job], fresh):
                 best[job] = best_chain(base, bases, search, rules, run_cost_s)
         options = list(best.values())
         if not options:
@@ -383,17 +385,16 @@ def plan_chains(
         else s
         for s in skipped
     ]
-    skipped += _why_not(bases, launches, graph, taken, k, running, other_runs)
+    skipped += _why_not(bases, launches, k, running, other_runs)
     launched = {c.job for c in launches}
     rest = rules.rank([b for j, b in bases.items() if j not in launched], jobs, now_us, seed)
     return Plan(now_us, policy, free, tuple(launches), tuple(skipped), (*launches, *rest))
 
 
-def _touches(choice: JobChoice, fresh: set[str], graph: Graph) -> bool:
-    """Whether tables just taken change a root's best run: one of its steps, or an input
-    of one (a step whose input another run will refresh is left out). Otherwise its best
-    is still its best: the options taken away were not it."""
-    return any(job in fresh or set(graph.parents[job]) & fresh for job in choice.jobs)
+def _touches(choice: JobChoice, fresh: set[str]) -> bool:
+    """Whether tables just taken change a root's best run: one of its steps was taken.
+    Otherwise its best is still its best: the options taken away were not it."""
+    return any(job in fresh for job in choice.jobs)
 
 
 def plan_runs(
@@ -422,8 +423,6 @@ def plan_runs(
 def _why_not(
     bases: Mapping[str, JobChoice],
     launches: Sequence[JobChoice],
-    graph: Graph,
-    taken: set[str],
     k: int,
     running: int,
     other_runs: int,
@@ -435,13 +434,8 @@ def _why_not(
     for job in bases:
         if job in roots:
             continue
-        waiting = [p for p in graph.parents[job] if p in taken and p != job]
         if job in chained_into:
             reasons.append(Skip(job, f"refreshed in the chain of {chained_into[job]}"))
-        elif waiting:
-            reasons.append(
-                Skip(job, f"waiting for {', '.join(waiting)}: a run will refresh it first")
-            )
         else:
             others = f", {other_runs} clustering" if other_runs else ""
             reasons.append(Skip(job, f"no free slot (K={k}, {running} running{others})"))
