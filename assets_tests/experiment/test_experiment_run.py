@@ -79,5 +79,5 @@ def test_short_experiment_with_chains_peers_and_a_warm_start(tmp_path: Path):
     for figure in ("staleness_over_time.png", "marginal_benefit.png"):
         assert (report / figure).stat().st_size > 10_000
     # progress as it ran: run n of N, variant, seed, window, elapsed and remaining
-    assert "[experiment 2/3] seed 1, dagster_eager: window 0/60 s | elapsed" in run.stdout
+    assert f"[experiment 2/3] seed 1, dagster_eager: window 0/{WINDOW_S} s | elapsed" in run.stdout
     assert "remaining about" in run.stdout
