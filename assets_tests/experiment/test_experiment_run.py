@@ -1,10 +1,10 @@
 """The experiment command end to end on a tiny configuration, as a user runs it: PMB (with
-chains) and the two peers, Dagster's eager automation and a fixed interval, replay the
-same recorded stream through the whole stack (Spark service, ingestion, Dagster daemon and
-sensors), staleness is sampled from the Hudi timelines, and the report is generated. One
-invocation covers all of it: each variant costs a stack start and a window on 2 cores.
-(The long mode's calibration run, --warm-cost, is one more such run: its wiring and fit
-are tested in test_calibration.py without a stack.)"""
+chains) and a peer, Dagster's eager automation, replay the same recorded stream through
+the whole stack (Spark service, ingestion, Dagster daemon and sensors), staleness is
+sampled from the Hudi timelines, and the report is generated. One invocation covers all
+of it: each variant costs a stack start and a window on 2 cores, so the other peer (the
+interval, one automation switch away: orchestration/test_automation.py) and the long
+mode's calibration run (--warm-cost: test_calibration.py) are tested without a stack."""
 
 from __future__ import annotations
 
@@ -14,7 +14,6 @@ from pathlib import Path
 import pytest
 
 from assets_tests.experiment.tiny_experiment import run_tiny_experiment
-from freshness_pipeline.catalog.jobs import JOBS
 
 pytestmark = pytest.mark.spark
 WINDOW_S = 60
@@ -22,9 +21,9 @@ WINDOW_S = 60
 
 def test_short_experiment_with_chains_peers_and_a_warm_start(tmp_path: Path):
     run, out, report, summaries = run_tiny_experiment(
-        tmp_path, "pmb,dagster_eager,interval_20", WINDOW_S
+        tmp_path, "pmb,dagster_eager", WINDOW_S
     )
-    assert set(summaries) == {"pmb", "dagster_eager", "interval_20"}
+    assert set(summaries) == {"pmb", "dagster_eager"}
     for name, summary in summaries.items():
         # one sample per second per job table over the window
         assert 6 * (WINDOW_S - 5) <= summary["samples"] <= 6 * (WINDOW_S + 5)
@@ -48,15 +47,11 @@ def test_short_experiment_with_chains_peers_and_a_warm_start(tmp_path: Path):
         steps = {r["tags"]["freshness/asset"], *r["tags"]["freshness/chained"].split(",")}
         assert steps == set(r["assets"]), r
 
-    # the peers: launched by Dagster's asset daemon and by the interval sensor, not ours
+    # the peer: launched by Dagster's asset daemon, not ours
     eager = json.loads((out / "seed1" / "dagster_eager" / "runs.json").read_text())
     assert eager and {r["launched_by"] for r in eager} == {"eager_automation_sensor"}
     assert {r["tags"].get("freshness/automation") for r in eager} == {"dagster_eager"}
     assert {"trade_aggr", "price_aggr"} <= {a for r in eager for a in r["assets"]}, eager
-    interval = json.loads((out / "seed1" / "interval_20" / "runs.json").read_text())
-    assert {r["launched_by"] for r in interval} == {"interval_sensor"}
-    assert all(r["assets"] == list(JOBS) for r in interval)
-    assert 2 <= len(interval) <= WINDOW_S // 20 + 3, len(interval)
 
     text = (report / "REPORT.md").read_text()
     headings = (
@@ -75,9 +70,9 @@ def test_short_experiment_with_chains_peers_and_a_warm_start(tmp_path: Path):
     # the code each run measured (one commit, unless files changed while it ran)
     assert "- Code: " in text and all(s["commit"] for s in summaries.values())
     peers = text.split("## Beside what a Dagster user would pick")[1].split("\n## ")[0]
-    assert "| pmb |" in peers and "| dagster_eager |" in peers and "| interval_20 |" in peers
+    assert "| pmb |" in peers and "| dagster_eager |" in peers
     for figure in ("staleness_over_time.png", "marginal_benefit.png"):
         assert (report / figure).stat().st_size > 10_000
     # progress as it ran: run n of N, variant, seed, window, elapsed and remaining
-    assert f"[experiment 2/3] seed 1, dagster_eager: window 0/{WINDOW_S} s | elapsed" in run.stdout
+    assert f"[experiment 2/2] seed 1, dagster_eager: window 0/{WINDOW_S} s | elapsed" in run.stdout
     assert "remaining about" in run.stdout
