@@ -20,9 +20,7 @@ WINDOW_S = 60
 
 
 def test_short_experiment_with_chains_peers_and_a_warm_start(tmp_path: Path):
-    run, out, report, summaries = run_tiny_experiment(
-        tmp_path, "pmb,dagster_eager", WINDOW_S
-    )
+    run, out, report, summaries = run_tiny_experiment(tmp_path, "pmb,dagster_eager", WINDOW_S)
     assert set(summaries) == {"pmb", "dagster_eager"}
     for name, summary in summaries.items():
         # one sample per second per job table over the window

@@ -151,3 +151,15 @@ def test_the_prediction_table_names_every_variant_and_ratio(capsys):
     out = capsys.readouterr().out
     assert "| calibrated: the long mode on 2 cores |" in out
     assert "pmb / dagster_eager" in out and "pmb / interval" in out
+
+
+def test_the_capacity_table_has_a_row_per_capacity(capsys):
+    from freshness_pipeline.experiment.simulate import CAPACITIES, main
+
+    assert main(["--capacity", "--seeds", "1"]) == 0
+    rows = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| ")]
+    assert len(rows) == 1 + len(CAPACITIES)
+    assert "pmb, 1 at once" in rows[0] and "interval" in rows[0]
+    # on a machine that runs one run at full speed, one run in flight beats filling K
+    one = [float(c) for c in rows[1].strip("| ").split(" | ")[1:]]
+    assert one[2] < one[0]

@@ -829,6 +829,29 @@ def peer_markdown(
     return "\n".join(lines)
 
 
+CAPACITIES = (1.0, 1.4, 2.0)
+
+
+def capacity_markdown(seeds: Sequence[int] = (1, 2, 3, 4, 5)) -> str:
+    """How many runs PMB should keep in flight, by the machine's capacity (runs' worth of
+    speed at once), with the raw tables committing 2 s apart: P / P0 of chained PMB with
+    1, 2 and K = 3 runs in flight against the peers (mean over seeds)."""
+    base = replace(calibrated(), raw_stagger_s=2.0)
+    columns = [("pmb, K = 3", "pmb", None), ("pmb, 2 at once", "pmb", 2)]
+    columns += [("pmb, 1 at once", "pmb", 1), ("dagster_eager", "dagster_eager", None)]
+    columns.append(("interval", "interval", None))
+    lines = ["| capacity | " + " | ".join(f"P/P0 {c[0]}" for c in columns) + " |"]
+    lines.append("|" + "---|" * (len(columns) + 1))
+    for capacity in CAPACITIES:
+        cells = [f"{capacity:g}"]
+        for _, variant, at_once in columns:
+            cond = replace(base, capacity=capacity, runs_at_once=at_once)
+            results = [simulate(cond, variant, seed) for seed in seeds]
+            cells.append(f"{statistics.mean(r.p / r.p0 for r in results):.2f}")
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     import argparse
 
@@ -845,7 +868,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="instead: PMB with chains against the peers and one table per run (the "
         "prediction docs/results/long/REPORT.md quotes)",
     )
+    parser.add_argument(
+        "--capacity",
+        action="store_true",
+        help="instead: PMB with 1, 2 and K runs in flight against the peers, by the "
+        "machine's capacity (docs/results/long/PREDICTION.md, second revision)",
+    )
     args = parser.parse_args(argv)
+    if args.capacity:
+        print(capacity_markdown(tuple(int(s) for s in args.seeds.split(",") if s)))
+        return 0
     if args.peers:
         seeds_given = tuple(int(s) for s in args.seeds.split(",") if s)
         print(peer_markdown(chain_conditions(), seeds_given))
