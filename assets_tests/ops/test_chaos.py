@@ -7,6 +7,7 @@ import pytest
 
 from freshness_pipeline.config.settings import load_settings
 from freshness_pipeline.ops.chaos import FAULT_KINDS, ChaosConfig, report_markdown, run_chaos
+from freshness_pipeline.runtime.code_version import code_version
 
 pytestmark = pytest.mark.spark
 
@@ -30,3 +31,5 @@ def test_short_chaos_loses_and_doubles_nothing(tmp_path):
     assert result.rows_lost == 0 and result.rows_doubled == 0, report
     assert result.survived, report
     assert any("restarted" in e for e in result.supervisor_events), report
+    # the report names the code it measured and how the sensor planned
+    assert f"Code: commit `{code_version()}`; chains `planned`" in report, report

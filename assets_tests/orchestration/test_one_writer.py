@@ -59,23 +59,33 @@ def materialization_of(instance: dg.DagsterInstance, run_id: str) -> dict:
     return next(r.asset_materialization.metadata for r in records if r.run_id == run_id)
 
 
-@pytest.mark.parametrize("sensor_first", [True, False], ids=["sensor-first", "hand-first"])
-def test_hand_materialize_beside_a_sensor_run(
-    spark, spark_service, lakehouse: Settings, tmp_path: Path, sensor_first: bool
-):
-    feeder = StreamFeeder(spark, lakehouse, seed=21)
+def prepared(
+    spark, lakehouse: Settings, tmp_path: Path, service_url: str, seed: int, jobs: list[str]
+) -> tuple[StreamFeeder, JobRunner, Path, dict[str, str]]:
+    """Two landed seconds ingested and `jobs` run over them, three more seconds ingested
+    and pending; a DAGSTER_HOME with the project's dagster.yaml and the environment of a
+    run through the shared service."""
+    feeder = StreamFeeder(spark, lakehouse, seed=seed)
+    runner = JobRunner(spark, lakehouse.table_uri)
     feeder.land(2)
     feeder.ingest()
-    JobRunner(spark, lakehouse.table_uri).run(
-        JOBS[JOB], resolve_run(JOBS[JOB], [], None, feeder.meta)
-    )
+    for job in jobs:
+        runner.run(JOBS[job], resolve_run(JOBS[job], [], None, feeder.meta))
     feeder.land(3)
     feeder.ingest()
     home = tmp_path / "dagster_home"
     home.mkdir()
     shutil.copy(PROJECT_ROOT / "dagster.yaml", home / "dagster.yaml")
     env = child_env(lakehouse)
-    env.update({"DAGSTER_HOME": str(home), "FRESHNESS_SPARK_REMOTE": spark_service.url})
+    env.update({"DAGSTER_HOME": str(home), "FRESHNESS_SPARK_REMOTE": service_url})
+    return feeder, runner, home, env
+
+
+@pytest.mark.parametrize("sensor_first", [True, False], ids=["sensor-first", "hand-first"])
+def test_hand_materialize_beside_a_sensor_run(
+    spark, spark_service, lakehouse: Settings, tmp_path: Path, sensor_first: bool
+):
+    feeder, _, home, env = prepared(spark, lakehouse, tmp_path, spark_service.url, 21, [JOB])
     # The hand run is typed the README's way, without FRESHNESS_SPARK_REMOTE: it finds the
     # service the demo announced in DAGSTER_HOME instead of starting its own Spark.
     hand_env = {k: v for k, v in env.items() if k != "FRESHNESS_SPARK_REMOTE"}
@@ -164,3 +174,93 @@ def test_hand_materialize_beside_a_sensor_run(
     expected = batch_recompute(spark, lakehouse.table_uri, tmp_path / "oracle")
     missing, extra, examples = differences(spark, expected[JOB], lakehouse.table_uri(JOB))
     assert (missing, extra) == (0, 0), f"{JOB} differs: {examples}"
+
+
+MIDDLE = "market_features"  # a step of the chain with steps before and after it
+
+
+def step_span(instance: dg.DagsterInstance, run_id: str, step: str) -> tuple[float, float]:
+    """When the run's step for `step` started and succeeded."""
+    events = {
+        e.dagster_event.event_type: e.timestamp
+        for e in instance.all_logs(run_id)
+        if e.dagster_event is not None and e.step_key == step
+    }
+    return events[dg.DagsterEventType.STEP_START], events[dg.DagsterEventType.STEP_SUCCESS]
+
+
+def test_hand_materialize_beside_a_chain(spark, spark_service, lakehouse: Settings, tmp_path: Path):
+    """The sensor's chained run (its exact run config: every step's part of the plan) and,
+    while it works on its first steps, a hand `dagster asset materialize` of a table in the
+    middle of the chain: the table's pool lets one step write at a time, whichever comes
+    second plans from the watermark the first committed (the chain's step re-planned, never
+    run stale), and after a drain all six tables equal the batch oracle."""
+    feeder, runner, home, env = prepared(
+        spark, lakehouse, tmp_path, spark_service.url, 22, list(JOBS)
+    )
+
+    with dg.DagsterInstance.from_config(str(home)) as instance:
+        _, requests = evaluate_tick(
+            HudiMetadataResource.for_settings(load_settings()),
+            instance,
+            SchedulerSettings(k=1),
+            int(time.time() * 1e6),
+        )
+    (chain,) = requests
+    steps = [key.to_user_string() for key in chain.asset_selection or ()]
+    assert MIDDLE in steps and steps.index(MIDDLE) > 0 and steps[-1] != MIDDLE, steps
+    dagster = str(Path(sys.executable).parent / "dagster")
+    base = [dagster, "asset", "materialize", "-m", "freshness_pipeline.definitions"]
+    commands = {
+        "chain": [
+            *base,
+            "--select",
+            ",".join(steps),
+            "--config-json",
+            json.dumps(chain.run_config),
+        ],
+        "hand": [*base, "--select", MIDDLE],
+    }
+    procs = {}
+    for name in ("chain", "hand"):
+        log = (tmp_path / f"{name}.log").open("wb")
+        procs[name] = subprocess.Popen(
+            commands[name], env=env, cwd=PROJECT_ROOT, stdout=log, stderr=subprocess.STDOUT
+        )
+        time.sleep(4)  # the chain starts first; the hand run comes while it works
+    for name, proc in procs.items():
+        assert proc.wait(timeout=600) == 0, (tmp_path / f"{name}.log").read_text()[-4000:]
+
+    with dg.DagsterInstance.from_config(str(home)) as instance:
+        runs = {
+            "chain" if len(r.asset_selection or ()) > 1 else "hand": r.run_id
+            for r in instance.get_runs()
+        }
+        assert set(runs) == {"chain", "hand"}
+        spans = {name: step_span(instance, run_id, MIDDLE) for name, run_id in runs.items()}
+        first, second = sorted(spans, key=lambda name: spans[name][0])
+        # One writer at a time: the second step started after the first one ended.
+        assert spans[second][0] >= spans[first][1], spans
+        records = instance.fetch_materializations(dg.AssetKey(MIDDLE), limit=20).records
+        meta = {
+            name: next(r.asset_materialization.metadata for r in records if r.run_id == run_id)
+            for name, run_id in runs.items()
+        }
+        # every other step of the chain committed in it
+        for step in steps:
+            done = instance.fetch_materializations(dg.AssetKey(step), limit=20).records
+            assert any(r.run_id == runs["chain"] for r in done), step
+    # The second planned from the watermark the first committed.
+    assert meta[second]["t_done_before"].value == meta[first]["t_done_after"].value
+    if second == "chain":  # its step's plan predates the hand run's commit: re-planned
+        assert meta["chain"]["stale_plans_refused"].value == 1
+
+    # Drain and compare all six with the batch oracle: no window counted twice or lost.
+    for spec in JOBS.values():
+        resolved = resolve_run(spec, [], None, feeder.meta)
+        if not resolved.nothing_to_do:
+            runner.run(spec, resolved)
+    expected = batch_recompute(spark, lakehouse.table_uri, tmp_path / "oracle")
+    for job in JOBS:
+        missing, extra, examples = differences(spark, expected[job], lakehouse.table_uri(job))
+        assert (missing, extra) == (0, 0), f"{job} differs: {examples}"

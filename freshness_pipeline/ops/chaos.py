@@ -52,6 +52,7 @@ from freshness_pipeline.hudi.lakehouse import Lakehouse
 from freshness_pipeline.hudi.metadata import HudiTableMetadata, TableNotFound
 from freshness_pipeline.ops.report_sections import write_section
 from freshness_pipeline.runtime import faults
+from freshness_pipeline.runtime.code_version import code_version
 from freshness_pipeline.runtime.spark_service import free_port
 from freshness_pipeline.scheduling.run_plan import RunPlan
 from freshness_pipeline.stream.generator import StreamConfig
@@ -336,7 +337,15 @@ def run_chaos(config: ChaosConfig, settings: Settings) -> ChaosResult:
         ),
         settings,
     )
-    result = ChaosResult(config={**asdict(config), "out_dir": str(run_dir)})
+    result = ChaosResult(
+        config={
+            **asdict(config),
+            "out_dir": str(run_dir),
+            # what the report measured: taken at the start, as the experiment's runs do
+            "commit": code_version(),
+            "chains": settings.scheduler.chains,
+        }
+    )
     inject = Injector(stack, faults_dir, rng, lakehouse)
     log.info(
         "chaos: %d faults over %d s of stream in %s", config.faults, config.duration_s, run_dir
@@ -513,6 +522,10 @@ def report_markdown(result: ChaosResult, command: str) -> str:
         "ingestion, Dagster daemon and sensor) on a seeded stream; then the stream ends, the "
         "pipeline drains, and all six tables are compared with the batch SQL oracle and the "
         "independent pandas oracle (`freshness_pipeline/jobs/oracle.py`).",
+        "",
+        f"Code: commit `{result.config.get('commit', 'unknown')}`; chains "
+        f"`{result.config.get('chains', 'unknown')}` (FRESHNESS_CHAINS); the published table "
+        "layout (the four upstream tables in 26 `symbol_prefix` partitions).",
         "",
         "| figure | value |",
         "|---|---|",
