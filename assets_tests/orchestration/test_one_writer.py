@@ -36,26 +36,29 @@ WRITE_PHASES = ("write_prepare", "index_lookup", "write_files", "after_commit")
 JOB = "trade_aggr"
 
 
-def materialize_cmd(config: dict | None = None) -> list[str]:
+def materialize_cmd(config: dict | None = None, select: str = JOB) -> list[str]:
     dagster = str(Path(sys.executable).parent / "dagster")
     argv = [dagster, "asset", "materialize", "-m", "freshness_pipeline.definitions"]
-    argv += ["--select", JOB]
+    argv += ["--select", select]
     if config is not None:
         argv += ["--config-json", json.dumps(config)]
     return argv
 
 
-def step_interval(instance: dg.DagsterInstance, run_id: str) -> tuple[float, float]:
+def step_interval(
+    instance: dg.DagsterInstance, run_id: str, step: str = JOB
+) -> tuple[float, float]:
+    """When the run's step for `step` started and succeeded."""
     events = {
         e.dagster_event.event_type: e.timestamp
         for e in instance.all_logs(run_id)
-        if e.dagster_event is not None
+        if e.dagster_event is not None and e.step_key == step
     }
     return events[dg.DagsterEventType.STEP_START], events[dg.DagsterEventType.STEP_SUCCESS]
 
 
-def materialization_of(instance: dg.DagsterInstance, run_id: str) -> dict:
-    records = instance.fetch_materializations(dg.AssetKey(JOB), limit=20).records
+def materialization_of(instance: dg.DagsterInstance, run_id: str, asset: str = JOB) -> dict:
+    records = instance.fetch_materializations(dg.AssetKey(asset), limit=20).records
     return next(r.asset_materialization.metadata for r in records if r.run_id == run_id)
 
 
@@ -179,16 +182,6 @@ def test_hand_materialize_beside_a_sensor_run(
 MIDDLE = "market_features"  # a step of the chain with steps before and after it
 
 
-def step_span(instance: dg.DagsterInstance, run_id: str, step: str) -> tuple[float, float]:
-    """When the run's step for `step` started and succeeded."""
-    events = {
-        e.dagster_event.event_type: e.timestamp
-        for e in instance.all_logs(run_id)
-        if e.dagster_event is not None and e.step_key == step
-    }
-    return events[dg.DagsterEventType.STEP_START], events[dg.DagsterEventType.STEP_SUCCESS]
-
-
 def test_hand_materialize_beside_a_chain(spark, spark_service, lakehouse: Settings, tmp_path: Path):
     """The sensor's chained run (its exact run config: every step's part of the plan) and,
     while it works on its first steps, a hand `dagster asset materialize` of a table in the
@@ -216,17 +209,9 @@ def test_hand_materialize_beside_a_chain(spark, spark_service, lakehouse: Settin
     (chain,) = requests
     steps = [key.to_user_string() for key in chain.asset_selection or ()]
     assert MIDDLE in steps and steps.index(MIDDLE) > 0 and steps[-1] != MIDDLE, steps
-    dagster = str(Path(sys.executable).parent / "dagster")
-    base = [dagster, "asset", "materialize", "-m", "freshness_pipeline.definitions"]
     commands = {
-        "chain": [
-            *base,
-            "--select",
-            ",".join(steps),
-            "--config-json",
-            json.dumps(chain.run_config),
-        ],
-        "hand": [*base, "--select", MIDDLE],
+        "chain": materialize_cmd(chain.run_config, select=",".join(steps)),
+        "hand": materialize_cmd(select=MIDDLE),
     }
     procs = {}
     for name in ("chain", "hand"):
@@ -244,15 +229,11 @@ def test_hand_materialize_beside_a_chain(spark, spark_service, lakehouse: Settin
             for r in instance.get_runs()
         }
         assert set(runs) == {"chain", "hand"}
-        spans = {name: step_span(instance, run_id, MIDDLE) for name, run_id in runs.items()}
+        spans = {name: step_interval(instance, run_id, MIDDLE) for name, run_id in runs.items()}
         first, second = sorted(spans, key=lambda name: spans[name][0])
         # One writer at a time: the second step started after the first one ended.
         assert spans[second][0] >= spans[first][1], spans
-        records = instance.fetch_materializations(dg.AssetKey(MIDDLE), limit=20).records
-        meta = {
-            name: next(r.asset_materialization.metadata for r in records if r.run_id == run_id)
-            for name, run_id in runs.items()
-        }
+        meta = {name: materialization_of(instance, run_id, MIDDLE) for name, run_id in runs.items()}
         # every other step of the chain committed in it
         for step in steps:
             done = instance.fetch_materializations(dg.AssetKey(step), limit=20).records
