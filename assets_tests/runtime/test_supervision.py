@@ -9,6 +9,7 @@ import subprocess
 import sys
 
 import dagster as dg
+import pytest
 
 from freshness_pipeline.config.scheduler_settings import SchedulerSettings
 from freshness_pipeline.ops.chaos import (
@@ -55,20 +56,21 @@ def test_a_fault_without_a_target_does_not_hold_up_the_ones_behind_it():
     assert pending == []
 
 
-def test_a_waiting_kill_in_commit_holds_the_faults_behind_it_and_they_get_their_own_clock():
-    # No commit in flight: the Spark service kill due behind it waits (it would fail the
-    # very runs whose commit kill_in_commit waits for), then goes once kill_in_commit does.
-    targets = {"kill_in_commit": None, "kill_spark_service": "service 9", "kill_run": None}
+@pytest.mark.parametrize("waiting", ["kill_in_commit", "kill_between_steps"])
+def test_a_waiting_fault_holds_the_faults_behind_it_and_they_get_their_own_clock(waiting):
+    # No commit (no chain mid-way) in flight: the Spark service kill due behind it waits
+    # (it would fail the very runs the waiting fault waits for), then goes once it does.
+    targets = {waiting: None, "kill_spark_service": "service 9", "kill_run": None}
     result, config = ChaosResult(config={}), ChaosConfig(faults=3)
-    pending = [(1.0, "kill_in_commit"), (2.0, "kill_spark_service"), (3.0, "kill_run")]
+    pending = [(1.0, waiting), (2.0, "kill_spark_service"), (3.0, "kill_run")]
     tried: dict = {}
     for now in (5.0, 60.0, 1.0 + GIVE_UP_S):
         _inject_next_due(pending, now, targets.get, result, config, tried)
     assert result.faults == [] and len(pending) == 3
-    targets["kill_in_commit"] = "service 8 during trade_aggr's commit 1"
+    targets[waiting] = "the run's worker, mid-commit or mid-chain"
     _inject_next_due(pending, 130.0, targets.get, result, config, tried)
     _inject_next_due(pending, 131.0, targets.get, result, config, tried)
-    assert [f.target for f in result.faults] == [targets["kill_in_commit"], "service 9"]
+    assert [f.target for f in result.faults] == [targets[waiting], "service 9"]
     # kill_run was held from 3 s on and first tried at 132 s: its GIVE_UP_S counts from then.
     assert pending == [(3.0, "kill_run")]
     _inject_next_due(pending, 132.0, targets.get, result, config, tried)

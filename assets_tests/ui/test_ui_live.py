@@ -202,7 +202,7 @@ def test_live_kafka_demo_in_the_browser(
     # nothing lost or doubled from topic to derived table. (The joined tables stop at the
     # earlier raw watermark, where a recomputation cannot tell which partial rows the
     # aggregates ever held; their exactness is source-independent and is tested on the
-    # landing path: test_end_to_end, jobs/test_oracle.)
+    # landing path: ops/test_chaos, jobs/test_oracle.)
     differences = oracle.check_lakehouse(
         settings.lakehouse.table, only=("price_aggr", "trade_aggr")
     )

@@ -67,6 +67,9 @@ FAULT_KINDS = (
     "kill_in_commit",
     "kill_between_steps",
 )
+# Faults that wait for a moment (a commit in flight, a chain mid-way) that the faults
+# behind them would keep from coming: those are held back while one waits.
+WAITING_KINDS = ("kill_in_commit", "kill_between_steps")
 BETWEEN_STEPS_WAIT_S = 5.0  # how long kill_between_steps watches for a chain mid-way per try
 IN_COMMIT_WAIT_S = 3.0  # how long kill_in_commit watches for an inflight commit per try
 GIVE_UP_S = 120.0  # a fault that finds no target for this long is recorded as skipped
@@ -388,12 +391,13 @@ def _inject_next_due(
 ) -> None:
     """Injects at most one due fault: the first due one whose target is there now. A fault
     whose target is missing (no run in flight) does not hold up the faults behind it, but
-    for `kill_in_commit`: while it waits for a commit in flight, the faults behind it are
-    held back, because they are what starves it (every Spark service kill fails the runs
-    in flight and every kill_run ends one before its commit: runs 4 and 5 of the campaign
-    left 7 and 2 of them uninjected). A fault that finds nothing for GIVE_UP_S after its
-    first try (`first_tried`, kept by the caller, so a held fault's clock starts when it is
-    first tried) is recorded as skipped."""
+    for the WAITING_KINDS: while one waits for a commit in flight or a chain mid-way, the
+    faults behind it are held back, because they are what starves it (every Spark service
+    kill fails the runs in flight and every kill_run ends one before its commit: runs 4
+    and 5 of the campaign left 7 and 2 kill_in_commit uninjected, and with chains all 7
+    kill_between_steps found no chain past its first step). A fault that finds nothing
+    for GIVE_UP_S after its first try (`first_tried`, kept by the caller, so a held
+    fault's clock starts when it is first tried) is recorded as skipped."""
     for index, (at, kind) in enumerate(pending):
         if at > now:
             return
@@ -409,7 +413,7 @@ def _inject_next_due(
             pending.pop(index)
             result.faults.append(FaultRecord(kind, round(now, 1), "-", False))
             return
-        if kind == "kill_in_commit":
+        if kind in WAITING_KINDS:
             return
 
 
