@@ -305,7 +305,7 @@ def test_the_jvm_that_runs_the_jobs_is_judged_at_rest():
 
 @pytest.mark.spark
 def test_a_short_soak_runs_the_stack_and_writes_its_report(tmp_path: Path, monkeypatch):
-    """`make soak`'s own code, for half a minute: the stack up, sampled, drained, and the
+    """`make soak`'s own code, for 18 s: the stack up, sampled, drained, and the
     report section written with every table and the runs' verdict."""
     import sys
 
@@ -320,7 +320,7 @@ def test_a_short_soak_runs_the_stack_and_writes_its_report(tmp_path: Path, monke
         "FRESHNESS_SPARK_SERVICE_PORT": str(free_port()),
         "FRESHNESS_SPARK_SERVICE_MEMORY": "2g",
     }
-    argv = ["--minutes", "0.5", "--rate", "300", "--interval", "5", "--gc-every", "2"]
+    argv = ["--minutes", "0.3", "--rate", "300", "--interval", "5", "--gc-every", "2"]
     done = subprocess.run(
         [sys.executable, "-m", "freshness_pipeline.ops.soak", *argv, "--rest-every", "0"]
         + ["--report", str(report_file)],
