@@ -62,8 +62,8 @@ from freshness_pipeline.scheduling.clustering import (
     TableState,
     decide,
     request_for,
-    retry_backoff_s,
 )
+from freshness_pipeline.scheduling.planner import retry_backoff_s  # as for a failed job run
 from freshness_pipeline.scheduling.units import US_PER_S
 
 

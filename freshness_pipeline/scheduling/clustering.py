@@ -150,13 +150,6 @@ class ClusteringDecision:
         return sum(g.size_bytes for g in self.groups)
 
 
-def retry_backoff_s(failed_runs: int) -> float:
-    """5 s, 10 s, 20 s ... up to a minute, as for a failed job run (planner.py)."""
-    if failed_runs <= 0:
-        return 0.0
-    return min(60.0, 5.0 * 2 ** (failed_runs - 1))
-
-
 def output_files(size_bytes: int, target_file_bytes: int) -> int:
     return max(1, math.ceil(size_bytes / target_file_bytes))
 
