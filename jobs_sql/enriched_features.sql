@@ -1,3 +1,13 @@
+/* freshness
+description: market_features with sector and industry from company_master.
+group: features
+inputs: [market_features]
+dimensions: [company_master]
+key: [second, symbol]
+event_time: second
+partition: {column: symbol_prefix, from: "substr(symbol, 1, 1)"}
+merge: replace_by_key
+*/
 -- enriched_features: market_features joined with company_master on symbol: adds sector and
 -- industry. Key (second, symbol); partitioned by the symbol's first letter. A row is a
 -- function of its market_features row alone, so a changed input row replaces its output row.

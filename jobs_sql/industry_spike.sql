@@ -1,3 +1,19 @@
+/* freshness
+description: >-
+  Per industry per event second: volume against its trailing 60 s average, and the
+  spike ratio.
+group: views
+inputs: [enriched_features]
+key: [second, industry]
+event_time: second
+merge: recompute_touched_groups
+window:
+  seconds: 60
+  group_arrival: group_arrival_ts
+  columns:
+    trailing_volume_avg: "CAST(coalesce(sum(w.volume), 0) AS DOUBLE) / 60"
+    spike_ratio: "g.volume / (CAST(coalesce(sum(w.volume), 0) AS DOUBLE) / 60)"
+*/
 -- industry_spike: enriched_features per industry per event second: volume against its
 -- trailing window (the 60 seconds before), and a spike ratio. Key (second, industry);
 -- unpartitioned. A changed industry-second is recomputed from its current rows, then only

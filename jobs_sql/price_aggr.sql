@@ -1,3 +1,18 @@
+/* freshness
+description: "Per symbol per event second: best bid and best ask of price_raw with their sizes."
+group: aggregates
+inputs: [price_raw]
+key: [second, symbol]
+event_time: second
+partition: {column: symbol_prefix, from: "substr(symbol, 1, 1)"}
+merge: partial_aggregates
+columns:
+  best_bid: max
+  best_bid_size: {sum_at_max: best_bid}
+  best_ask: min
+  best_ask_size: {sum_at_min: best_ask}
+  update_count: count
+*/
 -- price_aggr: price_raw per symbol per event second: best bid and ask with their sizes.
 -- Key (second, symbol); partitioned by the symbol's first letter.
 -- best_bid is the highest bid price updated in the second and best_bid_size the summed

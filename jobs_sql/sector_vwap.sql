@@ -1,3 +1,12 @@
+/* freshness
+description: >-
+  Per sector per event second: VWAP, volume, trade count, active and quoted symbols.
+group: views
+inputs: [enriched_features]
+key: [second, sector]
+event_time: second
+merge: recompute_touched_groups
+*/
 -- sector_vwap: enriched_features per sector per event second: volume-weighted average
 -- price and trading activity. Key (second, sector); unpartitioned.
 -- Rows of enriched_features change after they were counted, so a sector-second is

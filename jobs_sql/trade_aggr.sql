@@ -1,3 +1,26 @@
+/* freshness
+description: >-
+  Per symbol per event second: open, high, low, close (by event time), volume, trade
+  count, notional and VWAP of trade_raw.
+group: aggregates
+inputs: [trade_raw]
+key: [second, symbol]
+event_time: second
+partition: {column: symbol_prefix, from: "substr(symbol, 1, 1)"}
+merge: partial_aggregates
+columns:
+  open: {first_by: open_at}
+  high: max
+  low: min
+  close: {last_by: close_at}
+  volume: sum
+  trade_count: count
+  notional: sum
+  # Full double precision: a DECIMAL division would round the quotient to 6 decimals.
+  vwap: {derived: "CAST(notional AS DOUBLE) / volume"}
+  open_at: min
+  close_at: max
+*/
 -- trade_aggr: trade_raw per symbol per event second.
 -- Key (second, symbol); partitioned by the symbol's first letter.
 -- open/close are the first/last trade by (event_ts, trade_id); prices are DECIMAL so that

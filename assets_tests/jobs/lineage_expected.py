@@ -13,7 +13,7 @@ from __future__ import annotations
 # asset -> sql_sha256, output columns in table order: (name, Spark type, {input table.column})
 EXPECTED: dict[str, dict[str, object]] = {
     "trade_aggr": {
-        "sql_sha256": "0a387c3acf03a06f4e2c44289b9da3e322b8cafde561ff933bf45612097a846f",
+        "sql_sha256": "a35acdcb19d3188429b5d40ee047bc08d8ee81c2f7a2a10e0df186b903c43ed0",
         "columns": [
             ("symbol", "string", {"trade_raw.symbol"}),
             ("second", "timestamp", {"trade_raw.event_ts"}),
@@ -49,7 +49,7 @@ EXPECTED: dict[str, dict[str, object]] = {
         ],
     },
     "price_aggr": {
-        "sql_sha256": "678c5e333f8aeedd10fe1899c1cfaaf9fa0237542c20d8f29ac3b9e7a24544d7",
+        "sql_sha256": "d204ecbe884447d8e21c9525653f13fdd4804af5fac1f1238c4653b614873ca1",
         "columns": [
             ("symbol", "string", {"price_raw.symbol"}),
             ("second", "timestamp", {"price_raw.event_ts"}),
@@ -65,7 +65,7 @@ EXPECTED: dict[str, dict[str, object]] = {
         ],
     },
     "market_features": {
-        "sql_sha256": "7a33503d0daf39438e5ee4f9aa5b36652e9192c0f0dd03d9c595127e68b06feb",
+        "sql_sha256": "bdc54b240fa19fd57b6c6b5081921a9f5788d787aa3a0bee2323722d93314dc5",
         # Each side's column is taken IF(has_price/has_trade, ...), and has_price is
         # `p.symbol IS NOT NULL`: the side's symbol is a (conditional) input of its columns.
         "columns": [
@@ -127,7 +127,7 @@ EXPECTED: dict[str, dict[str, object]] = {
         ],
     },
     "enriched_features": {
-        "sql_sha256": "b28e72b6c82ec80174e7148151dd7b031e3d4a9a8f9532d9e40e6e71b460a813",
+        "sql_sha256": "dc464c1a99c318f3f052b46fa6d69d5360fe99c8d6385cc4d357ecbcbb9703d9",
         # company_master.symbol is only the join key: no edge (Join rule).
         "columns": [
             ("symbol", "string", {"market_features.symbol"}),
@@ -157,7 +157,7 @@ EXPECTED: dict[str, dict[str, object]] = {
         ],
     },
     "sector_vwap": {
-        "sql_sha256": "60ea386ac073eef42a3e07f011f73dfb43d62cf1cf33c349cda7037590707748",
+        "sql_sha256": "a60de38f78eacc273fba7b398ab05cff57885e9a7ebc90d989245b5c64a8db86",
         "columns": [
             ("sector", "string", {"enriched_features.sector"}),
             ("second", "timestamp", {"enriched_features.second"}),
@@ -180,7 +180,7 @@ EXPECTED: dict[str, dict[str, object]] = {
         ],
     },
     "industry_spike": {
-        "sql_sha256": "f4695e46e4584d6b2efea6bac1843f762a95dd9dda755c9cd20172f094b29aba",
+        "sql_sha256": "dd4038a4fd52cce8f4787783a2322928ec187ce02cdbbb84134dd90805126c2e",
         # The window join (`affected`, `w`) and the anti join only choose rows; the trailing
         # sums read w.volume, which is partial's sum(volume) again.
         "columns": [
