@@ -291,3 +291,28 @@ def test_why_no_subset_counts_single_cutoffs_and_the_set_dependent_cost():
     }
     [_, _, row] = subset_reason_rows(plans, ["pmb", "random"])
     assert row == "| pmb | 3 | 1 | 2 | 1 | 20.00 | 2.000 | 20.0% |"
+
+
+def test_the_parent_to_child_lag_waits_for_the_child_to_catch_up_with_each_commit():
+    from freshness_pipeline.experiment.report import commit_lags
+    from freshness_pipeline.scheduling.units import US_PER_S
+
+    s = US_PER_S
+
+    def rows(table, marks):
+        return [
+            {"at_us": str(t * s), "table": table, "watermark_us": str(w) if w else ""}
+            for t, w in marks
+        ]
+
+    samples = rows("trade_aggr", [(0, 10), (1, 10), (2, 20), (3, 20), (4, 20), (5, 30)])
+    samples += rows("price_aggr", [(0, 10), (1, 10), (2, 10), (3, 20), (4, 20), (5, 20)])
+    # market_features reads both: it reaches 20 at 4 s (trade_aggr's 20 came at 2 s,
+    # price_aggr's at 3 s) and never reaches trade_aggr's 30
+    samples += rows("market_features", [(0, None), (1, 10), (2, 10), (3, 10), (4, 20), (5, 20)])
+    lags, unreached = commit_lags(samples)
+    # trade 10 (0 s) -> 1 s, trade 20 (2 s) -> 2 s; price 10 (0 s) -> 1 s, price 20 (3 s) -> 1 s
+    assert sorted(lags) == [1.0, 1.0, 1.0, 2.0]
+    # trade_aggr's 30 at 5 s (market_features has not caught up), and market_features' two
+    # commits, which enriched_features (no watermark in these samples) never reached
+    assert unreached == 3

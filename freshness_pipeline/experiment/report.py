@@ -508,6 +508,40 @@ def run_figures(run: dict) -> dict[str, float | list[float]]:
     return {"runs": runs_done, "refreshes": refreshes, "walls": walls, "steps": steps}
 
 
+def commit_lags(samples: list[dict]) -> tuple[list[float], int]:
+    """Parent-to-child commit lag, from the 1 s watermark samples: for every step of a job
+    table's watermark to w (a commit), the seconds until each job reading it first shows a
+    watermark of at least w (it has committed what the parent wrote; a child of two parents
+    waits for both). Returns the lags and how many steps no child reached in the window."""
+    series: dict[str, list[tuple[int, int]]] = defaultdict(list)
+    for row in samples:
+        if row.get("watermark_us"):
+            series[row["table"]].append((int(row["at_us"]), int(row["watermark_us"])))
+    lags: list[float] = []
+    unreached = 0
+    for child, spec in JOBS.items():
+        seen = sorted(series.get(child, []))
+        for parent in spec.inputs:
+            steps = _steps(sorted(series.get(parent, [])))
+            for at_us, mark in steps:
+                caught = next((t for t, w in seen if t >= at_us and w >= mark), None)
+                if caught is None:
+                    unreached += 1
+                else:
+                    lags.append((caught - at_us) / US_PER_S)
+    return lags, unreached
+
+
+def _steps(series: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """(first sample time, watermark) at each change of a table's watermark."""
+    steps, last = [], None
+    for at_us, mark in series:
+        if mark != last:
+            steps.append((at_us, mark))
+            last = mark
+    return steps
+
+
 def peer_rows(runs: list[dict], stats: dict[str, dict]) -> list[str]:
     """Issue 18: PMB, Max-Benefit and Random beside what a Dagster user would pick
     instead, on the same streams: P, its ratios (paired by seed, with their sd), Dagster
@@ -532,12 +566,14 @@ def peer_rows(runs: list[dict], stats: dict[str, dict]) -> list[str]:
         "after another, so runs and refreshes are counted apart: a run counts when it "
         "ended inside the window, a refresh when its table's materialization landed there "
         "(as the sampler credits it), whenever its run ended. Ratios are per seed, then "
-        "averaged; sd is over seeds.",
+        "averaged; sd is over seeds. Parent-to-child lag: from each commit of a job's table "
+        "to the first sample where each job reading it has caught up with it (a child of "
+        "two parents waits for both), from the 1 s samples, pooled over seeds.",
         "",
         "| variant | P mean | sd | seeds | P / P(pmb) | sd | P / P(max_benefit) | "
         "P / P(random) | P / P0 | Dagster runs per window | job refreshes per window | "
-        "run (s, median) | job step (s, median) |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "run (s, median) | job step (s, median) | parent-to-child lag (s, median) |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for variant in shown:
         row = stats[variant]
@@ -562,10 +598,17 @@ def peer_rows(runs: list[dict], stats: dict[str, dict]) -> list[str]:
         p0 = f"{row['ratio_P0']:.2f}" if row.get("ratio_P0") else "-"
         wall = f"{statistics.median(walls):.1f}" if walls else "-"
         step = f"{statistics.median(steps):.1f}" if steps else "-"
+        lags = [
+            lag
+            for r in mine
+            if (r["dir"] / "samples.csv").exists()
+            for lag in commit_lags(_samples(r["dir"]))[0]
+        ]
+        lag = f"{statistics.median(lags):.1f}" if lags else "-"
         lines.append(
             f"| {variant} | {row['P_mean']:,.0f} | {row['P_sd']:,.0f} | {row['seeds']} | "
             f"{vs_pmb} | {sd_pmb} | {vs_mb} | {vs_random} | {p0} | {runs_per:.1f} | "
-            f"{refreshes:.1f} | {wall} | {step} |"
+            f"{refreshes:.1f} | {wall} | {step} | {lag} |"
         )
     notes = {v: stats[v]["note"] for v in peers}
     lines += ["", *(f"- `{v}`: {note}." for v, note in notes.items())]
