@@ -98,6 +98,19 @@ def _combine(rule: ColumnRule, types: Mapping[str, str]) -> str:
     )
 
 
+def _merged_with_existing(job: JobDeclaration, merged: list[str], final: list[str]) -> str:
+    """The run's rows joined with the stored rows of their keys into `merged`, then the
+    table's columns computed from it."""
+    return (
+        "WITH merged AS (\n  SELECT\n    "
+        + ",\n    ".join(merged)
+        + f"\n  FROM partial p\n  LEFT JOIN existing e ON {_key_join(job)}\n)\n"
+        + "SELECT\n  "
+        + ",\n  ".join(final)
+        + "\nFROM merged"
+    )
+
+
 def _partial_aggregates(
     job: JobDeclaration, partial_columns: Sequence[str], types: Mapping[str, str]
 ) -> str:
@@ -109,14 +122,7 @@ def _partial_aggregates(
     final += [f"{r.arg} AS {r.column}" if r.rule == "derived" else r.column for r in job.columns]
     final.append(ARRIVAL_COLUMN)
     final += _partition_select(job, final)
-    return (
-        "WITH merged AS (\n  SELECT\n    "
-        + ",\n    ".join(merged)
-        + f"\n  FROM partial p\n  LEFT JOIN existing e ON {_key_join(job)}\n)\n"
-        + "SELECT\n  "
-        + ",\n  ".join(final)
-        + "\nFROM merged"
-    )
+    return _merged_with_existing(job, merged, final)
 
 
 def _per_side_replace(job: JobDeclaration, partial_columns: Sequence[str]) -> str:
@@ -130,14 +136,7 @@ def _per_side_replace(job: JobDeclaration, partial_columns: Sequence[str]) -> st
     final += [f"{r.arg} AS {r.column}" for r in job.columns if r.rule == "derived"]
     final += [*arrivals, f"greatest({', '.join(arrivals)}) AS {ARRIVAL_COLUMN}"]
     final += _partition_select(job, [*keys, *arrivals, ARRIVAL_COLUMN])
-    return (
-        "WITH merged AS (\n  SELECT\n    "
-        + ",\n    ".join(merged)
-        + f"\n  FROM partial p\n  LEFT JOIN existing e ON {_key_join(job)}\n)\n"
-        + "SELECT\n  "
-        + ",\n  ".join(final)
-        + "\nFROM merged"
-    )
+    return _merged_with_existing(job, merged, final)
 
 
 def _select_partial(job: JobDeclaration, partial_columns: Sequence[str]) -> str:
