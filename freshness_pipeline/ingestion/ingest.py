@@ -317,6 +317,17 @@ class Ingestor:
             remaining = pause_after(
                 committed, self.config.commit_interval_s, time.monotonic() - started
             )
-            deadline = time.monotonic() + remaining
-            while not should_stop() and time.monotonic() < deadline:
-                time.sleep(min(0.2, deadline - time.monotonic()))
+            wait_until(time.monotonic() + remaining, should_stop)
+
+
+def wait_until(
+    deadline: float, should_stop: Callable[[], bool], clock=time.monotonic, sleep=time.sleep
+) -> None:
+    """Sleeps in short steps until the monotonic `deadline` or a stop. The clock is read
+    once per step: a deadline that passes between two readings ends the wait, never asks
+    for a negative sleep (which once stopped ingestion mid-experiment)."""
+    while not should_stop():
+        left = deadline - clock()
+        if left <= 0:
+            return
+        sleep(min(0.2, left))
