@@ -205,7 +205,7 @@ def test_nothing_pending_is_an_explicit_skip_through_the_sensor():
     # The tick history's row shows the cursor: the decision in one line.
     # (the fake watermarks are from 2023, so both aggregates are far past the target)
     assert re.fullmatch(
-        r"idle; past target: trade_aggr \d+ s, price_aggr \d+ s; "
+        r"idle; past target: price_aggr \d+ s, trade_aggr \d+ s; "
         r"3 no pending data, 3 waiting for upstream",
         result.cursor or "",
     ), result.cursor
@@ -430,11 +430,12 @@ def test_a_planned_chain_is_one_run_with_each_steps_part_of_the_plan():
         chain = [key.to_user_string() for key in request.asset_selection]
         root = request.tags[ASSET_TAG]
         assert chain[0] == root and set(chain[:2]) == {"trade_aggr", "price_aggr"}
+        # the steps in dependency order (siblings by name)
         assert chain[2:] == [
             "market_features",
             "enriched_features",
-            "sector_vwap",
             "industry_spike",
+            "sector_vwap",
         ]
         assert request.tags[CHAINED_TAG] == ",".join(chain[1:])
         assert request.run_key.endswith("+" + ",".join(chain[1:]))
@@ -464,7 +465,7 @@ def test_a_chain_leaves_out_what_is_up_to_date_and_what_a_running_run_holds():
     with dg.instance_for_test() as instance:
         _, (request,) = tick(lake, instance, chains="planned")
         chain = ["trade_aggr", "market_features", "enriched_features"]
-        chain += ["sector_vwap", "industry_spike"]
+        chain += ["industry_spike", "sector_vwap"]
         assert request.asset_selection == [dg.AssetKey(name) for name in chain]
         # with price_aggr running, market_features would read its old commit: trade_aggr
         # runs alone, and market_features waits

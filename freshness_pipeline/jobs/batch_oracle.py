@@ -1,4 +1,5 @@
-"""The batch oracle (METHOD 5.6): each job's SQL run once over all raw data, on Spark.
+"""The batch oracle (METHOD 5.6): each job's SQL run once over all raw data, on Spark (its
+generated merge over an empty table).
 
 Used by the oracle tests and `make chaos`; `oracle.py` is its independent counterpart."""
 
@@ -9,7 +10,7 @@ from pathlib import Path
 from freshness_pipeline.catalog.jobs import JOBS, PIPELINE_ORDER
 from freshness_pipeline.hudi.commit_keys import HOODIE_COLUMNS
 from freshness_pipeline.jobs.external_read import read_external
-from freshness_pipeline.jobs.sql import sql_sections
+from freshness_pipeline.jobs.sql import merged_sql, partial_sql, summed_columns
 
 ORDER = PIPELINE_ORDER
 
@@ -44,18 +45,20 @@ def batch_recompute(
     try:
         for name in ORDER:
             spec = JOBS[name]
-            sections = sql_sections(name)
             named = {f"delta_{table}": frames[table] for table in spec.inputs}
             named |= {table: frames[table] for table in spec.dimensions}
             if spec.kind != "merge":
                 named["group_rows"] = frames[spec.inputs[0]]
             for view, frame in named.items():
                 frame.createOrReplaceTempView(view)
-            partial = spark.sql(sections["partial"])
+            partial = spark.sql(partial_sql(spec))
             partial.createOrReplaceTempView("partial")
             partial.limit(0).createOrReplaceTempView("existing")
             views |= set(named) | {"partial", "existing"}
-            spark.sql(sections["merge"]).write.mode("overwrite").parquet(str(scratch / name))
+            summed = summed_columns(spec)
+            types = {f.name: f.dataType.simpleString() for f in partial.schema if f.name in summed}
+            merge = merged_sql(spec, partial.columns, types)
+            spark.sql(merge).write.mode("overwrite").parquet(str(scratch / name))
             frames[name] = spark.read.parquet(str(scratch / name))
     finally:
         # The session may be shared (tests, the chaos campaign): leave no view behind.

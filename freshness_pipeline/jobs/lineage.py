@@ -112,8 +112,9 @@ SOURCE_SCHEMAS: dict[str, dict[str, str]] = {
 # key matches what the derivation depends on; otherwise the lineage is derived afresh, and
 # a test fails until the snapshot is regenerated: `python -m freshness_pipeline.jobs.lineage`.
 SNAPSHOT_PATH = PROJECT_ROOT / "jobs_sql" / "lineage.json"
-_DERIVATION_MODULES = tuple(
-    Path(__file__).with_name(name) for name in ("lineage_sql.py", "lineage_model.py")
+_DERIVATION_MODULES = (
+    *(Path(__file__).with_name(name) for name in ("lineage_sql.py", "lineage_model.py")),
+    Path(__file__).with_name("merge_sql.py"),  # the merges are generated
 )
 
 

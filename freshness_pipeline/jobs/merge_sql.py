@@ -75,10 +75,8 @@ def _combine(rule: ColumnRule, types: Mapping[str, str]) -> str:
     """How the run's partial value of a column combines with the stored one."""
     c = rule.column
     if rule.rule in ("sum", "count"):
-        added = (
-            f"CASE WHEN e.{c} IS NULL THEN p.{c} WHEN p.{c} IS NULL THEN e.{c} "
-            f"ELSE p.{c} + e.{c} END"
-        )
+        # A side without a value (SQL's sum of no rows) keeps the other's.
+        added = f"coalesce(p.{c} + e.{c}, p.{c}, e.{c})"
         return f"CAST({added} AS {types[c]})" if c in types else added
     if rule.rule in ("min", "max"):
         # Spark's least and greatest skip nulls: a side without a value keeps the other's.

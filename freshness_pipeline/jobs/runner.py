@@ -1,11 +1,12 @@
 """One run of a job on Spark: read exactly the resolved files, keep t_done < arrival <= u,
-transform with the job's SQL, merge into the target and commit with watermark u.
+transform with the job's SQL, merge into the target (the merge its declared kind
+generates) and commit with watermark u.
 
 The watermark, the arrival range written and the run's bookkeeping go into the same Hudi
 commit as the rows (METHOD 5.2): a run that fails before its commit changes nothing, and
 its retry starts from the same t_done. Reads of target and input snapshots are pruned by
 partition and by the footer range of `second`, so a run's cost follows the keys it
-touches, not the size of the tables.
+touches, not the size of the tables (`second` below: the job's declared event time).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from freshness_pipeline.catalog.jobs import WINDOW_SECONDS, JobSpec
+from freshness_pipeline.catalog.jobs import JobSpec
 from freshness_pipeline.hudi.commit_keys import (
     ARRIVAL_MAX_KEY,
     ARRIVAL_MIN_KEY,
@@ -34,7 +35,12 @@ from freshness_pipeline.hudi.write import (
 from freshness_pipeline.jobs.external_read import read_external
 from freshness_pipeline.jobs.run_config import ResolvedRun
 from freshness_pipeline.jobs.run_phases import StepTimes, TimelineTimes, runner_phases
-from freshness_pipeline.jobs.sql import sql_sections
+from freshness_pipeline.jobs.sql import (
+    merged_sql,
+    partial_sql,
+    summed_columns,
+    touched_groups_sql,
+)
 from freshness_pipeline.scheduling.units import US_PER_S
 
 T_DONE_BEFORE_KEY = "freshness.t_done_before_us"
@@ -150,9 +156,11 @@ class JobRunner:
 
     # --- reads --------------------------------------------------------------------------
 
-    def _snapshot_files(self, table: str, partitions: set[str] | None, lo_us: int, hi_us: int):
-        """Latest slices of `table` that may hold rows with `second` in [lo, hi] (none while
-        the table does not exist yet)."""
+    def _snapshot_files(
+        self, table: str, partitions: set[str] | None, lo_us: int, hi_us: int, column: str
+    ):
+        """Latest slices of `table` that may hold rows with `column` (event time) in
+        [lo, hi] (none while the table does not exist yet)."""
         try:
             meta = self.meta(table)
         except TableNotFound:
@@ -162,7 +170,7 @@ class JobRunner:
             if partitions is not None and fs.partition not in partitions:
                 continue
             uri = meta.file_uri(fs.path)
-            low, high = footer_arrival_range(meta.file_location(fs.path), "second")
+            low, high = footer_arrival_range(meta.file_location(fs.path), column)
             if low is None or (low <= hi_us and high >= lo_us):
                 uris.append(uri)
         return uris
@@ -190,33 +198,33 @@ class JobRunner:
         )
 
     @staticmethod
-    def _second_bounds(df) -> tuple[int, int] | None:
+    def _time_bounds(df, column: str) -> tuple[int, int] | None:
         row = df.selectExpr(
-            "min(unix_micros(second)) AS lo", "max(unix_micros(second)) AS hi"
+            f"min(unix_micros({column})) AS lo", f"max(unix_micros({column})) AS hi"
         ).first()
         return None if row["lo"] is None else (row["lo"], row["hi"])
 
     def _existing(self, spec: JobSpec, keys_df, window_s: int = 0):
         """Current target rows sharing keys (or, for windows, groups) with `keys_df`."""
-        bounds = self._second_bounds(keys_df)
+        t = spec.event_time
+        bounds = self._time_bounds(keys_df, t)
         if bounds is None:
             return None
         partitions = None
-        if spec.partition_by:
-            partitions = {
-                r[0] for r in keys_df.selectExpr("substr(symbol, 1, 1)").distinct().collect()
-            }
+        if spec.partition_expr:
+            found = keys_df.selectExpr(spec.partition_expr).distinct().collect()
+            partitions = {r[0] for r in found}
         pad = window_s * US_PER_S
-        uris = self._snapshot_files(spec.name, partitions, bounds[0] - pad, bounds[1] + pad)
+        uris = self._snapshot_files(spec.name, partitions, bounds[0] - pad, bounds[1] + pad, t)
         if not uris:
             return None
         target = _drop_hoodie(self.spark.read.parquet(*uris))
         if window_s:
             lo, hi = bounds[0] - pad, bounds[1] + pad
-            groups = keys_df.select(spec.group_column).distinct()
-            return target.where(
-                f"second >= {_us_literal(lo)} AND second <= {_us_literal(hi)}"
-            ).join(groups, spec.group_column, "left_semi")
+            groups = keys_df.select(*spec.group_columns).distinct()
+            return target.where(f"{t} >= {_us_literal(lo)} AND {t} <= {_us_literal(hi)}").join(
+                groups, list(spec.group_columns), "left_semi"
+            )
         return target.join(keys_df.select(*spec.key).distinct(), list(spec.key), "left_semi")
 
     # --- the run ------------------------------------------------------------------------
@@ -325,30 +333,29 @@ class JobRunner:
         return rows_scanned
 
     def _transform(self, spec: JobSpec):
-        """The job's SQL sections over the registered views: the rows to upsert."""
+        """The job's SELECT over the registered views, then its kind's merge: the rows to
+        upsert."""
         spark = self.spark
-        sections = sql_sections(spec.name)
-        if spec.kind == "merge":
-            partial = self._cache_view(spark.sql(sections["partial"]), "partial")
-            existing = self._existing(spec, partial)
+        if spec.kind != "merge":
+            self._register(self._group_rows(spec), "group_rows")
+        partial = self._cache_view(spark.sql(partial_sql(spec)), "partial")
+        if spec.declaration.merge in ("partial_aggregates", "per_side_replace") or spec.window_s:
+            existing = self._existing(spec, partial, spec.window_s)
             self._register(existing if existing is not None else partial.limit(0), "existing")
-            return self._cache_view(spark.sql(sections["merge"]), "run_result")
-        touched = self._cache_view(spark.sql(sections["touched"]), "run_touched")
-        bounds = self._second_bounds(touched)
-        source = spec.inputs[0]
+        summed = summed_columns(spec)
+        types = {f.name: f.dataType.simpleString() for f in partial.schema if f.name in summed}
+        merge = merged_sql(spec, partial.columns, types)
+        return self._cache_view(spark.sql(merge), "run_result")
+
+    def _group_rows(self, spec: JobSpec):
+        """The current rows of the input's groups this run touches (regroup and window)."""
+        touched = self._cache_view(self.spark.sql(touched_groups_sql(spec)), "run_touched")
+        t, source = spec.event_time, spec.inputs[0]
+        bounds = self._time_bounds(touched, t)
         if bounds is None:
-            group_rows = self._read_files([], source)
-        else:
-            uris = self._snapshot_files(source, None, bounds[0], bounds[1])
-            group_rows = self._read_files(uris, source).join(
-                touched, [spec.group_column, "second"], "left_semi"
-            )
-        self._register(group_rows, "group_rows")
-        partial = self._cache_view(spark.sql(sections["partial"]), "partial")
-        if spec.kind == "window":
-            existing = self._existing(spec, partial, WINDOW_SECONDS)
-            self._register(existing if existing is not None else partial.limit(0), "existing")
-        return self._cache_view(spark.sql(sections["merge"]), "run_result")
+            return self._read_files([], source)
+        uris = self._snapshot_files(source, None, bounds[0], bounds[1], t)
+        return self._read_files(uris, source).join(touched, list(spec.key), "left_semi")
 
     def _create_if_missing(self, spec: JobSpec, result, options: dict[str, str]) -> None:
         """A new target table starts with an empty commit of its schema and no watermark.
