@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -150,6 +150,7 @@ class JobDeclaration:
     columns: tuple[ColumnRule, ...] = ()
     sides: tuple[Side, ...] = ()
     window: Window | None = None
+    path: str = ""  # the file, where it was read from one
 
     @property
     def group_columns(self) -> tuple[str, ...]:
@@ -192,7 +193,8 @@ def parse(text: str, name: str, file: str) -> JobDeclaration:
 
 
 def load(path: Path) -> JobDeclaration:
-    return parse(path.read_text(encoding="utf-8"), path.stem, path.name)
+    declaration = parse(path.read_text(encoding="utf-8"), path.stem, path.name)
+    return replace(declaration, path=str(path))
 
 
 def load_folder(folder: Path) -> dict[str, JobDeclaration]:

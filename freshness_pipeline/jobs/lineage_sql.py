@@ -21,7 +21,7 @@ from freshness_pipeline.jobs.lineage_model import (
     IndirectDep,
     LineageError,
     OutputColumn,
-    sql_sha256,
+    file_sha256,
 )
 from freshness_pipeline.jobs.sql import merged_sql, partial_sql, summed_columns
 
@@ -295,7 +295,7 @@ def derive_lineage(spec: JobSpec, table_schemas: Mapping[str, Mapping[str, str]]
         inputs=(*spec.inputs, *spec.dimensions),
         columns=tuple(OutputColumn(name, merged_types[name]) for name, _ in merged),
         edges=tuple(edges),
-        sql_sha256=sql_sha256(spec.name),
+        sql_sha256=file_sha256(spec.declaration.path),
         indirect=tuple(
             IndirectDep(ref, tuple(sorted(subtypes)))
             for ref, subtypes in sorted(indirect.items())

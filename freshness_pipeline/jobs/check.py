@@ -1,0 +1,154 @@
+"""Declared jobs checked without running anything: each job's SELECT against its
+declaration (the columns its merge kind needs, aggregates that merge the way their rule
+says) and against its inputs' schemas (every column it reads exists: the lineage tracer
+resolves each one), in dependency order, each job's output schema feeding the jobs after
+it. Every problem is one line naming the file, the job and, where there is one, the column.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+
+import sqlglot
+from sqlglot import exp
+
+from freshness_pipeline.catalog.declaration import ARRIVAL_COLUMN, Problem
+from freshness_pipeline.catalog.jobs import JobSpec
+from freshness_pipeline.jobs.lineage_model import LineageError
+from freshness_pipeline.jobs.sql import partial_sql
+
+# The aggregate a column's rule expects to find in the SELECT, where one is visible there.
+RULE_AGGREGATES: dict[str, tuple[type[exp.Expression], ...]] = {
+    "sum": (exp.Sum, exp.Count),
+    "count": (exp.Count, exp.Sum),
+    "min": (exp.Min,),
+    "max": (exp.Max,),
+    "first_by": (exp.ArgMin,),
+    "last_by": (exp.ArgMax,),
+    "sum_at_max": (exp.Sum,),
+    "sum_at_min": (exp.Sum,),
+}
+# Aggregates no partial_aggregates rule can merge, by what the SELECT calls them.
+UNMERGEABLE_CALLS: dict[type[exp.Expression], str] = {
+    exp.Avg: "avg",
+    exp.Median: "median",
+    exp.Quantile: "percentile",
+    exp.PercentileCont: "percentile",
+    exp.ApproxDistinct: "approx_count_distinct",
+    exp.Stddev: "stddev",
+    exp.Variance: "variance",
+}
+_UNRESOLVED = re.compile(
+    r"Column '?\"?(?P<column>[A-Za-z_][A-Za-z0-9_]*)\"?'? could not be resolved"
+)
+
+
+def select_problems(spec: JobSpec) -> list[Problem]:
+    """The job's SELECT against what its declaration says it returns."""
+    decl = spec.declaration
+    problems: list[Problem] = []
+
+    def say(message: str, column: str | None = None) -> None:
+        problems.append(Problem(decl.file, decl.name, message, column))
+
+    try:
+        tree = sqlglot.parse_one(partial_sql(spec), read="spark")
+    except sqlglot.errors.ParseError as exc:
+        say(f"the SELECT does not parse: {' '.join(str(exc).split())}")
+        return problems
+    projections = {p.alias_or_name: p for p in tree.selects}
+    for column in _needed(spec):
+        if column not in projections:
+            say("the SELECT does not return it (the merge needs it)", column)
+    if decl.merge == "partial_aggregates":
+        _check_aggregates(spec, projections, say)
+    return problems
+
+
+def _needed(spec: JobSpec) -> list[str]:
+    decl = spec.declaration
+    needed = list(decl.key)
+    if decl.window is not None:
+        needed.append(decl.window.group_arrival)  # the merge derives the row's arrival
+    elif decl.merge != "per_side_replace":  # there: the latest of the sides' arrivals
+        needed.append(ARRIVAL_COLUMN)
+    needed += [r.column for r in decl.columns if r.rule != "derived"]
+    for side in decl.sides:
+        needed += [side.present, side.arrival, *side.columns]
+    return list(dict.fromkeys(needed))
+
+
+def _check_aggregates(spec: JobSpec, projections: Mapping[str, exp.Expression], say) -> None:
+    """Each column has a rule, and an aggregate visible in its projection is its rule's."""
+    decl = spec.declaration
+    ruled = {r.column: r for r in decl.columns}
+    for column, projection in projections.items():
+        if column in decl.key or column == ARRIVAL_COLUMN:
+            continue
+        rule = ruled.get(column)
+        if rule is None:
+            say("returned by the SELECT with no merge rule in `columns`", column)
+            continue
+        if rule.rule == "derived":
+            say("declared `derived` but returned by the SELECT: one or the other", column)
+            continue
+        for node in projection.find_all(*UNMERGEABLE_CALLS):
+            name = UNMERGEABLE_CALLS[type(node)]
+            say(f"computed with {name}, which cannot merge from partial values", column)
+        if any(
+            isinstance(node, exp.Count) and isinstance(node.this, exp.Distinct)
+            for node in projection.find_all(exp.Count)
+        ):
+            say("computed with a distinct count, which cannot merge from partial counts", column)
+        aggregates = [n for n in projection.find_all(exp.AggFunc)]
+        expected = RULE_AGGREGATES[rule.rule]
+        if aggregates and not isinstance(aggregates[0], expected):
+            found = aggregates[0].sql(dialect="spark").split("(")[0]
+            say(f"declared `{rule.rule}` but the SELECT computes it with {found}", column)
+
+
+def check_jobs(
+    jobs: Mapping[str, JobSpec], source_schemas: Mapping[str, Mapping[str, str]]
+) -> list[Problem]:
+    """Every job in dependency order: its SELECT against its declaration and every column
+    it reads against the schemas of the tables it reads (`source_schemas`: the tables no
+    job writes, e.g. from their Hudi metadata)."""
+    from freshness_pipeline.jobs.lineage_sql import derive_lineage
+
+    problems: list[Problem] = []
+    schemas: dict[str, Mapping[str, str]] = dict(source_schemas)
+    for name, spec in jobs.items():
+        decl = spec.declaration
+        unknown = [t for t in (*spec.inputs, *spec.dimensions) if t not in schemas]
+        for table in unknown:
+            problems.append(
+                Problem(decl.file, name, f"reads {table}: no such table and no job writes it")
+            )
+        own = select_problems(spec)
+        problems += own
+        if unknown or own:
+            schemas[name] = {}  # its readers are checked against nothing more than this
+            continue
+        try:
+            derived = derive_lineage(spec, schemas)
+        except LineageError as exc:
+            problems.append(_lineage_problem(spec, exc))
+            continue
+        schemas[name] = {c.name: c.type for c in derived.columns}
+    return problems
+
+
+def _lineage_problem(spec: JobSpec, exc: LineageError) -> Problem:
+    text = " ".join(str(exc).split())
+    match = _UNRESOLVED.search(text)
+    decl = spec.declaration
+    if match:
+        inputs = ", ".join((*spec.inputs, *spec.dimensions))
+        return Problem(
+            decl.file,
+            decl.name,
+            f"read by the SQL but not a column of its inputs ({inputs})",
+            match.group("column"),
+        )
+    return Problem(decl.file, decl.name, text)
