@@ -87,3 +87,44 @@ def test_runs_execute_their_one_step_in_the_run_worker():
     # The multiprocess default would start a second Python process per run.
     job = defs.resolve_implicit_global_asset_job_def()
     assert job.executor_def.name == dg.in_process_executor.name
+
+
+def test_a_folder_of_your_own_jobs_is_what_the_definitions_run(tmp_path):
+    """FRESHNESS_JOBS: the assets and the sensor's selection come
+    from the folder's declarations; nothing of the bundled six is left."""
+    from freshness_pipeline.config.settings import load_settings
+    from freshness_pipeline.definitions import build_definitions
+
+    (tmp_path / "trade_volume.sql").write_text(
+        "/* freshness\ndescription: Per symbol per event second, the traded volume.\n"
+        "inputs: [trade_raw]\nkey: [second, symbol]\nevent_time: second\n"
+        "merge: partial_aggregates\ncolumns:\n  volume: sum\n*/\n"
+        "SELECT symbol, CAST(date_trunc('SECOND', event_ts) AS TIMESTAMP) AS second,\n"
+        "  sum(size) AS volume, max(arrival_ts) AS arrival_ts\nFROM delta_trade_raw\n"
+        "GROUP BY symbol, CAST(date_trunc('SECOND', event_ts) AS TIMESTAMP)\n"
+    )
+    settings = load_settings(environ={"FRESHNESS_JOBS": str(tmp_path)})
+    assert list(settings.jobs) == ["trade_volume"]
+    built = build_definitions(settings)
+    graph = built.resolve_asset_graph()
+    materialized = {
+        k.to_user_string() for k in graph.get_all_asset_keys() if graph.get(k).is_materializable
+    }
+    assert materialized == {"trade_volume"}
+    sensor = built.resolve_sensor_def("freshness_sensor")
+    assert {k.to_user_string() for k in sensor.asset_selection.resolve(graph)} == {"trade_volume"}
+
+
+def test_a_folder_with_a_broken_declaration_is_refused_naming_it(tmp_path):
+    import pytest
+
+    from freshness_pipeline.config.settings import SettingsError, load_settings
+
+    (tmp_path / "x.sql").write_text(
+        "/* freshness\ninputs: [trade_raw]\nmerge: median\n*/\nSELECT 1"
+    )
+    with pytest.raises(SettingsError) as raised:
+        load_settings(environ={"FRESHNESS_JOBS": str(tmp_path)})
+    text = str(raised.value)
+    assert text.startswith(f"FRESHNESS_JOBS={str(tmp_path)!r} is not accepted"), text
+    assert "x.sql: x: `key` is missing" in text and "x.sql: x: `merge` must be one of" in text

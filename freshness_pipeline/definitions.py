@@ -36,7 +36,11 @@ def build_definitions(settings: Settings) -> Definitions:
     automation = get_automation(settings.scheduler.automation).build(settings)
     cluster_jobs = clustering_jobs(settings.clustering)
     cluster_sensors = (
-        [build_clustering_sensor(cluster_jobs, settings.clustering, settings.spark_remote)]
+        [
+            build_clustering_sensor(
+                cluster_jobs, settings.clustering, settings.spark_remote, settings.jobs
+            )
+        ]
         if cluster_jobs
         else []
     )
@@ -44,7 +48,10 @@ def build_definitions(settings: Settings) -> Definitions:
         assets=[
             *build_raw_sources(settings),
             *build_job_assets(
-                settings.staleness_target, automation.asset_condition, settings.faults_dir
+                settings.staleness_target,
+                automation.asset_condition,
+                settings.faults_dir,
+                settings.jobs,
             ),
         ],
         sensors=[*automation.sensors, *cluster_sensors],

@@ -13,6 +13,7 @@ reduce to three ways of running:
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -105,10 +106,13 @@ JOBS: dict[str, JobSpec] = load_jobs(BUNDLED_JOBS_DIR)
 PIPELINE_ORDER: tuple[str, ...] = tuple(JOBS)
 
 
-def downstream_of(job: str, t_dones: dict[str, int | None]) -> tuple[Downstream, ...]:
-    """The children of `job` that could advance if it did (pmb_pipeline's bonus)."""
+def downstream_of(
+    job: str, t_dones: dict[str, int | None], jobs: Mapping[str, JobSpec] | None = None
+) -> tuple[Downstream, ...]:
+    """The children of `job` among `jobs` (the bundled ones by default) that could advance
+    if it did (pmb_pipeline's bonus)."""
     children = []
-    for child in JOBS.values():
+    for child in (JOBS if jobs is None else jobs).values():
         if job not in child.inputs:
             continue
         others = [t_dones.get(o) for o in child.inputs if o != job]

@@ -20,7 +20,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from freshness_pipeline.catalog.jobs import JOBS
+from freshness_pipeline.catalog.declaration import DeclarationError
+from freshness_pipeline.catalog.jobs import JOBS, JobSpec, load_jobs
 from freshness_pipeline.catalog.tables import RAW_TABLES
 from freshness_pipeline.config.scheduler_settings import (
     AUTOMATIONS,
@@ -121,6 +122,15 @@ def _folder(text: str) -> Path:
 
 def _text(text: str) -> str:
     return text
+
+
+def _jobs(text: str) -> dict[str, JobSpec]:
+    """A folder of declared jobs; every problem of every file, one line each."""
+    folder = Path(text).expanduser().resolve()
+    try:
+        return load_jobs(folder)
+    except DeclarationError as exc:
+        raise ValueError(f"{len(exc.problems)} problem(s):\n{exc}") from exc
 
 
 def _cost_prior(text: str) -> CostPrior:
@@ -363,6 +373,9 @@ SETTINGS: tuple[Setting, ...] = (
             "period of the `interval` automation in seconds (a schedule when it is whole "
             "minutes dividing an hour, else a fixed-interval sensor)",
             f"an integer of at least {MIN_TICK_S}", _int_at_least(MIN_TICK_S)),
+    Setting("FRESHNESS_JOBS", None,
+            "folder of your own job declarations, one SQL file each (docs/JOBS.md); unset: "
+            "the bundled market jobs in jobs_sql/", "a folder", _jobs),
     Setting("FRESHNESS_INPUTS", None,
             "TOML file declaring input tables written by others (docs/USER-GUIDE.md: your "
             "own tables and topics); unset: both raw tables are ours", "a file", _folder),
@@ -563,6 +576,8 @@ class Settings:
     memory_probe: Path | None = None  # memory_probe.py's output file; None: off
     memory_probe_s: int = 60
     memory_probe_frames: int = 6  # 0: no tracemalloc
+    # The jobs to run, in dependency order (FRESHNESS_JOBS; the bundled market jobs).
+    jobs: Mapping[str, JobSpec] = field(default_factory=lambda: JOBS)
     source: str = "landing"  # "landing" folder or "kafka" topics
     kafka: KafkaSettings = field(default_factory=KafkaSettings)
     s3: S3Settings = field(default_factory=S3Settings)
@@ -656,6 +671,7 @@ def load_settings(
         memory_probe=values["FRESHNESS_MEMORY_PROBE"],
         memory_probe_s=values["FRESHNESS_MEMORY_PROBE_S"],
         memory_probe_frames=values["FRESHNESS_MEMORY_PROBE_FRAMES"],
+        jobs=values["FRESHNESS_JOBS"] or JOBS,
         source=values["FRESHNESS_SOURCE"],
         kafka=_kafka_settings(values),
         s3=s3,

@@ -5,6 +5,7 @@ run contract (files + cutoff_u in, watermark u committed atomically with the dat
 # asset function's annotations at definition time.
 import logging
 import time
+from collections.abc import Mapping
 from datetime import timedelta
 from pathlib import Path
 
@@ -430,5 +431,8 @@ def build_job_assets(
     target: StalenessTarget,
     automation_condition: AutomationCondition | None = None,
     faults_dir: Path | None = None,
+    jobs: Mapping[str, JobSpec] | None = None,
 ) -> list[AssetsDefinition]:
-    return [build_asset(spec, target, automation_condition, faults_dir) for spec in JOBS.values()]
+    """An asset per declared job (`jobs`: the settings' jobs; the bundled ones by default)."""
+    specs = (JOBS if jobs is None else jobs).values()
+    return [build_asset(spec, target, automation_condition, faults_dir) for spec in specs]
