@@ -83,3 +83,27 @@ def test_the_short_experiment_compares_pmb_with_the_peers():
         "interval",
     ]
     assert {"dagster_eager", "interval"} <= set(cli.EXPERIMENT_MODES["long"]["variants"].split(","))
+
+
+def test_check_passes_the_bundled_jobs_and_names_a_missing_table(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("FRESHNESS_LAKEHOUSE", str(tmp_path / "tables"))
+    assert cli.main(["check"]) == 0
+    assert capsys.readouterr().out.startswith("6 job(s) checked, no problem: ")
+    folder = tmp_path / "jobs"
+    folder.mkdir()
+    (folder / "q.sql").write_text(
+        "/* freshness\ninputs: [quotes]\nkey: [second, symbol]\nevent_time: second\n"
+        "merge: replace_by_key\n*/\nSELECT symbol, second, arrival_ts FROM delta_quotes\n"
+    )
+    assert cli.main(["check", str(folder)]) == 1
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith("q.sql: q: reads quotes: no Hudi table at "), out
+    assert "q.sql: q: reads quotes: no such table and no job writes it" in out
+
+
+def test_check_prints_each_declaration_problem_on_its_own_line(tmp_path, capsys):
+    (tmp_path / "bad.sql").write_text("/* freshness\ninputs: [trade_raw]\n*/\nSELECT 1")
+    assert cli.main(["check", str(tmp_path)]) == 1
+    out = capsys.readouterr().out.splitlines()
+    assert "bad.sql: bad: `key` is missing" in out
+    assert any(line.startswith("bad.sql: bad: `merge` must be one of") for line in out), out

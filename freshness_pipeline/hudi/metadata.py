@@ -540,6 +540,10 @@ class HudiTableMetadata:
         """A file of this table for pyarrow readers (with the table's storage options)."""
         return self.location.child(relative_path)
 
+    def arrow_schema(self):
+        """The table's schema without Hudi's meta columns (hudi-rs, from its commits)."""
+        return self._hudi().get_schema()
+
     def row_count(self) -> int:
         """Rows in the latest snapshot, from Parquet footers (no data scan)."""
         total = 0

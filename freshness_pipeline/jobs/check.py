@@ -108,6 +108,73 @@ def _check_aggregates(spec: JobSpec, projections: Mapping[str, exp.Expression], 
             say(f"declared `{rule.rule}` but the SELECT computes it with {found}", column)
 
 
+def spark_type(arrow_type) -> str:
+    """An Arrow type in Spark SQL's spelling, as the lineage tracer reads schemas."""
+    import pyarrow as pa
+
+    simple = {
+        pa.string(): "string",
+        pa.large_string(): "string",
+        pa.int64(): "bigint",
+        pa.int32(): "int",
+        pa.int16(): "smallint",
+        pa.int8(): "tinyint",
+        pa.float64(): "double",
+        pa.float32(): "float",
+        pa.bool_(): "boolean",
+        pa.date32(): "date",
+        pa.binary(): "binary",
+    }
+    if arrow_type in simple:
+        return simple[arrow_type]
+    if pa.types.is_timestamp(arrow_type):
+        return "timestamp"
+    if pa.types.is_decimal(arrow_type):
+        return f"decimal({arrow_type.precision},{arrow_type.scale})"
+    if pa.types.is_struct(arrow_type):
+        fields = ",".join(f"{f.name}:{spark_type(f.type)}" for f in arrow_type)
+        return f"struct<{fields}>"
+    if pa.types.is_list(arrow_type) or pa.types.is_large_list(arrow_type):
+        return f"array<{spark_type(arrow_type.value_type)}>"
+    return str(arrow_type)
+
+
+def schema_of(meta) -> dict[str, str]:
+    """A Hudi table's columns (HudiTableMetadata) in Spark's spelling, meta columns left out."""
+    return {
+        f.name: spark_type(f.type) for f in meta.arrow_schema() if not f.name.startswith("_hoodie_")
+    }
+
+
+def input_schemas(
+    jobs: Mapping[str, JobSpec], lakehouse
+) -> tuple[dict[str, Mapping[str, str]], list[str]]:
+    """The schema of every table the jobs read and no job writes, from its Hudi table in
+    the lakehouse (declared inputs where they are declared); a bundled source not written
+    yet (before the first ingestion) by the schema our ingestion gives it. Also the lines
+    for tables that are neither."""
+    from freshness_pipeline.hudi.metadata import TableNotFound
+    from freshness_pipeline.jobs.lineage import SOURCE_SCHEMAS
+
+    read = {t: spec for spec in jobs.values() for t in (*spec.inputs, *spec.dimensions)}
+    schemas: dict[str, Mapping[str, str]] = {}
+    problems: list[str] = []
+    for table, reader in sorted(read.items()):
+        if table in jobs:
+            continue
+        try:
+            schemas[table] = schema_of(lakehouse.metadata(table))
+        except TableNotFound:
+            if table in SOURCE_SCHEMAS:
+                schemas[table] = SOURCE_SCHEMAS[table]  # ours, not written yet
+                continue
+            uri = lakehouse.table_uri(table)
+            problems.append(
+                f"{reader.declaration.file}: {reader.name}: reads {table}: no Hudi table at {uri}"
+            )
+    return schemas, problems
+
+
 def check_jobs(
     jobs: Mapping[str, JobSpec], source_schemas: Mapping[str, Mapping[str, str]]
 ) -> list[Problem]:
