@@ -354,7 +354,7 @@ class HudiTableMetadata:
         span = commit.arrival_range_us
         if span is not None:
             return ArrivalRange(span[0], span[1], SOURCE_KEYS)
-        if not self.external or commit.is_clustering or not commit.written:
+        if not self.external or commit.is_rewrite or not commit.written:
             return None
         completed = self.completion_us(commit)
         if self.arrival_column is None:
@@ -576,7 +576,7 @@ class HudiTableMetadata:
                 (slices_by_key[key] for key in ranges if key in slices_by_key),
                 key=lambda s: (s.partition, s.file_id),
             )
-        completed_at = {c.instant: self.completion_us(c) for c in commits if not c.is_clustering}
+        completed_at = {c.instant: self.completion_us(c) for c in commits if not c.is_rewrite}
         pending = []
         for fs in candidates:
             found = ranges.get((fs.partition, fs.file_id))
@@ -637,6 +637,8 @@ class HudiTableMetadata:
                     for written in commit.written:
                         ranges[(written.partition, written.file_id)] = moved
                 continue
+            if commit.is_compaction:
+                continue  # same file groups: their pending ranges from the delta commits stay
             span = self.commit_arrival(commit)
             if span is None or span.high <= floor:
                 continue
