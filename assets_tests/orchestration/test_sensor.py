@@ -522,3 +522,25 @@ def test_runs_at_once_keeps_fewer_runs_in_flight_than_k():
         result, requests = tick(raw_lake(), instance, k=3, runs_at_once=1)
         assert len(requests) == 1 and result.free_slots == 1
     assert "1 run(s) at once" in (build_sensor(SchedulerSettings(runs_at_once=1)).description or "")
+
+
+class UnreadableTable(FakeTable):
+    """An input whose files cannot be read (a Lance base file, a corrupt footer)."""
+
+    def pending_files(self, t_done, with_footer=False):
+        raise OSError("Parquet magic bytes not found in footer: A/x.lance")
+
+
+def test_an_unreadable_input_stops_only_the_jobs_that_read_it():
+    lake = raw_lake()
+    trades = _LAKES[lake.lake_id]["trade_raw"]
+    lake.add(UnreadableTable("trade_raw", trades.watermark, trades.files))
+    with dg.instance_for_test() as instance:
+        result, requests = tick(lake, instance)
+    # price_aggr is planned as usual; trade_aggr waits, naming its input and the reason
+    assert [r.tags[ASSET_TAG] for r in requests] == ["price_aggr"]
+    reasons = {s.job: s.reason for s in result.skipped}
+    assert reasons["trade_aggr"] == (
+        "waiting: input trade_raw cannot be read "
+        "(OSError: Parquet magic bytes not found in footer: A/x.lance)"
+    )

@@ -223,23 +223,20 @@ def job_state(
             marks.append((table, metas[table].watermark_us()))
         except TableNotFound:
             marks.append((table, None))
+        except Exception as exc:  # noqa: BLE001 - one unreadable input stops only its readers
+            return _blocked(spec, t_done, cost, running, table, exc)
     if any(mark is None for _, mark in marks):
         return JobState(spec.name, t_done, None, (), cost.model, running, inputs=tuple(marks))
     pending: list[PendingInput] = []
     committed: list[int] = []  # when each pending file's rows began to land
-    for meta in metas.values():
+    for table, meta in metas.items():
         if running:
             continue  # not planned this tick; skip the file listing
-        for p in meta.pending_files(t_done, with_footer=tmin_mode == "footer"):
-            if tmin_mode == "footer" and p.footer_min_us is not None:
-                tmin, tmax = p.footer_min_us, max(p.footer_max_us or 0, p.pending_max_us)
-            else:
-                tmin, tmax = p.pending_min_us, p.pending_max_us
-            pending.append(PendingInput(p.uri, p.slice.size_bytes, tmin, tmax))
-            if p.pending_since_us is not None:
-                committed.append(p.pending_since_us)
-            if arrival_sources is not None:
-                arrival_sources.add(p.arrival_source)
+        try:
+            found = meta.pending_files(t_done, with_footer=tmin_mode == "footer")
+        except Exception as exc:  # noqa: BLE001 - e.g. a footer we cannot read
+            return _blocked(spec, t_done, cost, running, table, exc)
+        _add_pending(found, tmin_mode, pending, committed, arrival_sources)
     return JobState(
         spec.name,
         t_done,
@@ -249,6 +246,43 @@ def job_state(
         running,
         pending_since_us=min(committed, default=None),
         inputs=tuple(marks),
+    )
+
+
+def _add_pending(
+    found: list,
+    tmin_mode: str,
+    pending: list[PendingInput],
+    committed: list[int],
+    arrival_sources: set[str] | None,
+) -> None:
+    """An input's pending files as the planner reads them (tmin from footers or ranges)."""
+    for p in found:
+        if tmin_mode == "footer" and p.footer_min_us is not None:
+            tmin, tmax = p.footer_min_us, max(p.footer_max_us or 0, p.pending_max_us)
+        else:
+            tmin, tmax = p.pending_min_us, p.pending_max_us
+        pending.append(PendingInput(p.uri, p.slice.size_bytes, tmin, tmax))
+        if p.pending_since_us is not None:
+            committed.append(p.pending_since_us)
+        if arrival_sources is not None:
+            arrival_sources.add(p.arrival_source)
+
+
+def _blocked(
+    spec: JobSpec, t_done: int | None, cost: FittedCost, running: bool, table: str, exc: Exception
+) -> JobState:
+    """A job whose input `table` cannot be read: it waits, saying which input and why."""
+    reason = " ".join(f"{type(exc).__name__}: {exc}".split())[:300]
+    return JobState(
+        spec.name,
+        t_done,
+        None,
+        (),
+        cost.model,
+        running,
+        inputs=((table, None),),
+        blocked=f"input {table} cannot be read ({reason})",
     )
 
 
