@@ -470,7 +470,8 @@ class HudiTableMetadata:
                     partition=fs.partition_path,
                     file_id=fs.file_id,
                     path=fs.base_file_relative_path(),
-                    size_bytes=int(fs.base_file_size),
+                    # base and log files: a merge-on-read run reads both
+                    size_bytes=int(fs.total_size_bytes),
                     base_instant=fs.creation_instant_time,
                 )
             )
