@@ -785,6 +785,16 @@ def _s3_settings(values: Mapping[str, Any]) -> S3Settings:
     return s3
 
 
+def input_readers(jobs: Mapping[str, JobSpec]) -> dict[str, tuple[str, ...]]:
+    """Each table the jobs read incrementally that no job writes, with the jobs reading it."""
+    readers: dict[str, list[str]] = {}
+    for name, spec in jobs.items():
+        for table in spec.inputs:
+            if table not in jobs:
+                readers.setdefault(table, []).append(name)
+    return {table: tuple(names) for table, names in readers.items()}
+
+
 def _lakehouse(values: Mapping[str, Any], s3: S3Settings) -> Lakehouse:
     lakehouse: Lakehouse = values["FRESHNESS_LAKEHOUSE"]
     lock_dir: Path | None = values["FRESHNESS_LOCK_DIR"]
@@ -796,8 +806,9 @@ def _lakehouse(values: Mapping[str, Any], s3: S3Settings) -> Lakehouse:
     elif lock_dir is not None:
         lakehouse = Lakehouse(lakehouse.root, str(lock_dir))
     try:
+        readers = input_readers(values["FRESHNESS_JOBS"] or JOBS)
         return lakehouse.with_inputs(
-            load_inputs(values["FRESHNESS_INPUTS"], lakehouse.root, s3.storage_options())
+            load_inputs(values["FRESHNESS_INPUTS"], lakehouse.root, s3.storage_options(), readers)
         )
     except InputsError as exc:
         raise SettingsError(f"FRESHNESS_INPUTS: {exc}") from exc
