@@ -111,6 +111,9 @@ def test_a_folder_of_your_own_jobs_is_what_the_definitions_run(tmp_path):
         k.to_user_string() for k in graph.get_all_asset_keys() if graph.get(k).is_materializable
     }
     assert materialized == {"trade_volume"}
+    sources = {k.to_user_string() for k in graph.get_all_asset_keys()} - materialized
+    # what it reads (and ingestion's quarantine beside it), no table it does not read
+    assert sources == {"trade_raw", "raw_rejects"}
     sensor = built.resolve_sensor_def("freshness_sensor")
     assert {k.to_user_string() for k in sensor.asset_selection.resolve(graph)} == {"trade_volume"}
 
