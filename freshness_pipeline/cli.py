@@ -330,7 +330,7 @@ def cmd_check(args: argparse.Namespace) -> int:
 
     from freshness_pipeline.catalog.declaration import DeclarationError
     from freshness_pipeline.catalog.jobs import load_jobs
-    from freshness_pipeline.jobs.check import check_jobs, input_schemas
+    from freshness_pipeline.jobs.check import check_jobs, input_schemas, layout_problems
 
     settings = args.settings
     try:
@@ -340,6 +340,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     else:
         schemas, problems = input_schemas(jobs, settings.lakehouse)
         problems += [str(p) for p in check_jobs(jobs, schemas)]
+        problems += [str(p) for p in layout_problems(jobs, settings.lakehouse)]
     for line in problems:
         print(line)
     if problems:

@@ -184,6 +184,7 @@ class HudiTableMetadata:
             props = self._read_properties()
         else:
             raise TableNotFound(f"Hudi table at {self.table_uri} is still being created")
+        self.properties: dict[str, str] = props  # hoodie.properties as read at open
         self.table_name = props.get("hoodie.table.name", PurePosixPath(root).name)
         self.table_type = props.get("hoodie.table.type", "COPY_ON_WRITE")
         self.table_version = int(props.get("hoodie.table.version", "0") or 0)

@@ -175,6 +175,38 @@ def input_schemas(
     return schemas, problems
 
 
+def layout_problems(jobs: Mapping[str, JobSpec], lakehouse) -> list[Problem]:
+    """A job's table that exists already must have the layout its declaration gives it
+    (record key, partition column): Hudi cannot change either in place, so a table
+    written under another declaration is refused, not silently merged into."""
+    from freshness_pipeline.hudi.metadata import TableNotFound
+
+    problems = []
+    for name, spec in jobs.items():
+        try:
+            props = lakehouse.metadata(name).properties
+        except TableNotFound:
+            continue
+        stored = {
+            "record key": props.get("hoodie.table.recordkey.fields", ""),
+            "partition": props.get("hoodie.table.partition.fields", ""),
+        }
+        declared = {"record key": ",".join(spec.key), "partition": spec.partition_by or ""}
+        for what, value in declared.items():
+            if stored[what] != value:
+                problems.append(
+                    Problem(
+                        spec.declaration.file,
+                        name,
+                        f"its table at {lakehouse.table_uri(name)} has {what} "
+                        f"{stored[what] or 'none'!r}, the declaration says {value or 'none'!r}: "
+                        "rebuild the table (Hudi cannot change it in place) or fix the "
+                        "declaration",
+                    )
+                )
+    return problems
+
+
 def check_jobs(
     jobs: Mapping[str, JobSpec], source_schemas: Mapping[str, Mapping[str, str]]
 ) -> list[Problem]:
