@@ -179,3 +179,15 @@ def test_a_folder_names_every_broken_file_and_a_cycle(tmp_path):
 def test_a_missing_folder_is_named(tmp_path):
     with pytest.raises(DeclarationError, match="not a folder of job declarations"):
         load_folder(tmp_path / "nope")
+
+
+def test_two_folders_make_one_pipeline_and_a_name_declared_twice_is_refused(tmp_path):
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "per_trade.sql").write_text(declared(MINIMAL.replace("[a]", "[trade_aggr]")))
+    jobs = load_folder(JOBS_SQL, mine)
+    order = list(jobs)
+    assert len(order) == 7 and order.index("per_trade") > order.index("trade_aggr")
+    (mine / "trade_aggr.sql").write_text(declared(MINIMAL))
+    with pytest.raises(DeclarationError, match=r"trade_aggr: declared twice \(also "):
+        load_folder(JOBS_SQL, mine)

@@ -197,20 +197,28 @@ def load(path: Path) -> JobDeclaration:
     return replace(declaration, path=str(path))
 
 
-def load_folder(folder: Path) -> dict[str, JobDeclaration]:
-    """Every `*.sql` declaration of a folder, by job name; DeclarationError lists every
-    problem of every file (and of the graph they make) at once."""
-    if not folder.is_dir():
-        raise DeclarationError([Problem(str(folder), "-", "not a folder of job declarations")])
+def load_folder(*folders: Path) -> dict[str, JobDeclaration]:
+    """Every `*.sql` declaration of one or more folders (one pipeline beside another), by
+    job name; DeclarationError lists every problem of every file (and of the graph they
+    make) at once."""
     problems: list[Problem] = []
     jobs: dict[str, JobDeclaration] = {}
-    for path in sorted(folder.glob("*.sql")):
-        try:
-            jobs[path.stem] = load(path)
-        except DeclarationError as exc:
-            problems += exc.problems
-    if not jobs and not problems:
-        problems.append(Problem(str(folder), "-", "no job declared (no *.sql file)"))
+    for folder in folders:
+        if not folder.is_dir():
+            problems.append(Problem(str(folder), "-", "not a folder of job declarations"))
+            continue
+        paths = sorted(folder.glob("*.sql"))
+        if not paths:
+            problems.append(Problem(str(folder), "-", "no job declared (no *.sql file)"))
+        for path in paths:
+            if path.stem in jobs:
+                first = jobs[path.stem].path
+                problems.append(Problem(str(path), path.stem, f"declared twice (also {first})"))
+                continue
+            try:
+                jobs[path.stem] = load(path)
+            except DeclarationError as exc:
+                problems += exc.problems
     problems += graph_problems(jobs)
     if problems:
         raise DeclarationError(problems)

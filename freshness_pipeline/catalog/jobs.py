@@ -95,10 +95,10 @@ class JobSpec:
         return TableLayout(self.name, ",".join(self.key), None, self.partition_by)
 
 
-def load_jobs(folder: Path) -> dict[str, JobSpec]:
-    """A folder's declared jobs by name, in dependency order (DeclarationError lists every
-    problem of the folder)."""
-    return {name: JobSpec(decl) for name, decl in load_folder(folder).items()}
+def load_jobs(*folders: Path) -> dict[str, JobSpec]:
+    """The declared jobs of one or more folders by name, in dependency order
+    (DeclarationError lists every problem of every folder)."""
+    return {name: JobSpec(decl) for name, decl in load_folder(*folders).items()}
 
 
 JOBS: dict[str, JobSpec] = load_jobs(BUNDLED_JOBS_DIR)

@@ -125,10 +125,11 @@ def _text(text: str) -> str:
 
 
 def _jobs(text: str) -> dict[str, JobSpec]:
-    """A folder of declared jobs; every problem of every file, one line each."""
-    folder = Path(text).expanduser().resolve()
+    """One or more folders of declared jobs (separated like PATH, e.g. the bundled market
+    jobs beside your own); every problem of every file, one line each."""
+    folders = [Path(p).expanduser().resolve() for p in text.split(os.pathsep) if p.strip()]
     try:
-        return load_jobs(folder)
+        return load_jobs(*folders)
     except DeclarationError as exc:
         raise ValueError(f"{len(exc.problems)} problem(s):\n{exc}") from exc
 
@@ -374,8 +375,9 @@ SETTINGS: tuple[Setting, ...] = (
             "minutes dividing an hour, else a fixed-interval sensor)",
             f"an integer of at least {MIN_TICK_S}", _int_at_least(MIN_TICK_S)),
     Setting("FRESHNESS_JOBS", None,
-            "folder of your own job declarations, one SQL file each (docs/JOBS.md); unset: "
-            "the bundled market jobs in jobs_sql/", "a folder", _jobs),
+            "folder of your own job declarations, one SQL file each (docs/JOBS.md), or "
+            "several separated by `:` (one pipeline beside another); unset: the bundled "
+            "market jobs in jobs_sql/", "folders", _jobs),
     Setting("FRESHNESS_INPUTS", None,
             "TOML file declaring input tables written by others (docs/USER-GUIDE.md: your "
             "own tables and topics); unset: both raw tables are ours", "a file", _folder),
