@@ -341,7 +341,8 @@ def build_asset(
         owners=["team:market-data"],
         tags={"freshness/job_kind": spec.kind, LAYER_TAG: spec.group_name},
         metadata={
-            "sql": MetadataValue.path(str(sql_path(spec.name))),
+            "sql": MetadataValue.path(spec.declaration.path or str(sql_path(spec.name))),
+            "merge": spec.declaration.merge,
             "record_key": ", ".join(spec.key),
             "partitioned_by": spec.partition_by or "none",
             # Derived from the SQL (lineage.py): dagster/column_schema, dagster/column_lineage.
