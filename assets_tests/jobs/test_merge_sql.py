@@ -12,7 +12,7 @@ import sqlglot
 from assets_tests.jobs.lineage_expected import EXPECTED
 from freshness_pipeline.catalog.declaration import parse
 from freshness_pipeline.catalog.jobs import JOBS
-from freshness_pipeline.jobs.merge_sql import merge_sql, output_columns, touched_sql
+from freshness_pipeline.jobs.merge_sql import group_rows_sql, merge_sql, output_columns, touched_sql
 from freshness_pipeline.jobs.sql import partial_sql
 
 
@@ -62,3 +62,36 @@ def test_replace_by_key_keeps_the_newest_row_of_each_key():
     sql = merge_sql(declaration, ["k", "second", "v", "arrival_ts"])
     assert selects(sql) == ["k", "second", "v", "arrival_ts", "part"]
     assert "PARTITION BY second, k ORDER BY arrival_ts DESC" in sql
+
+
+def test_a_group_computed_from_the_input_row_is_touched_and_read_by_its_expression():
+    declaration = parse(
+        "/* freshness\ninputs: [txns]\nkey: [minute, account]\nevent_time: minute\n"
+        "merge: recompute_touched_groups\ngroups: {minute: \"date_trunc('MINUTE', ts)\"}\n*/\n"
+        "SELECT 1",
+        "j",
+        "j.sql",
+    )
+    assert touched_sql(declaration) == (
+        "SELECT DISTINCT date_trunc('MINUTE', ts) AS minute, account FROM delta_txns"
+    )
+    assert group_rows_sql(declaration) == (
+        "SELECT * FROM group_source WHERE (date_trunc('MINUTE', ts), account) IN "
+        "(SELECT minute, account FROM run_touched)"
+    )
+    assert selects(group_rows_sql(declaration)) == ["*"]  # valid Spark SQL
+
+
+def test_groups_outside_the_key_or_on_another_kind_are_refused():
+    from freshness_pipeline.catalog.declaration import DeclarationError
+
+    with pytest.raises(DeclarationError) as raised:
+        parse(
+            "/* freshness\ninputs: [t]\nkey: [second, k]\nevent_time: second\n"
+            'merge: replace_by_key\ngroups: {region: "upper(r)"}\n*/\nSELECT 1',
+            "j",
+            "j.sql",
+        )
+    lines = str(raised.value).splitlines()
+    assert "j.sql: j: `groups` is for recompute_touched_groups, not replace_by_key" in lines
+    assert "j.sql: j: `groups` names columns outside the key: region" in lines

@@ -79,6 +79,7 @@ _FIELDS = {
     "columns",
     "sides",
     "window",
+    "groups",
 }
 
 
@@ -150,6 +151,9 @@ class JobDeclaration:
     columns: tuple[ColumnRule, ...] = ()
     sides: tuple[Side, ...] = ()
     window: Window | None = None
+    # recompute_touched_groups: how each key column follows from an input row (SQL over
+    # the input's columns), where it is not an input column itself.
+    groups: tuple[tuple[str, str], ...] = ()
     path: str = ""  # the file, where it was read from one
 
     @property
@@ -319,6 +323,7 @@ def _build(raw: dict, name: str, file: str, sql: str, say: _Reporter) -> JobDecl
         columns=_columns(raw.get("columns"), say),
         sides=_sides(raw.get("sides"), say),
         window=_window(raw.get("window"), say),
+        groups=_groups(raw.get("groups"), say),
     )
     _check_kind(declaration, say)
     return declaration
@@ -414,6 +419,15 @@ def _window(raw: Any, say: _Reporter) -> Window | None:
     return Window(seconds, group_arrival, tuple((str(k), v) for k, v in columns.items()))
 
 
+def _groups(raw: Any, say: _Reporter) -> tuple[tuple[str, str], ...]:
+    if raw is None:
+        return ()
+    if not isinstance(raw, dict) or not all(isinstance(v, str) for v in raw.values()):
+        say("`groups` must map key columns to SQL over the input's columns")
+        return ()
+    return tuple((str(k), v) for k, v in raw.items())
+
+
 def _check_kind(job: JobDeclaration, say: _Reporter) -> None:
     """The fields each merge kind needs, and none it would ignore."""
     needs_columns = job.merge == "partial_aggregates"
@@ -434,6 +448,11 @@ def _check_kind(job: JobDeclaration, say: _Reporter) -> None:
             say("recompute_touched_groups needs a key beyond its event-time column (the group)")
         if len(job.inputs) != 1:
             say("recompute_touched_groups reads its groups' rows from exactly one input")
+    if job.groups and job.merge != "recompute_touched_groups":
+        say(f"`groups` is for recompute_touched_groups, not {job.merge}")
+    outside = [k for k, _ in job.groups if k not in job.key]
+    if outside:
+        say(f"`groups` names columns outside the key: {', '.join(outside)}")
     _check_orders(job, say)
 
 

@@ -14,9 +14,28 @@ from freshness_pipeline.catalog.declaration import ARRIVAL_COLUMN, ColumnRule, J
 RANK_COLUMN = "_freshness_rank"
 
 
+def key_expressions(job: JobDeclaration) -> list[tuple[str, str]]:
+    """(key column, SQL over an input row giving it): declared in `groups`, else the input
+    column of the same name."""
+    declared = dict(job.groups)
+    return [(k, declared.get(k, k)) for k in job.key]
+
+
 def touched_sql(job: JobDeclaration) -> str:
     """recompute_touched_groups: the groups (key values) the run's input rows touch."""
-    return f"SELECT DISTINCT {', '.join(job.key)} FROM delta_{job.inputs[0]}"
+    columns = ", ".join(k if sql == k else f"{sql} AS {k}" for k, sql in key_expressions(job))
+    return f"SELECT DISTINCT {columns} FROM delta_{job.inputs[0]}"
+
+
+def group_rows_sql(job: JobDeclaration, source: str = "group_source") -> str:
+    """The current input rows (view `source`) of the groups the run touches (`run_touched`)."""
+    pairs = key_expressions(job)
+    if len(pairs) == 1:
+        ((key, sql),) = pairs
+        return f"SELECT * FROM {source} WHERE {sql} IN (SELECT {key} FROM run_touched)"
+    exprs = ", ".join(sql for _, sql in pairs)
+    keys = ", ".join(k for k, _ in pairs)
+    return f"SELECT * FROM {source} WHERE ({exprs}) IN (SELECT {keys} FROM run_touched)"
 
 
 def merge_sql(

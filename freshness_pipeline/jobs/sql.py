@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from freshness_pipeline.catalog.jobs import BUNDLED_JOBS_DIR, JobSpec
+from freshness_pipeline.jobs.merge_sql import group_rows_sql as _group_rows_sql
 from freshness_pipeline.jobs.merge_sql import merge_sql, touched_sql
 
 SQL_DIR = BUNDLED_JOBS_DIR
@@ -25,6 +26,11 @@ def partial_sql(spec: JobSpec) -> str:
 
 def touched_groups_sql(spec: JobSpec) -> str:
     return touched_sql(spec.declaration)
+
+
+def group_rows_sql(spec: JobSpec) -> str:
+    """The input's current rows (view group_source) in the groups the run touches."""
+    return _group_rows_sql(spec.declaration)
 
 
 def merged_sql(spec: JobSpec, partial_columns: Sequence[str], types: Mapping[str, str]) -> str:
