@@ -157,13 +157,19 @@ def input_schemas(
     from freshness_pipeline.jobs.lineage import SOURCE_SCHEMAS
 
     read = {t: spec for spec in jobs.values() for t in (*spec.inputs, *spec.dimensions)}
+    dimensions = {t for spec in jobs.values() for t in spec.dimensions}
     schemas: dict[str, Mapping[str, str]] = {}
     problems: list[str] = []
     for table, reader in sorted(read.items()):
         if table in jobs:
             continue
         try:
-            schemas[table] = schema_of(lakehouse.metadata(table))
+            schema = schema_of(lakehouse.metadata(table))
+            if table not in dimensions:
+                # the runner gives every input row its arrival (external_read.py for
+                # someone else's table: the declared column or its commit's completion)
+                schema.setdefault(ARRIVAL_COLUMN, "timestamp")
+            schemas[table] = schema
         except TableNotFound:
             if table in SOURCE_SCHEMAS:
                 schemas[table] = SOURCE_SCHEMAS[table]  # ours, not written yet
