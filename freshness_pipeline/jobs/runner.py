@@ -352,13 +352,18 @@ class JobRunner:
         """The current rows of the input's groups this run touches (regroup and window)."""
         touched = self._cache_view(self.spark.sql(touched_groups_sql(spec)), "run_touched")
         t, source = spec.event_time, spec.inputs[0]
-        bounds = self._time_bounds(touched, t)
-        if bounds is None:
-            return self._read_files([], source)
-        # (A key computed from the input, `groups`, has no footer range there: every file
-        # is read, which is exact, only slower.)
-        uris = self._snapshot_files(source, None, bounds[0], bounds[1], t)
-        self._register(self._read_files(uris, source), "group_source")
+        if self.meta(source).external:
+            # Someone else's table (merge-on-read logs too): through Hudi's reader, whole.
+            current = read_external(self.spark, self.meta(source))
+        else:
+            bounds = self._time_bounds(touched, t)
+            if bounds is None:
+                return self._read_files([], source)
+            # (A key computed from the input, `groups`, has no footer range there: every
+            # file is read, which is exact, only slower.)
+            uris = self._snapshot_files(source, None, bounds[0], bounds[1], t)
+            current = self._read_files(uris, source)
+        self._register(current, "group_source")
         return self.spark.sql(group_rows_sql(spec))
 
     def _create_if_missing(self, spec: JobSpec, result, options: dict[str, str]) -> None:
