@@ -472,7 +472,7 @@ class HudiTableMetadata:
                     file_id=fs.file_id,
                     path=fs.base_file_relative_path(),
                     # base and log files: a merge-on-read run reads both
-                    size_bytes=int(fs.total_size_bytes),
+                    size_bytes=int(fs.total_size_bytes()),
                     base_instant=fs.creation_instant_time,
                 )
             )
