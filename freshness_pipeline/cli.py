@@ -330,7 +330,13 @@ def cmd_check(args: argparse.Namespace) -> int:
 
     from freshness_pipeline.catalog.declaration import DeclarationError
     from freshness_pipeline.catalog.jobs import load_jobs
-    from freshness_pipeline.jobs.check import check_jobs, input_schemas, layout_problems
+    from freshness_pipeline.jobs.check import (
+        change_problems,
+        check_jobs,
+        input_changes,
+        input_schemas,
+        layout_problems,
+    )
 
     settings = args.settings
     try:
@@ -341,6 +347,8 @@ def cmd_check(args: argparse.Namespace) -> int:
         schemas, problems = input_schemas(jobs, settings.lakehouse)
         problems += [str(p) for p in check_jobs(jobs, schemas)]
         problems += [str(p) for p in layout_problems(jobs, settings.lakehouse)]
+        changes = input_changes(jobs, settings.lakehouse)
+        problems += [str(p) for p in change_problems(jobs, changes)]
     for line in problems:
         print(line)
     if problems:

@@ -52,6 +52,7 @@ def test_a_declared_table_is_external_and_wins_over_the_root(tmp_path: Path) -> 
         ('[inputs.trade_raw]\nuri = "/x"\nwriter = "flink"\n', "unknown key(s) ['writer']"),
         ('[tables.trade_raw]\nuri = "/x"\n', "expected only [inputs.<table>]"),
         ("[inputs.trade_raw\n", "not valid TOML"),
+        ('[inputs.trade_raw]\nuri = "/x"\ndeletes = "yes"\n', "deletes 'yes' is not true or false"),
     ],
 )
 def test_a_bad_declaration_is_refused_by_name(tmp_path: Path, text: str, message: str) -> None:
@@ -98,3 +99,9 @@ def test_your_own_jobs_declare_inputs_by_the_names_they_read(tmp_path: Path) -> 
                 "FRESHNESS_INPUTS": str(_declare(tmp_path, '[inputs.trade_raw]\nuri = "/x"\n')),
             }
         )
+
+
+def test_a_writer_that_deletes_is_declared(tmp_path: Path) -> None:
+    path = _declare(tmp_path, '[inputs.trade_raw]\nuri = "/x"\ndeletes = true\n')
+    assert load_inputs(path, LAKE.root)["trade_raw"].deletes
+    assert not load_inputs(None, LAKE.root)["trade_raw"].deletes  # ours: append only

@@ -6,7 +6,12 @@ from __future__ import annotations
 from pathlib import Path
 
 from freshness_pipeline.catalog.jobs import JOBS, load_jobs
-from freshness_pipeline.jobs.check import check_jobs
+from freshness_pipeline.jobs.check import (
+    InputChanges,
+    change_problems,
+    check_jobs,
+    deleting_tables,
+)
 from freshness_pipeline.jobs.lineage import SOURCE_SCHEMAS
 
 TRADES = {"symbol": "string", "price": "double", "size": "bigint", "event_ts": "timestamp"}
@@ -86,4 +91,60 @@ def test_a_downstream_job_is_checked_against_the_schema_upstream_writes(tmp_path
     (line,) = lines(tmp_path)
     assert line.startswith("view.sql: view: column notional: read by the SQL but not a column"), (
         line
+    )
+
+
+# Deletes (METHOD 9): honoured through CDC by jobs that recompute their groups, else refused.
+ACCOUNTS = Path(__file__).resolve().parents[2] / "jobs_sql" / "accounts"
+
+
+def change_lines(jobs, **facts) -> list[str]:
+    sources = {
+        "account_txns": InputChanges(
+            **{"deletes": True, "cdc": True, "arrival_column": None} | facts
+        )
+    }
+    return [str(p) for p in change_problems(jobs, sources)]
+
+
+def test_deletes_through_cdc_pass_and_reach_the_view_over_the_view():
+    jobs = load_jobs(ACCOUNTS)
+    sources = {"account_txns": InputChanges(deletes=True, cdc=True, arrival_column=None)}
+    assert change_problems(jobs, sources) == []
+    # account_minute's table loses a row when an account-minute empties: region_minute follows
+    assert deleting_tables(jobs, sources) == {"account_txns", "account_minute", "region_minute"}
+    appended = {"account_txns": InputChanges(deletes=False, cdc=False, arrival_column="ts")}
+    assert deleting_tables(jobs, appended) == set()
+    assert change_problems(jobs, appended) == []
+
+
+def test_deletes_the_input_cannot_show_are_refused():
+    jobs = load_jobs(ACCOUNTS)
+    (line,) = change_lines(jobs, cdc=False)
+    assert line.startswith("account_minute.sql: account_minute: reads account_txns")
+    assert "no change data capture (hoodie.table.cdc.enabled" in line
+    (line,) = change_lines(jobs, arrival_column="ingested_at")
+    assert "arrival_column 'ingested_at': a deletion has no such value" in line
+
+
+def test_a_merge_that_cannot_take_a_row_back_is_refused(tmp_path):
+    for sql in ACCOUNTS.glob("*.sql"):
+        (tmp_path / sql.name).write_text(sql.read_text())
+    totals = (
+        "inputs: [account_txns]\nkey: [minute, account_id]\nevent_time: minute\n"
+        "merge: partial_aggregates\ncolumns: {amount: sum}"
+    )
+    minute = "CAST(date_trunc('MINUTE', txn_ts) AS TIMESTAMP)"
+    job(
+        tmp_path,
+        "account_total",
+        totals,
+        f"SELECT account_id, {minute} AS minute, sum(amount) AS amount, "
+        f"max(arrival_ts) AS arrival_ts FROM delta_account_txns GROUP BY account_id, {minute}",
+    )
+    lines_ = change_lines(load_jobs(tmp_path))
+    assert len(lines_) == 1, lines_
+    assert lines_[0].startswith("account_total.sql: account_total: reads account_txns")
+    assert (
+        "its merge (partial_aggregates) cannot take a deleted row's contribution back" in lines_[0]
     )

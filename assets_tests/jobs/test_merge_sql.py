@@ -12,7 +12,14 @@ import sqlglot
 from assets_tests.jobs.lineage_expected import EXPECTED
 from freshness_pipeline.catalog.declaration import parse
 from freshness_pipeline.catalog.jobs import JOBS
-from freshness_pipeline.jobs.merge_sql import group_rows_sql, merge_sql, output_columns, touched_sql
+from freshness_pipeline.jobs.change_read import before_images_sql
+from freshness_pipeline.jobs.merge_sql import (
+    gone_sql,
+    group_rows_sql,
+    merge_sql,
+    output_columns,
+    touched_sql,
+)
 from freshness_pipeline.jobs.sql import partial_sql
 
 
@@ -95,3 +102,23 @@ def test_groups_outside_the_key_or_on_another_kind_are_refused():
     lines = str(raised.value).splitlines()
     assert "j.sql: j: `groups` is for recompute_touched_groups, not replace_by_key" in lines
     assert "j.sql: j: `groups` names columns outside the key: region" in lines
+
+
+def test_following_changes_touches_the_old_versions_groups_and_finds_emptied_ones():
+    decl = JOBS["sector_vwap"].declaration
+    new, old = touched_sql(decl, changed=True).split("\nUNION\n")
+    assert new == touched_sql(decl)
+    assert old.endswith("FROM changed_enriched_features") and selects(old) == selects(new)
+    gone = sqlglot.parse_one(gone_sql(decl), read="spark")
+    joins = [(j.args.get("side"), j.args.get("kind"), j.this.name) for j in gone.args["joins"]]
+    assert joins == [("LEFT", "SEMI", "run_touched"), ("LEFT", "ANTI", "run_result")]
+    assert gone.find(sqlglot.exp.From).this.name == "stored"
+
+
+def test_before_images_are_cast_from_their_text_by_type():
+    sql = before_images_sql({"account_id": "string", "txn_ts": "timestamp", "n": "bigint"})
+    assert selects(sql) == ["account_id", "txn_ts", "n"]
+    # Spark's internal value (microseconds) or a timestamp's text both read back
+    assert "timestamp_micros(CAST(image['txn_ts'] AS BIGINT))" in sql
+    assert "CAST(image['n'] AS bigint)" in sql
+    assert "WHERE op IN ('u', 'd')" in sql

@@ -12,6 +12,8 @@ named by `FRESHNESS_INPUTS`:
     uri = "s3://market-data/hudi/trades"   # or a folder / file:// URI
     arrival_column = "ingested_at"         # optional; omitted: commit completion time
     read_by = ["trade_aggr"]               # optional; checked against the jobs' SQL
+    deletes = true                         # optional; the writer deletes rows or moves
+                                           # them between groups (needs Hudi CDC on)
 
 A declared table is `external`: our ingestion never writes it, the scheduler reads its
 arrival ranges through the chain in hudi_metadata.py, and its source asset says so.
@@ -34,7 +36,7 @@ RAW_INPUTS: Mapping[str, tuple[str, ...]] = {
 }
 OUR_ARRIVAL_COLUMN = "arrival_ts"
 _COLUMN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-_KEYS = frozenset({"uri", "arrival_column", "read_by"})
+_KEYS = frozenset({"uri", "arrival_column", "read_by", "deletes"})
 
 
 class InputsError(ValueError):
@@ -50,6 +52,9 @@ class DeclaredInput:
     arrival_column: str | None  # None: a row's arrival is its commit's completion time
     read_by: tuple[str, ...]
     external: bool  # written by someone else (not our ingestion)
+    # The writer deletes rows (or changes a row's group): only a job that recomputes its
+    # groups can follow, through the table's change data capture (`freshness check`).
+    deletes: bool = False
 
     @property
     def arrival_source(self) -> str:
@@ -135,4 +140,7 @@ def _parse_entry(
             f"{where}: read_by {read_by!r} does not match the jobs: {name} is read by "
             f"{list(readers[name])} (the job declarations fix which job reads which input)"
         )
-    return DeclaredInput(name, location, column, tuple(read_by), True)
+    deletes = entry.get("deletes", False)
+    if not isinstance(deletes, bool):
+        raise InputsError(f"{where}: deletes {deletes!r} is not true or false")
+    return DeclaredInput(name, location, column, tuple(read_by), True, deletes)

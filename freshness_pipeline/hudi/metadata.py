@@ -188,6 +188,8 @@ class HudiTableMetadata:
         self.table_name = props.get("hoodie.table.name", PurePosixPath(root).name)
         self.table_type = props.get("hoodie.table.type", "COPY_ON_WRITE")
         self.table_version = int(props.get("hoodie.table.version", "0") or 0)
+        # Change data capture: the table's CDC log shows deleted rows and old versions.
+        self.cdc_enabled = props.get("hoodie.table.cdc.enabled", "false").lower() == "true"
         self._local_zone = props.get("hoodie.table.timeline.timezone", "LOCAL") == "LOCAL"
         layout = props.get("hoodie.timeline.layout.version", "1")
         self._layout_v2 = layout == "2"

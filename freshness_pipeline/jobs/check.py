@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 import sqlglot
 from sqlglot import exp
@@ -257,3 +258,92 @@ def _lineage_problem(spec: JobSpec, exc: LineageError) -> Problem:
             match.group("column"),
         )
     return Problem(decl.file, decl.name, text)
+
+
+@dataclass(frozen=True)
+class InputChanges:
+    """What a table the jobs read (and no job writes) says about its rows changing."""
+
+    deletes: bool  # declared: its writer deletes rows or moves them between groups
+    cdc: bool | None  # hoodie.table.cdc.enabled; None while the table does not exist
+    arrival_column: str | None
+
+
+def deleting_tables(
+    jobs: Mapping[str, JobSpec], sources: Mapping[str, InputChanges]
+) -> frozenset[str]:
+    """The tables whose rows can disappear: declared inputs with `deletes = true`, and the
+    table of every job that recomputes its groups from one of them (an emptied group's
+    row is deleted there too)."""
+    deleting = {name for name, facts in sources.items() if facts.deletes}
+    for name, spec in jobs.items():  # dependency order: a job after what it reads
+        if spec.kind == "regroup" and deleting.intersection(spec.inputs):
+            deleting.add(name)
+    return frozenset(deleting)
+
+
+def change_problems(
+    jobs: Mapping[str, JobSpec], sources: Mapping[str, InputChanges]
+) -> list[Problem]:
+    """Deletes are honoured only where they can be seen (METHOD 9): through the change data
+    capture of a table whose writer deletes, by a job that recomputes its groups. Any other
+    job reading such a table is refused, with the reason."""
+    deleting = deleting_tables(jobs, sources)
+    problems = []
+    for name, spec in jobs.items():
+        decl = spec.declaration
+        for table in (t for t in spec.inputs if t in deleting):
+            if spec.kind != "regroup":
+                how = "with a trailing window" if spec.kind == "window" else decl.merge
+                problems.append(
+                    Problem(
+                        decl.file,
+                        name,
+                        f"reads {table}, whose rows can be deleted, but its merge ({how}) "
+                        "cannot take a deleted row's contribution back: declare "
+                        "recompute_touched_groups without a window",
+                    )
+                )
+            facts = sources.get(table)
+            if facts is None:
+                continue  # a job's table: this project writes it with CDC on
+            if facts.cdc is False:
+                problems.append(
+                    Problem(
+                        decl.file,
+                        name,
+                        f"reads {table}, declared `deletes = true`, but the table has no "
+                        "change data capture (hoodie.table.cdc.enabled is not true): a "
+                        "deleted row could not be seen; its writer must turn CDC on",
+                    )
+                )
+            if facts.arrival_column is not None:
+                problems.append(
+                    Problem(
+                        decl.file,
+                        name,
+                        f"reads {table}, declared `deletes = true` with arrival_column "
+                        f"{facts.arrival_column!r}: a deletion has no such value; declare no "
+                        "arrival_column, so each commit's completion is its changes' arrival",
+                    )
+                )
+    return problems
+
+
+def input_changes(jobs: Mapping[str, JobSpec], lakehouse) -> dict[str, InputChanges]:
+    """InputChanges of every table the jobs read and no job writes."""
+    from freshness_pipeline.hudi.metadata import TableNotFound
+
+    facts = {}
+    for table in sorted({t for spec in jobs.values() for t in spec.inputs} - set(jobs)):
+        declared = lakehouse.inputs.get(table)
+        try:
+            cdc: bool | None = lakehouse.metadata(table).cdc_enabled
+        except TableNotFound:
+            cdc = None
+        facts[table] = InputChanges(
+            deletes=bool(declared and declared.deletes),
+            cdc=cdc,
+            arrival_column=declared.arrival_column if declared and declared.external else None,
+        )
+    return facts

@@ -21,10 +21,27 @@ def key_expressions(job: JobDeclaration) -> list[tuple[str, str]]:
     return [(k, declared.get(k, k)) for k in job.key]
 
 
-def touched_sql(job: JobDeclaration) -> str:
-    """recompute_touched_groups: the groups (key values) the run's input rows touch."""
+def touched_sql(job: JobDeclaration, changed: bool = False) -> str:
+    """recompute_touched_groups: the groups (key values) the run's input rows touch; with
+    `changed`, also those the old versions of changed rows (view `changed_<input>`) left."""
     columns = ", ".join(k if sql == k else f"{sql} AS {k}" for k, sql in key_expressions(job))
-    return f"SELECT DISTINCT {columns} FROM delta_{job.inputs[0]}"
+    source = job.inputs[0]
+    touched = f"SELECT DISTINCT {columns} FROM delta_{source}"
+    if changed:
+        touched += f"\nUNION\nSELECT DISTINCT {columns} FROM changed_{source}"
+    return touched
+
+
+def gone_sql(job: JobDeclaration) -> str:
+    """recompute_touched_groups following deletes: the stored rows (view `stored`) of the
+    groups the run touched (`run_touched`) that the run did not recompute (`run_result`):
+    every input row of theirs is gone."""
+    on = " AND ".join(f"{{a}}.{k} = {{b}}.{k}" for k in job.key)
+    return (
+        "SELECT s.* FROM stored s\n"
+        f"LEFT SEMI JOIN run_touched t ON {on.format(a='s', b='t')}\n"
+        f"LEFT ANTI JOIN run_result r ON {on.format(a='s', b='r')}"
+    )
 
 
 def group_rows_sql(job: JobDeclaration, source: str = "group_source") -> str:

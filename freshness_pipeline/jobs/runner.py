@@ -17,9 +17,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from freshness_pipeline.catalog.jobs import JobSpec
+from freshness_pipeline.hudi.changes import change_window
 from freshness_pipeline.hudi.commit_keys import (
     ARRIVAL_MAX_KEY,
     ARRIVAL_MIN_KEY,
+    DELETED_COLUMN,
     HOODIE_COLUMNS,
     WATERMARK_KEY,
 )
@@ -32,10 +34,12 @@ from freshness_pipeline.hudi.write import (
     guarded_writer_options,
     write_options,
 )
-from freshness_pipeline.jobs.external_read import read_external
+from freshness_pipeline.jobs.change_read import before_images_sql, read_changes
+from freshness_pipeline.jobs.external_read import ARRIVAL, read_external
 from freshness_pipeline.jobs.run_config import ResolvedRun
 from freshness_pipeline.jobs.run_phases import StepTimes, TimelineTimes, runner_phases
 from freshness_pipeline.jobs.sql import (
+    gone_rows_sql,
     group_rows_sql,
     merged_sql,
     partial_sql,
@@ -101,6 +105,12 @@ def _job_write_options(spec: JobSpec) -> dict[str, str]:
     }
 
 
+# A table whose rows can be deleted keeps its changes, for the jobs that read it (hudi/changes.py).
+_CDC_OPTIONS = {
+    "hoodie.table.cdc.enabled": "true",
+    "hoodie.table.cdc.supplemental.logging.mode": "DATA_BEFORE_AFTER",
+}
+
 # Fails a run after its data files are written, before the commit completes (tests, chaos).
 _FAIL_BEFORE_COMMIT = {
     "hoodie.precommit.validators": (
@@ -134,6 +144,8 @@ class JobRunner:
         self.lakehouse = tables if isinstance(tables, Lakehouse) else None
         self._table_uri = None if isinstance(tables, Lakehouse) else tables
         self._views: set[str] = set()
+        # the arrival range of the input changes (deletes, moves) the current run follows
+        self._change_arrival: tuple[int, int] | None = None
 
     def table_uri(self, table: str) -> str:
         """A table as Spark spells it."""
@@ -283,16 +295,20 @@ class JobRunner:
     def _run(self, spec: JobSpec, resolved: ResolvedRun, fail_before_commit: bool) -> RunReport:
         started = time.monotonic()
         started_us = _now_us()
+        self._change_arrival = None
+        follows = self.follows_changes(spec)
         rows_scanned = self._register_inputs(spec, resolved)
         inputs_read_us = _now_us()
-        result = self._transform(spec)
+        result = self._transform(spec, resolved if follows else None)
         stats = result.selectExpr(
             "count(*) AS n",
             "min(unix_micros(arrival_ts)) AS lo",
             "max(unix_micros(arrival_ts)) AS hi",
         ).first()
+        if follows:
+            result = self._with_deletions(spec, result)
         transformed_us = _now_us()
-        self._commit(spec, resolved, result, stats, fail_before_commit)
+        self._commit(spec, resolved, result, stats, fail_before_commit, follows)
         step = StepTimes(started_us, inputs_read_us, transformed_us, _now_us())
         return RunReport(
             job=spec.name,
@@ -333,12 +349,12 @@ class JobRunner:
             self._register(_drop_hoodie(dimension), table)
         return rows_scanned
 
-    def _transform(self, spec: JobSpec):
+    def _transform(self, spec: JobSpec, changes_of: ResolvedRun | None = None):
         """The job's SELECT over the registered views, then its kind's merge: the rows to
-        upsert."""
+        upsert. `changes_of`: the run whose input changes (CDC) touch groups too."""
         spark = self.spark
         if spec.kind != "merge":
-            self._register(self._group_rows(spec), "group_rows")
+            self._register(self._group_rows(spec, changes_of), "group_rows")
         partial = self._cache_view(spark.sql(partial_sql(spec)), "partial")
         if spec.declaration.merge in ("partial_aggregates", "per_side_replace") or spec.window_s:
             existing = self._existing(spec, partial, spec.window_s)
@@ -348,10 +364,12 @@ class JobRunner:
         merge = merged_sql(spec, partial.columns, types)
         return self._cache_view(spark.sql(merge), "run_result")
 
-    def _group_rows(self, spec: JobSpec):
-        """The current rows of the input's groups this run touches (regroup and window)."""
-        touched = self._cache_view(self.spark.sql(touched_groups_sql(spec)), "run_touched")
+    def _group_rows(self, spec: JobSpec, changes_of: ResolvedRun | None = None):
+        """The current rows of the input's groups this run touches (regroup and window):
+        those of its new rows and, following changes, of its changed rows' old versions."""
         t, source = spec.event_time, spec.inputs[0]
+        changed = changes_of is not None and self._register_changes(source, changes_of)
+        touched = self._cache_view(self.spark.sql(touched_groups_sql(spec, changed)), "run_touched")
         if self.meta(source).external:
             # Someone else's table (merge-on-read logs too): through Hudi's reader, whole.
             current = read_external(self.spark, self.meta(source))
@@ -365,6 +383,62 @@ class JobRunner:
             current = self._read_files(uris, source)
         self._register(current, "group_source")
         return self.spark.sql(group_rows_sql(spec))
+
+    def follows_changes(self, spec: JobSpec) -> bool:
+        """Whether a run of `spec` follows its input's deletes and moved rows: a job that
+        recomputes its groups, over a table with change data capture whose rows can be
+        deleted (ours: a table such a job writes; someone else's: declared `deletes`)."""
+        if spec.kind != "regroup":
+            return False
+        source = spec.inputs[0]
+        try:
+            meta = self.meta(source)
+        except TableNotFound:
+            return False
+        if not meta.cdc_enabled:
+            return False
+        if not meta.external:
+            return True
+        declared = self.lakehouse.inputs.get(source) if self.lakehouse is not None else None
+        return bool(declared and declared.deletes)
+
+    def _register_changes(self, source: str, resolved: ResolvedRun) -> bool:
+        """`changed_<source>`: the old versions of the rows the input's commits in this
+        run's range updated or deleted (hudi/changes.py); False when there are none."""
+        meta = self.meta(source)
+        window = change_window(meta, resolved.t_done_us, resolved.cutoff_us)
+        if window is None:
+            return False
+        columns = {
+            f.name: f.dataType.simpleString()
+            for f in self.spark.table(f"delta_{source}").schema
+            if f.name != ARRIVAL
+        }
+        uri = meta.table_uri if meta.external else self.table_uri(source)
+        self._register(read_changes(self.spark, uri, window, columns), f"cdc_{source}")
+        sql = before_images_sql(columns, f"cdc_{source}")
+        changed = self._cache_view(self.spark.sql(sql), f"changed_{source}")
+        if not changed.take(1):
+            return False
+        self._change_arrival = (window.arrival_low_us, window.arrival_high_us)
+        return True
+
+    def _with_deletions(self, spec: JobSpec, result):
+        """The run's rows, and a deletion of every stored row of a touched group that has
+        no row any more (its input rows were all deleted or moved away), marked by Hudi's
+        `_hoodie_is_deleted`."""
+        from pyspark.sql import functions as F
+
+        columns = result.columns
+        rows = result.withColumn(DELETED_COLUMN, F.lit(False))
+        try:
+            self.meta(spec.name)
+        except TableNotFound:
+            return rows
+        stored = self.spark.read.format("hudi").load(self.table_uri(spec.name))
+        self._register(_drop_hoodie(stored), "stored")
+        gone = self.spark.sql(gone_rows_sql(spec)).select(*columns)
+        return rows.unionByName(gone.withColumn(DELETED_COLUMN, F.lit(True)))
 
     def _create_if_missing(self, spec: JobSpec, result, options: dict[str, str]) -> None:
         """A new target table starts with an empty commit of its schema and no watermark.
@@ -400,22 +474,35 @@ class JobRunner:
         fs, path = self.location(table).filesystem()
         fs.delete_dir(path)
 
-    def _commit(self, spec: JobSpec, resolved: ResolvedRun, result, stats, fail: bool) -> None:
+    def _commit(
+        self,
+        spec: JobSpec,
+        resolved: ResolvedRun,
+        result,
+        stats,
+        fail: bool,
+        follows_changes: bool = False,
+    ) -> None:
         """Upserts `result` with the watermark and the written arrival range in the same
-        commit, guarded against stale plans."""
+        commit, guarded against stale plans. The range covers the input changes the run
+        followed: a group changed by a deletion is new to the jobs reading this table."""
         metadata: dict[str, object] = {
             WATERMARK_KEY: resolved.cutoff_us,
             T_DONE_BEFORE_KEY: "" if resolved.t_done_us is None else resolved.t_done_us,
             FILES_READ_KEY: resolved.file_count,
         }
-        if stats["n"]:
-            metadata[ARRIVAL_MIN_KEY] = stats["lo"]
-            metadata[ARRIVAL_MAX_KEY] = stats["hi"]
+        lows = [v for v in (stats["lo"], *(self._change_arrival or ())[:1]) if v is not None]
+        highs = [v for v in (stats["hi"], *(self._change_arrival or ())[1:]) if v is not None]
+        if lows and highs:
+            metadata[ARRIVAL_MIN_KEY] = min(lows)
+            metadata[ARRIVAL_MAX_KEY] = max(highs)
         options = {
             **write_options(spec.layout, "upsert", metadata),
             **guarded_writer_options(self.lock_path(spec.name)),
         }
         options.update(_job_write_options(spec))
+        if follows_changes:
+            options.update(_CDC_OPTIONS)
         options.update(self.write_overrides)
         self._create_if_missing(spec, result, options)
         if fail:

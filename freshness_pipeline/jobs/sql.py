@@ -8,8 +8,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from freshness_pipeline.catalog.jobs import BUNDLED_JOBS_DIR, JobSpec
+from freshness_pipeline.jobs.merge_sql import gone_sql, merge_sql, touched_sql
 from freshness_pipeline.jobs.merge_sql import group_rows_sql as _group_rows_sql
-from freshness_pipeline.jobs.merge_sql import merge_sql, touched_sql
 
 SQL_DIR = BUNDLED_JOBS_DIR
 SUMMED = ("sum", "count")
@@ -24,8 +24,13 @@ def partial_sql(spec: JobSpec) -> str:
     return spec.declaration.sql.rstrip().rstrip(";")
 
 
-def touched_groups_sql(spec: JobSpec) -> str:
-    return touched_sql(spec.declaration)
+def touched_groups_sql(spec: JobSpec, changed: bool = False) -> str:
+    return touched_sql(spec.declaration, changed)
+
+
+def gone_rows_sql(spec: JobSpec) -> str:
+    """The stored rows of touched groups left without input rows: to delete."""
+    return gone_sql(spec.declaration)
 
 
 def group_rows_sql(spec: JobSpec) -> str:

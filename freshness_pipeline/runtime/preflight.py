@@ -72,12 +72,19 @@ def check_jobs(settings: Settings) -> str | None:
     """None when the jobs check (`freshness check`: their SQL against their declarations,
     the tables they read and the layouts of the tables they write); otherwise every
     problem, one line each."""
+    from freshness_pipeline.jobs.check import (
+        change_problems,
+        input_changes,
+        input_schemas,
+        layout_problems,
+    )
     from freshness_pipeline.jobs.check import check_jobs as check
-    from freshness_pipeline.jobs.check import input_schemas, layout_problems
 
     schemas, problems = input_schemas(settings.jobs, settings.lakehouse)
     problems += [str(p) for p in check(settings.jobs, schemas)]
     problems += [str(p) for p in layout_problems(settings.jobs, settings.lakehouse)]
+    changes = input_changes(settings.jobs, settings.lakehouse)
+    problems += [str(p) for p in change_problems(settings.jobs, changes)]
     if not problems:
         return None
     return "the jobs do not check (`freshness check` says the same):\n" + "\n".join(problems)
