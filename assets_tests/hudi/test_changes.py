@@ -4,7 +4,7 @@ spans the chosen commits from the completion just before them."""
 
 from __future__ import annotations
 
-from freshness_pipeline.hudi.changes import BEFORE_ALL, change_window
+from freshness_pipeline.hudi.changes import BEFORE_ALL, change_window, commit_window
 from freshness_pipeline.hudi.metadata import ArrivalRange
 from freshness_pipeline.hudi.timeline import Commit
 
@@ -19,6 +19,7 @@ class FakeMeta:
 
     def __init__(self, *rows: tuple[Commit, ArrivalRange | None]) -> None:
         self.rows = rows
+        self.table_version = 8
 
     def commits(self) -> list[Commit]:
         return [c for c, _ in self.rows]
@@ -69,3 +70,26 @@ def test_commits_ordered_by_a_declared_arrival_are_kept_by_instant():
     assert (window.start, window.end) == ("105", "115")
     assert window.commit_times == {"110", "115"}
     assert (window.arrival_low_us, window.arrival_high_us) == (10, 20)
+
+
+def test_rows_are_read_from_every_commit_whose_arrivals_meet_the_range():
+    meta = FakeMeta(
+        (commit("100", "105"), ArrivalRange(10, 40, "arrival_column")),
+        (commit("110", "115"), ArrivalRange(45, 60, "arrival_column")),
+        (commit("120", "125"), ArrivalRange(None, 125, "completion_time")),  # a log: no low
+        (commit("130", "135"), ArrivalRange(70, 80, "arrival_column")),
+    )
+    rows = commit_window(meta, 30, 50, overlapping=True)
+    assert rows is not None and rows.instants == {"100", "110", "120"}
+    changes = commit_window(meta, 30, 50)
+    assert changes is not None and changes.instants == {"100"}  # arrivals ending in (30, 50]
+
+
+def test_before_table_version_8_the_range_is_of_instants():
+    meta = FakeMeta(
+        (commit("100", "20261127000000000"), ArrivalRange(None, 105, "completion_time")),
+        (commit("110", "20261127000001000"), ArrivalRange(None, 115, "completion_time")),
+    )
+    meta.table_version = 6
+    window = change_window(meta, 105, 115)
+    assert window is not None and (window.start, window.end) == ("100", "110")

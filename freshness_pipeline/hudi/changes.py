@@ -1,4 +1,6 @@
-"""Which commits of a table with change data capture a run must read the changes of.
+"""Which commits of an input a run reads: the ones that wrote its new rows (an incremental
+read of someone else's table, jobs/external_read.py) and, for a table with change data
+capture, the ones whose changes it must follow.
 
 A job that recomputes its groups sees a new or changed row in its input's new rows, but not
 where a row was before: a deleted row, or one moved to another group, leaves its old group
@@ -30,14 +32,21 @@ class ChangeWindow:
     # What a CDC row's commit-time column may hold for the commits kept: each one's
     # instant (its requested time, what Hudi's reader writes there) and its completion.
     commit_times: frozenset[str]
+    instants: frozenset[str]  # the commits' own instants (`_hoodie_commit_time` of their rows)
     arrival_low_us: int
     arrival_high_us: int
 
 
-def change_window(meta, t_done_us: int | None, cutoff_us: int) -> ChangeWindow | None:
-    """The CDC window of a run over `meta`'s table from t_done (exclusive) to the cutoff u
-    (inclusive); None when no commit in it changed rows. Compactions and clusterings
-    rewrite rows without changing them and are left out."""
+def commit_window(
+    meta, t_done_us: int | None, cutoff_us: int, overlapping: bool = False
+) -> ChangeWindow | None:
+    """The commits of `meta`'s table a run from t_done (exclusive) to the cutoff u
+    (inclusive) reads; None when there is none. Compactions and clusterings rewrite rows
+    without changing them and are left out.
+
+    `overlapping`: every commit that wrote a row arriving in the range (its arrival range
+    meets it), for reading the rows themselves. Otherwise each commit whose arrival ends
+    in the range, so that runs over consecutive ranges read each commit's changes once."""
     chosen = []
     for commit in meta.commits():
         if commit.is_rewrite:
@@ -45,17 +54,40 @@ def change_window(meta, t_done_us: int | None, cutoff_us: int) -> ChangeWindow |
         arrival = meta.commit_arrival(commit)
         if arrival is None:
             continue
-        if arrival.high <= cutoff_us and (t_done_us is None or arrival.high > t_done_us):
-            low = arrival.low if arrival.low is not None else arrival.high
+        low = arrival.low if arrival.low is not None else arrival.high
+        after_t_done = t_done_us is None or arrival.high > t_done_us
+        if overlapping:
+            keep = after_t_done and (arrival.low is None or arrival.low <= cutoff_us)
+        else:
+            keep = after_t_done and arrival.high <= cutoff_us
+        if keep:
             chosen.append((commit, low, arrival.high))
     if not chosen:
         return None
-    first = min(c.completion for c, _, _ in chosen)
-    earlier = [c.completion for c in meta.commits() if c.completion < first]
+    # Hudi's incremental queries range over completion times from table version 8 on,
+    # over instants before it.
+    time_of = _completion if getattr(meta, "table_version", 8) >= 8 else _instant
+    first = min(time_of(c) for c, _, _ in chosen)
+    earlier = [time_of(c) for c in meta.commits() if time_of(c) < first]
     return ChangeWindow(
         start=max(earlier) if earlier else BEFORE_ALL,
-        end=max(c.completion for c, _, _ in chosen),
+        end=max(time_of(c) for c, _, _ in chosen),
         commit_times=frozenset(t for c, _, _ in chosen for t in (c.instant, c.completion)),
+        instants=frozenset(c.instant for c, _, _ in chosen),
         arrival_low_us=min(low for _, low, _ in chosen),
         arrival_high_us=max(high for _, _, high in chosen),
     )
+
+
+def change_window(meta, t_done_us: int | None, cutoff_us: int) -> ChangeWindow | None:
+    """The commits whose changes (deletes, old versions) a run reads: those whose arrival
+    ends in (t_done, u]; a deletion arrives with its commit."""
+    return commit_window(meta, t_done_us, cutoff_us, overlapping=False)
+
+
+def _completion(commit) -> str:
+    return commit.completion
+
+
+def _instant(commit) -> str:
+    return commit.instant

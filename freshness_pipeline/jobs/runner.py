@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from freshness_pipeline.catalog.jobs import JobSpec
-from freshness_pipeline.hudi.changes import change_window
+from freshness_pipeline.hudi.changes import change_window, commit_window
 from freshness_pipeline.hudi.commit_keys import (
     ARRIVAL_MAX_KEY,
     ARRIVAL_MIN_KEY,
@@ -201,8 +201,14 @@ class JobRunner:
     def _delta(self, table: str, resolved: ResolvedRun):
         meta = self.meta(table)
         if meta.external:
-            # Someone else's table: Hudi's reader (log files too), its arrival rule.
-            df = read_external(self.spark, meta, [p.slice.file_id for p in resolved.files[table]])
+            # Someone else's table: Hudi's reader (log files too), its arrival rule, only
+            # the commits that wrote rows arriving in the run's range.
+            window = commit_window(meta, resolved.t_done_us, resolved.cutoff_us, True)
+            if window is None:
+                df = read_external(self.spark, meta).limit(0)
+            else:
+                ids = [p.slice.file_id for p in resolved.files[table]]
+                df = read_external(self.spark, meta, ids, window)
         else:
             df = self._read_files([p.uri for p in resolved.files[table]], table)
         low = -1 if resolved.t_done_us is None else resolved.t_done_us
