@@ -10,7 +10,7 @@ from dagster import Definitions, in_process_executor
 
 from freshness_pipeline.config.settings import Settings, load_settings
 from freshness_pipeline.orchestration.alembic_location import name_alembic_scripts_by_path
-from freshness_pipeline.orchestration.assets import build_job_assets
+from freshness_pipeline.orchestration.assets import build_job_assets, job_lineages
 from freshness_pipeline.orchestration.automation import get_automation
 from freshness_pipeline.orchestration.clustering_sensor import (
     build_clustering_sensor,
@@ -52,6 +52,7 @@ def build_definitions(settings: Settings) -> Definitions:
                 automation.asset_condition,
                 settings.faults_dir,
                 settings.jobs,
+                job_lineages(settings.jobs, settings.lakehouse),
             ),
         ],
         sensors=[*automation.sensors, *cluster_sensors],

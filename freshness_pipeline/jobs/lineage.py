@@ -45,7 +45,7 @@ from collections.abc import Iterable, Mapping
 from functools import lru_cache
 from pathlib import Path
 
-from freshness_pipeline.catalog.jobs import JOBS, PIPELINE_ORDER
+from freshness_pipeline.catalog.jobs import JOBS, PIPELINE_ORDER, JobSpec
 from freshness_pipeline.config.settings import PROJECT_ROOT
 from freshness_pipeline.jobs.lineage_model import (
     AssetLineage,
@@ -154,6 +154,32 @@ def derive_pipeline_lineage() -> dict[str, AssetLineage]:
     lineage: dict[str, AssetLineage] = {}
     for name in PIPELINE_ORDER:
         derived = derive_lineage(JOBS[name], schemas)
+        schemas[name] = {c.name: c.type for c in derived.columns}
+        lineage[name] = derived
+    return lineage
+
+
+def declared_lineage(
+    jobs: Mapping[str, JobSpec], source_schemas: Mapping[str, Mapping[str, str]]
+) -> dict[str, AssetLineage | LineageError]:
+    """Every declared job's lineage traced from its SQL (a user's folder: FRESHNESS_JOBS),
+    in dependency order over `source_schemas` (the tables no job writes, as their Hudi
+    metadata gives them); a job that cannot be traced, or reads one that could not, gets
+    the reason instead."""
+    from freshness_pipeline.jobs.lineage_sql import derive_lineage
+
+    schemas: dict[str, Mapping[str, str]] = dict(source_schemas)
+    lineage: dict[str, AssetLineage | LineageError] = {}
+    for name, spec in jobs.items():
+        unknown = [t for t in (*spec.inputs, *spec.dimensions) if t not in schemas]
+        if unknown:
+            lineage[name] = LineageError(f"no schema for {', '.join(unknown)}")
+            continue
+        try:
+            derived = derive_lineage(spec, schemas)
+        except LineageError as exc:
+            lineage[name] = exc
+            continue
         schemas[name] = {c.name: c.type for c in derived.columns}
         lineage[name] = derived
     return lineage

@@ -27,8 +27,8 @@ from pydantic import Field
 from freshness_pipeline.catalog.jobs import JOBS, JobSpec
 from freshness_pipeline.hudi.commit_keys import APPROXIMATE_SOURCES
 from freshness_pipeline.hudi.metadata import TableNotFound
-from freshness_pipeline.jobs.lineage import asset_lineage, to_markdown
-from freshness_pipeline.jobs.lineage_model import LineageError
+from freshness_pipeline.jobs.lineage import asset_lineage, declared_lineage, to_markdown
+from freshness_pipeline.jobs.lineage_model import AssetLineage, LineageError
 from freshness_pipeline.jobs.run_config import (
     ResolvedRun,
     RunConfigError,
@@ -39,7 +39,7 @@ from freshness_pipeline.jobs.run_config import (
 from freshness_pipeline.jobs.run_phases import as_metadata, dagster_phases
 from freshness_pipeline.jobs.runner import JobRunner, RunReport, StalePlan
 from freshness_pipeline.jobs.sql import sql_path
-from freshness_pipeline.orchestration.lineage_metadata import dagster_metadata
+from freshness_pipeline.orchestration.lineage_metadata import lineage_metadata
 from freshness_pipeline.orchestration.raw_sources import ASSET_GROUP, LAYER_TAG
 from freshness_pipeline.orchestration.resources import HudiMetadataResource, HudiSparkResource
 from freshness_pipeline.orchestration.run_start import run_worker_start
@@ -299,16 +299,40 @@ def writer_pool(table: str) -> str:
     return f"hudi_writer/{table}"
 
 
-def column_lineage_parts(spec: JobSpec) -> tuple[str, dict[str, object]]:
+def column_lineage_parts(
+    spec: JobSpec, traced: AssetLineage | LineageError | None = None
+) -> tuple[str, dict[str, object]]:
     """The asset's lineage table (Markdown, for its description) and its Dagster column
-    metadata. Lineage only describes the job: SQL it cannot trace (sqlglot refusing what
+    metadata: `traced` for a declared job of the user's (job_lineages), else the bundled
+    job's. Lineage only describes the job: SQL it cannot trace (sqlglot refusing what
     Spark accepts) leaves the asset without it, says why, and the pipeline still loads;
     assets_tests/jobs/test_lineage.py fails meanwhile."""
     try:
-        return to_markdown(asset_lineage(spec.name), heading=False), dagster_metadata(spec.name)
+        if isinstance(traced, LineageError):
+            raise traced
+        lineage = traced if traced is not None else asset_lineage(spec.name)
+        return to_markdown(lineage, heading=False), lineage_metadata(lineage)
     except LineageError as exc:
         logging.getLogger(__name__).warning("no column lineage for %s: %s", spec.name, exc)
         return f"Column lineage unavailable: {exc}", {}
+
+
+def job_lineages(
+    jobs: Mapping[str, JobSpec], lakehouse
+) -> Mapping[str, AssetLineage | LineageError]:
+    """The column lineage of a user's declared jobs, traced from their SQL over the schemas
+    of the tables they read (their Hudi metadata); {} for the bundled jobs, whose lineage
+    is the committed snapshot."""
+    if jobs == JOBS:
+        return {}
+    from freshness_pipeline.jobs.check import input_schemas
+
+    try:
+        schemas, _ = input_schemas(jobs, lakehouse)
+    except Exception as exc:  # an unreachable store: the assets load, without lineage
+        reason = LineageError(f"the input schemas could not be read: {exc}")
+        return dict.fromkeys(jobs, reason)
+    return declared_lineage(jobs, schemas)
 
 
 def build_asset(
@@ -316,10 +340,12 @@ def build_asset(
     target: StalenessTarget,
     automation_condition: AutomationCondition | None = None,
     faults_dir: Path | None = None,
+    traced: AssetLineage | LineageError | None = None,
 ) -> AssetsDefinition:
     """The job as an asset; `automation_condition` is set only when Dagster's declarative
-    automation launches the jobs (FRESHNESS_AUTOMATION=dagster_eager, automation.py)."""
-    lineage_table, column_metadata = column_lineage_parts(spec)
+    automation launches the jobs (FRESHNESS_AUTOMATION=dagster_eager, automation.py);
+    `traced`: a user's job's lineage (job_lineages)."""
+    lineage_table, column_metadata = column_lineage_parts(spec, traced)
 
     @asset(
         name=spec.name,
@@ -433,7 +459,13 @@ def build_job_assets(
     automation_condition: AutomationCondition | None = None,
     faults_dir: Path | None = None,
     jobs: Mapping[str, JobSpec] | None = None,
+    lineages: Mapping[str, AssetLineage | LineageError] | None = None,
 ) -> list[AssetsDefinition]:
-    """An asset per declared job (`jobs`: the settings' jobs; the bundled ones by default)."""
+    """An asset per declared job (`jobs`: the settings' jobs; the bundled ones by default;
+    `lineages`: a user's jobs' lineage, job_lineages)."""
     specs = (JOBS if jobs is None else jobs).values()
-    return [build_asset(spec, target, automation_condition, faults_dir) for spec in specs]
+    traced = lineages or {}
+    return [
+        build_asset(spec, target, automation_condition, faults_dir, traced.get(spec.name))
+        for spec in specs
+    ]
