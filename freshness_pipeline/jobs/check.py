@@ -140,6 +140,18 @@ def spark_type(arrow_type) -> str:
     return str(arrow_type)
 
 
+def base_file_columns(lakehouse, table: str) -> dict[str, str]:
+    """A table's columns from its newest base file, pyarrow alone (footers.base_file_schema):
+    raises TableNotFound, like the metadata, when it has none."""
+    from freshness_pipeline.hudi.footers import base_file_schema
+    from freshness_pipeline.hudi.metadata import TableNotFound
+
+    schema = base_file_schema(lakehouse.metadata(table).location)
+    if schema is None:
+        raise TableNotFound(f"no base file yet in {lakehouse.table_uri(table)}")
+    return {f.name: spark_type(f.type) for f in schema}
+
+
 def schema_of(meta) -> dict[str, str]:
     """A Hudi table's columns (HudiTableMetadata) in Spark's spelling, meta columns left out."""
     return {
@@ -148,12 +160,13 @@ def schema_of(meta) -> dict[str, str]:
 
 
 def input_schemas(
-    jobs: Mapping[str, JobSpec], lakehouse
+    jobs: Mapping[str, JobSpec], lakehouse, columns_of=None
 ) -> tuple[dict[str, Mapping[str, str]], list[str]]:
     """The schema of every table the jobs read and no job writes, from its Hudi table in
     the lakehouse (declared inputs where they are declared); a bundled source not written
     yet (before the first ingestion) by the schema our ingestion gives it. Also the lines
-    for tables that are neither."""
+    for tables that are neither. `columns_of`: table name -> its schema (name -> Spark type);
+    by default from the table's commits through hudi-rs."""
     from freshness_pipeline.hudi.metadata import TableNotFound
     from freshness_pipeline.jobs.lineage import SOURCE_SCHEMAS
 
@@ -165,7 +178,10 @@ def input_schemas(
         if table in jobs:
             continue
         try:
-            schema = schema_of(lakehouse.metadata(table))
+            if columns_of is not None:
+                schema = columns_of(table)
+            else:
+                schema = schema_of(lakehouse.metadata(table))
             if table not in dimensions:
                 # the runner gives every input row its arrival (external_read.py for
                 # someone else's table: the declared column or its commit's completion)

@@ -60,7 +60,7 @@ def read_external(
         )
     df = reader.load(meta.table_uri)
     if window is not None:
-        df = df.where(_expr(f"_hoodie_commit_time IN ({_quoted(window.instants)})"))
+        df = df.where(f"_hoodie_commit_time IN ({_quoted(window.instants)})")
     if file_ids is not None:
         ids = sorted(set(file_ids))
         if not ids:
@@ -69,14 +69,10 @@ def read_external(
             # A base file is named `<fileId>_<token>_<instant>.parquet`; a row merged from a
             # log carries the bare file id: the part before the first `_` is the group.
             df = df.where(f"split(_hoodie_file_name, '_')[0] IN ({_quoted(ids)})")
-    df = df.withColumn(ARRIVAL, _expr(arrival_expression(meta)))
+    # selectExpr, not withColumn(F.expr(...)): the same call through Spark Connect and locally
+    kept = [f"`{c}`" for c in df.columns if c != ARRIVAL]
+    df = df.selectExpr(*kept, f"{arrival_expression(meta)} AS {ARRIVAL}")
     return df.drop(*[c for c in HOODIE_COLUMNS if c in df.columns])
-
-
-def _expr(sql: str):
-    from pyspark.sql import functions as F
-
-    return F.expr(sql)
 
 
 def _quoted(values: Iterable[str]) -> str:

@@ -433,18 +433,16 @@ class JobRunner:
         """The run's rows, and a deletion of every stored row of a touched group that has
         no row any more (its input rows were all deleted or moved away), marked by Hudi's
         `_hoodie_is_deleted`."""
-        from pyspark.sql import functions as F
-
         columns = result.columns
-        rows = result.withColumn(DELETED_COLUMN, F.lit(False))
+        rows = result.selectExpr(*columns, f"false AS {DELETED_COLUMN}")
         try:
             self.meta(spec.name)
         except TableNotFound:
             return rows
         stored = self.spark.read.format("hudi").load(self.table_uri(spec.name))
         self._register(_drop_hoodie(stored), "stored")
-        gone = self.spark.sql(gone_rows_sql(spec)).select(*columns)
-        return rows.unionByName(gone.withColumn(DELETED_COLUMN, F.lit(True)))
+        gone = self.spark.sql(gone_rows_sql(spec)).selectExpr(*columns, f"true AS {DELETED_COLUMN}")
+        return rows.unionByName(gone)
 
     def _create_if_missing(self, spec: JobSpec, result, options: dict[str, str]) -> None:
         """A new target table starts with an empty commit of its schema and no watermark.

@@ -325,10 +325,11 @@ def job_lineages(
     is the committed snapshot."""
     if jobs == JOBS:
         return {}
-    from freshness_pipeline.jobs.check import input_schemas
+    from freshness_pipeline.jobs.check import base_file_columns, input_schemas
 
     try:
-        schemas, _ = input_schemas(jobs, lakehouse)
+        # Not through hudi-rs: the run workers fork from the process that loads this.
+        schemas, _ = input_schemas(jobs, lakehouse, lambda t: base_file_columns(lakehouse, t))
     except Exception as exc:  # an unreachable store: the assets load, without lineage
         reason = LineageError(f"the input schemas could not be read: {exc}")
         return dict.fromkeys(jobs, reason)
