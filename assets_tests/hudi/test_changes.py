@@ -93,3 +93,16 @@ def test_before_table_version_8_the_range_is_of_instants():
     meta.table_version = 6
     window = change_window(meta, 105, 115)
     assert window is not None and (window.start, window.end) == ("100", "110")
+
+
+def test_a_clustering_since_the_start_is_flagged():
+    meta = FakeMeta(
+        (commit("100", "105"), ArrivalRange(None, 105, "completion_time")),
+        (commit("110", "115"), ArrivalRange(None, 115, "completion_time")),
+        (commit("120", "125", "cluster"), None),
+    )
+    window = commit_window(meta, 105, 115, overlapping=True)
+    assert window is not None and window.replaced_since_start
+    before = FakeMeta(*meta.rows[:2])
+    window = commit_window(before, 105, 115, overlapping=True)
+    assert window is not None and not window.replaced_since_start

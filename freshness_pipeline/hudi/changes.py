@@ -33,6 +33,9 @@ class ChangeWindow:
     # instant (its requested time, what Hudi's reader writes there) and its completion.
     commit_times: frozenset[str]
     instants: frozenset[str]  # the commits' own instants (`_hoodie_commit_time` of their rows)
+    # A replacecommit (clustering, insert_overwrite) completed after `start`: the files the
+    # commits wrote may be replaced, which Hudi's incremental query leaves out.
+    replaced_since_start: bool
     arrival_low_us: int
     arrival_high_us: int
 
@@ -69,13 +72,16 @@ def commit_window(
     time_of = _completion if getattr(meta, "table_version", 8) >= 8 else _instant
     first = min(time_of(c) for c, _, _ in chosen)
     earlier = [time_of(c) for c in meta.commits() if time_of(c) < first]
+    start = max(earlier) if earlier else BEFORE_ALL
+    replaced = any(c.action == "replacecommit" and time_of(c) > start for c in meta.commits())
     return ChangeWindow(
-        start=max(earlier) if earlier else BEFORE_ALL,
+        start=start,
         end=max(time_of(c) for c, _, _ in chosen),
         commit_times=frozenset(t for c, _, _ in chosen for t in (c.instant, c.completion)),
         instants=frozenset(c.instant for c, _, _ in chosen),
         arrival_low_us=min(low for _, low, _ in chosen),
         arrival_high_us=max(high for _, _, high in chosen),
+        replaced_since_start=replaced,
     )
 
 

@@ -204,10 +204,14 @@ class JobRunner:
             # Someone else's table: Hudi's reader (log files too), its arrival rule, only
             # the commits that wrote rows arriving in the run's range.
             window = commit_window(meta, resolved.t_done_us, resolved.cutoff_us, True)
+            ids = [p.slice.file_id for p in resolved.files[table]]
             if window is None:
                 df = read_external(self.spark, meta).limit(0)
+            elif window.replaced_since_start:
+                # Files of those commits were clustered or overwritten since: their rows
+                # are in the files that replaced them, which the plan chose by file group.
+                df = read_external(self.spark, meta, ids)
             else:
-                ids = [p.slice.file_id for p in resolved.files[table]]
                 df = read_external(self.spark, meta, ids, window)
         else:
             df = self._read_files([p.uri for p in resolved.files[table]], table)
