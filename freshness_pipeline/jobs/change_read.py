@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from freshness_pipeline.hudi.changes import ChangeWindow
+from freshness_pipeline.jobs.external_read import sql_strings
 
 CDC_OPTIONS = {
     "hoodie.datasource.query.type": "incremental",
@@ -60,5 +61,4 @@ def read_changes(spark, table_uri: str, window: ChangeWindow, columns: Mapping[s
         .option("hoodie.datasource.read.end.instanttime", window.end)
         .load(table_uri)
     )
-    kept = ", ".join(f"'{t}'" for t in sorted(window.commit_times))
-    return cdc.where(f"ts_ms IN ({kept})")
+    return cdc.where(f"ts_ms IN ({sql_strings(window.commit_times)})")

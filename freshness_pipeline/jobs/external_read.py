@@ -60,7 +60,7 @@ def read_external(
         )
     df = reader.load(meta.table_uri)
     if window is not None:
-        df = df.where(f"_hoodie_commit_time IN ({_quoted(window.instants)})")
+        df = df.where(f"_hoodie_commit_time IN ({sql_strings(window.instants)})")
     if file_ids is not None:
         ids = sorted(set(file_ids))
         if not ids:
@@ -68,12 +68,13 @@ def read_external(
         else:
             # A base file is named `<fileId>_<token>_<instant>.parquet`; a row merged from a
             # log carries the bare file id: the part before the first `_` is the group.
-            df = df.where(f"split(_hoodie_file_name, '_')[0] IN ({_quoted(ids)})")
+            df = df.where(f"split(_hoodie_file_name, '_')[0] IN ({sql_strings(ids)})")
     # selectExpr, not withColumn(F.expr(...)): the same call through Spark Connect and locally
     kept = [f"`{c}`" for c in df.columns if c != ARRIVAL]
     df = df.selectExpr(*kept, f"{arrival_expression(meta)} AS {ARRIVAL}")
     return df.drop(*[c for c in HOODIE_COLUMNS if c in df.columns])
 
 
-def _quoted(values: Iterable[str]) -> str:
+def sql_strings(values: Iterable[str]) -> str:
+    """Values as a SQL list of string literals, sorted (for `IN (...)`)."""
     return ", ".join(f"'{v}'" for v in sorted(values))
