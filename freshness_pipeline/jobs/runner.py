@@ -36,6 +36,7 @@ from freshness_pipeline.hudi.write import (
 )
 from freshness_pipeline.jobs.change_read import before_images_sql, read_changes
 from freshness_pipeline.jobs.external_read import ARRIVAL, read_external
+from freshness_pipeline.jobs.handoff import Handoffs
 from freshness_pipeline.jobs.run_config import ResolvedRun
 from freshness_pipeline.jobs.run_phases import StepTimes, TimelineTimes, runner_phases
 from freshness_pipeline.jobs.sql import (
@@ -75,6 +76,8 @@ class RunReport:
     seconds: float
     # read, transform and the write's phases (run_phases.runner_phases); empty if unknown
     phases: Mapping[str, float] = field(default_factory=dict)
+    # inputs read from an earlier step's result in this run's memory (jobs/handoff.py)
+    inputs_in_memory: tuple[str, ...] = ()
 
 
 def _now_us() -> int:
@@ -134,13 +137,17 @@ class JobRunner:
         spark,
         tables: Lakehouse | Callable[[str], str],
         write_overrides: Mapping[str, str] | None = None,
+        handoffs: Handoffs | None = None,
     ) -> None:
         """`tables`: the lakehouse (its tables' locations, storage options and lock
         folder), or a callable table name -> URI (a local lakehouse). `write_overrides`:
         Hudi write options put over the job's own, last (bench/write_modes.py measures
-        index types and merge-on-read with them)."""
+        index types and merge-on-read with them). `handoffs`: the results kept by the
+        earlier steps of the same run (jobs/handoff.py); None: every input from Hudi."""
         self.spark = spark
         self.write_overrides = dict(write_overrides or {})
+        self.handoffs = handoffs
+        self._in_memory: list[str] = []
         self.lakehouse = tables if isinstance(tables, Lakehouse) else None
         self._table_uri = None if isinstance(tables, Lakehouse) else tables
         self._views: set[str] = set()
@@ -214,7 +221,14 @@ class JobRunner:
             else:
                 df = read_external(self.spark, meta, ids, window)
         else:
-            df = self._read_files([p.uri for p in resolved.files[table]], table)
+            kept = self.handoffs and self.handoffs.view_for(
+                table, resolved.t_done_us, resolved.cutoff_us
+            )
+            if kept:
+                df = self.spark.table(kept)
+                self._in_memory.append(table)
+            else:
+                df = self._read_files([p.uri for p in resolved.files[table]], table)
         low = -1 if resolved.t_done_us is None else resolved.t_done_us
         return df.where(
             f"arrival_ts > {_us_literal(low)} AND arrival_ts <= {_us_literal(resolved.cutoff_us)}"
@@ -253,10 +267,16 @@ class JobRunner:
     # --- the run ------------------------------------------------------------------------
 
     def run(
-        self, spec: JobSpec, resolved: ResolvedRun, fail_before_commit: bool = False
+        self,
+        spec: JobSpec,
+        resolved: ResolvedRun,
+        fail_before_commit: bool = False,
+        keep_result: bool = False,
     ) -> RunReport:
+        """`keep_result`: a later step of the run reads this table; its committed rows
+        are kept for it (when exact, jobs/handoff.py)."""
         try:
-            report = self._run(spec, resolved, fail_before_commit)
+            report = self._run(spec, resolved, fail_before_commit, keep_result)
         except Exception:
             self._release()
             raise
@@ -302,10 +322,13 @@ class JobRunner:
         self.spark.catalog.cacheTable(name)
         return self.spark.table(name)
 
-    def _run(self, spec: JobSpec, resolved: ResolvedRun, fail_before_commit: bool) -> RunReport:
+    def _run(
+        self, spec: JobSpec, resolved: ResolvedRun, fail_before_commit: bool, keep: bool
+    ) -> RunReport:
         started = time.monotonic()
         started_us = _now_us()
         self._change_arrival = None
+        self._in_memory = []
         follows = self.follows_changes(spec)
         rows_scanned = self._register_inputs(spec, resolved)
         inputs_read_us = _now_us()
@@ -319,7 +342,13 @@ class JobRunner:
             result = self._with_deletions(spec, result)
         transformed_us = _now_us()
         self._commit(spec, resolved, result, stats, fail_before_commit, follows)
-        step = StepTimes(started_us, inputs_read_us, transformed_us, _now_us())
+        committed_us = _now_us()
+        if keep and self.handoffs is not None and not follows:
+            # (A run that followed deletions also deleted rows its result does not hold.)
+            self.handoffs.keep(
+                self.spark, spec.name, "run_result", resolved.t_done_us, resolved.cutoff_us
+            )
+        step = StepTimes(started_us, inputs_read_us, transformed_us, committed_us)
         return RunReport(
             job=spec.name,
             t_done_before_us=resolved.t_done_us,
@@ -330,6 +359,7 @@ class JobRunner:
             rows_written=int(stats["n"]),
             seconds=time.monotonic() - started,
             phases=runner_phases(step, self._timeline_times(spec.name, resolved.cutoff_us)),
+            inputs_in_memory=tuple(self._in_memory),
         )
 
     def _timeline_times(self, table: str, cutoff_us: int) -> TimelineTimes | None:

@@ -147,14 +147,17 @@ def run_until_committed(
     runner: JobRunner,
     table_meta,
     faults_dir: Path | None = None,
+    keep_result: bool = False,
 ) -> tuple[ResolvedRun, RunReport | None, list[str]]:
     """Runs the job; if Hudi refuses the commit as a stale plan, re-plans and runs again.
-    `faults_dir`: fault injection for the reliability tests (faults.py); None: off."""
+    `faults_dir`: fault injection for the reliability tests (faults.py); None: off.
+    `keep_result`: a later step of this run reads the table (jobs/handoff.py)."""
     stale: list[str] = []
     inject = faults.take(faults_dir, spec.name)
     for _ in range(MAX_PLAN_ATTEMPTS):
         try:
-            return resolved, runner.run(spec, resolved, fail_before_commit=inject), stale
+            report = runner.run(spec, resolved, fail_before_commit=inject, keep_result=keep_result)
+            return resolved, report, stale
         except StalePlan as exc:
             stale.append(str(exc))
             context.log.warning(f"{exc}; re-planning from the new watermark")
@@ -165,6 +168,15 @@ def run_until_committed(
         description=f"{spec.name}: lost the commit to another writer {len(stale)} times",
         metadata={"stale_plans": "\n".join(stale)},
     )
+
+
+def _read_later_in_run(context: AssetExecutionContext, readers: frozenset[str]) -> bool:
+    """Whether this run also materializes a job that reads this step's table (then its
+    rows are kept for that step, jobs/handoff.py)."""
+    selection = context.run.asset_selection
+    if not selection or not readers:
+        return False
+    return any(key.to_user_string() in readers for key in selection)
 
 
 def files_chosen(resolved: ResolvedRun) -> int:
@@ -252,6 +264,8 @@ def report_metadata(report: RunReport, resolved: ResolvedRun) -> dict[str, objec
         "duration_s": round(report.seconds, 3),
         "watermark_lag_s": round(time.time() - report.t_done_after_us / US_PER_S, 3),
         "files_moved_and_resolved": len(resolved.resolved_moves),
+        # inputs read from an earlier step's rows kept in this run (jobs/handoff.py)
+        "inputs_in_memory": ", ".join(report.inputs_in_memory) or "none",
     }
 
 
@@ -342,10 +356,12 @@ def build_asset(
     automation_condition: AutomationCondition | None = None,
     faults_dir: Path | None = None,
     traced: AssetLineage | LineageError | None = None,
+    readers: frozenset[str] = frozenset(),
 ) -> AssetsDefinition:
     """The job as an asset; `automation_condition` is set only when Dagster's declarative
     automation launches the jobs (FRESHNESS_AUTOMATION=dagster_eager, automation.py);
-    `traced`: a user's job's lineage (job_lineages)."""
+    `traced`: a user's job's lineage (job_lineages); `readers`: the jobs that read its
+    table (a run that also materializes one keeps this step's rows for it)."""
     lineage_table, column_metadata = column_lineage_parts(spec, traced)
 
     @asset(
@@ -423,9 +439,10 @@ def build_asset(
                 context.log.warning(f"a selected file group of {table} was replaced; re-planned")
             session = spark.spark_session
             session_us = int(time.time() * US_PER_S)
-            runner = JobRunner(session, hudi_meta.lakehouse())
+            runner = JobRunner(session, hudi_meta.lakehouse(), handoffs=spark.handoffs)
+            keep = _read_later_in_run(context, readers)
             resolved, report, lost = run_until_committed(
-                context, spec, config, resolved, runner, hudi_meta.table, faults_dir
+                context, spec, config, resolved, runner, hudi_meta.table, faults_dir, keep
             )
             stale += lost
         metadata = plan_metadata(resolved, planned, stale, chained_after, step)
@@ -467,6 +484,13 @@ def build_job_assets(
     specs = (JOBS if jobs is None else jobs).values()
     traced = lineages or {}
     return [
-        build_asset(spec, target, automation_condition, faults_dir, traced.get(spec.name))
+        build_asset(
+            spec,
+            target,
+            automation_condition,
+            faults_dir,
+            traced.get(spec.name),
+            frozenset(s.name for s in specs if spec.name in s.inputs),
+        )
         for spec in specs
     ]
