@@ -94,8 +94,9 @@ class HudiSparkResource(_SettingsBound):
     )
     _session: Any = PrivateAttr(default=None)
     _discovery: Any = PrivateAttr(default=None)  # service_discovery.Discovery or None
-    # the results the run's steps keep for the steps after them (jobs/handoff.py)
-    _handoffs: Any = PrivateAttr(default_factory=Handoffs)
+    # the results the run's steps keep for the steps after them (jobs/handoff.py); made
+    # on first use, so each copy Dagster makes of the resource for a run has its own
+    _handoffs: Any = PrivateAttr(default=None)
 
     def setup_for_execution(self, context: InitResourceContext) -> None:
         """A run given no Spark service (a hand `dagster asset materialize` beside the
@@ -119,11 +120,13 @@ class HudiSparkResource(_SettingsBound):
 
     def teardown_after_execution(self, context: InitResourceContext) -> None:
         # A shared service's cache outlives the run's session: the kept results go now.
-        if self._session is not None:
+        if self._session is not None and self._handoffs is not None:
             self._handoffs.release(self._session)
 
     @property
     def handoffs(self) -> Handoffs:
+        if self._handoffs is None:
+            self._handoffs = Handoffs()
         return self._handoffs
 
     @property
