@@ -156,6 +156,12 @@ def test_oracle_holds_under_random_schedules(
             )
         report = runner.run(spec, resolved, keep_result=True)
         assert watermark(feeder, job) == resolved.cutoff_us
+        # Each round trip to the service counted (none on a local session); the write is one.
+        if backend == "service":
+            assert report.connect_calls["read"] > 0 and report.connect_call_s > 0, report
+            assert "command:write_operation" in report.connect_by_kind, report.connect_by_kind
+        else:
+            assert report.connect_calls == {}, report.connect_calls
         # A shared service keeps the session after the run: nothing of the run stays in it.
         assert _temp_views(spark) == [], job
         memory = f", from memory: {report.inputs_in_memory}" if report.inputs_in_memory else ""

@@ -14,7 +14,7 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from freshness_pipeline.catalog.jobs import JobSpec
 from freshness_pipeline.hudi.changes import change_window, commit_window
@@ -35,6 +35,7 @@ from freshness_pipeline.hudi.write import (
     write_options,
 )
 from freshness_pipeline.jobs.change_read import before_images_sql, read_changes
+from freshness_pipeline.jobs.connect_calls import ConnectCalls, watching
 from freshness_pipeline.jobs.external_read import ARRIVAL, read_external
 from freshness_pipeline.jobs.handoff import Handoffs
 from freshness_pipeline.jobs.run_config import ResolvedRun
@@ -78,6 +79,10 @@ class RunReport:
     phases: Mapping[str, float] = field(default_factory=dict)
     # inputs read from an earlier step's result in this run's memory (jobs/handoff.py)
     inputs_in_memory: tuple[str, ...] = ()
+    # Spark Connect round trips (jobs/connect_calls.py): by phase, and by kind as text
+    connect_calls: Mapping[str, int] = field(default_factory=dict)
+    connect_call_s: float = 0.0
+    connect_by_kind: str = ""
 
 
 def _now_us() -> int:
@@ -148,6 +153,7 @@ class JobRunner:
         self.write_overrides = dict(write_overrides or {})
         self.handoffs = handoffs
         self._in_memory: list[str] = []
+        self._calls = ConnectCalls()
         self.lakehouse = tables if isinstance(tables, Lakehouse) else None
         self._table_uri = None if isinstance(tables, Lakehouse) else tables
         self._views: set[str] = set()
@@ -275,19 +281,29 @@ class JobRunner:
     ) -> RunReport:
         """`keep_result`: a later step of the run reads this table; its committed rows
         are kept for it (when exact, jobs/handoff.py)."""
-        try:
-            report = self._run(spec, resolved, fail_before_commit, keep_result)
-        except Exception:
+        with watching(self.spark) as self._calls:
+            try:
+                report = self._run(spec, resolved, fail_before_commit, keep_result)
+            except Exception:
+                self._release()
+                raise
+            except BaseException:
+                # Interrupted (Ctrl-C, or Dagster terminating the run). A local JVM dies
+                # with us; a shared Spark service would finish the write and commit behind
+                # a run Dagster reports as failed, racing its retry. Cancel it there.
+                self._interrupt_service_work()
+                raise
+            before_release = self._calls.total
             self._release()
-            raise
-        except BaseException:
-            # Interrupted (Ctrl-C, or Dagster terminating the run). A local JVM dies
-            # with us; a shared Spark service would finish the write and commit behind
-            # a run Dagster reports as failed, racing its retry. Cancel it there.
-            self._interrupt_service_work()
-            raise
-        self._release()
-        return report
+        if not self._calls.total:
+            return replace(report, connect_calls={})  # a local session: no round trips
+        by_phase = {**report.connect_calls, "release": self._calls.total - before_release}
+        return replace(
+            report,
+            connect_calls=by_phase,
+            connect_call_s=round(self._calls.total_s, 3),
+            connect_by_kind=self._calls.by_kind(),
+        )
 
     def _register(self, df, name: str) -> None:
         df.createOrReplaceTempView(name)
@@ -329,9 +345,11 @@ class JobRunner:
         started_us = _now_us()
         self._change_arrival = None
         self._in_memory = []
+        marks = [self._calls.total]
         follows = self.follows_changes(spec)
         rows_scanned = self._register_inputs(spec, resolved)
         inputs_read_us = _now_us()
+        marks.append(self._calls.total)
         result = self._transform(spec, resolved if follows else None)
         stats = result.selectExpr(
             "count(*) AS n",
@@ -341,13 +359,18 @@ class JobRunner:
         if follows:
             result = self._with_deletions(spec, result)
         transformed_us = _now_us()
+        marks.append(self._calls.total)
         self._commit(spec, resolved, result, stats, fail_before_commit, follows)
         committed_us = _now_us()
+        marks.append(self._calls.total)
         if keep and self.handoffs is not None and not follows:
             # (A run that followed deletions also deleted rows its result does not hold.)
             self.handoffs.keep(
                 self.spark, spec.name, "run_result", resolved.t_done_us, resolved.cutoff_us
             )
+        marks.append(self._calls.total)
+        phases = ("read", "transform", "write", "keep_result")
+        calls = {p: marks[i + 1] - marks[i] for i, p in enumerate(phases)}
         step = StepTimes(started_us, inputs_read_us, transformed_us, committed_us)
         return RunReport(
             job=spec.name,
@@ -360,6 +383,7 @@ class JobRunner:
             seconds=time.monotonic() - started,
             phases=runner_phases(step, self._timeline_times(spec.name, resolved.cutoff_us)),
             inputs_in_memory=tuple(self._in_memory),
+            connect_calls=calls,
         )
 
     def _timeline_times(self, table: str, cutoff_us: int) -> TimelineTimes | None:

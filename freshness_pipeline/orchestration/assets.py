@@ -266,6 +266,20 @@ def report_metadata(report: RunReport, resolved: ResolvedRun) -> dict[str, objec
         "files_moved_and_resolved": len(resolved.resolved_moves),
         # inputs read from an earlier step's rows kept in this run (jobs/handoff.py)
         "inputs_in_memory": ", ".join(report.inputs_in_memory) or "none",
+        **connect_metadata(report),
+    }
+
+
+def connect_metadata(report: RunReport) -> dict[str, object]:
+    """The run's Spark Connect round trips (none on a local session): the total, the
+    seconds waited, per runner phase and per kind."""
+    if not report.connect_calls:
+        return {}
+    return {
+        "connect_calls": sum(report.connect_calls.values()),
+        "connect_call_s": report.connect_call_s,
+        "connect_calls_by_phase": ", ".join(f"{p} {n}" for p, n in report.connect_calls.items()),
+        "connect_calls_by_kind": report.connect_by_kind,
     }
 
 
