@@ -58,7 +58,10 @@ def _execute_kind(request: Any) -> str:
 def watching(spark) -> Iterator[ConnectCalls]:
     """Counts the Connect calls `spark` makes inside the block (none on a local session)."""
     calls = ConnectCalls()
-    client = getattr(spark, "client", None)
+    try:
+        client = spark.client
+    except (AttributeError, RuntimeError):  # a classic session raises RuntimeError
+        client = None
     if client is None or not all(hasattr(client, name) for name in _WRAPPED):
         yield calls
         return
