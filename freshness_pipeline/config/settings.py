@@ -294,6 +294,12 @@ SETTINGS: tuple[Setting, ...] = (
             "that imported the definitions once (`run_start.py`); `spawn`: Dagster's own, a "
             "new Python that imports Dagster, PySpark and the definitions per run",
             " or ".join(RUN_STARTS), _choice(RUN_STARTS)),
+    Setting("FRESHNESS_HANDOFF", "false",
+            "`true`: in a run of several tables (a chain), a step reads its parent's new rows "
+            "from the parent's result kept in the run's session instead of from Hudi, where "
+            "the two are equal (jobs/handoff.py); off by default: on local disk the Hudi read "
+            "is the cheaper (docs/BENCHMARKS.md, rows handed on in memory)",
+            "true or false", _bool),
     Setting("FRESHNESS_SPARK_SERVICE_PORT", "15002", "port of the local Spark service",
             "a port number 1-65535", _int_at_least(1)),
     Setting("FRESHNESS_SPARK_SERVICE_BIND", "127.0.0.1",
@@ -567,6 +573,7 @@ class Settings:
     spark_remote: str | None = None
     spark_mode: str = "service"  # the shared Spark service (spark_service.py) or "local"
     run_start: str = "forkserver"  # how a code server starts runs (run_start.py)
+    handoff: bool = False  # a chain's steps read their parents' rows from memory (handoff.py)
     spark_service_port: int = 15002
     spark_service_memory: str = "4g"
     spark_service_bind: str = "127.0.0.1"
@@ -662,6 +669,7 @@ def load_settings(
         spark_remote=values["FRESHNESS_SPARK_REMOTE"] or None,
         spark_mode=values["FRESHNESS_SPARK_MODE"],
         run_start=values["FRESHNESS_RUN_START"],
+        handoff=values["FRESHNESS_HANDOFF"],
         spark_service_port=values["FRESHNESS_SPARK_SERVICE_PORT"],
         spark_service_memory=values["FRESHNESS_SPARK_SERVICE_MEMORY"],
         spark_service_bind=values["FRESHNESS_SPARK_SERVICE_BIND"],

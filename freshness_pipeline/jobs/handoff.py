@@ -23,6 +23,8 @@ import contextlib
 from dataclasses import dataclass
 
 HANDOFF_PREFIX = "handoff_"
+# A bigger result (a backlog's run) goes through the client twice: read from Hudi instead.
+MAX_KEPT_ROWS = 200_000
 
 
 @dataclass(frozen=True)
@@ -51,19 +53,28 @@ class Handoffs:
         return held.view
 
     def keep(
-        self, spark, table: str, result_view: str, t_done_before_us: int | None, cutoff_us: int
+        self,
+        spark,
+        table: str,
+        result_view: str,
+        t_done_before_us: int | None,
+        cutoff_us: int,
+        rows: int,
     ) -> bool:
-        """Keeps the committed result `result_view` of a run of `table` for later steps.
-        Called after the commit: a failure here costs the later steps a Hudi read, never
-        the run, so it returns False instead of raising."""
+        """Keeps the committed result `result_view` (`rows` rows) of a run of `table` for
+        later steps. Called after the commit: a failure here costs the later steps a Hudi
+        read, never the run, so it returns False instead of raising."""
         self._drop(spark, table)
+        if rows > MAX_KEPT_ROWS:
+            return False
         view = f"{HANDOFF_PREFIX}{table}"
         try:
-            spark.table(result_view).createOrReplaceTempView(view)
-            spark.catalog.cacheTable(view)
-            # Loaded now, from the result's cache: once loaded, the result's own view can
-            # go (Spark keeps a loaded dependent cache when a frame's view is dropped).
-            spark.table(view).count()
+            result = spark.table(result_view)
+            # The rows themselves, not a view of the result: a view would carry the
+            # parent's whole plan into every plan of the child (and its children), which
+            # Spark analyses and matches against its cache at every query.
+            kept = spark.createDataFrame(result.collect(), schema=result.schema)
+            kept.createOrReplaceTempView(view)
         except Exception:
             with contextlib.suppress(Exception):
                 spark.catalog.dropTempView(view)

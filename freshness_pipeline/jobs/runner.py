@@ -366,7 +366,12 @@ class JobRunner:
         if keep and self.handoffs is not None and not follows:
             # (A run that followed deletions also deleted rows its result does not hold.)
             self.handoffs.keep(
-                self.spark, spec.name, "run_result", resolved.t_done_us, resolved.cutoff_us
+                self.spark,
+                spec.name,
+                "run_result",
+                resolved.t_done_us,
+                resolved.cutoff_us,
+                int(stats["n"]),
             )
         marks.append(self._calls.total)
         phases = ("read", "transform", "write", "keep_result")

@@ -454,7 +454,7 @@ def build_asset(
             session = spark.spark_session
             session_us = int(time.time() * US_PER_S)
             runner = JobRunner(session, hudi_meta.lakehouse(), handoffs=spark.handoffs)
-            keep = _read_later_in_run(context, readers)
+            keep = spark.bound_settings().handoff and _read_later_in_run(context, readers)
             resolved, report, lost = run_until_committed(
                 context, spec, config, resolved, runner, hudi_meta.table, faults_dir, keep
             )
