@@ -8,48 +8,49 @@ from types import SimpleNamespace
 
 import pytest
 
-from freshness_pipeline.jobs.handoff import HANDOFF_PREFIX, Handoffs
+from freshness_pipeline.jobs.handoff import HANDOFF_PREFIX, MAX_KEPT_ROWS, Handoffs
 from freshness_pipeline.orchestration.assets import _read_later_in_run
 
 
 class FakeSpark:
     def __init__(self, fail_on: str | None = None) -> None:
-        self.views: dict[str, str] = {"run_result": "rows"}
-        self.cached: set[str] = set()
+        self.views: dict[str, object] = {"run_result": ["row"]}
         self.fail_on = fail_on
-        self.catalog = SimpleNamespace(
-            cacheTable=self._cache, dropTempView=self._drop, listTables=lambda: []
-        )
+        self.catalog = SimpleNamespace(dropTempView=self._drop, listTables=lambda: [])
 
     def table(self, name: str):
         if name not in self.views:
             raise LookupError(name)
+        return self._frame(self.views[name])
+
+    def createDataFrame(self, rows, schema):  # noqa: N802 (Spark's name)
+        return self._frame(list(rows))
+
+    def _frame(self, rows):
         spark = self
 
         class Frame:
-            def createOrReplaceTempView(self, view: str) -> None:
-                spark.views[view] = spark.views[name]
+            schema = "the result's schema"
 
-            def count(self) -> int:
-                if spark.fail_on == "count":
+            def collect(self):
+                if spark.fail_on == "collect":
                     raise RuntimeError("executor lost")
-                return 3
+                return rows
+
+            def createOrReplaceTempView(self, view: str) -> None:  # noqa: N802
+                spark.views[view] = rows
 
         return Frame()
 
-    def _cache(self, name: str) -> None:
-        self.cached.add(name)
-
     def _drop(self, name: str) -> bool:
-        self.cached.discard(name)
         return self.views.pop(name, None) is not None
 
 
 def test_kept_rows_serve_only_the_exact_window_of_the_run_that_kept_them():
     spark, handoffs = FakeSpark(), Handoffs()
-    assert handoffs.keep(spark, "trade_aggr", "run_result", 100, 200)
+    assert handoffs.keep(spark, "trade_aggr", "run_result", 100, 200, 10)
     view = f"{HANDOFF_PREFIX}trade_aggr"
-    assert view in spark.cached
+    assert spark.views[view] == ["row"]  # the rows themselves
     assert handoffs.view_for("trade_aggr", 100, 200) == view
     # a child behind the parent's previous watermark would miss rows of earlier commits;
     # one asking past the kept cutoff would miss rows of later ones
@@ -61,34 +62,41 @@ def test_kept_rows_serve_only_the_exact_window_of_the_run_that_kept_them():
 
 def test_a_first_run_hands_on_to_a_child_that_never_ran():
     spark, handoffs = FakeSpark(), Handoffs()
-    handoffs.keep(spark, "price_aggr", "run_result", None, 200)
+    handoffs.keep(spark, "price_aggr", "run_result", None, 200, 10)
     assert handoffs.view_for("price_aggr", None, 200) == f"{HANDOFF_PREFIX}price_aggr"
     assert handoffs.view_for("price_aggr", 0, 200) is None
 
 
 def test_a_newer_run_of_the_table_replaces_the_kept_rows():
     spark, handoffs = FakeSpark(), Handoffs()
-    handoffs.keep(spark, "trade_aggr", "run_result", 100, 200)
-    handoffs.keep(spark, "trade_aggr", "run_result", 200, 300)
+    handoffs.keep(spark, "trade_aggr", "run_result", 100, 200, 10)
+    handoffs.keep(spark, "trade_aggr", "run_result", 200, 300, 10)
     assert handoffs.view_for("trade_aggr", 100, 200) is None
     assert handoffs.view_for("trade_aggr", 200, 300) == f"{HANDOFF_PREFIX}trade_aggr"
-    assert spark.cached == {f"{HANDOFF_PREFIX}trade_aggr"}
+    assert [v for v in spark.views if v.startswith(HANDOFF_PREFIX)] == [
+        f"{HANDOFF_PREFIX}trade_aggr"
+    ]
 
 
 def test_a_result_that_cannot_be_kept_costs_a_hudi_read_not_the_run():
-    spark, handoffs = FakeSpark(fail_on="count"), Handoffs()
-    assert handoffs.keep(spark, "trade_aggr", "run_result", 100, 200) is False
+    spark, handoffs = FakeSpark(fail_on="collect"), Handoffs()
+    assert handoffs.keep(spark, "trade_aggr", "run_result", 100, 200, 10) is False
     assert handoffs.view_for("trade_aggr", 100, 200) is None
     assert "trade_aggr" not in handoffs
     assert f"{HANDOFF_PREFIX}trade_aggr" not in spark.views  # nothing left in the session
 
 
-def test_release_drops_and_uncaches_every_kept_result():
+def test_a_result_too_big_to_pass_through_the_client_is_not_kept():
     spark, handoffs = FakeSpark(), Handoffs()
-    handoffs.keep(spark, "trade_aggr", "run_result", 100, 200)
-    handoffs.keep(spark, "price_aggr", "run_result", 100, 200)
+    assert handoffs.keep(spark, "trade_aggr", "run_result", 100, 200, MAX_KEPT_ROWS + 1) is False
+    assert handoffs.view_for("trade_aggr", 100, 200) is None
+
+
+def test_release_drops_every_kept_result():
+    spark, handoffs = FakeSpark(), Handoffs()
+    handoffs.keep(spark, "trade_aggr", "run_result", 100, 200, 10)
+    handoffs.keep(spark, "price_aggr", "run_result", 100, 200, 10)
     handoffs.release(spark)
-    assert spark.cached == set()
     assert [v for v in spark.views if v.startswith(HANDOFF_PREFIX)] == []
     assert handoffs.view_for("trade_aggr", 100, 200) is None
 
