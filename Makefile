@@ -36,7 +36,7 @@ KAFKA_STAMP := $(KAFKA_DIR)/.kafka-$(KAFKA_VERSION)
 export FRESHNESS_JARS_DIR := $(abspath $(JARS_DIR))
 export DAGSTER_HOME ?= $(abspath .dagster_home)
 
-.PHONY: setup demo demo-kafka test test-fast lint typecheck format bench-ingest bench-kafka-ingest bench-growth bench-tick \
+.PHONY: setup demo demo-kafka test test-fast lint typecheck format bench-ingest bench-kafka-ingest bench-growth bench-tick bench-handoff \
 	bench-tick-real bench-overhead bench-chains bench-launch bench-memory bench-lineage experiment experiment-long experiment-chains experiment-bursty experiment-packed tune-interval \
 	simulate simulate-aging simulate-published first-materializations chaos soak soak-no-clustering \
 	clean-data postgres chromium demo-cluster test-ui
@@ -201,11 +201,16 @@ bench-tick-real: setup
 bench-overhead: setup
 	$(VENV)/bin/python -m freshness_pipeline.bench.run_overhead
 
-# How a code server starts runs, spawn against forkserver (FRESHNESS_RUN_START), two
-# pairs of 4-minute stacks, alternating (about 25 minutes; docs/BENCHMARKS.md).
 bench-chains: setup
 	$(VENV)/bin/python -m freshness_pipeline.bench.chain_plan --jobs 30
 
+# A chain's children reading their parents' rows from memory against from Hudi, side by
+# side on one input (about 10 minutes; docs/BENCHMARKS.md).
+bench-handoff: setup
+	$(VENV)/bin/python -m freshness_pipeline.bench.handoff
+
+# How a code server starts runs, spawn against forkserver (FRESHNESS_RUN_START), two
+# pairs of 4-minute stacks, alternating (about 25 minutes; docs/BENCHMARKS.md).
 bench-launch: setup
 	$(VENV)/bin/python -m freshness_pipeline.bench.run_launch
 

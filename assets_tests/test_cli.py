@@ -83,3 +83,70 @@ def test_the_short_experiment_compares_pmb_with_the_peers():
         "interval",
     ]
     assert {"dagster_eager", "interval"} <= set(cli.EXPERIMENT_MODES["long"]["variants"].split(","))
+
+
+def test_check_passes_the_bundled_jobs_and_names_a_missing_table(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("FRESHNESS_LAKEHOUSE", str(tmp_path / "tables"))
+    assert cli.main(["check"]) == 0
+    assert capsys.readouterr().out.startswith("6 job(s) checked, no problem: ")
+    folder = tmp_path / "jobs"
+    folder.mkdir()
+    (folder / "q.sql").write_text(
+        "/* freshness\ninputs: [quotes]\nkey: [second, symbol]\nevent_time: second\n"
+        "merge: replace_by_key\n*/\nSELECT symbol, second, arrival_ts FROM delta_quotes\n"
+    )
+    assert cli.main(["check", str(folder)]) == 1
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith("q.sql: q: reads quotes: no Hudi table at "), out
+    assert "q.sql: q: reads quotes: no such table and no job writes it" in out
+
+
+def test_check_prints_each_declaration_problem_on_its_own_line(tmp_path, capsys):
+    (tmp_path / "bad.sql").write_text("/* freshness\ninputs: [trade_raw]\n*/\nSELECT 1")
+    assert cli.main(["check", str(tmp_path)]) == 1
+    out = capsys.readouterr().out.splitlines()
+    assert "bad.sql: bad: `key` is missing" in out
+    assert any(line.startswith("bad.sql: bad: `merge` must be one of") for line in out), out
+
+
+def test_check_refuses_a_table_whose_layout_is_not_its_declarations(tmp_path, capsys, monkeypatch):
+    """hoodie.properties of an existing table against the declaration: Hudi cannot change
+    a record key or a partitioning in place."""
+    lake = tmp_path / "tables"
+    hoodie = lake / "trade_aggr" / ".hoodie"
+    hoodie.mkdir(parents=True)
+    (hoodie / "hoodie.properties").write_text(
+        "hoodie.table.name=trade_aggr\nhoodie.table.recordkey.fields=symbol,second\n"
+        "hoodie.table.partition.fields=\n"
+    )
+    monkeypatch.setenv("FRESHNESS_LAKEHOUSE", str(lake))
+    assert cli.main(["check"]) == 1
+    out = capsys.readouterr().out.splitlines()
+    assert out == [
+        f"trade_aggr.sql: trade_aggr: its table at {lake / 'trade_aggr'} has record key "
+        "'symbol,second', the declaration says 'second,symbol': rebuild the table (Hudi "
+        "cannot change it in place) or fix the declaration",
+        f"trade_aggr.sql: trade_aggr: its table at {lake / 'trade_aggr'} has partition "
+        "'none', the declaration says 'symbol_prefix': rebuild the table (Hudi cannot change "
+        "it in place) or fix the declaration",
+    ]
+
+
+def test_the_stack_refuses_to_start_on_jobs_that_do_not_check(tmp_path, monkeypatch):
+    """The preflight runs the same check before anything starts."""
+    from freshness_pipeline.config.settings import load_settings
+    from freshness_pipeline.runtime.preflight import PreflightError, preflight
+
+    folder = tmp_path / "jobs"
+    folder.mkdir()
+    (folder / "q.sql").write_text(
+        "/* freshness\ninputs: [trade_raw]\nkey: [second, symbol]\nevent_time: second\n"
+        "merge: replace_by_key\n*/\nSELECT symbol, second, qty, arrival_ts FROM delta_trade_raw\n"
+    )
+    settings = load_settings(
+        {"FRESHNESS_JOBS": str(folder), "FRESHNESS_LAKEHOUSE": str(tmp_path / "tables")}
+    )
+    with pytest.raises(PreflightError) as raised:
+        preflight(settings)
+    assert "q.sql: q: column second: read by the SQL but not a column" in str(raised.value)
+    preflight(load_settings({"FRESHNESS_LAKEHOUSE": str(tmp_path / "tables")}))  # bundled: fine

@@ -323,6 +323,41 @@ def cmd_lineage(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_check(args: argparse.Namespace) -> int:
+    """Checks a folder of job declarations (FRESHNESS_JOBS unless one is given) against
+    themselves and the tables they read, without running anything: one line per problem."""
+    from pathlib import Path
+
+    from freshness_pipeline.catalog.declaration import DeclarationError
+    from freshness_pipeline.catalog.jobs import load_jobs
+    from freshness_pipeline.jobs.check import (
+        change_problems,
+        check_jobs,
+        input_changes,
+        input_schemas,
+        layout_problems,
+    )
+
+    settings = args.settings
+    try:
+        jobs = load_jobs(Path(args.folder).resolve()) if args.folder else dict(settings.jobs)
+    except DeclarationError as exc:
+        problems = [str(p) for p in exc.problems]
+    else:
+        schemas, problems = input_schemas(jobs, settings.lakehouse)
+        problems += [str(p) for p in check_jobs(jobs, schemas)]
+        problems += [str(p) for p in layout_problems(jobs, settings.lakehouse)]
+        changes = input_changes(jobs, settings.lakehouse)
+        problems += [str(p) for p in change_problems(jobs, changes)]
+    for line in problems:
+        print(line)
+    if problems:
+        print(f"{len(problems)} problem(s)", file=sys.stderr)
+        return 1
+    print(f"{len(jobs)} job(s) checked, no problem: {', '.join(jobs)}")
+    return 0
+
+
 def _burst_args(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--burst-every",
@@ -504,6 +539,17 @@ def _add_lineage(sub) -> None:
     lineage.set_defaults(func=cmd_lineage)
 
 
+def _add_check(sub) -> None:
+    check = sub.add_parser(
+        "check",
+        help="check a folder of job declarations and the tables they read (runs nothing)",
+    )
+    check.add_argument(
+        "folder", nargs="?", help="the folder (default: FRESHNESS_JOBS, else jobs_sql/)"
+    )
+    check.set_defaults(func=cmd_check)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="freshness", description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -516,6 +562,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_broker(sub)
     _add_master(sub)
     _add_lineage(sub)
+    _add_check(sub)
     return parser
 
 

@@ -10,7 +10,7 @@ from dagster import Definitions, in_process_executor
 
 from freshness_pipeline.config.settings import Settings, load_settings
 from freshness_pipeline.orchestration.alembic_location import name_alembic_scripts_by_path
-from freshness_pipeline.orchestration.assets import build_job_assets
+from freshness_pipeline.orchestration.assets import build_job_assets, job_lineages
 from freshness_pipeline.orchestration.automation import get_automation
 from freshness_pipeline.orchestration.clustering_sensor import (
     build_clustering_sensor,
@@ -36,7 +36,11 @@ def build_definitions(settings: Settings) -> Definitions:
     automation = get_automation(settings.scheduler.automation).build(settings)
     cluster_jobs = clustering_jobs(settings.clustering)
     cluster_sensors = (
-        [build_clustering_sensor(cluster_jobs, settings.clustering, settings.spark_remote)]
+        [
+            build_clustering_sensor(
+                cluster_jobs, settings.clustering, settings.spark_remote, settings.jobs
+            )
+        ]
         if cluster_jobs
         else []
     )
@@ -44,7 +48,11 @@ def build_definitions(settings: Settings) -> Definitions:
         assets=[
             *build_raw_sources(settings),
             *build_job_assets(
-                settings.staleness_target, automation.asset_condition, settings.faults_dir
+                settings.staleness_target,
+                automation.asset_condition,
+                settings.faults_dir,
+                settings.jobs,
+                job_lineages(settings.jobs, settings.lakehouse),
             ),
         ],
         sensors=[*automation.sensors, *cluster_sensors],

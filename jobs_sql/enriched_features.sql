@@ -12,7 +12,6 @@ merge: replace_by_key
 -- industry. Key (second, symbol); partitioned by the symbol's first letter. A row is a
 -- function of its market_features row alone, so a changed input row replaces its output row.
 
--- section: partial
 -- View delta_market_features: input row versions of this run; company_master: the master.
 SELECT
   m.symbol, m.second,
@@ -25,6 +24,3 @@ SELECT
   m.symbol_prefix
 FROM delta_market_features m
 LEFT JOIN company_master c ON c.symbol = m.symbol
-
--- section: merge
-SELECT * FROM partial

@@ -37,7 +37,6 @@ columns:
 -- its own arrival, so a change on one side updates that side and keeps the other (the
 -- join updates the side that changed; no lookup into the other input is needed).
 
--- section: partial
 -- Views delta_price_aggr and delta_trade_aggr: input row versions of this run.
 SELECT
   coalesce(p.symbol, t.symbol) AS symbol,
@@ -50,45 +49,3 @@ SELECT
   t.arrival_ts AS trade_arrival_ts
 FROM delta_price_aggr p
 FULL OUTER JOIN delta_trade_aggr t ON t.symbol = p.symbol AND t.second = p.second
-
--- section: merge
--- Views partial (above) and existing (current target rows with the same keys).
-WITH sides AS (
-  SELECT
-    p.symbol, p.second,
-    IF(p.has_price, p.best_bid, e.best_bid) AS best_bid,
-    IF(p.has_price, p.best_bid_size, e.best_bid_size) AS best_bid_size,
-    IF(p.has_price, p.best_ask, e.best_ask) AS best_ask,
-    IF(p.has_price, p.best_ask_size, e.best_ask_size) AS best_ask_size,
-    IF(p.has_price, p.update_count, e.update_count) AS update_count,
-    IF(p.has_price, p.price_arrival_ts, e.price_arrival_ts) AS price_arrival_ts,
-    IF(p.has_trade, p.open, e.open) AS open,
-    IF(p.has_trade, p.high, e.high) AS high,
-    IF(p.has_trade, p.low, e.low) AS low,
-    IF(p.has_trade, p.close, e.close) AS close,
-    IF(p.has_trade, p.volume, e.volume) AS volume,
-    IF(p.has_trade, p.trade_count, e.trade_count) AS trade_count,
-    IF(p.has_trade, p.notional, e.notional) AS notional,
-    IF(p.has_trade, p.vwap, e.vwap) AS vwap,
-    IF(p.has_trade, p.trade_arrival_ts, e.trade_arrival_ts) AS trade_arrival_ts
-  FROM partial p
-  LEFT JOIN existing e ON e.symbol = p.symbol AND e.second = p.second
-)
-SELECT
-  symbol, second,
-  best_bid, best_bid_size, best_ask, best_ask_size, update_count,
-  open, high, low, close, volume, trade_count, notional, vwap,
-  CAST((best_bid + best_ask) / 2 AS DOUBLE) AS mid,
-  CAST(best_ask - best_bid AS DOUBLE) AS spread,
-  -- In doubles from exact decimal inputs: a DECIMAL quotient would be rounded first.
-  CAST(best_ask - best_bid AS DOUBLE) / CAST((best_bid + best_ask) / 2 AS DOUBLE) * 10000
-    AS spread_bps,
-  CAST(best_bid_size - best_ask_size AS DOUBLE) / (best_bid_size + best_ask_size)
-    AS order_imbalance,
-  (vwap - CAST((best_bid + best_ask) / 2 AS DOUBLE))
-    / CAST((best_bid + best_ask) / 2 AS DOUBLE) * 10000 AS vwap_vs_mid_bps,
-  price_arrival_ts,
-  trade_arrival_ts,
-  greatest(price_arrival_ts, trade_arrival_ts) AS arrival_ts,
-  substr(symbol, 1, 1) AS symbol_prefix
-FROM sides

@@ -18,7 +18,6 @@ columns:
 -- best_bid is the highest bid price updated in the second and best_bid_size the summed
 -- size of the updates at that price (best_ask: lowest ask price); both merge exactly.
 
--- section: partial
 -- View delta_price_raw: the price_raw rows of this run (t_done < arrival_ts <= cutoff_u).
 WITH typed AS (
   SELECT symbol, side, CAST(price AS DECIMAL(18, 2)) AS price, size, arrival_ts,
@@ -40,24 +39,3 @@ SELECT b.symbol, b.second, b.best_bid,
        b.update_count, b.arrival_ts
 FROM best b JOIN typed t ON t.symbol = b.symbol AND t.second = b.second
 GROUP BY b.symbol, b.second, b.best_bid, b.best_ask, b.update_count, b.arrival_ts
-
--- section: merge
--- Views partial (above) and existing (current target rows with the same keys).
-SELECT
-  p.symbol,
-  p.second,
-  CASE WHEN e.best_bid IS NULL OR p.best_bid > e.best_bid THEN p.best_bid
-       ELSE e.best_bid END AS best_bid,
-  CASE WHEN e.best_bid IS NULL OR p.best_bid > e.best_bid THEN p.best_bid_size
-       WHEN p.best_bid IS NULL OR p.best_bid < e.best_bid THEN e.best_bid_size
-       ELSE p.best_bid_size + e.best_bid_size END AS best_bid_size,
-  CASE WHEN e.best_ask IS NULL OR p.best_ask < e.best_ask THEN p.best_ask
-       ELSE e.best_ask END AS best_ask,
-  CASE WHEN e.best_ask IS NULL OR p.best_ask < e.best_ask THEN p.best_ask_size
-       WHEN p.best_ask IS NULL OR p.best_ask > e.best_ask THEN e.best_ask_size
-       ELSE p.best_ask_size + e.best_ask_size END AS best_ask_size,
-  p.update_count + coalesce(e.update_count, 0) AS update_count,
-  greatest(p.arrival_ts, coalesce(e.arrival_ts, p.arrival_ts)) AS arrival_ts,
-  substr(p.symbol, 1, 1) AS symbol_prefix
-FROM partial p
-LEFT JOIN existing e ON e.symbol = p.symbol AND e.second = p.second

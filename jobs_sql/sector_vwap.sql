@@ -13,11 +13,6 @@ merge: recompute_touched_groups
 -- recomputed from the current rows of that group (the changed row's old version is
 -- retracted by construction; nothing is added twice).
 
--- section: touched
--- View delta_enriched_features: input row versions of this run. The groups they touch:
-SELECT DISTINCT sector, second FROM delta_enriched_features
-
--- section: partial
 -- View group_rows: the current enriched_features rows of the touched groups.
 SELECT
   sector,
@@ -32,6 +27,3 @@ SELECT
   max(arrival_ts) AS arrival_ts
 FROM group_rows
 GROUP BY sector, second
-
--- section: merge
-SELECT * FROM partial

@@ -26,7 +26,6 @@ columns:
 -- open/close are the first/last trade by (event_ts, trade_id); prices are DECIMAL so that
 -- partial aggregates merge exactly (sums add, min/max combine, open/close by event time).
 
--- section: partial
 -- View delta_trade_raw: the trade_raw rows of this run (t_done < arrival_ts <= cutoff_u).
 SELECT
   symbol,
@@ -37,31 +36,10 @@ SELECT
   max_by(CAST(price AS DECIMAL(18, 2)), struct(event_ts, trade_id)) AS close,
   sum(size) AS volume,
   count(*) AS trade_count,
-  sum(CAST(price AS DECIMAL(18, 2)) * size) AS notional,
+  -- Spark's own type for this sum, said so that the lineage's types agree with it.
+  CAST(sum(CAST(price AS DECIMAL(18, 2)) * size) AS DECIMAL(38, 2)) AS notional,
   min(struct(event_ts, trade_id)) AS open_at,
   max(struct(event_ts, trade_id)) AS close_at,
   max(arrival_ts) AS arrival_ts
 FROM delta_trade_raw
 GROUP BY symbol, CAST(date_trunc('SECOND', event_ts) AS TIMESTAMP)
-
--- section: merge
--- Views partial (above) and existing (current target rows with the same keys).
-SELECT
-  p.symbol,
-  p.second,
-  CASE WHEN e.symbol IS NULL OR p.open_at < e.open_at THEN p.open ELSE e.open END AS open,
-  greatest(p.high, coalesce(e.high, p.high)) AS high,
-  least(p.low, coalesce(e.low, p.low)) AS low,
-  CASE WHEN e.symbol IS NULL OR p.close_at > e.close_at THEN p.close ELSE e.close END AS close,
-  p.volume + coalesce(e.volume, 0) AS volume,
-  p.trade_count + coalesce(e.trade_count, 0) AS trade_count,
-  CAST(p.notional + coalesce(e.notional, 0) AS DECIMAL(38, 2)) AS notional,
-  -- Full double precision: a DECIMAL division would round the quotient to 6 decimals.
-  CAST(CAST(p.notional + coalesce(e.notional, 0) AS DECIMAL(38, 2)) AS DOUBLE)
-    / (p.volume + coalesce(e.volume, 0)) AS vwap,
-  CASE WHEN e.symbol IS NULL OR p.open_at < e.open_at THEN p.open_at ELSE e.open_at END AS open_at,
-  CASE WHEN e.symbol IS NULL OR p.close_at > e.close_at THEN p.close_at ELSE e.close_at END AS close_at,
-  greatest(p.arrival_ts, coalesce(e.arrival_ts, p.arrival_ts)) AS arrival_ts,
-  substr(p.symbol, 1, 1) AS symbol_prefix
-FROM partial p
-LEFT JOIN existing e ON e.symbol = p.symbol AND e.second = p.second

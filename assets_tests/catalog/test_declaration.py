@@ -10,21 +10,39 @@ import pytest
 
 from freshness_pipeline.catalog.declaration import (
     DeclarationError,
+    Partition,
     load,
     load_folder,
     parse,
 )
-from freshness_pipeline.catalog.jobs import JOBS, WINDOW_SECONDS
+from freshness_pipeline.catalog.jobs import JOBS
 
 JOBS_SQL = Path(__file__).resolve().parents[2] / "jobs_sql"
-KINDS = {  # the catalog's kinds and the declared merge kinds they become
-    "trade_aggr": "partial_aggregates",
-    "price_aggr": "partial_aggregates",
-    "market_features": "per_side_replace",
-    "enriched_features": "replace_by_key",
-    "sector_vwap": "recompute_touched_groups",
-    "industry_spike": "recompute_touched_groups",
+# The six market jobs as declared: (inputs, dimensions, key, partition column, merge kind,
+# window seconds, group).
+BUNDLED = {
+    "trade_aggr": (("trade_raw",), (), "symbol_prefix", "partial_aggregates", None, "aggregates"),
+    "price_aggr": (("price_raw",), (), "symbol_prefix", "partial_aggregates", None, "aggregates"),
+    "market_features": (
+        ("price_aggr", "trade_aggr"),
+        (),
+        "symbol_prefix",
+        "per_side_replace",
+        None,
+        "features",
+    ),
+    "enriched_features": (
+        ("market_features",),
+        ("company_master",),
+        "symbol_prefix",
+        "replace_by_key",
+        None,
+        "features",
+    ),
+    "sector_vwap": (("enriched_features",), (), None, "recompute_touched_groups", None, "views"),
+    "industry_spike": (("enriched_features",), (), None, "recompute_touched_groups", 60, "views"),
 }
+GROUPS = {"sector_vwap": "sector", "industry_spike": "industry"}
 
 
 def declared(body: str, sql: str = "SELECT 1") -> str:
@@ -40,27 +58,37 @@ def problems_of(text: str, name: str = "job") -> list[str]:
     return [str(p) for p in raised.value.problems]
 
 
-@pytest.mark.parametrize("job", list(JOBS))
-def test_the_bundled_declarations_agree_with_the_catalog(job):
-    spec, decl = JOBS[job], load(JOBS_SQL / f"{job}.sql")
+@pytest.mark.parametrize("job", list(BUNDLED))
+def test_the_bundled_declarations_say_what_each_market_job_is(job):
+    inputs, dimensions, partition, merge, window, group = BUNDLED[job]
+    decl = load(JOBS_SQL / f"{job}.sql")
     assert decl.name == job and decl.file == f"{job}.sql"
-    assert decl.inputs == spec.inputs and decl.dimensions == spec.dimensions
-    assert decl.key == spec.key and decl.event_time == "second"
-    assert (decl.partition.column if decl.partition else None) == spec.partition_by
-    assert decl.group == spec.group_name and decl.description == spec.description
-    assert decl.merge == KINDS[job]
-    if spec.group_column:
-        assert decl.group_columns == (spec.group_column,)
-    assert (decl.window.seconds if decl.window else None) == (
-        WINDOW_SECONDS if spec.kind == "window" else None
+    assert (decl.inputs, decl.dimensions, decl.merge, decl.group) == (
+        inputs,
+        dimensions,
+        merge,
+        group,
     )
+    assert decl.key == ("second", GROUPS.get(job, "symbol")) and decl.event_time == "second"
+    assert decl.partition == (
+        Partition("symbol_prefix", "substr(symbol, 1, 1)") if partition else None
+    )
+    assert (decl.window.seconds if decl.window else None) == window
+    assert decl.description and decl.sql.lstrip().startswith("--")
+    assert JOBS[job].declaration == decl  # the catalog runs these
 
 
 def test_the_bundled_folder_loads_in_dependency_order():
     jobs = list(load_folder(JOBS_SQL))
-    assert sorted(jobs) == sorted(JOBS)
-    for i, name in enumerate(jobs):
-        assert all(jobs.index(parent) < i for parent in JOBS[name].inputs if parent in JOBS)
+    # ties (no path between them) in name order
+    assert jobs == [
+        "price_aggr",
+        "trade_aggr",
+        "market_features",
+        "enriched_features",
+        "industry_spike",
+        "sector_vwap",
+    ]
 
 
 def test_a_file_without_a_declaration_block_says_so():
@@ -151,3 +179,15 @@ def test_a_folder_names_every_broken_file_and_a_cycle(tmp_path):
 def test_a_missing_folder_is_named(tmp_path):
     with pytest.raises(DeclarationError, match="not a folder of job declarations"):
         load_folder(tmp_path / "nope")
+
+
+def test_two_folders_make_one_pipeline_and_a_name_declared_twice_is_refused(tmp_path):
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "per_trade.sql").write_text(declared(MINIMAL.replace("[a]", "[trade_aggr]")))
+    jobs = load_folder(JOBS_SQL, mine)
+    order = list(jobs)
+    assert len(order) == 7 and order.index("per_trade") > order.index("trade_aggr")
+    (mine / "trade_aggr.sql").write_text(declared(MINIMAL))
+    with pytest.raises(DeclarationError, match=r"trade_aggr: declared twice \(also "):
+        load_folder(JOBS_SQL, mine)

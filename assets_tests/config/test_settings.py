@@ -263,3 +263,10 @@ def test_runs_at_once_limits_the_planner_below_k():
     assert load_settings({"FRESHNESS_RUNS_AT_ONCE": "5"}).scheduler.launch_limit == 3
     with pytest.raises(SettingsError, match="FRESHNESS_RUNS_AT_ONCE"):
         load_settings({"FRESHNESS_RUNS_AT_ONCE": "0"})
+
+
+def test_rows_handed_on_in_memory_are_off_unless_asked_for():
+    assert load_settings({}).handoff is False
+    assert load_settings({"FRESHNESS_HANDOFF": "true"}).handoff is True
+    with pytest.raises(SettingsError, match="FRESHNESS_HANDOFF"):
+        load_settings({"FRESHNESS_HANDOFF": "sometimes"})

@@ -32,6 +32,11 @@ def test_instant_times_and_write_kinds():
     assert commit("replacecommit", "CLUSTER", {}).is_clustering
     assert not commit("replacecommit", "INSERT_OVERWRITE", {}).is_clustering
     assert not commit("commit", "UPSERT", {}).is_clustering
+    # a merge-on-read compaction folds logs into a base file: a rewrite, no arrival
+    assert commit("commit", "COMPACT", {}).is_compaction
+    assert commit("commit", "COMPACT", {}).is_rewrite
+    assert commit("replacecommit", "CLUSTER", {}).is_rewrite
+    assert not commit("deltacommit", "UPSERT", {}).is_rewrite
 
 
 def test_missing_table_says_which(tmp_path):

@@ -137,42 +137,6 @@ def test_stale_plan_is_refused_on_s3(spark, s3_lakehouse):
     assert len(feeder.meta(spec.name).commits()) == commits  # nothing committed
 
 
-def test_a_run_through_the_spark_service_writes_to_s3(spark, store, s3_lakehouse, tmp_path):
-    """The shared Spark service started with an S3 lakehouse's settings (s3a jars and
-    configuration on its command line, keys only in its environment) runs a job."""
-    from freshness_pipeline.runtime.spark import build_spark_session
-    from freshness_pipeline.runtime.spark_service import SparkService, SparkServiceConfig, free_port
-
-    settings = s3_lakehouse
-    feeder = StreamFeeder(spark, settings, seed=23)  # ingestion: its own driver, as in the demo
-    feeder.land(2)
-    feeder.ingest()
-    config = SparkServiceConfig(
-        settings=settings,
-        state_dir=tmp_path / "service",
-        port=free_port(),
-        driver_memory="2g",
-    )
-    spec = JOBS["trade_aggr"]
-    with SparkService(config) as service:
-        remote = build_spark_session(settings, remote=service.url, app_name="s3_service_test")
-        try:
-            resolved = resolve_run(spec, [], None, feeder.meta)
-            JobRunner(remote, settings.lakehouse).run(spec, resolved)
-        finally:
-            remote.stop()
-    assert feeder.meta(spec.name).watermark_us() == resolved.cutoff_us
-    expected = batch_recompute(spark, settings.table_uri, tmp_path / "oracle")
-    missing, extra, examples = differences(
-        spark, expected[spec.name], settings.table_uri(spec.name)
-    )
-    assert (missing, extra) == (0, 0), f"trade_aggr differs: {examples}"
-    assert (
-        settings.s3.secret_access_key
-        not in (tmp_path / "service" / "spark-service.log").read_text()
-    )
-
-
 def test_raw_source_observation_reads_s3_and_keeps_keys_out(spark, store, s3_lakehouse):
     """The raw tables' observation (commit, rows from footers, watermark) on S3; no key
     in the metadata Dagster records."""

@@ -13,7 +13,7 @@ from __future__ import annotations
 # asset -> sql_sha256, output columns in table order: (name, Spark type, {input table.column})
 EXPECTED: dict[str, dict[str, object]] = {
     "trade_aggr": {
-        "sql_sha256": "a35acdcb19d3188429b5d40ee047bc08d8ee81c2f7a2a10e0df186b903c43ed0",
+        "sql_sha256": "36265992533733ad7a04e06e0ee57a870434a623f3c0d5566c47943dc68c55d0",
         "columns": [
             ("symbol", "string", {"trade_raw.symbol"}),
             ("second", "timestamp", {"trade_raw.event_ts"}),
@@ -49,7 +49,7 @@ EXPECTED: dict[str, dict[str, object]] = {
         ],
     },
     "price_aggr": {
-        "sql_sha256": "d204ecbe884447d8e21c9525653f13fdd4804af5fac1f1238c4653b614873ca1",
+        "sql_sha256": "fb4b9b5539ecbd368d7aaa78e5d7429ddb76a2dd280f94df538d490bcce445cf",
         "columns": [
             ("symbol", "string", {"price_raw.symbol"}),
             ("second", "timestamp", {"price_raw.event_ts"}),
@@ -65,7 +65,7 @@ EXPECTED: dict[str, dict[str, object]] = {
         ],
     },
     "market_features": {
-        "sql_sha256": "bdc54b240fa19fd57b6c6b5081921a9f5788d787aa3a0bee2323722d93314dc5",
+        "sql_sha256": "fd3a8f2e08a257080e845ae52664c6c02e0f636e77803c1eec90b16fbb00b14d",
         # Each side's column is taken IF(has_price/has_trade, ...), and has_price is
         # `p.symbol IS NOT NULL`: the side's symbol is a (conditional) input of its columns.
         "columns": [
@@ -127,7 +127,7 @@ EXPECTED: dict[str, dict[str, object]] = {
         ],
     },
     "enriched_features": {
-        "sql_sha256": "dc464c1a99c318f3f052b46fa6d69d5360fe99c8d6385cc4d357ecbcbb9703d9",
+        "sql_sha256": "9000eb985d9d6029a030fa628dcd90dba465f7070c79e1d4a9cfbdc88b96c530",
         # company_master.symbol is only the join key: no edge (Join rule).
         "columns": [
             ("symbol", "string", {"market_features.symbol"}),
@@ -157,7 +157,7 @@ EXPECTED: dict[str, dict[str, object]] = {
         ],
     },
     "sector_vwap": {
-        "sql_sha256": "a60de38f78eacc273fba7b398ab05cff57885e9a7ebc90d989245b5c64a8db86",
+        "sql_sha256": "8cd380210ccb0de102890ed696da25e60f4299efabfe6c73224e06125080ddaf",
         "columns": [
             ("sector", "string", {"enriched_features.sector"}),
             ("second", "timestamp", {"enriched_features.second"}),
@@ -180,7 +180,7 @@ EXPECTED: dict[str, dict[str, object]] = {
         ],
     },
     "industry_spike": {
-        "sql_sha256": "dd4038a4fd52cce8f4787783a2322928ec187ce02cdbbb84134dd90805126c2e",
+        "sql_sha256": "3f2e8d5d653e9f1718f94bfb2990671a1009e4b91d5848286d505d55ddb71cff",
         # The window join (`affected`, `w`) and the anti join only choose rows; the trailing
         # sums read w.volume, which is partial's sum(volume) again.
         "columns": [
@@ -240,7 +240,9 @@ EXPECTED_INDIRECT: dict[str, dict[str, set[str]]] = {
     },
     "enriched_features": {
         "market_features.arrival_ts": {"filter"},
-        "market_features.symbol": {"join"},
+        # replace by key keeps one row per key (row_number over the key, newest arrival)
+        "market_features.symbol": {"join", "filter"},
+        "market_features.second": {"filter"},
         "company_master.symbol": {"join"},
     },
     "sector_vwap": {

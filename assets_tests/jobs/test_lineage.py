@@ -343,3 +343,36 @@ def test_cli_refuses_an_unknown_format(capsys):
         cli.main(["lineage", "--format", "yaml"])
     assert exit_info.value.code == 2
     assert "invalid choice: 'yaml'" in capsys.readouterr().err
+
+
+ACCOUNT_TXNS = {
+    "txn_id": "string",
+    "account_id": "string",
+    "region": "string",
+    "amount": "decimal(18,2)",
+    "txn_ts": "timestamp",
+    "arrival_ts": "timestamp",
+}
+
+
+def test_a_users_declared_jobs_get_their_lineage_from_their_inputs_schemas():
+    from freshness_pipeline.catalog.jobs import BUNDLED_JOBS_DIR, load_jobs
+    from freshness_pipeline.orchestration.assets import column_lineage_parts
+
+    jobs = load_jobs(BUNDLED_JOBS_DIR / "accounts")
+    traced = lineage.declared_lineage(jobs, {"account_txns": ACCOUNT_TXNS})
+    region = traced["region_minute"]
+    assert isinstance(region, AssetLineage)
+    deps = region.deps_by_column()
+    assert {str(e.source) for e in deps["amount"]} == {"account_minute.amount"}
+    minute = traced["account_minute"]
+    assert isinstance(minute, AssetLineage)
+    assert {str(e.source) for e in minute.deps_by_column()["amount"]} == {"account_txns.amount"}
+    table, metadata = column_lineage_parts(jobs["region_minute"], region)
+    assert "account_minute" in table and "dagster/column_lineage" in metadata
+    # an input whose schema is unknown: both jobs say why, and the asset loads without it
+    unknown = lineage.declared_lineage(jobs, {})
+    assert str(unknown["account_minute"]) == "no schema for account_txns"
+    assert str(unknown["region_minute"]) == "no schema for account_minute"
+    table, metadata = column_lineage_parts(jobs["region_minute"], unknown["region_minute"])
+    assert table.startswith("Column lineage unavailable: no schema") and metadata == {}

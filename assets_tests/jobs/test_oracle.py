@@ -16,6 +16,7 @@ from freshness_pipeline.bench.memory import class_histogram, parse_class_histogr
 from freshness_pipeline.catalog.jobs import JOBS
 from freshness_pipeline.hudi.metadata import TableNotFound
 from freshness_pipeline.jobs import oracle as independent_oracle
+from freshness_pipeline.jobs.handoff import HANDOFF_PREFIX, Handoffs
 from freshness_pipeline.jobs.run_config import RunConfigError, resolve_run
 from freshness_pipeline.jobs.runner import InjectedFailure, JobRunner
 
@@ -58,11 +59,12 @@ def random_config(rng: random.Random, feeder: StreamFeeder, job: str):
 
 def _temp_views(spark) -> list[str]:
     # Hudi's SQL pre-commit validator, used here only to inject failures, registers its
-    # own `staged_table_*` views; the runner's are the rest.
+    # own `staged_table_*` views; the runner's are the rest, but for the results kept for
+    # later runs (a run of the runner's would drop those at its end).
     return [
         t.name
         for t in spark.catalog.listTables()
-        if t.isTemporary and not t.name.startswith("staged_table_")
+        if t.isTemporary and not t.name.startswith(("staged_table_", HANDOFF_PREFIX))
     ]
 
 
@@ -86,7 +88,10 @@ def test_oracle_holds_under_random_schedules(
     if raw_packing:
         lakehouse = dataclasses.replace(lakehouse, raw_packing=True)
     feeder = StreamFeeder(spark, lakehouse, seed=seed)
-    runner = JobRunner(spark, lakehouse.table_uri)
+    # Every committed result is kept, as in one long run: a later run whose window over a
+    # table is exactly a kept one reads it from memory (jobs/handoff.py), the rest from Hudi.
+    handoffs = Handoffs()
+    runner = JobRunner(spark, lakehouse.table_uri, handoffs=handoffs)
     log = []
     feeder.land(3)
     feeder.ingest()
@@ -149,11 +154,18 @@ def test_oracle_holds_under_random_schedules(
                 resolved.cutoff_us,
                 feeder.meta,
             )
-        report = runner.run(spec, resolved)
+        report = runner.run(spec, resolved, keep_result=True)
         assert watermark(feeder, job) == resolved.cutoff_us
+        # Each round trip to the service counted (none on a local session); the write is one.
+        if backend == "service":
+            assert report.connect_calls["read"] > 0 and report.connect_call_s > 0, report
+            assert "command:write_operation" in report.connect_by_kind, report.connect_by_kind
+        else:
+            assert report.connect_calls == {}, report.connect_calls
         # A shared service keeps the session after the run: nothing of the run stays in it.
         assert _temp_views(spark) == [], job
-        log.append(f"{action} {job}: {report.files_read} files, u={resolved.cutoff_us}")
+        memory = f", from memory: {report.inputs_in_memory}" if report.inputs_in_memory else ""
+        log.append(f"{action} {job}: {report.files_read} files, u={resolved.cutoff_us}{memory}")
 
     kinds = {entry.split()[0] for entry in log}
     assert {"ingest", "full", "subset", "fail", "empty"} <= kinds, log
@@ -170,8 +182,27 @@ def test_oracle_holds_under_random_schedules(
     for job in ORDER:
         resolved = resolve_run(JOBS[job], [], None, feeder.meta)
         assert not resolved.nothing_to_do
-        runner.run(JOBS[job], resolved)
+        runner.run(JOBS[job], resolved, keep_result=True)
         assert watermark(feeder, job) == final, job
+    if backend == "service":
+        # Once more, every table caught up: each job's window over its parents is exactly
+        # the parents' last runs, so every input that is a job's table is read from memory.
+        feeder.land(2)
+        feeder.ingest()
+        final = watermark(feeder, "trade_raw")
+        for job in ORDER:
+            resolved = resolve_run(JOBS[job], [], None, feeder.meta)
+            report = runner.run(JOBS[job], resolved, keep_result=True)
+            assert watermark(feeder, job) == final, job
+            jobs_read = tuple(t for t in JOBS[job].inputs if t in JOBS)
+            assert report.inputs_in_memory == jobs_read, (job, report.inputs_in_memory)
+        assert {t.name for t in spark.catalog.listTables() if t.isTemporary} >= {
+            f"{HANDOFF_PREFIX}{job}" for job in ORDER if any(job in JOBS[j].inputs for j in ORDER)
+        }
+    handoffs.release(spark)
+    assert _temp_views(spark) == [] and not [
+        t for t in spark.catalog.listTables() if t.name.startswith(HANDOFF_PREFIX)
+    ]
     if backend == "service":
         # The service's cache is shared by all sessions and outlives them: no run may
         # leave an entry in it (`df.cache()` through Connect left one per SQL with a CTE).

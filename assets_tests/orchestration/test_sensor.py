@@ -205,7 +205,7 @@ def test_nothing_pending_is_an_explicit_skip_through_the_sensor():
     # The tick history's row shows the cursor: the decision in one line.
     # (the fake watermarks are from 2023, so both aggregates are far past the target)
     assert re.fullmatch(
-        r"idle; past target: trade_aggr \d+ s, price_aggr \d+ s; "
+        r"idle; past target: price_aggr \d+ s, trade_aggr \d+ s; "
         r"3 no pending data, 3 waiting for upstream",
         result.cursor or "",
     ), result.cursor
@@ -430,11 +430,12 @@ def test_a_planned_chain_is_one_run_with_each_steps_part_of_the_plan():
         chain = [key.to_user_string() for key in request.asset_selection]
         root = request.tags[ASSET_TAG]
         assert chain[0] == root and set(chain[:2]) == {"trade_aggr", "price_aggr"}
+        # the steps in dependency order (siblings by name)
         assert chain[2:] == [
             "market_features",
             "enriched_features",
-            "sector_vwap",
             "industry_spike",
+            "sector_vwap",
         ]
         assert request.tags[CHAINED_TAG] == ",".join(chain[1:])
         assert request.run_key.endswith("+" + ",".join(chain[1:]))
@@ -464,7 +465,7 @@ def test_a_chain_leaves_out_what_is_up_to_date_and_what_a_running_run_holds():
     with dg.instance_for_test() as instance:
         _, (request,) = tick(lake, instance, chains="planned")
         chain = ["trade_aggr", "market_features", "enriched_features"]
-        chain += ["sector_vwap", "industry_spike"]
+        chain += ["industry_spike", "sector_vwap"]
         assert request.asset_selection == [dg.AssetKey(name) for name in chain]
         # with price_aggr running, market_features would read its old commit: trade_aggr
         # runs alone, and market_features waits
@@ -521,3 +522,25 @@ def test_runs_at_once_keeps_fewer_runs_in_flight_than_k():
         result, requests = tick(raw_lake(), instance, k=3, runs_at_once=1)
         assert len(requests) == 1 and result.free_slots == 1
     assert "1 run(s) at once" in (build_sensor(SchedulerSettings(runs_at_once=1)).description or "")
+
+
+class UnreadableTable(FakeTable):
+    """An input whose files cannot be read (a Lance base file, a corrupt footer)."""
+
+    def pending_files(self, t_done, with_footer=False):
+        raise OSError("Parquet magic bytes not found in footer: A/x.lance")
+
+
+def test_an_unreadable_input_stops_only_the_jobs_that_read_it():
+    lake = raw_lake()
+    trades = _LAKES[lake.lake_id]["trade_raw"]
+    lake.add(UnreadableTable("trade_raw", trades.watermark, trades.files))
+    with dg.instance_for_test() as instance:
+        result, requests = tick(lake, instance)
+    # price_aggr is planned as usual; trade_aggr waits, naming its input and the reason
+    assert [r.tags[ASSET_TAG] for r in requests] == ["price_aggr"]
+    reasons = {s.job: s.reason for s in result.skipped}
+    assert reasons["trade_aggr"] == (
+        "waiting: input trade_raw cannot be read "
+        "(OSError: Parquet magic bytes not found in footer: A/x.lance)"
+    )

@@ -1,7 +1,8 @@
 """The cluster profile end to end: Postgres, a Spark standalone master + worker, the
 shared Spark service and ingestion as applications of that master, Dagster's storage in
-Postgres. A short stream must drain through the sensor's runs to the independent
-oracle's answer (`oracle.py`)."""
+Postgres, the lakehouse on the object store (the service's s3a settings on its command
+line, the keys only in its environment). A short stream must drain through the sensor's
+runs to the independent oracle's answer (`oracle.py`)."""
 
 from __future__ import annotations
 
@@ -78,6 +79,11 @@ def test_a_short_stream_drains_through_the_cluster_profile_to_the_oracles_answer
             finally:
                 stack.stop()
             assert drained, (tmp_path / "logs" / "dagster.log").read_text()[-3000:]
+            # The service got the store's keys in its environment only, never on its
+            # command line or in its log.
+            assert stack.service is not None
+            secret = load_settings().s3.secret_access_key
+            assert secret and secret not in stack.service.config.log_path.read_text()
             # Both Spark drivers ran as applications of the profile's master.
             assert {"freshness_spark_service", "ingestion"} <= apps
             with dg.DagsterInstance.from_config(str(profile.dagster_home)) as instance:

@@ -34,9 +34,11 @@ if variant == "off":
     stub = types.ModuleType("freshness_pipeline.jobs.lineage")
     stub.asset_lineage = lambda name: None
     stub.to_markdown = lambda lineage, heading=True: ""
+    stub.declared_lineage = lambda jobs, schemas: {}
     sys.modules["freshness_pipeline.jobs.lineage"] = stub
     metadata = types.ModuleType("freshness_pipeline.orchestration.lineage_metadata")
     metadata.dagster_metadata = lambda name: {}
+    metadata.lineage_metadata = lambda lineage: {}
     metadata.source_schema_metadata = lambda table: {}
     sys.modules["freshness_pipeline.orchestration.lineage_metadata"] = metadata
 started = time.perf_counter()

@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -79,6 +79,7 @@ _FIELDS = {
     "columns",
     "sides",
     "window",
+    "groups",
 }
 
 
@@ -150,6 +151,10 @@ class JobDeclaration:
     columns: tuple[ColumnRule, ...] = ()
     sides: tuple[Side, ...] = ()
     window: Window | None = None
+    # recompute_touched_groups: how each key column follows from an input row (SQL over
+    # the input's columns), where it is not an input column itself.
+    groups: tuple[tuple[str, str], ...] = ()
+    path: str = ""  # the file, where it was read from one
 
     @property
     def group_columns(self) -> tuple[str, ...]:
@@ -192,23 +197,32 @@ def parse(text: str, name: str, file: str) -> JobDeclaration:
 
 
 def load(path: Path) -> JobDeclaration:
-    return parse(path.read_text(encoding="utf-8"), path.stem, path.name)
+    declaration = parse(path.read_text(encoding="utf-8"), path.stem, path.name)
+    return replace(declaration, path=str(path))
 
 
-def load_folder(folder: Path) -> dict[str, JobDeclaration]:
-    """Every `*.sql` declaration of a folder, by job name; DeclarationError lists every
-    problem of every file (and of the graph they make) at once."""
-    if not folder.is_dir():
-        raise DeclarationError([Problem(str(folder), "-", "not a folder of job declarations")])
+def load_folder(*folders: Path) -> dict[str, JobDeclaration]:
+    """Every `*.sql` declaration of one or more folders (one pipeline beside another), by
+    job name; DeclarationError lists every problem of every file (and of the graph they
+    make) at once."""
     problems: list[Problem] = []
     jobs: dict[str, JobDeclaration] = {}
-    for path in sorted(folder.glob("*.sql")):
-        try:
-            jobs[path.stem] = load(path)
-        except DeclarationError as exc:
-            problems += exc.problems
-    if not jobs and not problems:
-        problems.append(Problem(str(folder), "-", "no job declared (no *.sql file)"))
+    for folder in folders:
+        if not folder.is_dir():
+            problems.append(Problem(str(folder), "-", "not a folder of job declarations"))
+            continue
+        paths = sorted(folder.glob("*.sql"))
+        if not paths:
+            problems.append(Problem(str(folder), "-", "no job declared (no *.sql file)"))
+        for path in paths:
+            if path.stem in jobs:
+                first = jobs[path.stem].path
+                problems.append(Problem(str(path), path.stem, f"declared twice (also {first})"))
+                continue
+            try:
+                jobs[path.stem] = load(path)
+            except DeclarationError as exc:
+                problems += exc.problems
     problems += graph_problems(jobs)
     if problems:
         raise DeclarationError(problems)
@@ -309,6 +323,7 @@ def _build(raw: dict, name: str, file: str, sql: str, say: _Reporter) -> JobDecl
         columns=_columns(raw.get("columns"), say),
         sides=_sides(raw.get("sides"), say),
         window=_window(raw.get("window"), say),
+        groups=_groups(raw.get("groups"), say),
     )
     _check_kind(declaration, say)
     return declaration
@@ -404,6 +419,15 @@ def _window(raw: Any, say: _Reporter) -> Window | None:
     return Window(seconds, group_arrival, tuple((str(k), v) for k, v in columns.items()))
 
 
+def _groups(raw: Any, say: _Reporter) -> tuple[tuple[str, str], ...]:
+    if raw is None:
+        return ()
+    if not isinstance(raw, dict) or not all(isinstance(v, str) for v in raw.values()):
+        say("`groups` must map key columns to SQL over the input's columns")
+        return ()
+    return tuple((str(k), v) for k, v in raw.items())
+
+
 def _check_kind(job: JobDeclaration, say: _Reporter) -> None:
     """The fields each merge kind needs, and none it would ignore."""
     needs_columns = job.merge == "partial_aggregates"
@@ -424,6 +448,11 @@ def _check_kind(job: JobDeclaration, say: _Reporter) -> None:
             say("recompute_touched_groups needs a key beyond its event-time column (the group)")
         if len(job.inputs) != 1:
             say("recompute_touched_groups reads its groups' rows from exactly one input")
+    if job.groups and job.merge != "recompute_touched_groups":
+        say(f"`groups` is for recompute_touched_groups, not {job.merge}")
+    outside = [k for k, _ in job.groups if k not in job.key]
+    if outside:
+        say(f"`groups` names columns outside the key: {', '.join(outside)}")
     _check_orders(job, say)
 
 

@@ -1,8 +1,11 @@
-"""What each of the six jobs is: inputs, key, layout and how its output is maintained.
+"""The jobs the project runs: the declarations in `jobs_sql/` (catalog/declaration.py), in
+dependency order, with what the rest of the code asks of a job.
 
-Three ways a target is kept exact under any sequence of cutoffs and subsets:
+How a job's table is kept exact under any sequence of cutoffs and subsets is its merge
+kind (METHOD 9); the runner generates the merge from it (jobs/merge_sql.py). The kinds
+reduce to three ways of running:
 - `merge`: partial rows from the run's input are merged into the current target rows with
-  the same key (sums add, min/max combine, open/close by event time, join sides replace).
+  the same key (partial aggregates, per-side replace, replace by key).
 - `regroup`: input rows can change after they were counted, so each group the run
   touches is recomputed from the current input rows of that group.
 - `window`: `regroup`, then every row whose trailing window holds a touched group.
@@ -10,116 +13,106 @@ Three ways a target is kept exact under any sequence of cutoffs and subsets:
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Literal
 
+from freshness_pipeline.catalog.declaration import JobDeclaration, load_folder
 from freshness_pipeline.hudi.write import TableLayout
 from freshness_pipeline.scheduling.planner import Downstream
 
 JobKind = Literal["merge", "regroup", "window"]
-WINDOW_SECONDS = 60  # industry_spike's trailing window; the SQL file says the same
+BUNDLED_JOBS_DIR = Path(__file__).resolve().parents[2] / "jobs_sql"
 
 
 @dataclass(frozen=True)
 class JobSpec:
-    name: str
-    inputs: tuple[str, ...]  # incremental inputs: Hudi tables with watermarks
-    dimensions: tuple[str, ...]  # static lookup tables, read whole
-    key: tuple[str, ...]  # record key, time first so bloom-index key ranges prune files
-    # The published layout (METHOD 4): the four upstream tables by the symbol's first
-    # letter, so a commit touches ~26 files, the sector/industry views unpartitioned.
-    # Measured through the Spark service on 2 cores, a trade_aggr commit rewrites ~26
-    # small files in ~9 s partitioned, ~1.8 s unpartitioned (docs/BENCHMARKS.md); we keep
-    # the published layout because the experiment must reproduce its file dispersion.
-    partition_by: str | None
-    kind: JobKind
-    group_name: str
-    description: str
-    group_column: str | None = None  # regroup/window: the non-time group column
+    """A declared job as the runner, the sensor and the assets read it."""
+
+    declaration: JobDeclaration
+
+    @property
+    def name(self) -> str:
+        return self.declaration.name
+
+    @property
+    def inputs(self) -> tuple[str, ...]:
+        """Incremental inputs: Hudi tables with watermarks."""
+        return self.declaration.inputs
+
+    @property
+    def dimensions(self) -> tuple[str, ...]:
+        """Static lookup tables, read whole."""
+        return self.declaration.dimensions
+
+    @property
+    def key(self) -> tuple[str, ...]:
+        """The record key; event time first, so bloom-index key ranges prune files."""
+        return self.declaration.key
+
+    @property
+    def event_time(self) -> str:
+        return self.declaration.event_time
+
+    @property
+    def partition_by(self) -> str | None:
+        partition = self.declaration.partition
+        return partition.column if partition else None
+
+    @property
+    def partition_expr(self) -> str | None:
+        """How a row's partition follows from its columns (SQL)."""
+        partition = self.declaration.partition
+        return partition.expr if partition else None
+
+    @property
+    def kind(self) -> JobKind:
+        if self.declaration.merge != "recompute_touched_groups":
+            return "merge"
+        return "window" if self.declaration.window is not None else "regroup"
+
+    @property
+    def window_s(self) -> int:
+        window = self.declaration.window
+        return window.seconds if window else 0
+
+    @property
+    def group_columns(self) -> tuple[str, ...]:
+        """regroup/window: the key's columns besides event time (what a group is)."""
+        return self.declaration.group_columns
+
+    @property
+    def group_name(self) -> str:
+        return self.declaration.group
+
+    @property
+    def description(self) -> str:
+        return self.declaration.description
 
     @property
     def layout(self) -> TableLayout:
         return TableLayout(self.name, ",".join(self.key), None, self.partition_by)
 
 
-JOBS: dict[str, JobSpec] = {
-    spec.name: spec
-    for spec in (
-        JobSpec(
-            "trade_aggr",
-            ("trade_raw",),
-            (),
-            ("second", "symbol"),
-            "symbol_prefix",
-            "merge",
-            "aggregates",
-            "Per symbol per event second: open, high, low, close (by event time), volume, "
-            "trade count, notional and VWAP of trade_raw.",
-        ),
-        JobSpec(
-            "price_aggr",
-            ("price_raw",),
-            (),
-            ("second", "symbol"),
-            "symbol_prefix",
-            "merge",
-            "aggregates",
-            "Per symbol per event second: best bid and best ask of price_raw with their sizes.",
-        ),
-        JobSpec(
-            "market_features",
-            ("price_aggr", "trade_aggr"),
-            (),
-            ("second", "symbol"),
-            "symbol_prefix",
-            "merge",
-            "features",
-            "price_aggr full-outer-joined with trade_aggr on (second, symbol): mid, spread, "
-            "spread in bps, order imbalance, VWAP against mid.",
-        ),
-        JobSpec(
-            "enriched_features",
-            ("market_features",),
-            ("company_master",),
-            ("second", "symbol"),
-            "symbol_prefix",
-            "merge",
-            "features",
-            "market_features with sector and industry from company_master.",
-        ),
-        JobSpec(
-            "sector_vwap",
-            ("enriched_features",),
-            (),
-            ("second", "sector"),
-            None,
-            "regroup",
-            "views",
-            "Per sector per event second: VWAP, volume, trade count, active and quoted symbols.",
-            group_column="sector",
-        ),
-        JobSpec(
-            "industry_spike",
-            ("enriched_features",),
-            (),
-            ("second", "industry"),
-            None,
-            "window",
-            "views",
-            "Per industry per event second: volume against its trailing 60 s average, and "
-            "the spike ratio.",
-            group_column="industry",
-        ),
-    )
-}
+def load_jobs(*folders: Path) -> dict[str, JobSpec]:
+    """The declared jobs of one or more folders by name, in dependency order
+    (DeclarationError lists every problem of every folder)."""
+    return {name: JobSpec(decl) for name, decl in load_folder(*folders).items()}
+
+
+JOBS: dict[str, JobSpec] = load_jobs(BUNDLED_JOBS_DIR)
 # Dependency order: every job after the jobs it reads.
 PIPELINE_ORDER: tuple[str, ...] = tuple(JOBS)
 
 
-def downstream_of(job: str, t_dones: dict[str, int | None]) -> tuple[Downstream, ...]:
-    """The children of `job` that could advance if it did (pmb_pipeline's bonus)."""
+def downstream_of(
+    job: str, t_dones: dict[str, int | None], jobs: Mapping[str, JobSpec] | None = None
+) -> tuple[Downstream, ...]:
+    """The children of `job` among `jobs` (the bundled ones by default) that could advance
+    if it did (pmb_pipeline's bonus)."""
     children = []
-    for child in JOBS.values():
+    for child in (JOBS if jobs is None else jobs).values():
         if job not in child.inputs:
             continue
         others = [t_dones.get(o) for o in child.inputs if o != job]

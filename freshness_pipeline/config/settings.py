@@ -20,7 +20,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from freshness_pipeline.catalog.jobs import JOBS
+from freshness_pipeline.catalog.declaration import DeclarationError
+from freshness_pipeline.catalog.jobs import JOBS, JobSpec, load_jobs
 from freshness_pipeline.catalog.tables import RAW_TABLES
 from freshness_pipeline.config.scheduler_settings import (
     AUTOMATIONS,
@@ -121,6 +122,16 @@ def _folder(text: str) -> Path:
 
 def _text(text: str) -> str:
     return text
+
+
+def _jobs(text: str) -> dict[str, JobSpec]:
+    """One or more folders of declared jobs (separated like PATH, e.g. the bundled market
+    jobs beside your own); every problem of every file, one line each."""
+    folders = [Path(p).expanduser().resolve() for p in text.split(os.pathsep) if p.strip()]
+    try:
+        return load_jobs(*folders)
+    except DeclarationError as exc:
+        raise ValueError(f"{len(exc.problems)} problem(s):\n{exc}") from exc
 
 
 def _cost_prior(text: str) -> CostPrior:
@@ -283,6 +294,12 @@ SETTINGS: tuple[Setting, ...] = (
             "that imported the definitions once (`run_start.py`); `spawn`: Dagster's own, a "
             "new Python that imports Dagster, PySpark and the definitions per run",
             " or ".join(RUN_STARTS), _choice(RUN_STARTS)),
+    Setting("FRESHNESS_HANDOFF", "false",
+            "`true`: in a run of several tables (a chain), a step reads its parent's new rows "
+            "from the parent's result kept in the run's session instead of from Hudi, where "
+            "the two are equal (jobs/handoff.py); off by default: on local disk the Hudi read "
+            "is the cheaper (docs/BENCHMARKS.md, rows handed on in memory)",
+            "true or false", _bool),
     Setting("FRESHNESS_SPARK_SERVICE_PORT", "15002", "port of the local Spark service",
             "a port number 1-65535", _int_at_least(1)),
     Setting("FRESHNESS_SPARK_SERVICE_BIND", "127.0.0.1",
@@ -363,6 +380,10 @@ SETTINGS: tuple[Setting, ...] = (
             "period of the `interval` automation in seconds (a schedule when it is whole "
             "minutes dividing an hour, else a fixed-interval sensor)",
             f"an integer of at least {MIN_TICK_S}", _int_at_least(MIN_TICK_S)),
+    Setting("FRESHNESS_JOBS", None,
+            "folder of your own job declarations, one SQL file each (docs/JOBS.md), or "
+            "several separated by `:` (one pipeline beside another); unset: the bundled "
+            "market jobs in jobs_sql/", "folders", _jobs),
     Setting("FRESHNESS_INPUTS", None,
             "TOML file declaring input tables written by others (docs/USER-GUIDE.md: your "
             "own tables and topics); unset: both raw tables are ours", "a file", _folder),
@@ -552,6 +573,7 @@ class Settings:
     spark_remote: str | None = None
     spark_mode: str = "service"  # the shared Spark service (spark_service.py) or "local"
     run_start: str = "forkserver"  # how a code server starts runs (run_start.py)
+    handoff: bool = False  # a chain's steps read their parents' rows from memory (handoff.py)
     spark_service_port: int = 15002
     spark_service_memory: str = "4g"
     spark_service_bind: str = "127.0.0.1"
@@ -563,6 +585,8 @@ class Settings:
     memory_probe: Path | None = None  # memory_probe.py's output file; None: off
     memory_probe_s: int = 60
     memory_probe_frames: int = 6  # 0: no tracemalloc
+    # The jobs to run, in dependency order (FRESHNESS_JOBS; the bundled market jobs).
+    jobs: Mapping[str, JobSpec] = field(default_factory=lambda: JOBS)
     source: str = "landing"  # "landing" folder or "kafka" topics
     kafka: KafkaSettings = field(default_factory=KafkaSettings)
     s3: S3Settings = field(default_factory=S3Settings)
@@ -645,6 +669,7 @@ def load_settings(
         spark_remote=values["FRESHNESS_SPARK_REMOTE"] or None,
         spark_mode=values["FRESHNESS_SPARK_MODE"],
         run_start=values["FRESHNESS_RUN_START"],
+        handoff=values["FRESHNESS_HANDOFF"],
         spark_service_port=values["FRESHNESS_SPARK_SERVICE_PORT"],
         spark_service_memory=values["FRESHNESS_SPARK_SERVICE_MEMORY"],
         spark_service_bind=values["FRESHNESS_SPARK_SERVICE_BIND"],
@@ -656,6 +681,7 @@ def load_settings(
         memory_probe=values["FRESHNESS_MEMORY_PROBE"],
         memory_probe_s=values["FRESHNESS_MEMORY_PROBE_S"],
         memory_probe_frames=values["FRESHNESS_MEMORY_PROBE_FRAMES"],
+        jobs=values["FRESHNESS_JOBS"] or JOBS,
         source=values["FRESHNESS_SOURCE"],
         kafka=_kafka_settings(values),
         s3=s3,
@@ -769,6 +795,16 @@ def _s3_settings(values: Mapping[str, Any]) -> S3Settings:
     return s3
 
 
+def input_readers(jobs: Mapping[str, JobSpec]) -> dict[str, tuple[str, ...]]:
+    """Each table the jobs read incrementally that no job writes, with the jobs reading it."""
+    readers: dict[str, list[str]] = {}
+    for name, spec in jobs.items():
+        for table in spec.inputs:
+            if table not in jobs:
+                readers.setdefault(table, []).append(name)
+    return {table: tuple(names) for table, names in readers.items()}
+
+
 def _lakehouse(values: Mapping[str, Any], s3: S3Settings) -> Lakehouse:
     lakehouse: Lakehouse = values["FRESHNESS_LAKEHOUSE"]
     lock_dir: Path | None = values["FRESHNESS_LOCK_DIR"]
@@ -780,8 +816,9 @@ def _lakehouse(values: Mapping[str, Any], s3: S3Settings) -> Lakehouse:
     elif lock_dir is not None:
         lakehouse = Lakehouse(lakehouse.root, str(lock_dir))
     try:
+        readers = input_readers(values["FRESHNESS_JOBS"] or JOBS)
         return lakehouse.with_inputs(
-            load_inputs(values["FRESHNESS_INPUTS"], lakehouse.root, s3.storage_options())
+            load_inputs(values["FRESHNESS_INPUTS"], lakehouse.root, s3.storage_options(), readers)
         )
     except InputsError as exc:
         raise SettingsError(f"FRESHNESS_INPUTS: {exc}") from exc

@@ -18,7 +18,10 @@ HOODIE_COLUMNS = (
     "_hoodie_record_key",
     "_hoodie_partition_path",
     "_hoodie_file_name",
+    # A table that honours deletes carries Hudi's delete marker; false on every stored row.
+    "_hoodie_is_deleted",
 )
+DELETED_COLUMN = "_hoodie_is_deleted"
 WATERMARK_KEY = "freshness.watermark_us"
 ARRIVAL_MIN_KEY = "freshness.arrival_min_us"
 ARRIVAL_MAX_KEY = "freshness.arrival_max_us"

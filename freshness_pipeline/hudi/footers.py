@@ -126,3 +126,33 @@ def _read_own_rows(uri: str | Location, column: str, instant: str) -> FooterRang
         own = pc.cast(own, pa.timestamp("us", own.type.tz), safe=False)
     bounds = pc.min_max(pc.cast(own, pa.int64()))
     return FooterRange(bounds["min"].as_py(), bounds["max"].as_py())
+
+
+def base_file_schema(table: Location) -> pa.Schema | None:
+    """The schema of the newest base file in the first folder of `table` that has one,
+    through pyarrow alone (None when there is none yet). For what loads with the Dagster
+    definitions (a declared job's column lineage): the process that loads them is the
+    parent the run workers fork from, and hudi-rs's runtime does not survive a fork (a
+    forked run blocked in its first table read)."""
+    fs, root = table.filesystem()
+    folders = [root]
+    while folders:
+        folder = folders.pop(0)
+        entries = fs.get_file_info(pafs.FileSelector(folder, allow_not_found=True))
+        files = [
+            e
+            for e in entries
+            if e.type == pafs.FileType.File
+            and e.base_name.endswith(".parquet")
+            and not e.base_name.startswith(".")
+        ]
+        if files:
+            newest = max(files, key=lambda e: (e.mtime_ns or 0, e.path))
+            schema = pq.read_schema(newest.path, filesystem=fs)
+            return pa.schema([f for f in schema if not f.name.startswith("_hoodie_")])
+        folders += sorted(
+            e.path
+            for e in entries
+            if e.type == pafs.FileType.Directory and not e.base_name.startswith(".")
+        )
+    return None

@@ -1,16 +1,19 @@
 """Declared input tables: which Hudi tables feed the jobs, where they live, who writes them
 and which column (if any) holds each row's arrival time.
 
-The jobs read two raw inputs, `price_raw` and `trade_raw` (their SQL says `delta_<name>`).
-By default both are ours: written by this project's ingestion under the lakehouse root,
-with `arrival_ts`. A user re-points either at a Hudi table written by anyone (Hudi
-Streamer, Flink, Kafka Connect, a plain Spark job) in a TOML file named by
-`FRESHNESS_INPUTS`:
+The bundled jobs read two raw inputs, `price_raw` and `trade_raw` (their SQL says
+`delta_<name>`); declared jobs (FRESHNESS_JOBS) read whatever tables they name. By
+default every input is ours: under the lakehouse root, with `arrival_ts` (the two raw
+tables are written by this project's ingestion). A user points any input at a Hudi table
+written by anyone (Hudi Streamer, Flink, Kafka Connect, a plain Spark job) in a TOML file
+named by `FRESHNESS_INPUTS`:
 
     [inputs.trade_raw]
     uri = "s3://market-data/hudi/trades"   # or a folder / file:// URI
     arrival_column = "ingested_at"         # optional; omitted: commit completion time
     read_by = ["trade_aggr"]               # optional; checked against the jobs' SQL
+    deletes = true                         # optional; the writer deletes rows or moves
+                                           # them between groups (needs Hudi CDC on)
 
 A declared table is `external`: our ingestion never writes it, the scheduler reads its
 arrival ranges through the chain in hudi_metadata.py, and its source asset says so.
@@ -33,7 +36,7 @@ RAW_INPUTS: Mapping[str, tuple[str, ...]] = {
 }
 OUR_ARRIVAL_COLUMN = "arrival_ts"
 _COLUMN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-_KEYS = frozenset({"uri", "arrival_column", "read_by"})
+_KEYS = frozenset({"uri", "arrival_column", "read_by", "deletes"})
 
 
 class InputsError(ValueError):
@@ -49,6 +52,9 @@ class DeclaredInput:
     arrival_column: str | None  # None: a row's arrival is its commit's completion time
     read_by: tuple[str, ...]
     external: bool  # written by someone else (not our ingestion)
+    # The writer deletes rows (or changes a row's group): only a job that recomputes its
+    # groups can follow, through the table's change data capture (`freshness check`).
+    deletes: bool = False
 
     @property
     def arrival_source(self) -> str:
@@ -59,20 +65,27 @@ class DeclaredInput:
         return "commit completion time (no arrival column declared)"
 
 
-def default_inputs(root: Location) -> dict[str, DeclaredInput]:
-    """The two raw tables as our ingestion writes them under the lakehouse `root`."""
+def default_inputs(
+    root: Location, readers: Mapping[str, tuple[str, ...]] = RAW_INPUTS
+) -> dict[str, DeclaredInput]:
+    """The jobs' inputs (`readers`: input -> the jobs reading it; the bundled two raw
+    tables by default) as ours, under the lakehouse `root`."""
     return {
         name: DeclaredInput(name, root.child(name), OUR_ARRIVAL_COLUMN, jobs, False)
-        for name, jobs in RAW_INPUTS.items()
+        for name, jobs in readers.items()
     }
 
 
 def load_inputs(
-    path: Path | None, root: Location, s3_options: Mapping[str, str] | None = None
+    path: Path | None,
+    root: Location,
+    s3_options: Mapping[str, str] | None = None,
+    readers: Mapping[str, tuple[str, ...]] = RAW_INPUTS,
 ) -> dict[str, DeclaredInput]:
     """The declaration in `path` over the defaults (a table not declared stays ours);
-    `s3_options` reach a declared `s3://` table (endpoint, keys: settings.S3Settings)."""
-    declared = default_inputs(root)
+    `s3_options` reach a declared `s3://` table (endpoint, keys: settings.S3Settings);
+    `readers`: each input the jobs read, with the jobs that read it."""
+    declared = default_inputs(root, readers)
     if path is None:
         return declared
     try:
@@ -88,18 +101,21 @@ def load_inputs(
             f"{path}: expected only [inputs.<table>] sections, found {sorted(document)}"
         )
     for name, entry in tables.items():
-        declared[name] = _parse_entry(path, name, entry, s3_options or {})
+        declared[name] = _parse_entry(path, name, entry, s3_options or {}, readers)
     return declared
 
 
 def _parse_entry(
-    path: Path, name: str, entry: object, s3_options: Mapping[str, str]
+    path: Path,
+    name: str,
+    entry: object,
+    s3_options: Mapping[str, str],
+    readers: Mapping[str, tuple[str, ...]],
 ) -> DeclaredInput:
     where = f"{path} [inputs.{name}]"
-    if name not in RAW_INPUTS:
+    if name not in readers:
         raise InputsError(
-            f"{where}: the jobs read no input called {name!r}; declare one of "
-            f"{', '.join(RAW_INPUTS)}"
+            f"{where}: the jobs read no input called {name!r}; declare one of {', '.join(readers)}"
         )
     if not isinstance(entry, dict):
         raise InputsError(f"{where}: expected a table of keys {sorted(_KEYS)}")
@@ -118,10 +134,13 @@ def _parse_entry(
     column = entry.get("arrival_column")
     if column is not None and (not isinstance(column, str) or not _COLUMN.match(column)):
         raise InputsError(f"{where}: arrival_column {column!r} is not a column name")
-    read_by = entry.get("read_by", list(RAW_INPUTS[name]))
-    if not isinstance(read_by, list) or tuple(sorted(read_by)) != tuple(sorted(RAW_INPUTS[name])):
+    read_by = entry.get("read_by", list(readers[name]))
+    if not isinstance(read_by, list) or tuple(sorted(read_by)) != tuple(sorted(readers[name])):
         raise InputsError(
             f"{where}: read_by {read_by!r} does not match the jobs: {name} is read by "
-            f"{list(RAW_INPUTS[name])} (jobs_sql/ fixes which job reads which input)"
+            f"{list(readers[name])} (the job declarations fix which job reads which input)"
         )
-    return DeclaredInput(name, location, column, tuple(read_by), True)
+    deletes = entry.get("deletes", False)
+    if not isinstance(deletes, bool):
+        raise InputsError(f"{where}: deletes {deletes!r} is not true or false")
+    return DeclaredInput(name, location, column, tuple(read_by), True, deletes)

@@ -184,9 +184,12 @@ class HudiTableMetadata:
             props = self._read_properties()
         else:
             raise TableNotFound(f"Hudi table at {self.table_uri} is still being created")
+        self.properties: dict[str, str] = props  # hoodie.properties as read at open
         self.table_name = props.get("hoodie.table.name", PurePosixPath(root).name)
         self.table_type = props.get("hoodie.table.type", "COPY_ON_WRITE")
         self.table_version = int(props.get("hoodie.table.version", "0") or 0)
+        # Change data capture: the table's CDC log shows deleted rows and old versions.
+        self.cdc_enabled = props.get("hoodie.table.cdc.enabled", "false").lower() == "true"
         self._local_zone = props.get("hoodie.table.timeline.timezone", "LOCAL") == "LOCAL"
         layout = props.get("hoodie.timeline.layout.version", "1")
         self._layout_v2 = layout == "2"
@@ -354,7 +357,7 @@ class HudiTableMetadata:
         span = commit.arrival_range_us
         if span is not None:
             return ArrivalRange(span[0], span[1], SOURCE_KEYS)
-        if not self.external or commit.is_clustering or not commit.written:
+        if not self.external or commit.is_rewrite or not commit.written:
             return None
         completed = self.completion_us(commit)
         if self.arrival_column is None:
@@ -470,7 +473,8 @@ class HudiTableMetadata:
                     partition=fs.partition_path,
                     file_id=fs.file_id,
                     path=fs.base_file_relative_path(),
-                    size_bytes=int(fs.base_file_size),
+                    # base and log files: a merge-on-read run reads both
+                    size_bytes=int(fs.total_size_bytes()),
                     base_instant=fs.creation_instant_time,
                 )
             )
@@ -540,6 +544,10 @@ class HudiTableMetadata:
         """A file of this table for pyarrow readers (with the table's storage options)."""
         return self.location.child(relative_path)
 
+    def arrow_schema(self):
+        """The table's schema without Hudi's meta columns (hudi-rs, from its commits)."""
+        return self._hudi().get_schema()
+
     def row_count(self) -> int:
         """Rows in the latest snapshot, from Parquet footers (no data scan)."""
         total = 0
@@ -572,7 +580,7 @@ class HudiTableMetadata:
                 (slices_by_key[key] for key in ranges if key in slices_by_key),
                 key=lambda s: (s.partition, s.file_id),
             )
-        completed_at = {c.instant: self.completion_us(c) for c in commits if not c.is_clustering}
+        completed_at = {c.instant: self.completion_us(c) for c in commits if not c.is_rewrite}
         pending = []
         for fs in candidates:
             found = ranges.get((fs.partition, fs.file_id))
@@ -633,6 +641,8 @@ class HudiTableMetadata:
                     for written in commit.written:
                         ranges[(written.partition, written.file_id)] = moved
                 continue
+            if commit.is_compaction:
+                continue  # same file groups: their pending ranges from the delta commits stay
             span = self.commit_arrival(commit)
             if span is None or span.high <= floor:
                 continue

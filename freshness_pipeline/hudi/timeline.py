@@ -23,6 +23,9 @@ COMPLETED_ACTIONS = ("commit", "replacecommit", "deltacommit")
 COMPLETED_CLEAN = re.compile(r"^(\d{17})_(\d{17})\.clean$")
 PENDING_CLUSTERING = re.compile(r"^(\d{17})\.(clustering|replacecommit)\.(requested|inflight)$")
 CLUSTERING_OPERATIONS = frozenset({"CLUSTER", "cluster"})
+# A merge-on-read compaction (a `commit`) folds a file group's log files into a new base
+# file: rows that arrived with the delta commits before it, none of its own.
+COMPACTION_OPERATIONS = frozenset({"COMPACT", "compact", "LOG_COMPACT", "logcompaction"})
 
 
 def instant_to_us(instant: str, local_zone: bool = False) -> int:
@@ -121,6 +124,15 @@ class Commit:
             self.operation in CLUSTERING_OPERATIONS
             or (self.operation == "" and self.arrival_range_us is None)
         )
+
+    @property
+    def is_compaction(self) -> bool:
+        return self.operation in COMPACTION_OPERATIONS
+
+    @property
+    def is_rewrite(self) -> bool:
+        """Rewrote rows that arrived before it (clustering, compaction): not an arrival."""
+        return self.is_clustering or self.is_compaction
 
 
 @dataclass(frozen=True)

@@ -1,15 +1,17 @@
-"""The batch oracle (METHOD 5.6): each job's SQL run once over all raw data, on Spark.
+"""The batch oracle (METHOD 5.6): each job's SQL run once over all raw data, on Spark (its
+generated merge over an empty table).
 
 Used by the oracle tests and `make chaos`; `oracle.py` is its independent counterpart."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 
-from freshness_pipeline.catalog.jobs import JOBS, PIPELINE_ORDER
+from freshness_pipeline.catalog.jobs import JOBS, PIPELINE_ORDER, JobSpec
 from freshness_pipeline.hudi.commit_keys import HOODIE_COLUMNS
 from freshness_pipeline.jobs.external_read import read_external
-from freshness_pipeline.jobs.sql import sql_sections
+from freshness_pipeline.jobs.sql import merged_sql, partial_sql, summed_columns
 
 ORDER = PIPELINE_ORDER
 
@@ -20,48 +22,58 @@ def read_table(spark, uri: str):
 
 
 def batch_recompute(
-    spark, table_uri, scratch: Path, table_meta=None, cutoff_us: int | None = None
+    spark,
+    table_uri,
+    scratch: Path,
+    table_meta=None,
+    cutoff_us: int | None = None,
+    jobs: Mapping[str, JobSpec] | None = None,
 ) -> dict[str, object]:
-    """Every job's SQL over the full raw tables, chained; returns job -> DataFrame.
+    """Every job's SQL over the full input tables, chained; returns job -> DataFrame.
 
-    `table_meta` (Lakehouse.metadata) says which raw inputs are external;
-    `cutoff_us` keeps only raw rows that arrived by then. Each result is written
+    `jobs`: the declared jobs (the bundled six by default); the tables they read and no job
+    writes are their sources. `table_meta` (Lakehouse.metadata) says which inputs are
+    external; `cutoff_us` keeps only input rows that arrived by then. Each result is written
     to Parquet under `scratch` and read back before the next job replaces the temp views:
     through Spark Connect a SQL DataFrame is re-analysed when it runs, so it must not
     depend on views that change later (and localCheckpoint is not available there)."""
+    jobs = JOBS if jobs is None else jobs
     frames: dict[str, object] = {}
-    for name in ("price_raw", "trade_raw", "company_master"):
+    dimensions = {t for spec in jobs.values() for t in spec.dimensions}
+    sources = sorted({t for s in jobs.values() for t in (*s.inputs, *s.dimensions)} - set(jobs))
+    for name in sources:
         meta = table_meta(name) if table_meta is not None else None
         if meta is not None and meta.external:
             # Someone else's table: arrival by the same rule the runs use.
             frames[name] = read_external(spark, meta)
         else:
             frames[name] = read_table(spark, table_uri(name))
-        if cutoff_us is not None and name != "company_master":
+        if cutoff_us is not None and name not in dimensions:
             # What a job capped at this watermark has seen: its inputs' rows up to it.
             frames[name] = frames[name].where(f"arrival_ts <= timestamp_micros({cutoff_us})")
     views: set[str] = set()
     try:
-        for name in ORDER:
-            spec = JOBS[name]
-            sections = sql_sections(name)
+        for name, spec in jobs.items():
             named = {f"delta_{table}": frames[table] for table in spec.inputs}
             named |= {table: frames[table] for table in spec.dimensions}
             if spec.kind != "merge":
                 named["group_rows"] = frames[spec.inputs[0]]
             for view, frame in named.items():
                 frame.createOrReplaceTempView(view)
-            partial = spark.sql(sections["partial"])
+            partial = spark.sql(partial_sql(spec))
             partial.createOrReplaceTempView("partial")
             partial.limit(0).createOrReplaceTempView("existing")
             views |= set(named) | {"partial", "existing"}
-            spark.sql(sections["merge"]).write.mode("overwrite").parquet(str(scratch / name))
+            summed = summed_columns(spec)
+            types = {f.name: f.dataType.simpleString() for f in partial.schema if f.name in summed}
+            merge = merged_sql(spec, partial.columns, types)
+            spark.sql(merge).write.mode("overwrite").parquet(str(scratch / name))
             frames[name] = spark.read.parquet(str(scratch / name))
     finally:
         # The session may be shared (tests, the chaos campaign): leave no view behind.
         for view in views:
             spark.catalog.dropTempView(view)
-    return {name: frames[name] for name in ORDER}
+    return {name: frames[name] for name in jobs}
 
 
 def differences(spark, expected, actual_uri: str) -> tuple[int, int, list]:

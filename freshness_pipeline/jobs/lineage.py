@@ -45,7 +45,7 @@ from collections.abc import Iterable, Mapping
 from functools import lru_cache
 from pathlib import Path
 
-from freshness_pipeline.catalog.jobs import JOBS, PIPELINE_ORDER
+from freshness_pipeline.catalog.jobs import JOBS, PIPELINE_ORDER, JobSpec
 from freshness_pipeline.config.settings import PROJECT_ROOT
 from freshness_pipeline.jobs.lineage_model import (
     AssetLineage,
@@ -112,8 +112,9 @@ SOURCE_SCHEMAS: dict[str, dict[str, str]] = {
 # key matches what the derivation depends on; otherwise the lineage is derived afresh, and
 # a test fails until the snapshot is regenerated: `python -m freshness_pipeline.jobs.lineage`.
 SNAPSHOT_PATH = PROJECT_ROOT / "jobs_sql" / "lineage.json"
-_DERIVATION_MODULES = tuple(
-    Path(__file__).with_name(name) for name in ("lineage_sql.py", "lineage_model.py")
+_DERIVATION_MODULES = (
+    *(Path(__file__).with_name(name) for name in ("lineage_sql.py", "lineage_model.py")),
+    Path(__file__).with_name("merge_sql.py"),  # the merges are generated
 )
 
 
@@ -153,6 +154,32 @@ def derive_pipeline_lineage() -> dict[str, AssetLineage]:
     lineage: dict[str, AssetLineage] = {}
     for name in PIPELINE_ORDER:
         derived = derive_lineage(JOBS[name], schemas)
+        schemas[name] = {c.name: c.type for c in derived.columns}
+        lineage[name] = derived
+    return lineage
+
+
+def declared_lineage(
+    jobs: Mapping[str, JobSpec], source_schemas: Mapping[str, Mapping[str, str]]
+) -> dict[str, AssetLineage | LineageError]:
+    """Every declared job's lineage traced from its SQL (a user's folder: FRESHNESS_JOBS),
+    in dependency order over `source_schemas` (the tables no job writes, as their Hudi
+    metadata gives them); a job that cannot be traced, or reads one that could not, gets
+    the reason instead."""
+    from freshness_pipeline.jobs.lineage_sql import derive_lineage
+
+    schemas: dict[str, Mapping[str, str]] = dict(source_schemas)
+    lineage: dict[str, AssetLineage | LineageError] = {}
+    for name, spec in jobs.items():
+        unknown = [t for t in (*spec.inputs, *spec.dimensions) if t not in schemas]
+        if unknown:
+            lineage[name] = LineageError(f"no schema for {', '.join(unknown)}")
+            continue
+        try:
+            derived = derive_lineage(spec, schemas)
+        except LineageError as exc:
+            lineage[name] = exc
+            continue
         schemas[name] = {c.name: c.type for c in derived.columns}
         lineage[name] = derived
     return lineage

@@ -111,4 +111,10 @@ class AssetLineage:
 
 
 def sql_sha256(job: str) -> str:
-    return hashlib.sha256(sql_path(job).read_bytes()).hexdigest()
+    """A bundled job's SQL file's hash."""
+    return file_sha256(str(sql_path(job)))
+
+
+def file_sha256(path: str) -> str:
+    with open(path, "rb") as handle:
+        return hashlib.sha256(handle.read()).hexdigest()

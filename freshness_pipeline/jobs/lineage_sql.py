@@ -21,9 +21,9 @@ from freshness_pipeline.jobs.lineage_model import (
     IndirectDep,
     LineageError,
     OutputColumn,
-    sql_sha256,
+    file_sha256,
 )
-from freshness_pipeline.jobs.sql import sql_path, sql_sections
+from freshness_pipeline.jobs.sql import merged_sql, partial_sql, summed_columns
 
 DIALECT = "spark"
 _SELF = "<self>"  # the `existing` view: the target's own rows
@@ -237,19 +237,15 @@ def _runner_indirect(spec: JobSpec) -> dict[ColumnRef, set[str]]:
     """What the runner's views choose rows by (jobs/runner.py), outside the SQL."""
     # delta_<input>: the rows with t_done < arrival_ts <= u.
     facts = {ColumnRef(table, "arrival_ts"): {"filter"} for table in spec.inputs}
-    if spec.kind != "merge" and spec.group_column:
-        # group_rows: the input's current rows semi-joined with the touched (group, second).
-        for column in (spec.group_column, "second"):
+    if spec.kind != "merge":
+        # group_rows: the input's current rows semi-joined with the touched groups (the key).
+        for column in spec.key:
             facts.setdefault(ColumnRef(spec.inputs[0], column), set()).add("join")
     return facts
 
 
 def derive_lineage(spec: JobSpec, table_schemas: Mapping[str, Mapping[str, str]]) -> AssetLineage:
     """One job's column lineage and output schema; `table_schemas` holds every table it reads."""
-    sections = sql_sections(spec.name)
-    for needed in ("partial", "merge"):
-        if needed not in sections:
-            raise LineageError(f"{sql_path(spec.name)}: no `-- section: {needed}`")
     views = _input_views(spec)
     schemas: dict[str, Mapping[str, str]] = {}
     leaves: dict[str, dict[str, Origins]] = {}
@@ -262,7 +258,7 @@ def derive_lineage(spec: JobSpec, table_schemas: Mapping[str, Mapping[str, str]]
         }
     indirect = _runner_indirect(spec)
     partial, partial_types, partial_indirect = _trace_section(
-        sections["partial"], schemas, leaves, f"{spec.name}.sql section partial"
+        partial_sql(spec), schemas, leaves, f"{spec.name}.sql"
     )
     for ref, subtypes in partial_indirect.items():
         indirect.setdefault(ref, set()).update(subtypes)
@@ -271,13 +267,17 @@ def derive_lineage(spec: JobSpec, table_schemas: Mapping[str, Mapping[str, str]]
     # `existing` has the target's columns; the target's schema is what the merge makes, so
     # trace once with partial's columns standing in, then with the schema that gave.
     existing_types: Mapping[str, str] = partial_types
+    summed = summed_columns(spec)
+    merge = merged_sql(
+        spec, [name for name, _ in partial], {c: t for c, t in partial_types.items() if c in summed}
+    )
     for _ in range(2):
         schemas["existing"] = existing_types
         leaves["existing"] = {
             col: {ColumnRef(_SELF, col): frozenset({"identity"})} for col in existing_types
         }
         merged, merged_types, merge_indirect = _trace_section(
-            sections["merge"], schemas, leaves, f"{spec.name}.sql section merge"
+            merge, schemas, leaves, f"{spec.name}: the merge generated for {spec.declaration.merge}"
         )
         existing_types = merged_types
     for ref, subtypes in merge_indirect.items():
@@ -295,7 +295,7 @@ def derive_lineage(spec: JobSpec, table_schemas: Mapping[str, Mapping[str, str]]
         inputs=(*spec.inputs, *spec.dimensions),
         columns=tuple(OutputColumn(name, merged_types[name]) for name, _ in merged),
         edges=tuple(edges),
-        sql_sha256=sql_sha256(spec.name),
+        sql_sha256=file_sha256(spec.declaration.path),
         indirect=tuple(
             IndirectDep(ref, tuple(sorted(subtypes)))
             for ref, subtypes in sorted(indirect.items())

@@ -14,9 +14,45 @@ from freshness_pipeline.catalog.declaration import ARRIVAL_COLUMN, ColumnRule, J
 RANK_COLUMN = "_freshness_rank"
 
 
-def touched_sql(job: JobDeclaration) -> str:
-    """recompute_touched_groups: the groups (key values) the run's input rows touch."""
-    return f"SELECT DISTINCT {', '.join(job.key)} FROM delta_{job.inputs[0]}"
+def key_expressions(job: JobDeclaration) -> list[tuple[str, str]]:
+    """(key column, SQL over an input row giving it): declared in `groups`, else the input
+    column of the same name."""
+    declared = dict(job.groups)
+    return [(k, declared.get(k, k)) for k in job.key]
+
+
+def touched_sql(job: JobDeclaration, changed: bool = False) -> str:
+    """recompute_touched_groups: the groups (key values) the run's input rows touch; with
+    `changed`, also those the old versions of changed rows (view `changed_<input>`) left."""
+    columns = ", ".join(k if sql == k else f"{sql} AS {k}" for k, sql in key_expressions(job))
+    source = job.inputs[0]
+    touched = f"SELECT DISTINCT {columns} FROM delta_{source}"
+    if changed:
+        touched += f"\nUNION\nSELECT DISTINCT {columns} FROM changed_{source}"
+    return touched
+
+
+def gone_sql(job: JobDeclaration) -> str:
+    """recompute_touched_groups following deletes: the stored rows (view `stored`) of the
+    groups the run touched (`run_touched`) that the run did not recompute (`run_result`):
+    every input row of theirs is gone."""
+    on = " AND ".join(f"{{a}}.{k} = {{b}}.{k}" for k in job.key)
+    return (
+        "SELECT s.* FROM stored s\n"
+        f"LEFT SEMI JOIN run_touched t ON {on.format(a='s', b='t')}\n"
+        f"LEFT ANTI JOIN run_result r ON {on.format(a='s', b='r')}"
+    )
+
+
+def group_rows_sql(job: JobDeclaration, source: str = "group_source") -> str:
+    """The current input rows (view `source`) of the groups the run touches (`run_touched`)."""
+    pairs = key_expressions(job)
+    if len(pairs) == 1:
+        ((key, sql),) = pairs
+        return f"SELECT * FROM {source} WHERE {sql} IN (SELECT {key} FROM run_touched)"
+    exprs = ", ".join(sql for _, sql in pairs)
+    keys = ", ".join(k for k, _ in pairs)
+    return f"SELECT * FROM {source} WHERE ({exprs}) IN (SELECT {keys} FROM run_touched)"
 
 
 def merge_sql(
@@ -75,10 +111,8 @@ def _combine(rule: ColumnRule, types: Mapping[str, str]) -> str:
     """How the run's partial value of a column combines with the stored one."""
     c = rule.column
     if rule.rule in ("sum", "count"):
-        added = (
-            f"CASE WHEN e.{c} IS NULL THEN p.{c} WHEN p.{c} IS NULL THEN e.{c} "
-            f"ELSE p.{c} + e.{c} END"
-        )
+        # A side without a value (SQL's sum of no rows) keeps the other's.
+        added = f"coalesce(p.{c} + e.{c}, p.{c}, e.{c})"
         return f"CAST({added} AS {types[c]})" if c in types else added
     if rule.rule in ("min", "max"):
         # Spark's least and greatest skip nulls: a side without a value keeps the other's.

@@ -1,11 +1,12 @@
 """One run of a job on Spark: read exactly the resolved files, keep t_done < arrival <= u,
-transform with the job's SQL, merge into the target and commit with watermark u.
+transform with the job's SQL, merge into the target (the merge its declared kind
+generates) and commit with watermark u.
 
 The watermark, the arrival range written and the run's bookkeeping go into the same Hudi
 commit as the rows (METHOD 5.2): a run that fails before its commit changes nothing, and
 its retry starts from the same t_done. Reads of target and input snapshots are pruned by
 partition and by the footer range of `second`, so a run's cost follows the keys it
-touches, not the size of the tables.
+touches, not the size of the tables (`second` below: the job's declared event time).
 """
 
 from __future__ import annotations
@@ -13,12 +14,14 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
-from freshness_pipeline.catalog.jobs import WINDOW_SECONDS, JobSpec
+from freshness_pipeline.catalog.jobs import JobSpec
+from freshness_pipeline.hudi.changes import change_window, commit_window
 from freshness_pipeline.hudi.commit_keys import (
     ARRIVAL_MAX_KEY,
     ARRIVAL_MIN_KEY,
+    DELETED_COLUMN,
     HOODIE_COLUMNS,
     WATERMARK_KEY,
 )
@@ -31,10 +34,20 @@ from freshness_pipeline.hudi.write import (
     guarded_writer_options,
     write_options,
 )
-from freshness_pipeline.jobs.external_read import read_external
+from freshness_pipeline.jobs.change_read import before_images_sql, read_changes
+from freshness_pipeline.jobs.connect_calls import ConnectCalls, watching
+from freshness_pipeline.jobs.external_read import ARRIVAL, read_external
+from freshness_pipeline.jobs.handoff import Handoffs
 from freshness_pipeline.jobs.run_config import ResolvedRun
 from freshness_pipeline.jobs.run_phases import StepTimes, TimelineTimes, runner_phases
-from freshness_pipeline.jobs.sql import sql_sections
+from freshness_pipeline.jobs.sql import (
+    gone_rows_sql,
+    group_rows_sql,
+    merged_sql,
+    partial_sql,
+    summed_columns,
+    touched_groups_sql,
+)
 from freshness_pipeline.scheduling.units import US_PER_S
 
 T_DONE_BEFORE_KEY = "freshness.t_done_before_us"
@@ -64,6 +77,12 @@ class RunReport:
     seconds: float
     # read, transform and the write's phases (run_phases.runner_phases); empty if unknown
     phases: Mapping[str, float] = field(default_factory=dict)
+    # inputs read from an earlier step's result in this run's memory (jobs/handoff.py)
+    inputs_in_memory: tuple[str, ...] = ()
+    # Spark Connect round trips (jobs/connect_calls.py): by phase, and by kind as text
+    connect_calls: Mapping[str, int] = field(default_factory=dict)
+    connect_call_s: float = 0.0
+    connect_by_kind: str = ""
 
 
 def _now_us() -> int:
@@ -94,6 +113,12 @@ def _job_write_options(spec: JobSpec) -> dict[str, str]:
     }
 
 
+# A table whose rows can be deleted keeps its changes, for the jobs that read it (hudi/changes.py).
+_CDC_OPTIONS = {
+    "hoodie.table.cdc.enabled": "true",
+    "hoodie.table.cdc.supplemental.logging.mode": "DATA_BEFORE_AFTER",
+}
+
 # Fails a run after its data files are written, before the commit completes (tests, chaos).
 _FAIL_BEFORE_COMMIT = {
     "hoodie.precommit.validators": (
@@ -117,16 +142,23 @@ class JobRunner:
         spark,
         tables: Lakehouse | Callable[[str], str],
         write_overrides: Mapping[str, str] | None = None,
+        handoffs: Handoffs | None = None,
     ) -> None:
         """`tables`: the lakehouse (its tables' locations, storage options and lock
         folder), or a callable table name -> URI (a local lakehouse). `write_overrides`:
         Hudi write options put over the job's own, last (bench/write_modes.py measures
-        index types and merge-on-read with them)."""
+        index types and merge-on-read with them). `handoffs`: the results kept by the
+        earlier steps of the same run (jobs/handoff.py); None: every input from Hudi."""
         self.spark = spark
         self.write_overrides = dict(write_overrides or {})
+        self.handoffs = handoffs
+        self._in_memory: list[str] = []
+        self._calls = ConnectCalls()
         self.lakehouse = tables if isinstance(tables, Lakehouse) else None
         self._table_uri = None if isinstance(tables, Lakehouse) else tables
         self._views: set[str] = set()
+        # the arrival range of the input changes (deletes, moves) the current run follows
+        self._change_arrival: tuple[int, int] | None = None
 
     def table_uri(self, table: str) -> str:
         """A table as Spark spells it."""
@@ -150,9 +182,11 @@ class JobRunner:
 
     # --- reads --------------------------------------------------------------------------
 
-    def _snapshot_files(self, table: str, partitions: set[str] | None, lo_us: int, hi_us: int):
-        """Latest slices of `table` that may hold rows with `second` in [lo, hi] (none while
-        the table does not exist yet)."""
+    def _snapshot_files(
+        self, table: str, partitions: set[str] | None, lo_us: int, hi_us: int, column: str
+    ):
+        """Latest slices of `table` that may hold rows with `column` (event time) in
+        [lo, hi] (none while the table does not exist yet)."""
         try:
             meta = self.meta(table)
         except TableNotFound:
@@ -162,7 +196,7 @@ class JobRunner:
             if partitions is not None and fs.partition not in partitions:
                 continue
             uri = meta.file_uri(fs.path)
-            low, high = footer_arrival_range(meta.file_location(fs.path), "second")
+            low, high = footer_arrival_range(meta.file_location(fs.path), column)
             if low is None or (low <= hi_us and high >= lo_us):
                 uris.append(uri)
         return uris
@@ -180,63 +214,96 @@ class JobRunner:
     def _delta(self, table: str, resolved: ResolvedRun):
         meta = self.meta(table)
         if meta.external:
-            # Someone else's table: Hudi's reader (log files too), its arrival rule.
-            df = read_external(self.spark, meta, [p.slice.file_id for p in resolved.files[table]])
+            # Someone else's table: Hudi's reader (log files too), its arrival rule, only
+            # the commits that wrote rows arriving in the run's range.
+            window = commit_window(meta, resolved.t_done_us, resolved.cutoff_us, True)
+            ids = [p.slice.file_id for p in resolved.files[table]]
+            if window is None:
+                df = read_external(self.spark, meta).limit(0)
+            elif window.replaced_since_start:
+                # Files of those commits were clustered or overwritten since: their rows
+                # are in the files that replaced them, which the plan chose by file group.
+                df = read_external(self.spark, meta, ids)
+            else:
+                df = read_external(self.spark, meta, ids, window)
         else:
-            df = self._read_files([p.uri for p in resolved.files[table]], table)
+            kept = self.handoffs and self.handoffs.view_for(
+                table, resolved.t_done_us, resolved.cutoff_us
+            )
+            if kept:
+                df = self.spark.table(kept)
+                self._in_memory.append(table)
+            else:
+                df = self._read_files([p.uri for p in resolved.files[table]], table)
         low = -1 if resolved.t_done_us is None else resolved.t_done_us
         return df.where(
             f"arrival_ts > {_us_literal(low)} AND arrival_ts <= {_us_literal(resolved.cutoff_us)}"
         )
 
     @staticmethod
-    def _second_bounds(df) -> tuple[int, int] | None:
+    def _time_bounds(df, column: str) -> tuple[int, int] | None:
         row = df.selectExpr(
-            "min(unix_micros(second)) AS lo", "max(unix_micros(second)) AS hi"
+            f"min(unix_micros({column})) AS lo", f"max(unix_micros({column})) AS hi"
         ).first()
         return None if row["lo"] is None else (row["lo"], row["hi"])
 
     def _existing(self, spec: JobSpec, keys_df, window_s: int = 0):
         """Current target rows sharing keys (or, for windows, groups) with `keys_df`."""
-        bounds = self._second_bounds(keys_df)
+        t = spec.event_time
+        bounds = self._time_bounds(keys_df, t)
         if bounds is None:
             return None
         partitions = None
-        if spec.partition_by:
-            partitions = {
-                r[0] for r in keys_df.selectExpr("substr(symbol, 1, 1)").distinct().collect()
-            }
+        if spec.partition_expr:
+            found = keys_df.selectExpr(spec.partition_expr).distinct().collect()
+            partitions = {r[0] for r in found}
         pad = window_s * US_PER_S
-        uris = self._snapshot_files(spec.name, partitions, bounds[0] - pad, bounds[1] + pad)
+        uris = self._snapshot_files(spec.name, partitions, bounds[0] - pad, bounds[1] + pad, t)
         if not uris:
             return None
         target = _drop_hoodie(self.spark.read.parquet(*uris))
         if window_s:
             lo, hi = bounds[0] - pad, bounds[1] + pad
-            groups = keys_df.select(spec.group_column).distinct()
-            return target.where(
-                f"second >= {_us_literal(lo)} AND second <= {_us_literal(hi)}"
-            ).join(groups, spec.group_column, "left_semi")
+            groups = keys_df.select(*spec.group_columns).distinct()
+            return target.where(f"{t} >= {_us_literal(lo)} AND {t} <= {_us_literal(hi)}").join(
+                groups, list(spec.group_columns), "left_semi"
+            )
         return target.join(keys_df.select(*spec.key).distinct(), list(spec.key), "left_semi")
 
     # --- the run ------------------------------------------------------------------------
 
     def run(
-        self, spec: JobSpec, resolved: ResolvedRun, fail_before_commit: bool = False
+        self,
+        spec: JobSpec,
+        resolved: ResolvedRun,
+        fail_before_commit: bool = False,
+        keep_result: bool = False,
     ) -> RunReport:
-        try:
-            report = self._run(spec, resolved, fail_before_commit)
-        except Exception:
+        """`keep_result`: a later step of the run reads this table; its committed rows
+        are kept for it (when exact, jobs/handoff.py)."""
+        with watching(self.spark) as self._calls:
+            try:
+                report = self._run(spec, resolved, fail_before_commit, keep_result)
+            except Exception:
+                self._release()
+                raise
+            except BaseException:
+                # Interrupted (Ctrl-C, or Dagster terminating the run). A local JVM dies
+                # with us; a shared Spark service would finish the write and commit behind
+                # a run Dagster reports as failed, racing its retry. Cancel it there.
+                self._interrupt_service_work()
+                raise
+            before_release = self._calls.total
             self._release()
-            raise
-        except BaseException:
-            # Interrupted (Ctrl-C, or Dagster terminating the run). A local JVM dies
-            # with us; a shared Spark service would finish the write and commit behind
-            # a run Dagster reports as failed, racing its retry. Cancel it there.
-            self._interrupt_service_work()
-            raise
-        self._release()
-        return report
+        if not self._calls.total:
+            return replace(report, connect_calls={})  # a local session: no round trips
+        by_phase = {**report.connect_calls, "release": self._calls.total - before_release}
+        return replace(
+            report,
+            connect_calls=by_phase,
+            connect_call_s=round(self._calls.total_s, 3),
+            connect_by_kind=self._calls.by_kind(),
+        )
 
     def _register(self, df, name: str) -> None:
         df.createOrReplaceTempView(name)
@@ -271,20 +338,45 @@ class JobRunner:
         self.spark.catalog.cacheTable(name)
         return self.spark.table(name)
 
-    def _run(self, spec: JobSpec, resolved: ResolvedRun, fail_before_commit: bool) -> RunReport:
+    def _run(
+        self, spec: JobSpec, resolved: ResolvedRun, fail_before_commit: bool, keep: bool
+    ) -> RunReport:
         started = time.monotonic()
         started_us = _now_us()
+        self._change_arrival = None
+        self._in_memory = []
+        marks = [self._calls.total]
+        follows = self.follows_changes(spec)
         rows_scanned = self._register_inputs(spec, resolved)
         inputs_read_us = _now_us()
-        result = self._transform(spec)
+        marks.append(self._calls.total)
+        result = self._transform(spec, resolved if follows else None)
         stats = result.selectExpr(
             "count(*) AS n",
             "min(unix_micros(arrival_ts)) AS lo",
             "max(unix_micros(arrival_ts)) AS hi",
         ).first()
+        if follows:
+            result = self._with_deletions(spec, result)
         transformed_us = _now_us()
-        self._commit(spec, resolved, result, stats, fail_before_commit)
-        step = StepTimes(started_us, inputs_read_us, transformed_us, _now_us())
+        marks.append(self._calls.total)
+        self._commit(spec, resolved, result, stats, fail_before_commit, follows)
+        committed_us = _now_us()
+        marks.append(self._calls.total)
+        if keep and self.handoffs is not None and not follows:
+            # (A run that followed deletions also deleted rows its result does not hold.)
+            self.handoffs.keep(
+                self.spark,
+                spec.name,
+                "run_result",
+                resolved.t_done_us,
+                resolved.cutoff_us,
+                int(stats["n"]),
+            )
+        marks.append(self._calls.total)
+        phases = ("read", "transform", "write", "keep_result")
+        calls = {p: marks[i + 1] - marks[i] for i, p in enumerate(phases)}
+        step = StepTimes(started_us, inputs_read_us, transformed_us, committed_us)
         return RunReport(
             job=spec.name,
             t_done_before_us=resolved.t_done_us,
@@ -295,6 +387,8 @@ class JobRunner:
             rows_written=int(stats["n"]),
             seconds=time.monotonic() - started,
             phases=runner_phases(step, self._timeline_times(spec.name, resolved.cutoff_us)),
+            inputs_in_memory=tuple(self._in_memory),
+            connect_calls=calls,
         )
 
     def _timeline_times(self, table: str, cutoff_us: int) -> TimelineTimes | None:
@@ -324,31 +418,94 @@ class JobRunner:
             self._register(_drop_hoodie(dimension), table)
         return rows_scanned
 
-    def _transform(self, spec: JobSpec):
-        """The job's SQL sections over the registered views: the rows to upsert."""
+    def _transform(self, spec: JobSpec, changes_of: ResolvedRun | None = None):
+        """The job's SELECT over the registered views, then its kind's merge: the rows to
+        upsert. `changes_of`: the run whose input changes (CDC) touch groups too."""
         spark = self.spark
-        sections = sql_sections(spec.name)
-        if spec.kind == "merge":
-            partial = self._cache_view(spark.sql(sections["partial"]), "partial")
-            existing = self._existing(spec, partial)
+        if spec.kind != "merge":
+            self._register(self._group_rows(spec, changes_of), "group_rows")
+        partial = self._cache_view(spark.sql(partial_sql(spec)), "partial")
+        if spec.declaration.merge in ("partial_aggregates", "per_side_replace") or spec.window_s:
+            existing = self._existing(spec, partial, spec.window_s)
             self._register(existing if existing is not None else partial.limit(0), "existing")
-            return self._cache_view(spark.sql(sections["merge"]), "run_result")
-        touched = self._cache_view(spark.sql(sections["touched"]), "run_touched")
-        bounds = self._second_bounds(touched)
-        source = spec.inputs[0]
-        if bounds is None:
-            group_rows = self._read_files([], source)
+        summed = summed_columns(spec)
+        types = {f.name: f.dataType.simpleString() for f in partial.schema if f.name in summed}
+        merge = merged_sql(spec, partial.columns, types)
+        return self._cache_view(spark.sql(merge), "run_result")
+
+    def _group_rows(self, spec: JobSpec, changes_of: ResolvedRun | None = None):
+        """The current rows of the input's groups this run touches (regroup and window):
+        those of its new rows and, following changes, of its changed rows' old versions."""
+        t, source = spec.event_time, spec.inputs[0]
+        changed = changes_of is not None and self._register_changes(source, changes_of)
+        touched = self._cache_view(self.spark.sql(touched_groups_sql(spec, changed)), "run_touched")
+        if self.meta(source).external:
+            # Someone else's table (merge-on-read logs too): through Hudi's reader, whole.
+            current = read_external(self.spark, self.meta(source))
         else:
-            uris = self._snapshot_files(source, None, bounds[0], bounds[1])
-            group_rows = self._read_files(uris, source).join(
-                touched, [spec.group_column, "second"], "left_semi"
-            )
-        self._register(group_rows, "group_rows")
-        partial = self._cache_view(spark.sql(sections["partial"]), "partial")
-        if spec.kind == "window":
-            existing = self._existing(spec, partial, WINDOW_SECONDS)
-            self._register(existing if existing is not None else partial.limit(0), "existing")
-        return self._cache_view(spark.sql(sections["merge"]), "run_result")
+            bounds = self._time_bounds(touched, t)
+            if bounds is None:
+                return self._read_files([], source)
+            # (A key computed from the input, `groups`, has no footer range there: every
+            # file is read, which is exact, only slower.)
+            uris = self._snapshot_files(source, None, bounds[0], bounds[1], t)
+            current = self._read_files(uris, source)
+        self._register(current, "group_source")
+        return self.spark.sql(group_rows_sql(spec))
+
+    def follows_changes(self, spec: JobSpec) -> bool:
+        """Whether a run of `spec` follows its input's deletes and moved rows: a job that
+        recomputes its groups, over a table with change data capture whose rows can be
+        deleted (ours: a table such a job writes; someone else's: declared `deletes`)."""
+        if spec.kind != "regroup":
+            return False
+        source = spec.inputs[0]
+        try:
+            meta = self.meta(source)
+        except TableNotFound:
+            return False
+        if not meta.cdc_enabled:
+            return False
+        if not meta.external:
+            return True
+        declared = self.lakehouse.inputs.get(source) if self.lakehouse is not None else None
+        return bool(declared and declared.deletes)
+
+    def _register_changes(self, source: str, resolved: ResolvedRun) -> bool:
+        """`changed_<source>`: the old versions of the rows the input's commits in this
+        run's range updated or deleted (hudi/changes.py); False when there are none."""
+        meta = self.meta(source)
+        window = change_window(meta, resolved.t_done_us, resolved.cutoff_us)
+        if window is None:
+            return False
+        columns = {
+            f.name: f.dataType.simpleString()
+            for f in self.spark.table(f"delta_{source}").schema
+            if f.name != ARRIVAL
+        }
+        uri = meta.table_uri if meta.external else self.table_uri(source)
+        self._register(read_changes(self.spark, uri, window, columns), f"cdc_{source}")
+        sql = before_images_sql(columns, f"cdc_{source}")
+        changed = self._cache_view(self.spark.sql(sql), f"changed_{source}")
+        if not changed.take(1):
+            return False
+        self._change_arrival = (window.arrival_low_us, window.arrival_high_us)
+        return True
+
+    def _with_deletions(self, spec: JobSpec, result):
+        """The run's rows, and a deletion of every stored row of a touched group that has
+        no row any more (its input rows were all deleted or moved away), marked by Hudi's
+        `_hoodie_is_deleted`."""
+        columns = result.columns
+        rows = result.selectExpr(*columns, f"false AS {DELETED_COLUMN}")
+        try:
+            self.meta(spec.name)
+        except TableNotFound:
+            return rows
+        stored = self.spark.read.format("hudi").load(self.table_uri(spec.name))
+        self._register(_drop_hoodie(stored), "stored")
+        gone = self.spark.sql(gone_rows_sql(spec)).selectExpr(*columns, f"true AS {DELETED_COLUMN}")
+        return rows.unionByName(gone)
 
     def _create_if_missing(self, spec: JobSpec, result, options: dict[str, str]) -> None:
         """A new target table starts with an empty commit of its schema and no watermark.
@@ -384,22 +541,35 @@ class JobRunner:
         fs, path = self.location(table).filesystem()
         fs.delete_dir(path)
 
-    def _commit(self, spec: JobSpec, resolved: ResolvedRun, result, stats, fail: bool) -> None:
+    def _commit(
+        self,
+        spec: JobSpec,
+        resolved: ResolvedRun,
+        result,
+        stats,
+        fail: bool,
+        follows_changes: bool = False,
+    ) -> None:
         """Upserts `result` with the watermark and the written arrival range in the same
-        commit, guarded against stale plans."""
+        commit, guarded against stale plans. The range covers the input changes the run
+        followed: a group changed by a deletion is new to the jobs reading this table."""
         metadata: dict[str, object] = {
             WATERMARK_KEY: resolved.cutoff_us,
             T_DONE_BEFORE_KEY: "" if resolved.t_done_us is None else resolved.t_done_us,
             FILES_READ_KEY: resolved.file_count,
         }
-        if stats["n"]:
-            metadata[ARRIVAL_MIN_KEY] = stats["lo"]
-            metadata[ARRIVAL_MAX_KEY] = stats["hi"]
+        lows = [v for v in (stats["lo"], *(self._change_arrival or ())[:1]) if v is not None]
+        highs = [v for v in (stats["hi"], *(self._change_arrival or ())[1:]) if v is not None]
+        if lows and highs:
+            metadata[ARRIVAL_MIN_KEY] = min(lows)
+            metadata[ARRIVAL_MAX_KEY] = max(highs)
         options = {
             **write_options(spec.layout, "upsert", metadata),
             **guarded_writer_options(self.lock_path(spec.name)),
         }
         options.update(_job_write_options(spec))
+        if follows_changes:
+            options.update(_CDC_OPTIONS)
         options.update(self.write_overrides)
         self._create_if_missing(spec, result, options)
         if fail:

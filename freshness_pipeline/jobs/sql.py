@@ -1,39 +1,49 @@
-"""Reads `jobs_sql/<asset>.sql` and splits it into its named sections.
-
-A section starts at a line `-- section: <name>`; sections are `partial` and `merge`, plus
-`touched` for regroup and window jobs.
-"""
+"""A job's SQL: its own SELECT (the run's rows, from its declared file) and what its merge
+kind generates around it (jobs/merge_sql.py): the groups a run touches and the merge with
+the stored rows. The runner, the batch oracle and the column lineage all read it here."""
 
 from __future__ import annotations
 
-import re
-from functools import lru_cache
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from freshness_pipeline.config.settings import PROJECT_ROOT
+from freshness_pipeline.catalog.jobs import BUNDLED_JOBS_DIR, JobSpec
+from freshness_pipeline.jobs.merge_sql import gone_sql, merge_sql, touched_sql
+from freshness_pipeline.jobs.merge_sql import group_rows_sql as _group_rows_sql
 
-SQL_DIR = PROJECT_ROOT / "jobs_sql"
-_SECTION = re.compile(r"^--\s*section:\s*(\w+)\s*$", re.MULTILINE)
+SQL_DIR = BUNDLED_JOBS_DIR
+SUMMED = ("sum", "count")
 
 
 def sql_path(job: str) -> Path:
     return SQL_DIR / f"{job}.sql"
 
 
-@lru_cache(maxsize=32)
-def sql_sections(job: str) -> dict[str, str]:
-    path = sql_path(job)
-    if not path.exists():
-        raise FileNotFoundError(f"SQL for job {job!r} is missing: {path}")
-    text = path.read_text(encoding="utf-8")
-    marks = list(_SECTION.finditer(text))
-    sections = {}
-    for i, mark in enumerate(marks):
-        end = marks[i + 1].start() if i + 1 < len(marks) else len(text)
-        body = "\n".join(
-            line
-            for line in text[mark.end() : end].splitlines()
-            if not line.strip().startswith("--")
-        ).strip()
-        sections[mark.group(1)] = body.rstrip(";")
-    return sections
+def partial_sql(spec: JobSpec) -> str:
+    """The job's SELECT over the views delta_<input> (and group_rows for regrouping jobs)."""
+    return spec.declaration.sql.rstrip().rstrip(";")
+
+
+def touched_groups_sql(spec: JobSpec, changed: bool = False) -> str:
+    return touched_sql(spec.declaration, changed)
+
+
+def gone_rows_sql(spec: JobSpec) -> str:
+    """The stored rows of touched groups left without input rows: to delete."""
+    return gone_sql(spec.declaration)
+
+
+def group_rows_sql(spec: JobSpec) -> str:
+    """The input's current rows (view group_source) in the groups the run touches."""
+    return _group_rows_sql(spec.declaration)
+
+
+def merged_sql(spec: JobSpec, partial_columns: Sequence[str], types: Mapping[str, str]) -> str:
+    """The rows the run upserts, over the views partial and existing; `types`: the partial's
+    column types (a sum keeps its column's)."""
+    return merge_sql(spec.declaration, partial_columns, types)
+
+
+def summed_columns(spec: JobSpec) -> set[str]:
+    """The columns whose merge adds: their type is held to the partial's."""
+    return {r.column for r in spec.declaration.columns if r.rule in SUMMED}

@@ -5,6 +5,7 @@ run contract (files + cutoff_u in, watermark u committed atomically with the dat
 # asset function's annotations at definition time.
 import logging
 import time
+from collections.abc import Mapping
 from datetime import timedelta
 from pathlib import Path
 
@@ -26,8 +27,8 @@ from pydantic import Field
 from freshness_pipeline.catalog.jobs import JOBS, JobSpec
 from freshness_pipeline.hudi.commit_keys import APPROXIMATE_SOURCES
 from freshness_pipeline.hudi.metadata import TableNotFound
-from freshness_pipeline.jobs.lineage import asset_lineage, to_markdown
-from freshness_pipeline.jobs.lineage_model import LineageError
+from freshness_pipeline.jobs.lineage import asset_lineage, declared_lineage, to_markdown
+from freshness_pipeline.jobs.lineage_model import AssetLineage, LineageError
 from freshness_pipeline.jobs.run_config import (
     ResolvedRun,
     RunConfigError,
@@ -38,7 +39,7 @@ from freshness_pipeline.jobs.run_config import (
 from freshness_pipeline.jobs.run_phases import as_metadata, dagster_phases
 from freshness_pipeline.jobs.runner import JobRunner, RunReport, StalePlan
 from freshness_pipeline.jobs.sql import sql_path
-from freshness_pipeline.orchestration.lineage_metadata import dagster_metadata
+from freshness_pipeline.orchestration.lineage_metadata import lineage_metadata
 from freshness_pipeline.orchestration.raw_sources import ASSET_GROUP, LAYER_TAG
 from freshness_pipeline.orchestration.resources import HudiMetadataResource, HudiSparkResource
 from freshness_pipeline.orchestration.run_start import run_worker_start
@@ -146,14 +147,17 @@ def run_until_committed(
     runner: JobRunner,
     table_meta,
     faults_dir: Path | None = None,
+    keep_result: bool = False,
 ) -> tuple[ResolvedRun, RunReport | None, list[str]]:
     """Runs the job; if Hudi refuses the commit as a stale plan, re-plans and runs again.
-    `faults_dir`: fault injection for the reliability tests (faults.py); None: off."""
+    `faults_dir`: fault injection for the reliability tests (faults.py); None: off.
+    `keep_result`: a later step of this run reads the table (jobs/handoff.py)."""
     stale: list[str] = []
     inject = faults.take(faults_dir, spec.name)
     for _ in range(MAX_PLAN_ATTEMPTS):
         try:
-            return resolved, runner.run(spec, resolved, fail_before_commit=inject), stale
+            report = runner.run(spec, resolved, fail_before_commit=inject, keep_result=keep_result)
+            return resolved, report, stale
         except StalePlan as exc:
             stale.append(str(exc))
             context.log.warning(f"{exc}; re-planning from the new watermark")
@@ -164,6 +168,15 @@ def run_until_committed(
         description=f"{spec.name}: lost the commit to another writer {len(stale)} times",
         metadata={"stale_plans": "\n".join(stale)},
     )
+
+
+def _read_later_in_run(context: AssetExecutionContext, readers: frozenset[str]) -> bool:
+    """Whether this run also materializes a job that reads this step's table (then its
+    rows are kept for that step, jobs/handoff.py)."""
+    selection = context.run.asset_selection
+    if not selection or not readers:
+        return False
+    return any(key.to_user_string() in readers for key in selection)
 
 
 def files_chosen(resolved: ResolvedRun) -> int:
@@ -251,6 +264,22 @@ def report_metadata(report: RunReport, resolved: ResolvedRun) -> dict[str, objec
         "duration_s": round(report.seconds, 3),
         "watermark_lag_s": round(time.time() - report.t_done_after_us / US_PER_S, 3),
         "files_moved_and_resolved": len(resolved.resolved_moves),
+        # inputs read from an earlier step's rows kept in this run (jobs/handoff.py)
+        "inputs_in_memory": ", ".join(report.inputs_in_memory) or "none",
+        **connect_metadata(report),
+    }
+
+
+def connect_metadata(report: RunReport) -> dict[str, object]:
+    """The run's Spark Connect round trips (none on a local session): the total, the
+    seconds waited, per runner phase and per kind."""
+    if not report.connect_calls:
+        return {}
+    return {
+        "connect_calls": sum(report.connect_calls.values()),
+        "connect_call_s": report.connect_call_s,
+        "connect_calls_by_phase": ", ".join(f"{p} {n}" for p, n in report.connect_calls.items()),
+        "connect_calls_by_kind": report.connect_by_kind,
     }
 
 
@@ -298,16 +327,41 @@ def writer_pool(table: str) -> str:
     return f"hudi_writer/{table}"
 
 
-def column_lineage_parts(spec: JobSpec) -> tuple[str, dict[str, object]]:
+def column_lineage_parts(
+    spec: JobSpec, traced: AssetLineage | LineageError | None = None
+) -> tuple[str, dict[str, object]]:
     """The asset's lineage table (Markdown, for its description) and its Dagster column
-    metadata. Lineage only describes the job: SQL it cannot trace (sqlglot refusing what
+    metadata: `traced` for a declared job of the user's (job_lineages), else the bundled
+    job's. Lineage only describes the job: SQL it cannot trace (sqlglot refusing what
     Spark accepts) leaves the asset without it, says why, and the pipeline still loads;
     assets_tests/jobs/test_lineage.py fails meanwhile."""
     try:
-        return to_markdown(asset_lineage(spec.name), heading=False), dagster_metadata(spec.name)
+        if isinstance(traced, LineageError):
+            raise traced
+        lineage = traced if traced is not None else asset_lineage(spec.name)
+        return to_markdown(lineage, heading=False), lineage_metadata(lineage)
     except LineageError as exc:
         logging.getLogger(__name__).warning("no column lineage for %s: %s", spec.name, exc)
         return f"Column lineage unavailable: {exc}", {}
+
+
+def job_lineages(
+    jobs: Mapping[str, JobSpec], lakehouse
+) -> Mapping[str, AssetLineage | LineageError]:
+    """The column lineage of a user's declared jobs, traced from their SQL over the schemas
+    of the tables they read (their Hudi metadata); {} for the bundled jobs, whose lineage
+    is the committed snapshot."""
+    if jobs == JOBS:
+        return {}
+    from freshness_pipeline.jobs.check import base_file_columns, input_schemas
+
+    try:
+        # Not through hudi-rs: the run workers fork from the process that loads this.
+        schemas, _ = input_schemas(jobs, lakehouse, lambda t: base_file_columns(lakehouse, t))
+    except Exception as exc:  # an unreachable store: the assets load, without lineage
+        reason = LineageError(f"the input schemas could not be read: {exc}")
+        return dict.fromkeys(jobs, reason)
+    return declared_lineage(jobs, schemas)
 
 
 def build_asset(
@@ -315,10 +369,14 @@ def build_asset(
     target: StalenessTarget,
     automation_condition: AutomationCondition | None = None,
     faults_dir: Path | None = None,
+    traced: AssetLineage | LineageError | None = None,
+    readers: frozenset[str] = frozenset(),
 ) -> AssetsDefinition:
     """The job as an asset; `automation_condition` is set only when Dagster's declarative
-    automation launches the jobs (FRESHNESS_AUTOMATION=dagster_eager, automation.py)."""
-    lineage_table, column_metadata = column_lineage_parts(spec)
+    automation launches the jobs (FRESHNESS_AUTOMATION=dagster_eager, automation.py);
+    `traced`: a user's job's lineage (job_lineages); `readers`: the jobs that read its
+    table (a run that also materializes one keeps this step's rows for it)."""
+    lineage_table, column_metadata = column_lineage_parts(spec, traced)
 
     @asset(
         name=spec.name,
@@ -340,7 +398,8 @@ def build_asset(
         owners=["team:market-data"],
         tags={"freshness/job_kind": spec.kind, LAYER_TAG: spec.group_name},
         metadata={
-            "sql": MetadataValue.path(str(sql_path(spec.name))),
+            "sql": MetadataValue.path(spec.declaration.path or str(sql_path(spec.name))),
+            "merge": spec.declaration.merge,
             "record_key": ", ".join(spec.key),
             "partitioned_by": spec.partition_by or "none",
             # Derived from the SQL (lineage.py): dagster/column_schema, dagster/column_lineage.
@@ -394,9 +453,10 @@ def build_asset(
                 context.log.warning(f"a selected file group of {table} was replaced; re-planned")
             session = spark.spark_session
             session_us = int(time.time() * US_PER_S)
-            runner = JobRunner(session, hudi_meta.lakehouse())
+            runner = JobRunner(session, hudi_meta.lakehouse(), handoffs=spark.handoffs)
+            keep = spark.bound_settings().handoff and _read_later_in_run(context, readers)
             resolved, report, lost = run_until_committed(
-                context, spec, config, resolved, runner, hudi_meta.table, faults_dir
+                context, spec, config, resolved, runner, hudi_meta.table, faults_dir, keep
             )
             stale += lost
         metadata = plan_metadata(resolved, planned, stale, chained_after, step)
@@ -430,5 +490,21 @@ def build_job_assets(
     target: StalenessTarget,
     automation_condition: AutomationCondition | None = None,
     faults_dir: Path | None = None,
+    jobs: Mapping[str, JobSpec] | None = None,
+    lineages: Mapping[str, AssetLineage | LineageError] | None = None,
 ) -> list[AssetsDefinition]:
-    return [build_asset(spec, target, automation_condition, faults_dir) for spec in JOBS.values()]
+    """An asset per declared job (`jobs`: the settings' jobs; the bundled ones by default;
+    `lineages`: a user's jobs' lineage, job_lineages)."""
+    specs = (JOBS if jobs is None else jobs).values()
+    traced = lineages or {}
+    return [
+        build_asset(
+            spec,
+            target,
+            automation_condition,
+            faults_dir,
+            traced.get(spec.name),
+            frozenset(s.name for s in specs if spec.name in s.inputs),
+        )
+        for spec in specs
+    ]

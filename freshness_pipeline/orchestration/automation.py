@@ -55,7 +55,7 @@ from dagster._core.definitions.unresolved_asset_job_definition import (
     UnresolvedAssetJobDefinition,  # what define_asset_job returns; not exported at the top
 )
 
-from freshness_pipeline.catalog.jobs import JOBS
+from freshness_pipeline.catalog.jobs import JOBS, JobSpec
 from freshness_pipeline.config.settings import Settings
 from freshness_pipeline.hudi.metadata import TableNotFound
 from freshness_pipeline.orchestration.resources import HudiMetadataResource
@@ -85,15 +85,17 @@ class AutomationMode(ABC):
         """The definitions this mode adds, from the settings."""
 
 
-def job_asset_selection() -> AssetSelection:
-    return AssetSelection.assets(*(AssetKey(name) for name in JOBS))
+def job_asset_selection(jobs: Mapping[str, JobSpec] | None = None) -> AssetSelection:
+    return AssetSelection.assets(*(AssetKey(name) for name in (JOBS if jobs is None else jobs)))
 
 
-def observed_tables() -> tuple[str, ...]:
-    """The tables the six jobs read that Dagster does not materialize: raw inputs and
-    dimensions (eager waits for a dependency that was never observed: `any_deps_missing`)."""
-    read = {t for spec in JOBS.values() for t in (*spec.inputs, *spec.dimensions)}
-    return tuple(sorted(read - set(JOBS)))
+def observed_tables(jobs: Mapping[str, JobSpec] | None = None) -> tuple[str, ...]:
+    """The tables the jobs (the bundled six by default) read that Dagster does not
+    materialize: raw inputs and dimensions (eager waits for a dependency that was never
+    observed: `any_deps_missing`)."""
+    jobs = JOBS if jobs is None else jobs
+    read = {t for spec in jobs.values() for t in (*spec.inputs, *spec.dimensions)}
+    return tuple(sorted(read - set(jobs)))
 
 
 def changed_tables(seen: Mapping[str, str], latest: Mapping[str, str | None]) -> dict[str, str]:
@@ -111,8 +113,10 @@ def _latest(hudi_meta: HudiMetadataResource, table: str) -> tuple[str | None, in
     return (commit.instant if commit else None), meta.watermark_us()
 
 
-def build_observation_sensor(tick_s: int) -> SensorDefinition:
-    tables = observed_tables()
+def build_observation_sensor(
+    tick_s: int, jobs: Mapping[str, JobSpec] | None = None
+) -> SensorDefinition:
+    tables = observed_tables(jobs)
 
     @sensor(
         name="raw_observation_sensor",
@@ -161,7 +165,12 @@ class FreshnessSensorMode(AutomationMode):
 
         return AutomationDefs(
             sensors=(
-                build_sensor(settings.scheduler, settings.spark_remote, settings.staleness_target),
+                build_sensor(
+                    settings.scheduler,
+                    settings.spark_remote,
+                    settings.staleness_target,
+                    settings.jobs,
+                ),
             )
         )
 
@@ -176,7 +185,7 @@ class DagsterEagerMode(AutomationMode):
         tick_s = settings.scheduler.tick_s
         automation_sensor = AutomationConditionSensorDefinition(
             "eager_automation_sensor",
-            target=job_asset_selection(),
+            target=job_asset_selection(settings.jobs),
             default_status=DefaultSensorStatus.RUNNING,
             minimum_interval_seconds=tick_s,
             run_tags={AUTOMATION_TAG: "dagster_eager"},
@@ -187,7 +196,7 @@ class DagsterEagerMode(AutomationMode):
         )
         return AutomationDefs(
             asset_condition=AutomationCondition.eager(),
-            sensors=(build_observation_sensor(tick_s), automation_sensor),
+            sensors=(build_observation_sensor(tick_s, settings.jobs), automation_sensor),
         )
 
 
@@ -200,16 +209,20 @@ def cron_for(interval_s: int) -> str | None:
     return "* * * * *" if minutes == 1 else f"*/{minutes} * * * *"
 
 
-def tables_without_commit(hudi_meta: HudiMetadataResource) -> list[str]:
-    """The tables the six read that have no commit yet (before ingestion's first)."""
-    return [t for t in observed_tables() if _latest(hudi_meta, t)[0] is None]
+def tables_without_commit(
+    hudi_meta: HudiMetadataResource, jobs: Mapping[str, JobSpec] | None = None
+) -> list[str]:
+    """The tables the jobs read that have no commit yet (before ingestion's first)."""
+    return [t for t in observed_tables(jobs) if _latest(hudi_meta, t)[0] is None]
 
 
-def interval_tick(hudi_meta: HudiMetadataResource) -> RunRequest | SkipReason:
+def interval_tick(
+    hudi_meta: HudiMetadataResource, jobs: Mapping[str, JobSpec] | None = None
+) -> RunRequest | SkipReason:
     """One tick of the interval automation: the six jobs, all pending input. Skipped only
     while an input table has no commit at all (start-up; the runs would only fail);
     afterwards every tick launches, whatever is running, as a schedule does."""
-    missing = tables_without_commit(hudi_meta)
+    missing = tables_without_commit(hudi_meta, jobs)
     if missing:
         return SkipReason(f"waiting for the first commit of {', '.join(missing)}")
     return RunRequest()
@@ -223,7 +236,7 @@ class IntervalMode(AutomationMode):
         interval_s = settings.scheduler.interval_s
         job = define_asset_job(
             ALL_JOBS_JOB,
-            selection=job_asset_selection(),
+            selection=job_asset_selection(settings.jobs),
             tags={AUTOMATION_TAG: "interval"},
             description="The six jobs in pipeline order, each processing all pending input.",
         )
@@ -240,7 +253,7 @@ class IntervalMode(AutomationMode):
             def interval_schedule(
                 context: ScheduleEvaluationContext, hudi_meta: HudiMetadataResource
             ) -> RunRequest | SkipReason:
-                return interval_tick(hudi_meta)
+                return interval_tick(hudi_meta, settings.jobs)
 
             return AutomationDefs(schedules=(interval_schedule,), jobs=(job,))
 
@@ -257,7 +270,7 @@ class IntervalMode(AutomationMode):
         def interval_sensor(
             context: SensorEvaluationContext, hudi_meta: HudiMetadataResource
         ) -> RunRequest | SkipReason:
-            return interval_tick(hudi_meta)
+            return interval_tick(hudi_meta, settings.jobs)
 
         return AutomationDefs(sensors=(interval_sensor,), jobs=(job,))
 

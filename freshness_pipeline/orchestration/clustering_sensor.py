@@ -14,6 +14,7 @@ once, and never a clustering of a job table while a run of that asset is active.
 # its annotations at definition time.
 import contextlib
 import time
+from collections.abc import Mapping
 
 from dagster import (
     AssetKey,
@@ -36,7 +37,7 @@ from dagster import (
 )
 from pydantic import Field
 
-from freshness_pipeline.catalog.jobs import JOBS
+from freshness_pipeline.catalog.jobs import JOBS, JobSpec
 from freshness_pipeline.hudi.metadata import TableNotFound
 from freshness_pipeline.jobs.clustering_exec import (
     FAULT_KIND,
@@ -190,6 +191,7 @@ def table_state(
     instance,
     busy_jobs: set[str],
     clustering_runs: dict[str, int],
+    jobs: Mapping[str, JobSpec] | None = None,
 ) -> tuple[TableState | None, str | None]:
     """The decision's input for one table, or why there is none (no table yet)."""
     lakehouse = hudi_meta.lakehouse()
@@ -200,7 +202,8 @@ def table_state(
     except TableNotFound:
         return None, "table does not exist yet"
     latest = meta.latest_commit()
-    consumers = tuple(name for name, spec in JOBS.items() if table in spec.inputs)
+    jobs = JOBS if jobs is None else jobs
+    consumers = tuple(name for name, spec in jobs.items() if table in spec.inputs)
     marks = []
     for consumer in consumers:
         try:
@@ -240,13 +243,14 @@ def evaluate_clustering(
     instance,
     settings: ClusteringSettings,
     now_us: int,
+    jobs: Mapping[str, JobSpec] | None = None,
 ) -> tuple[list[ClusteringDecision], list[RunRequest]]:
     active = active_runs(instance)
-    busy = running_jobs(active)
+    busy = running_jobs(active, jobs)
     clustering_runs = active_clustering_runs(active)
     decisions, requests = [], []
     for table in settings.tables:
-        state, latest = table_state(table, hudi_meta, instance, busy, clustering_runs)
+        state, latest = table_state(table, hudi_meta, instance, busy, clustering_runs, jobs)
         if state is None:
             decisions.append(ClusteringDecision(table, False, latest or "no state"))
             continue
@@ -272,7 +276,10 @@ def evaluate_clustering(
 
 
 def build_clustering_sensor(
-    jobs: list[JobDefinition], settings: ClusteringSettings, spark_remote: str | None = None
+    jobs: list[JobDefinition],
+    settings: ClusteringSettings,
+    spark_remote: str | None = None,
+    consumers: Mapping[str, JobSpec] | None = None,
 ):
     """Launches `jobs` (one clustering job per table) when a run would remove enough
     small files; `spark_remote` is the service it waits for."""
@@ -294,7 +301,7 @@ def build_clustering_sensor(
         if down:
             return SkipReason(down)
         decisions, requests = evaluate_clustering(
-            hudi_meta, context.instance, settings, int(time.time() * US_PER_S)
+            hudi_meta, context.instance, settings, int(time.time() * US_PER_S), consumers
         )
         waits = [f"{d.table}: {d.reason}" for d in decisions if not d.launch]
         if not requests:

@@ -6,11 +6,16 @@ from __future__ import annotations
 from dagster import AssetKey, TableColumn, TableColumnDep, TableColumnLineage, TableSchema
 
 from freshness_pipeline.jobs.lineage import SOURCE_SCHEMAS, asset_lineage
+from freshness_pipeline.jobs.lineage_model import AssetLineage
 
 
 def dagster_metadata(asset: str) -> dict[str, object]:
-    """`dagster/column_schema` and `dagster/column_lineage` of one job asset."""
-    lineage = asset_lineage(asset)
+    """`dagster/column_schema` and `dagster/column_lineage` of one bundled job asset."""
+    return lineage_metadata(asset_lineage(asset))
+
+
+def lineage_metadata(lineage: AssetLineage) -> dict[str, object]:
+    """`dagster/column_schema` and `dagster/column_lineage` of a job asset's lineage."""
     deps = lineage.deps_by_column()
     schema = TableSchema(
         columns=[

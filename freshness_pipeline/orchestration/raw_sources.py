@@ -50,6 +50,17 @@ def observe_table(hudi_meta: HudiMetadataResource, table: str) -> ObserveResult:
             data_version=DataVersion("missing"),
             metadata={"status": f"missing: {exc}", "path": hudi_meta.table_uri(table)},
         )
+    try:
+        return _observe_readable(meta, table, hudi_meta)
+    except Exception as exc:  # noqa: BLE001 - say why on the asset; its readers wait (sensor)
+        reason = " ".join(f"{type(exc).__name__}: {exc}".split())[:500]
+        return ObserveResult(
+            data_version=DataVersion("unreadable"),
+            metadata={"status": f"unreadable: {reason}", "path": hudi_meta.table_uri(table)},
+        )
+
+
+def _observe_readable(meta, table: str, hudi_meta: HudiMetadataResource) -> ObserveResult:
     commits = meta.commits()
     latest = commits[-1] if commits else None
     metadata: dict[str, object] = {
@@ -82,7 +93,13 @@ def describe(table: str, settings: Settings) -> str:
     that someone else writes it and where its arrival times come from."""
     declared = settings.lakehouse.inputs.get(table)
     if declared is None or not declared.external:
-        return DESCRIPTIONS[table]
+        if table in DESCRIPTIONS:
+            return DESCRIPTIONS[table]
+        readers = [n for n, s in settings.jobs.items() if table in (*s.inputs, *s.dimensions)]
+        return (
+            f"A Hudi table under the lakehouse root, read by {', '.join(readers)} (a declared "
+            "job's input or dimension); no job here writes it."
+        )
     return (
         f"External Hudi table at {declared.location.spark}, declared in FRESHNESS_INPUTS as "
         f"the jobs' {table} (read by {', '.join(declared.read_by)}); written by someone "
@@ -142,6 +159,17 @@ def _raw_source(table: str, settings: Settings) -> SourceAsset | AssetsDefinitio
     return _observe
 
 
+def source_tables(settings: Settings) -> tuple[str, ...]:
+    """The tables the jobs read and no job writes (inputs and dimensions); with the bundled
+    jobs also the rejects our ingestion writes beside the raw tables."""
+    jobs = settings.jobs
+    read = {t for spec in jobs.values() for t in (*spec.inputs, *spec.dimensions)} - set(jobs)
+    market = (*RAW_TABLES, MASTER_TABLE, REJECTS_TABLE)
+    if read <= set(market):
+        return tuple(t for t in market if t in read or t == REJECTS_TABLE)
+    return tuple(sorted(read))
+
+
 def build_raw_sources(settings: Settings) -> list[SourceAsset | AssetsDefinition]:
     """The tables the jobs read and nobody here schedules, as observable sources."""
-    return [raw_source(t, settings) for t in (*RAW_TABLES, MASTER_TABLE, REJECTS_TABLE)]
+    return [raw_source(t, settings) for t in source_tables(settings)]

@@ -19,6 +19,7 @@ from pydantic import Field, PrivateAttr
 from freshness_pipeline.config.settings import Settings
 from freshness_pipeline.hudi.lakehouse import Lakehouse
 from freshness_pipeline.hudi.metadata import HudiTableMetadata
+from freshness_pipeline.jobs.handoff import Handoffs
 from freshness_pipeline.runtime.service_discovery import find_running_service
 from freshness_pipeline.runtime.spark import build_spark_session
 
@@ -93,6 +94,9 @@ class HudiSparkResource(_SettingsBound):
     )
     _session: Any = PrivateAttr(default=None)
     _discovery: Any = PrivateAttr(default=None)  # service_discovery.Discovery or None
+    # the results the run's steps keep for the steps after them (jobs/handoff.py); made
+    # on first use, so each copy Dagster makes of the resource for a run has its own
+    _handoffs: Any = PrivateAttr(default=None)
 
     def setup_for_execution(self, context: InitResourceContext) -> None:
         """A run given no Spark service (a hand `dagster asset materialize` beside the
@@ -113,6 +117,17 @@ class HudiSparkResource(_SettingsBound):
         if self._discovery is not None and self._discovery.url:
             return self._discovery.url
         return self.bound_settings().spark_remote
+
+    def teardown_after_execution(self, context: InitResourceContext) -> None:
+        # A shared service's cache outlives the run's session: the kept results go now.
+        if self._session is not None and self._handoffs is not None:
+            self._handoffs.release(self._session)
+
+    @property
+    def handoffs(self) -> Handoffs:
+        if self._handoffs is None:
+            self._handoffs = Handoffs()
+        return self._handoffs
 
     @property
     def spark_session(self) -> SparkSession:

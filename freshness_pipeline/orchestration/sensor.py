@@ -12,7 +12,7 @@ records each table's staleness as an asset observation once a minute and at a cr
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 
 from dagster import (
@@ -85,21 +85,21 @@ def active_runs(instance) -> list:
     return list(instance.get_runs(filters=RunsFilter(statuses=ACTIVE_STATUSES)))
 
 
-def _run_jobs(run) -> set[str]:
+def _run_jobs(run, names: Collection[str] | None = None) -> set[str]:
     held = {key.to_user_string() for key in run.asset_selection or ()}
     if run.tags.get(ASSET_TAG):
         held.add(run.tags[ASSET_TAG])
-    return held & set(JOBS)
+    return held & set(JOBS if names is None else names)
 
 
-def running_jobs(runs: Iterable) -> set[str]:
+def running_jobs(runs: Iterable, names: Collection[str] | None = None) -> set[str]:
     """Jobs with a queued or running run (of `active_runs`), whoever launched it."""
-    return set().union(*(_run_jobs(run) for run in runs))
+    return set().union(*(_run_jobs(run, names) for run in runs))
 
 
-def active_job_runs(runs: Iterable) -> int:
+def active_job_runs(runs: Iterable, names: Collection[str] | None = None) -> int:
     """Queued or running runs that hold one of the jobs (a chained run holds several)."""
-    return sum(1 for run in runs if _run_jobs(run))
+    return sum(1 for run in runs if _run_jobs(run, names))
 
 
 def active_clustering_runs(runs: Iterable) -> dict[str, int]:
@@ -223,23 +223,20 @@ def job_state(
             marks.append((table, metas[table].watermark_us()))
         except TableNotFound:
             marks.append((table, None))
+        except Exception as exc:  # noqa: BLE001 - one unreadable input stops only its readers
+            return _blocked(spec, t_done, cost, running, table, exc)
     if any(mark is None for _, mark in marks):
         return JobState(spec.name, t_done, None, (), cost.model, running, inputs=tuple(marks))
     pending: list[PendingInput] = []
     committed: list[int] = []  # when each pending file's rows began to land
-    for meta in metas.values():
+    for table, meta in metas.items():
         if running:
             continue  # not planned this tick; skip the file listing
-        for p in meta.pending_files(t_done, with_footer=tmin_mode == "footer"):
-            if tmin_mode == "footer" and p.footer_min_us is not None:
-                tmin, tmax = p.footer_min_us, max(p.footer_max_us or 0, p.pending_max_us)
-            else:
-                tmin, tmax = p.pending_min_us, p.pending_max_us
-            pending.append(PendingInput(p.uri, p.slice.size_bytes, tmin, tmax))
-            if p.pending_since_us is not None:
-                committed.append(p.pending_since_us)
-            if arrival_sources is not None:
-                arrival_sources.add(p.arrival_source)
+        try:
+            found = meta.pending_files(t_done, with_footer=tmin_mode == "footer")
+        except Exception as exc:  # noqa: BLE001 - e.g. a footer we cannot read
+            return _blocked(spec, t_done, cost, running, table, exc)
+        _add_pending(found, tmin_mode, pending, committed, arrival_sources)
     return JobState(
         spec.name,
         t_done,
@@ -249,6 +246,43 @@ def job_state(
         running,
         pending_since_us=min(committed, default=None),
         inputs=tuple(marks),
+    )
+
+
+def _add_pending(
+    found: list,
+    tmin_mode: str,
+    pending: list[PendingInput],
+    committed: list[int],
+    arrival_sources: set[str] | None,
+) -> None:
+    """An input's pending files as the planner reads them (tmin from footers or ranges)."""
+    for p in found:
+        if tmin_mode == "footer" and p.footer_min_us is not None:
+            tmin, tmax = p.footer_min_us, max(p.footer_max_us or 0, p.pending_max_us)
+        else:
+            tmin, tmax = p.pending_min_us, p.pending_max_us
+        pending.append(PendingInput(p.uri, p.slice.size_bytes, tmin, tmax))
+        if p.pending_since_us is not None:
+            committed.append(p.pending_since_us)
+        if arrival_sources is not None:
+            arrival_sources.add(p.arrival_source)
+
+
+def _blocked(
+    spec: JobSpec, t_done: int | None, cost: FittedCost, running: bool, table: str, exc: Exception
+) -> JobState:
+    """A job whose input `table` cannot be read: it waits, saying which input and why."""
+    reason = " ".join(f"{type(exc).__name__}: {exc}".split())[:300]
+    return JobState(
+        spec.name,
+        t_done,
+        None,
+        (),
+        cost.model,
+        running,
+        inputs=((table, None),),
+        blocked=f"input {table} cannot be read ({reason})",
     )
 
 
@@ -305,12 +339,16 @@ def plan_tick(
 ) -> TickOutcome:
     """One tick: every job's state read from Hudi metadata and the instance's runs, the
     planner's plan, and a run request per launch."""
+    jobs = list(jobs)
+    by_name = {spec.name: spec for spec in jobs}
     active = active_runs(instance)
-    busy = running_jobs(active)
-    read = _read_job_states(hudi_meta, instance, settings, list(jobs), busy)
+    busy = running_jobs(active, by_name)
+    read = _read_job_states(hudi_meta, instance, settings, jobs, busy)
     states = read.states
     if get_policy(settings.policy).uses_downstream:
-        states = [replace(s, downstream=downstream_of(s.job, read.t_dones)) for s in states]
+        states = [
+            replace(s, downstream=downstream_of(s.job, read.t_dones, by_name)) for s in states
+        ]
     result = plan_runs(
         states,
         settings.launch_limit,
@@ -320,7 +358,7 @@ def plan_tick(
         sum(active_clustering_runs(active).values()),
         settings.max_wait_s,
         settings.first_runs_first,
-        active_job_runs(active),  # a chained run holds several jobs in one slot
+        active_job_runs(active, by_name),  # a chained run holds several jobs in one slot
         fit_run_cost(
             read.run_costs_s,
             settings.cost_prior.run_cost_s if settings.cost_prior else DEFAULT_RUN_COST_S,
@@ -361,7 +399,8 @@ def _read_job_states(
     busy: set[str],
 ) -> _JobStates:
     read = _JobStates()
-    streaks = failure_streaks(instance, [spec.name for spec in jobs])
+    names = [spec.name for spec in jobs]
+    streaks = failure_streaks(instance, names)
     for spec in jobs:
         history = run_history(instance, spec.name)
         read.run_costs_s += history.run_costs_s
@@ -378,7 +417,7 @@ def _read_job_states(
         read.states.append(
             replace(
                 state,
-                order=list(JOBS).index(spec.name),
+                order=names.index(spec.name),
                 last_refresh_us=history.last_refresh_us,
                 step_input=history.step_input,
                 failed_runs=failed,
@@ -458,17 +497,19 @@ def build_sensor(
     settings: SchedulerSettings,
     spark_remote: str | None = None,
     target: StalenessTarget | None = None,
+    jobs: Mapping[str, JobSpec] | None = None,
 ):
     """The freshness sensor: every `settings.tick_s` it plans the six jobs and launches
     the plan's runs; `spark_remote` is the service it waits for, `target` the staleness
     it reports against."""
     target = target or StalenessTarget()
+    jobs = JOBS if jobs is None else jobs
     at_once = "" if settings.runs_at_once is None else f", {settings.launch_limit} run(s) at once"
 
     @sensor(
         name="freshness_sensor",
         minimum_interval_seconds=settings.tick_s,
-        asset_selection=[AssetKey(name) for name in JOBS],
+        asset_selection=[AssetKey(name) for name in jobs],
         default_status=DefaultSensorStatus.RUNNING,
         description=(
             f"Launches the six jobs by {settings.policy} with K={settings.k}{at_once}, "
@@ -485,9 +526,9 @@ def build_sensor(
             context.log.info(down)
             return SensorResult(skip_reason=down, cursor="idle: Spark service not reachable")
         now_us = int(time.time() * US_PER_S)
-        outcome = plan_tick(hudi_meta, context.instance, settings, now_us)
+        outcome = plan_tick(hudi_meta, context.instance, settings, now_us, jobs.values())
         staleness = outcome.staleness_s(now_us)
-        report = describe_tick(outcome.plan, staleness, target, list(JOBS))
+        report = describe_tick(outcome.plan, staleness, target, list(jobs))
         for line in report.lines:
             context.log.info(line)
         if report.past_target:

@@ -68,8 +68,31 @@ def check_lakehouse_store(settings: Settings) -> str | None:
         return str(exc)
 
 
+def check_jobs(settings: Settings) -> str | None:
+    """None when the jobs check (`freshness check`: their SQL against their declarations,
+    the tables they read and the layouts of the tables they write); otherwise every
+    problem, one line each."""
+    from freshness_pipeline.jobs.check import (
+        change_problems,
+        input_changes,
+        input_schemas,
+        layout_problems,
+    )
+    from freshness_pipeline.jobs.check import check_jobs as check
+
+    schemas, problems = input_schemas(settings.jobs, settings.lakehouse)
+    problems += [str(p) for p in check(settings.jobs, schemas)]
+    problems += [str(p) for p in layout_problems(settings.jobs, settings.lakehouse)]
+    changes = input_changes(settings.jobs, settings.lakehouse)
+    problems += [str(p) for p in change_problems(settings.jobs, changes)]
+    if not problems:
+        return None
+    return "the jobs do not check (`freshness check` says the same):\n" + "\n".join(problems)
+
+
 def preflight(settings: Settings) -> None:
-    """Raises PreflightError naming every unreachable server; returns when all answer."""
+    """Raises PreflightError naming every unreachable server and every problem of the
+    jobs; returns when all answer and the jobs check."""
     failures = [
         failure
         for failure in (
@@ -79,5 +102,7 @@ def preflight(settings: Settings) -> None:
         )
         if failure
     ]
+    if not failures:  # the tables are reachable: read what the jobs need of them
+        failures += [f for f in (check_jobs(settings),) if f]
     if failures:
         raise PreflightError("cannot start: " + "; ".join(failures))

@@ -106,6 +106,9 @@ class JobState:
     # A chained step's input is mostly its parent's next commit, not yet written, so its
     # cost is estimated from this rather than from the files pending now.
     step_input: tuple[int, int] = (0, 0)
+    # Why an input cannot be read (a missing arrival column, a file format we cannot
+    # read, a corrupt footer): the job waits, named with the reason; the others go on.
+    blocked: str | None = None
 
 
 @dataclass(frozen=True)
@@ -440,6 +443,8 @@ def choose_job(
     state: JobState, name: Policy, rules: SchedulingPolicy, now_us: int | None
 ) -> JobChoice | Skip:
     # `plan` resolves the policy once per tick rather than once per job.
+    if state.blocked:
+        return Skip(state.job, f"waiting: {state.blocked}")
     if state.running:
         return Skip(state.job, "already running")
     if now_us is not None and state.retry_after_us is not None and state.retry_after_us > now_us:
