@@ -42,3 +42,17 @@ def test_the_binding_survives_dagsters_re_creation_in_a_run(tmp_path):
         resources={"hudi_meta": HudiMetadataResource.for_settings(settings)},
     )
     assert result.output_for_node("where") == str(tmp_path / "tables" / "price_raw")
+
+
+def test_a_run_counts_its_steps_so_only_its_first_records_a_launch():
+    """The steps after a run's first did not wait for a launch of their own: the asset
+    leaves queue_wait and launch out of their phases (a chain, a peer's or a hand run of
+    several assets); each copy of the resource (one per run) counts from 0."""
+    spark = HudiSparkResource.for_settings(load_settings({}))
+    assert spark.steps_before == 0
+    spark.step_started()
+    spark.step_started()
+    assert spark.steps_before == 2
+    another_run = HudiSparkResource.for_settings(load_settings({}))
+    assert another_run.steps_before == 0
+    assert spark.handoffs is spark.handoffs and spark.handoffs is not another_run.handoffs

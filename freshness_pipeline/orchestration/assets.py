@@ -444,6 +444,7 @@ def build_asset(
             context.log.info(planned.describe())
         t_done_before = resolved.t_done_us
         report = None
+        later_step = False
         if not resolved.nothing_to_do:
             for given, current in resolved.resolved_moves:
                 context.log.warning(
@@ -454,6 +455,8 @@ def build_asset(
             session = spark.spark_session
             session_us = int(time.time() * US_PER_S)
             runner = JobRunner(session, hudi_meta.lakehouse(), handoffs=spark.handoffs)
+            later_step = spark.steps_before > 0
+            spark.step_started()
             keep = spark.bound_settings().handoff and _read_later_in_run(context, readers)
             resolved, report, lost = run_until_committed(
                 context, spec, config, resolved, runner, hudi_meta.table, faults_dir, keep
@@ -469,8 +472,9 @@ def build_asset(
             context.log.info(f"nothing to do: {resolved.nothing_to_do}")
             return MaterializeResult(metadata={**metadata, "nothing_to_do": resolved.nothing_to_do})
         phases = dagster_phases(*queue_marks(context), started_us, planned_us, session_us)
-        if chained_after:
-            # Its step began after the run's earlier steps, not at a launch of its own.
+        if chained_after or later_step:
+            # Its step began after the run's earlier steps (a chain, or a peer's or a hand
+            # run of several assets), not at a launch of its own.
             phases = {k: v for k, v in phases.items() if k not in ("queue_wait", "launch")}
         phases |= report.phases
         return MaterializeResult(

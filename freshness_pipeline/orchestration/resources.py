@@ -97,6 +97,7 @@ class HudiSparkResource(_SettingsBound):
     # the results the run's steps keep for the steps after them (jobs/handoff.py); made
     # on first use, so each copy Dagster makes of the resource for a run has its own
     _handoffs: Any = PrivateAttr(default=None)
+    _steps: int = PrivateAttr(default=0)  # steps of this run that started Spark work
 
     def setup_for_execution(self, context: InitResourceContext) -> None:
         """A run given no Spark service (a hand `dagster asset materialize` beside the
@@ -122,6 +123,15 @@ class HudiSparkResource(_SettingsBound):
         # A shared service's cache outlives the run's session: the kept results go now.
         if self._session is not None and self._handoffs is not None:
             self._handoffs.release(self._session)
+
+    @property
+    def steps_before(self) -> int:
+        """How many of this run's steps started Spark work before the current one (the
+        run's later steps did not wait for a launch of their own)."""
+        return self._steps
+
+    def step_started(self) -> None:
+        self._steps += 1
 
     @property
     def handoffs(self) -> Handoffs:
