@@ -22,3 +22,14 @@ def temp_lakehouse(prefix: str, settings: Settings):
     spark = build_spark_session(settings, app_name=prefix.strip("_"), remote="")  # own driver
     load_company_master(spark, settings, DEFAULT_UNIVERSE_SIZE)
     return settings, spark
+
+
+def warmed_feeder(spark, settings: Settings, seed: int, rate: float, warmup_s: int):
+    """A stream feeder on the lakehouse with `warmup_s` seconds of stream landed and
+    ingested: the tables a side-by-side benchmark starts from."""
+    from freshness_pipeline.ingestion.feeder import StreamFeeder
+
+    feeder = StreamFeeder(spark, settings, seed=seed, rate=rate)
+    feeder.land(warmup_s)
+    feeder.ingest()
+    return feeder

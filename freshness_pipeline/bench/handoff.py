@@ -40,11 +40,10 @@ def _arguments(argv: list[str]) -> argparse.Namespace:
 def main(argv: list[str], settings: Settings) -> int:
     args = _arguments(argv)
 
-    from freshness_pipeline.bench.common import temp_lakehouse
+    from freshness_pipeline.bench.common import temp_lakehouse, warmed_feeder
     from freshness_pipeline.catalog.jobs import JOBS
     from freshness_pipeline.hudi.location import Location
     from freshness_pipeline.hudi.metadata import HudiTableMetadata
-    from freshness_pipeline.ingestion.feeder import StreamFeeder
     from freshness_pipeline.jobs.batch_oracle import ORDER
     from freshness_pipeline.jobs.handoff import Handoffs
     from freshness_pipeline.jobs.run_config import resolve_run
@@ -76,9 +75,7 @@ def main(argv: list[str], settings: Settings) -> int:
         f"of {args.step_s} s",
         flush=True,
     )
-    feeder = StreamFeeder(spark, settings, seed=7, rate=args.rate)
-    feeder.land(args.warmup_s)
-    feeder.ingest()
+    feeder = warmed_feeder(spark, settings, 7, args.rate, args.warmup_s)
 
     def run(mode: str, job: str) -> dict[str, float]:
         resolved = resolve_run(JOBS[job], [], None, meta_of(mode))

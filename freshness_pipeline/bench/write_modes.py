@@ -84,11 +84,10 @@ def main(argv: list[str], settings: Settings) -> int:
     parser.add_argument("--modes", default="bloom,simple,bucket,mor,mor_bucket")
     args = parser.parse_args(argv)
 
-    from freshness_pipeline.bench.common import temp_lakehouse
+    from freshness_pipeline.bench.common import temp_lakehouse, warmed_feeder
     from freshness_pipeline.catalog.jobs import JOBS
     from freshness_pipeline.hudi.location import Location
     from freshness_pipeline.hudi.metadata import HudiTableMetadata
-    from freshness_pipeline.ingestion.feeder import StreamFeeder
     from freshness_pipeline.jobs.batch_oracle import differences, read_table
     from freshness_pipeline.jobs.run_config import resolve_run
     from freshness_pipeline.jobs.runner import JobRunner
@@ -120,9 +119,7 @@ def main(argv: list[str], settings: Settings) -> int:
         f"rounds of {args.step_s} s; bucket index: {args.buckets} buckets per partition",
         flush=True,
     )
-    feeder = StreamFeeder(spark, settings, seed=5, rate=args.rate)
-    feeder.land(args.warmup_s)
-    feeder.ingest()
+    feeder = warmed_feeder(spark, settings, 5, args.rate, args.warmup_s)
 
     def one_run(mode: str) -> dict[str, float]:
         meta = meta_of(mode)
