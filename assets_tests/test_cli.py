@@ -124,11 +124,11 @@ def test_check_refuses_a_table_whose_layout_is_not_its_declarations(tmp_path, ca
     out = capsys.readouterr().out.splitlines()
     assert out == [
         f"trade_aggr.sql: trade_aggr: its table at {lake / 'trade_aggr'} has record key "
-        "'symbol,second', the declaration says 'second,symbol': rebuild the table (Hudi "
-        "cannot change it in place) or fix the declaration",
+        "'symbol,second', the declaration says 'second,symbol': rebuild the table "
+        "(`freshness rebuild trade_aggr`: Hudi cannot change it in place) or fix the declaration",
         f"trade_aggr.sql: trade_aggr: its table at {lake / 'trade_aggr'} has partition "
-        "'none', the declaration says 'symbol_prefix': rebuild the table (Hudi cannot change "
-        "it in place) or fix the declaration",
+        "'none', the declaration says 'event_hour': rebuild the table "
+        "(`freshness rebuild trade_aggr`: Hudi cannot change it in place) or fix the declaration",
     ]
 
 

@@ -177,6 +177,7 @@ EXPERIMENT_MODES = {
         "duration": 90,
         "rate": 300.0,
         "commit_interval": 10.0,
+        "layout": "published",
     },
     "long": {
         "variants": "pmb,max_benefit,random,dagster_eager,interval,pmb_footer_tmin,"
@@ -188,6 +189,7 @@ EXPERIMENT_MODES = {
         "rate": 300.0,
         "commit_interval": 10.0,
         "warm_cost": True,
+        "layout": "published",
     },
 }
 
@@ -227,6 +229,7 @@ def cmd_experiment(args: argparse.Namespace) -> int:
         resume=args.resume,
         profile=args.settings.profile,
         warm_cost=mode.get("warm_cost", False) if args.warm_cost is None else args.warm_cost,
+        layout=(mode.get("layout") if args.layout is None else args.layout) or None,
     )
     runs = len(config.variants) * len(config.seeds)
     print(
@@ -329,7 +332,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from freshness_pipeline.catalog.declaration import DeclarationError
-    from freshness_pipeline.catalog.jobs import load_jobs
+    from freshness_pipeline.catalog.jobs import laid_out, load_jobs
     from freshness_pipeline.jobs.check import (
         change_problems,
         check_jobs,
@@ -340,7 +343,11 @@ def cmd_check(args: argparse.Namespace) -> int:
 
     settings = args.settings
     try:
-        jobs = load_jobs(Path(args.folder).resolve()) if args.folder else dict(settings.jobs)
+        jobs = (
+            laid_out(load_jobs(Path(args.folder).resolve()), settings.layout)
+            if args.folder
+            else dict(settings.jobs)
+        )
     except DeclarationError as exc:
         problems = [str(p) for p in exc.problems]
     else:
@@ -355,6 +362,23 @@ def cmd_check(args: argparse.Namespace) -> int:
         print(f"{len(problems)} problem(s)", file=sys.stderr)
         return 1
     print(f"{len(jobs)} job(s) checked, no problem: {', '.join(jobs)}")
+    return 0
+
+
+def cmd_rebuild(args: argparse.Namespace) -> int:
+    """Moves job tables aside so that their jobs write them again, whole, in the layout
+    their declarations now give (Hudi cannot change a partitioning in place). The tables
+    that read them keep their watermarks: the rebuilt rows carry the arrivals they had."""
+    from freshness_pipeline.jobs.rebuild import RebuildError, move_aside
+
+    settings = args.settings
+    try:
+        for table in args.tables:
+            where = move_aside(settings, table)
+            print(f"{table}: moved aside to {where}; its job writes it again from its inputs")
+    except RebuildError as exc:
+        print(f"freshness rebuild: {exc}", file=sys.stderr)
+        return 2
     return 0
 
 
@@ -453,6 +477,11 @@ def _add_experiment(sub) -> None:
     )
     experiment.add_argument("--mode", choices=sorted(EXPERIMENT_MODES), default="short")
     experiment.add_argument(
+        "--layout",
+        help="the jobs' table layout (FRESHNESS_LAYOUT) for every run: the modes reproduce "
+        "the thesis on `published`; '' for each declaration's own",
+    )
+    experiment.add_argument(
         "--variants",
         help="comma-separated (default: the mode's); peers: dagster_eager, interval (the "
         "tuned period) or interval_<seconds>",
@@ -550,6 +579,16 @@ def _add_check(sub) -> None:
     check.set_defaults(func=cmd_check)
 
 
+def _add_rebuild(sub) -> None:
+    rebuild = sub.add_parser(
+        "rebuild",
+        help="move job tables aside so their jobs write them again in their declared layout "
+        "(stop the demo first)",
+    )
+    rebuild.add_argument("tables", nargs="+", help="job tables, e.g. trade_aggr")
+    rebuild.set_defaults(func=cmd_rebuild)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="freshness", description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -563,6 +602,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_master(sub)
     _add_lineage(sub)
     _add_check(sub)
+    _add_rebuild(sub)
     return parser
 
 

@@ -6,6 +6,9 @@ group: views
 inputs: [enriched_features]
 key: [second, industry]
 event_time: second
+partition: {column: event_hour, from: "date_format(second, 'yyyyMMddHH')"}
+layouts:
+  published: {}  # unpartitioned
 merge: recompute_touched_groups
 window:
   seconds: 60
@@ -16,7 +19,7 @@ window:
 */
 -- industry_spike: enriched_features per industry per event second: volume against its
 -- trailing window (the 60 seconds before), and a spike ratio. Key (second, industry);
--- unpartitioned. A changed industry-second is recomputed from its current rows, then only
+-- partitioned by event hour. A changed industry-second is recomputed from its current rows, then only
 -- the windows it falls into (the next 60 seconds of that industry) are recomputed.
 
 -- View group_rows: the current enriched_features rows of the touched groups.

@@ -6,7 +6,9 @@ group: features
 inputs: [price_aggr, trade_aggr]
 key: [second, symbol]
 event_time: second
-partition: {column: symbol_prefix, from: "substr(symbol, 1, 1)"}
+partition: {column: event_hour, from: "date_format(second, 'yyyyMMddHH')"}
+layouts:
+  published: {partition: {column: symbol_prefix, from: "substr(symbol, 1, 1)"}}
 merge: per_side_replace
 sides:
   price:
@@ -32,7 +34,7 @@ columns:
       / CAST((best_bid + best_ask) / 2 AS DOUBLE) * 10000
 */
 -- market_features: price_aggr joined with trade_aggr on (second, symbol): quotes, trades
--- and market features. Key (second, symbol); partitioned by the symbol's first letter.
+-- and market features. Key (second, symbol); partitioned by event hour.
 -- A full outer join: a row exists where either side has the key. Each side is stored with
 -- its own arrival, so a change on one side updates that side and keeps the other (the
 -- join updates the side that changed; no lookup into the other input is needed).

@@ -4,7 +4,9 @@ group: aggregates
 inputs: [price_raw]
 key: [second, symbol]
 event_time: second
-partition: {column: symbol_prefix, from: "substr(symbol, 1, 1)"}
+partition: {column: event_hour, from: "date_format(second, 'yyyyMMddHH')"}
+layouts:
+  published: {partition: {column: symbol_prefix, from: "substr(symbol, 1, 1)"}}
 merge: partial_aggregates
 columns:
   best_bid: max
@@ -14,7 +16,7 @@ columns:
   update_count: count
 */
 -- price_aggr: price_raw per symbol per event second: best bid and ask with their sizes.
--- Key (second, symbol); partitioned by the symbol's first letter.
+-- Key (second, symbol); partitioned by event hour.
 -- best_bid is the highest bid price updated in the second and best_bid_size the summed
 -- size of the updates at that price (best_ask: lowest ask price); both merge exactly.
 

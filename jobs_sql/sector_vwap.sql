@@ -5,10 +5,13 @@ group: views
 inputs: [enriched_features]
 key: [second, sector]
 event_time: second
+partition: {column: event_hour, from: "date_format(second, 'yyyyMMddHH')"}
+layouts:
+  published: {}  # unpartitioned
 merge: recompute_touched_groups
 */
 -- sector_vwap: enriched_features per sector per event second: volume-weighted average
--- price and trading activity. Key (second, sector); unpartitioned.
+-- price and trading activity. Key (second, sector); partitioned by event hour.
 -- Rows of enriched_features change after they were counted, so a sector-second is
 -- recomputed from the current rows of that group (the changed row's old version is
 -- retracted by construction; nothing is added twice).

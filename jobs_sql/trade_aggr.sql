@@ -6,7 +6,9 @@ group: aggregates
 inputs: [trade_raw]
 key: [second, symbol]
 event_time: second
-partition: {column: symbol_prefix, from: "substr(symbol, 1, 1)"}
+partition: {column: event_hour, from: "date_format(second, 'yyyyMMddHH')"}
+layouts:
+  published: {partition: {column: symbol_prefix, from: "substr(symbol, 1, 1)"}}
 merge: partial_aggregates
 columns:
   open: {first_by: open_at}
@@ -22,7 +24,7 @@ columns:
   close_at: max
 */
 -- trade_aggr: trade_raw per symbol per event second.
--- Key (second, symbol); partitioned by the symbol's first letter.
+-- Key (second, symbol); partitioned by event hour.
 -- open/close are the first/last trade by (event_ts, trade_id); prices are DECIMAL so that
 -- partial aggregates merge exactly (sums add, min/max combine, open/close by event time).
 

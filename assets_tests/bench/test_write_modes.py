@@ -4,17 +4,24 @@ from __future__ import annotations
 
 import pytest
 
-from freshness_pipeline.bench.write_modes import main, modes, rotated, summarize
+from freshness_pipeline.bench.write_modes import main, modes, rotated, spec_for, summarize
+from freshness_pipeline.catalog.jobs import JOBS
 from freshness_pipeline.config.settings import load_settings
 
 
-def test_modes_are_the_shipped_write_and_the_issues_alternatives():
+def test_modes_are_the_published_layout_the_declared_one_and_the_alternatives():
     found = modes(buckets=4)
-    assert found["bloom"] == {}  # as shipped: nothing over the job's own options
-    assert found["simple"] == {"hoodie.index.type": "SIMPLE"}
+    assert found["published"] == found["hour"] == {}  # nothing over the job's own options
+    assert found["bloom"] == found["hour_bloom"] == {"hoodie.index.type": "BLOOM"}
     assert found["bucket"]["hoodie.bucket.index.num.buckets"] == "4"
+    assert found["hour_bucket"]["hoodie.bucket.index.num.buckets"] == "1"
     assert found["mor"] == {"hoodie.datasource.write.table.type": "MERGE_ON_READ"}
     assert found["mor_bucket"] == {**found["mor"], **found["bucket"]}
+    spec = JOBS["trade_aggr"]
+    assert spec_for(spec, "published").partition_by == "symbol_prefix"
+    assert spec_for(spec, "bloom").partition_by == "symbol_prefix"
+    assert spec_for(spec, "hour").declaration.partition == spec.declaration.partition
+    assert spec_for(spec, "none").partition_by is None
 
 
 def test_every_mode_takes_every_place_in_turn():
@@ -41,7 +48,7 @@ def test_summary_takes_medians_and_skips_phases_a_run_lacks():
 
 def test_unknown_mode_or_no_baseline_is_refused_before_spark_starts(capsys):
     with pytest.raises(SystemExit):
-        main(["--modes", "bloom,hash"], load_settings({}))
+        main(["--modes", "published,hash"], load_settings({}))
     assert "unknown ['hash']" in capsys.readouterr().err
     with pytest.raises(SystemExit):
-        main(["--modes", "simple"], load_settings({}))
+        main(["--modes", "hour"], load_settings({}))

@@ -14,6 +14,7 @@ from freshness_pipeline.catalog.declaration import (
     load,
     load_folder,
     parse,
+    with_layout,
 )
 from freshness_pipeline.catalog.jobs import JOBS
 
@@ -70,9 +71,15 @@ def test_the_bundled_declarations_say_what_each_market_job_is(job):
         group,
     )
     assert decl.key == ("second", GROUPS.get(job, "symbol")) and decl.event_time == "second"
-    assert decl.partition == (
+    # Declared by event hour (a run's few new seconds touch one partition); the thesis's
+    # layout, by the symbol's first letter or none, is the `published` one.
+    assert decl.partition == Partition("event_hour", "date_format(second, 'yyyyMMddHH')")
+    published = with_layout(decl, "published")
+    assert published.partition == (
         Partition("symbol_prefix", "substr(symbol, 1, 1)") if partition else None
     )
+    assert decl.index == published.index == "simple"
+    assert with_layout(decl, "") == with_layout(decl, "no-such-layout") == decl
     assert (decl.window.seconds if decl.window else None) == window
     assert decl.description and decl.sql.lstrip().startswith("--")
     assert JOBS[job].declaration == decl  # the catalog runs these
@@ -191,3 +198,38 @@ def test_two_folders_make_one_pipeline_and_a_name_declared_twice_is_refused(tmp_
     (mine / "trade_aggr.sql").write_text(declared(MINIMAL))
     with pytest.raises(DeclarationError, match=r"trade_aggr: declared twice \(also "):
         load_folder(JOBS_SQL, mine)
+
+
+def test_a_layout_declares_partition_index_and_buckets_and_names_alternatives():
+    decl = parse(
+        declared(
+            MINIMAL + '\npartition: {column: h, from: "hour(second)"}\nindex: bucket\n'
+            "buckets: 4\nlayouts:\n  flat: {index: bloom}\n  wide: {buckets: 2, index: bucket}"
+        ),
+        "job",
+        "job.sql",
+    )
+    assert (decl.partition, decl.index, decl.buckets) == (
+        Partition("h", "hour(second)"),
+        "bucket",
+        4,
+    )
+    flat = with_layout(decl, "flat")
+    assert (flat.partition, flat.index, flat.buckets) == (None, "bloom", 1)
+    assert with_layout(decl, "wide").buckets == 2
+
+
+def test_a_wrong_layout_is_refused_with_each_reason():
+    found = problems_of(
+        declared(
+            MINIMAL + "\nindex: hash\nbuckets: 0\nlayouts:\n  a: {partition: x}\n"
+            "  b: {sort: second}\n  c: {buckets: 3}"
+        )
+    )
+    assert found == [
+        "job.sql: job: `index` must be one of simple, bloom, bucket, not 'hash'",
+        "job.sql: job: `buckets` must be a whole number of file groups, at least 1",
+        "job.sql: job: `partition` must be {column: <name>, from: <SQL over the row>}",
+        "job.sql: job: `layouts.b` may set only buckets, index, partition",
+        "job.sql: job: `layouts.c.buckets` is for `index: bucket`, not simple",
+    ]

@@ -66,8 +66,10 @@ def test_bursts_are_a_condition_and_a_stream_of_their_own(tmp_path: Path):
         rate=300.0,
         speedup=1.0,
         universe_size=50,
+        layout="published",
     )
-    # Runs recorded before bursts existed carry exactly these keys and must still match.
+    # Runs recorded before bursts existed carry exactly these keys and must still match
+    # (they ran on the published layout; another layout is a condition of its own).
     assert set(harness._conditions(steady)) == {
         "duration_s",
         "rate",
@@ -77,6 +79,7 @@ def test_bursts_are_a_condition_and_a_stream_of_their_own(tmp_path: Path):
         "tick_s",
         "commit_interval_s",
     }
+    assert harness._conditions(replace(steady, layout=None))["layout"] == "declared"
     bursty = replace(steady, burst_every_s=30, burst_s=5, burst_factor=20.0)
     assert harness._conditions(bursty) != harness._conditions(steady)
     assert harness._conditions(bursty)["burst_factor"] == 20.0

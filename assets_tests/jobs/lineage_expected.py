@@ -13,7 +13,7 @@ from __future__ import annotations
 # asset -> sql_sha256, output columns in table order: (name, Spark type, {input table.column})
 EXPECTED: dict[str, dict[str, object]] = {
     "trade_aggr": {
-        "sql_sha256": "36265992533733ad7a04e06e0ee57a870434a623f3c0d5566c47943dc68c55d0",
+        "sql_sha256": "c1ff777d47837332c8792549adda056e0d7f07cbb0ac0affeb0489ad3ad17e37",
         "columns": [
             ("symbol", "string", {"trade_raw.symbol"}),
             ("second", "timestamp", {"trade_raw.event_ts"}),
@@ -45,11 +45,11 @@ EXPECTED: dict[str, dict[str, object]] = {
                 {"trade_raw.event_ts", "trade_raw.trade_id"},
             ),
             ("arrival_ts", "timestamp", {"trade_raw.arrival_ts"}),
-            ("symbol_prefix", "string", {"trade_raw.symbol"}),
+            ("event_hour", "string", {"trade_raw.event_ts"}),
         ],
     },
     "price_aggr": {
-        "sql_sha256": "fb4b9b5539ecbd368d7aaa78e5d7429ddb76a2dd280f94df538d490bcce445cf",
+        "sql_sha256": "c535fb00fb8ac84629acd33716b4903295fed2ad9658ca2b2088b223341ca16c",
         "columns": [
             ("symbol", "string", {"price_raw.symbol"}),
             ("second", "timestamp", {"price_raw.event_ts"}),
@@ -61,11 +61,11 @@ EXPECTED: dict[str, dict[str, object]] = {
             ("best_ask_size", "bigint", {"price_raw.side", "price_raw.price", "price_raw.size"}),
             ("update_count", "bigint", set()),  # count(*)
             ("arrival_ts", "timestamp", {"price_raw.arrival_ts"}),
-            ("symbol_prefix", "string", {"price_raw.symbol"}),
+            ("event_hour", "string", {"price_raw.event_ts"}),
         ],
     },
     "market_features": {
-        "sql_sha256": "fd3a8f2e08a257080e845ae52664c6c02e0f636e77803c1eec90b16fbb00b14d",
+        "sql_sha256": "03d82651e9cc790ce8449e285135e9c711f0ad8c79217c12ce816e13392c44fe",
         # Each side's column is taken IF(has_price/has_trade, ...), and has_price is
         # `p.symbol IS NOT NULL`: the side's symbol is a (conditional) input of its columns.
         "columns": [
@@ -123,11 +123,11 @@ EXPECTED: dict[str, dict[str, object]] = {
                     "trade_aggr.symbol",
                 },
             ),
-            ("symbol_prefix", "string", {"price_aggr.symbol", "trade_aggr.symbol"}),
+            ("event_hour", "string", {"price_aggr.second", "trade_aggr.second"}),
         ],
     },
     "enriched_features": {
-        "sql_sha256": "9000eb985d9d6029a030fa628dcd90dba465f7070c79e1d4a9cfbdc88b96c530",
+        "sql_sha256": "b79f6b6f4c1e44a4e035712f2906cdbbab51e5ddce26f47e362dbec5c6c2fc5a",
         # company_master.symbol is only the join key: no edge (Join rule).
         "columns": [
             ("symbol", "string", {"market_features.symbol"}),
@@ -153,11 +153,11 @@ EXPECTED: dict[str, dict[str, object]] = {
             ("order_imbalance", "double", {"market_features.order_imbalance"}),
             ("vwap_vs_mid_bps", "double", {"market_features.vwap_vs_mid_bps"}),
             ("arrival_ts", "timestamp", {"market_features.arrival_ts"}),
-            ("symbol_prefix", "string", {"market_features.symbol_prefix"}),
+            ("event_hour", "string", {"market_features.second"}),
         ],
     },
     "sector_vwap": {
-        "sql_sha256": "8cd380210ccb0de102890ed696da25e60f4299efabfe6c73224e06125080ddaf",
+        "sql_sha256": "a4580490968dcce5996be05257448101167f331eedef208fcff02699d518b9f9",
         "columns": [
             ("sector", "string", {"enriched_features.sector"}),
             ("second", "timestamp", {"enriched_features.second"}),
@@ -177,10 +177,11 @@ EXPECTED: dict[str, dict[str, object]] = {
                 },
             ),
             ("arrival_ts", "timestamp", {"enriched_features.arrival_ts"}),
+            ("event_hour", "string", {"enriched_features.second"}),
         ],
     },
     "industry_spike": {
-        "sql_sha256": "3f2e8d5d653e9f1718f94bfb2990671a1009e4b91d5848286d505d55ddb71cff",
+        "sql_sha256": "bf05ddd88ad0f7eda0d2b6cd7a62a1166305353ac3149bd3f83dce4b4e792251",
         # The window join (`affected`, `w`) and the anti join only choose rows; the trailing
         # sums read w.volume, which is partial's sum(volume) again.
         "columns": [
@@ -192,6 +193,7 @@ EXPECTED: dict[str, dict[str, object]] = {
             ("spike_ratio", "double", {"enriched_features.volume"}),
             ("group_arrival_ts", "timestamp", {"enriched_features.arrival_ts"}),
             ("arrival_ts", "timestamp", {"enriched_features.arrival_ts"}),
+            ("event_hour", "string", {"enriched_features.second"}),
         ],
     },
 }

@@ -13,7 +13,7 @@ import pytest
 from assets_tests.jobs.conftest import StreamFeeder
 from assets_tests.jobs.oracle import ORDER, batch_recompute, differences
 from freshness_pipeline.bench.memory import class_histogram, parse_class_histogram
-from freshness_pipeline.catalog.jobs import JOBS
+from freshness_pipeline.catalog.jobs import JOBS, laid_out
 from freshness_pipeline.hudi.metadata import TableNotFound
 from freshness_pipeline.jobs import oracle as independent_oracle
 from freshness_pipeline.jobs.handoff import HANDOFF_PREFIX, Handoffs
@@ -85,8 +85,11 @@ def test_oracle_holds_under_random_schedules(
     other two miss.)"""
     spark = request.getfixturevalue("spark" if backend == "local" else "connect_spark")
     rng = random.Random(seed)
+    jobs = JOBS
     if raw_packing:
+        # the thesis's regime whole: packed raw files and the jobs' published layout
         lakehouse = dataclasses.replace(lakehouse, raw_packing=True)
+        jobs = laid_out(JOBS, "published")
     feeder = StreamFeeder(spark, lakehouse, seed=seed)
     # Every committed result is kept, as in one long run: a later run whose window over a
     # table is exactly a kept one reads it from memory (jobs/handoff.py), the rest from Hudi.
@@ -114,7 +117,7 @@ def test_oracle_holds_under_random_schedules(
             log.append(f"{action}: no job has work")
             continue
         job = rng.choice(runnable)
-        spec = JOBS[job]
+        spec = jobs[job]
         try:
             if action == "full":
                 resolved = resolve_run(spec, [], None, feeder.meta)
@@ -180,9 +183,9 @@ def test_oracle_holds_under_random_schedules(
     final = watermark(feeder, "trade_raw")
     assert final == watermark(feeder, "price_raw")
     for job in ORDER:
-        resolved = resolve_run(JOBS[job], [], None, feeder.meta)
+        resolved = resolve_run(jobs[job], [], None, feeder.meta)
         assert not resolved.nothing_to_do
-        runner.run(JOBS[job], resolved, keep_result=True)
+        runner.run(jobs[job], resolved, keep_result=True)
         assert watermark(feeder, job) == final, job
     if backend == "service":
         # Once more, every table caught up: each job's window over its parents is exactly
@@ -191,8 +194,8 @@ def test_oracle_holds_under_random_schedules(
         feeder.ingest()
         final = watermark(feeder, "trade_raw")
         for job in ORDER:
-            resolved = resolve_run(JOBS[job], [], None, feeder.meta)
-            report = runner.run(JOBS[job], resolved, keep_result=True)
+            resolved = resolve_run(jobs[job], [], None, feeder.meta)
+            report = runner.run(jobs[job], resolved, keep_result=True)
             assert watermark(feeder, job) == final, job
             jobs_read = tuple(t for t in JOBS[job].inputs if t in JOBS)
             assert report.inputs_in_memory == jobs_read, (job, report.inputs_in_memory)
@@ -212,7 +215,7 @@ def test_oracle_holds_under_random_schedules(
         cached = parse_class_histogram(histogram).get(CACHED_DATA, (0, 0))[0]
         assert cached == 0, f"{cached} cache entries left in the Spark service"
 
-    expected = batch_recompute(spark, lakehouse.table_uri, tmp_path / "oracle")
+    expected = batch_recompute(spark, lakehouse.table_uri, tmp_path / "oracle", jobs=jobs)
     for job in ORDER:
         missing, extra, examples = differences(spark, expected[job], lakehouse.table_uri(job))
         assert (missing, extra) == (0, 0), f"{job} differs: {examples}\nschedule: {log}"
@@ -223,10 +226,10 @@ def test_oracle_holds_under_random_schedules(
     # Repeating runs changes nothing: a plain run finds nothing to do, and the same
     # explicit cutoff is refused because it no longer moves the watermark.
     for job in ORDER:
-        again = resolve_run(JOBS[job], [], None, feeder.meta)
+        again = resolve_run(jobs[job], [], None, feeder.meta)
         assert again.nothing_to_do, job
         with pytest.raises(RunConfigError, match="at or below"):
-            resolve_run(JOBS[job], [], final, feeder.meta)
+            resolve_run(jobs[job], [], final, feeder.meta)
     for job in ORDER:
         missing, extra, _ = differences(spark, expected[job], lakehouse.table_uri(job))
         assert (missing, extra) == (0, 0)

@@ -50,7 +50,7 @@ def _session_seconds(env: dict[str, str]) -> float:
     return time.monotonic() - started
 
 
-def _materialize(env: dict[str, str], home: Path, settings: Settings) -> tuple[float, float, str]:
+def _materialize(env: dict[str, str], home: Path, settings: Settings) -> tuple[float, float, dict]:
     dagster = str(Path(sys.executable).parent / "dagster")
     started = time.monotonic()
     run = subprocess.run(
@@ -78,7 +78,7 @@ def _materialize(env: dict[str, str], home: Path, settings: Settings) -> tuple[f
     meta = record.asset_materialization.metadata
     if "duration_s" not in meta:
         raise RuntimeError(f"the run had nothing to do: {meta.get('nothing_to_do')}")
-    return wall, float(meta["duration_s"].value), str(meta["spark"].value)
+    return wall, float(meta["duration_s"].value), {k: v.value for k, v in meta.items()}
 
 
 def main(argv: list[str], settings: Settings) -> int:
@@ -159,6 +159,21 @@ def main(argv: list[str], settings: Settings) -> int:
     return 0
 
 
+def _print_breakdown(meta: dict) -> None:
+    """The run's phases and, through the service, its Connect calls (run metadata)."""
+    phases = ", ".join(
+        f"{k.removeprefix('phase_').removesuffix('_s')} {float(v):.2f}"
+        for k, v in meta.items()
+        if k.startswith("phase_")
+    )
+    print(f"          phases (s): {phases}")
+    if "connect_calls" in meta:
+        print(
+            f"          connect calls {meta['connect_calls']} ({meta['connect_call_s']} s): "
+            f"by phase {meta['connect_calls_by_phase']}; by kind {meta['connect_calls_by_kind']}"
+        )
+
+
 def _measure(
     runs: int,
     modes: dict[str, dict[str, str]],
@@ -183,7 +198,8 @@ def _measure(
                 session[mode].append(_session_seconds(modes[mode]))
                 feeder.land(1)
                 feeder.ingest()
-                w, b, spark_used = _materialize(modes[mode], home, service.settings)
+                w, b, meta = _materialize(modes[mode], home, service.settings)
+                spark_used = str(meta["spark"])
                 assert spark_used.startswith("shared" if mode == "service" else "own"), spark_used
                 wall[mode].append(w)
                 body[mode].append(b)
@@ -192,6 +208,7 @@ def _measure(
                     f"job {b:5.2f} s",
                     flush=True,
                 )
+                _print_breakdown(meta)
 
 
 if __name__ == "__main__":

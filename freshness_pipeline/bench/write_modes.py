@@ -1,20 +1,25 @@
-"""Hudi write modes for a derived table, side by side on the same input.
+"""Hudi write modes and table layouts for a derived table, side by side on the same input.
 
     python -m freshness_pipeline.bench.write_modes [--rounds 5] [--warmup-s 120] [--step-s 2]
 
-trade_aggr, as shipped, is copy-on-write with Hudi's bloom index: every run looks its keys
-up in every file of the ~26 `symbol_prefix` partitions it touches and rewrites the young
-files there (docs/BENCHMARKS.md: index lookup 3.5 s + rewrite 5.9 s under contention).
-This measures the index types and table types that could cut that, in one process on one
-input:
+A run of trade_aggr looks its new keys up in the files of the partitions they fall into
+and rewrites the files they land in (copy-on-write). This measures, in one process on one
+input, what the layout and the index change in that:
 
-- `bloom`: as shipped;
-- `simple`: the SIMPLE index (a join of the incoming keys with the touched partitions'
-  key columns, no bloom filters);
-- `bucket`: the (simple-engine) BUCKET index, `--buckets` per partition: no lookup at
-  all, a key's file group is its hash;
-- `mor`: merge-on-read with the bloom index (updates append log files);
-- `mor_bucket`: merge-on-read with the bucket index (inserts append log files too).
+- `published`: the thesis's layout: 26 partitions by the symbol's first letter, Hudi's
+  default index on Spark (SIMPLE): a run over a few new seconds touches every partition;
+- `hour`: as declared in jobs_sql/ (partitioned by event hour, the SIMPLE index): a run
+  touches one partition, two across an hour's end;
+- `hour_bloom`, `hour_bucket`: by event hour with the BLOOM index, or the simple-engine
+  BUCKET index (one file group per partition: no lookup, but the hour's file is rewritten);
+- `day`, `none`: by event day, unpartitioned;
+- `hour_no_combine`, `hour_no_timeline_server`, `hour_snappy`, `hour_clean_every_5`: the
+  declared layout with one Hudi setting changed each (no de-duplication before the
+  upsert, which a job's one row per key makes needless; no embedded timeline server; Snappy
+  instead of the default codec; a clean planned every fifth commit, not every one);
+- `bloom`, `bucket`, `mor`, `mor_bucket`: the published partitions with the BLOOM index,
+  the BUCKET index (`--buckets` per partition), merge-on-read (updates append log files),
+  merge-on-read with the bucket index.
 
 Every mode writes its own trade_aggr, all from one lakehouse's trade_raw: a warm-up run
 over `--warmup-s` seconds of stream, then per round `--step-s` new seconds are landed and
@@ -22,9 +27,10 @@ ingested once and each mode's run takes them (the order rotates per round, so ma
 noise spreads over the modes). Per run: the job's wall time and its phases (index lookup
 and file writing from the Hudi timeline), and what reading those timeline marks back
 costs (`timing_read`, outside the run's time). At the end, each mode's table must equal the
-`bloom` one row for row (a mode that changes the result is reported, not ranked), and a
-full snapshot read of each table is timed, since merge-on-read moves cost onto readers.
-Runs on a throwaway lakehouse with its own local Spark driver.
+`published` one row for row (partition column aside; a mode that changes the result is
+reported, not ranked), and a full snapshot read of each table is timed, since
+merge-on-read moves cost onto readers. Runs on a throwaway lakehouse with its own local
+Spark driver.
 """
 
 from __future__ import annotations
@@ -34,8 +40,11 @@ import os
 import statistics
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
+from freshness_pipeline.catalog.declaration import Partition, with_layout
+from freshness_pipeline.catalog.jobs import JobSpec
 from freshness_pipeline.config.settings import Settings, run_main
 
 BUCKET = {"hoodie.index.type": "BUCKET", "hoodie.index.bucket.engine": "SIMPLE"}
@@ -44,13 +53,46 @@ MOR = {"hoodie.datasource.write.table.type": "MERGE_ON_READ"}
 
 def modes(buckets: int) -> dict[str, dict[str, str]]:
     bucket = {**BUCKET, "hoodie.bucket.index.num.buckets": str(buckets)}
+    bloom = {"hoodie.index.type": "BLOOM"}
     return {
-        "bloom": {},
-        "simple": {"hoodie.index.type": "SIMPLE"},
+        "published": {},
+        "hour": {},
+        "hour_bloom": bloom,
+        "hour_bucket": {**BUCKET, "hoodie.bucket.index.num.buckets": "1"},
+        "day": {},
+        "none": {},
+        # Hudi settings for small runs, each alone on the declared layout
+        "hour_no_combine": {"hoodie.combine.before.upsert": "false"},
+        "hour_no_timeline_server": {"hoodie.embed.timeline.server": "false"},
+        "hour_snappy": {"hoodie.parquet.compression.codec": "snappy"},
+        "hour_clean_every_5": {"hoodie.clean.max.commits": "5"},
+        "bloom": bloom,
         "bucket": bucket,
         "mor": dict(MOR),
         "mor_bucket": {**MOR, **bucket},
     }
+
+
+HOUR = Partition("event_hour", "date_format(second, 'yyyyMMddHH')")
+# Each mode's partitioning (the published one where a mode is not named here).
+LAYOUTS = {
+    "hour": HOUR,
+    "hour_bloom": HOUR,
+    "hour_bucket": HOUR,
+    "hour_no_combine": HOUR,
+    "hour_no_timeline_server": HOUR,
+    "hour_snappy": HOUR,
+    "hour_clean_every_5": HOUR,
+    "day": Partition("event_day", "date_format(second, 'yyyyMMdd')"),
+    "none": None,
+}
+
+
+def spec_for(spec: JobSpec, mode: str) -> JobSpec:
+    """The job as `mode` lays its table out (the index comes with the mode's options)."""
+    published = with_layout(spec.declaration, "published")
+    partition = LAYOUTS.get(mode, published.partition)
+    return replace(spec, declaration=replace(published, partition=partition))
 
 
 def rotated(names: list[str], round_index: int) -> list[str]:
@@ -81,7 +123,7 @@ def main(argv: list[str], settings: Settings) -> int:
     parser.add_argument("--step-s", type=int, default=2)
     parser.add_argument("--buckets", type=int, default=2)
     parser.add_argument("--rate", type=float, default=2000.0)
-    parser.add_argument("--modes", default="bloom,simple,bucket,mor,mor_bucket")
+    parser.add_argument("--modes", default="published,hour,hour_bloom,hour_bucket,none,bloom")
     args = parser.parse_args(argv)
 
     from freshness_pipeline.bench.common import temp_lakehouse, warmed_feeder
@@ -95,8 +137,8 @@ def main(argv: list[str], settings: Settings) -> int:
     all_modes = modes(args.buckets)
     chosen = [m.strip() for m in args.modes.split(",") if m.strip()]
     unknown = [m for m in chosen if m not in all_modes]
-    if unknown or "bloom" not in chosen:
-        parser.error(f"--modes: unknown {unknown} (known: {sorted(all_modes)}; bloom required)")
+    if unknown or "published" not in chosen:
+        parser.error(f"--modes: unknown {unknown} (known: {sorted(all_modes)}; published required)")
     settings, spark = temp_lakehouse("bench_write_modes_", settings)
     spec = JOBS["trade_aggr"]
     root = Path(settings.lakehouse.table("trade_aggr").local_path()).parent / "modes"
@@ -125,7 +167,7 @@ def main(argv: list[str], settings: Settings) -> int:
         meta = meta_of(mode)
         resolved = resolve_run(spec, [], None, meta)
         started = time.monotonic()
-        report = runners[mode].run(spec, resolved)
+        report = runners[mode].run(spec_for(spec, mode), resolved)
         took = time.monotonic() - started
         # The timeline read that gives a run its write phases, after the run's own
         # (caches as warm as in a run's process, which planned from the same metadata).
@@ -154,27 +196,30 @@ def main(argv: list[str], settings: Settings) -> int:
                 flush=True,
             )
 
-    expected = read_table(spark, uri_of("bloom")(spec.name)).cache()
+    # (compared without the partition column, which the layouts name differently)
+    published = spec_for(spec, "published")
+    expected = read_table(spark, uri_of("published")(spec.name))
+    expected = expected.drop(published.partition_by).cache()
     rows = expected.count()
-    print(f"\nbloom's trade_aggr: {rows:,} rows", flush=True)
+    print(f"\npublished trade_aggr: {rows:,} rows", flush=True)
     equal: dict[str, bool] = {}
     read_s: dict[str, float] = {}
     for mode in chosen:
         started = time.monotonic()
         spark.read.format("hudi").load(uri_of(mode)(spec.name)).count()
         read_s[mode] = time.monotonic() - started
-        if mode == "bloom":
+        if mode == "published":
             equal[mode] = True
             continue
         missing, extra, examples = differences(spark, expected, uri_of(mode)(spec.name))
         equal[mode] = missing == extra == 0
         if not equal[mode]:
-            print(f"{mode} differs from bloom: {missing} missing, {extra} extra: {examples}")
+            print(f"{mode} differs: {missing} missing, {extra} extra: {examples}")
 
-    base = dict((m, s) for m, s, _ in summarize(runs))["bloom"]
+    base = dict((m, s) for m, s, _ in summarize(runs))["published"]
     print(
-        "\n| mode | runs | median run (s) | vs bloom | index_lookup | write_files | "
-        "read | transform | timing read | snapshot read (s) | equals bloom |"
+        "\n| mode | runs | median run (s) | vs published | index_lookup | write_files | "
+        "read | transform | timing read | snapshot read (s) | equals published |"
     )
     print("|---|---|---|---|---|---|---|---|---|---|---|")
     for mode, seconds, phases in summarize(runs):

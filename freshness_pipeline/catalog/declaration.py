@@ -75,6 +75,9 @@ _FIELDS = {
     "key",
     "event_time",
     "partition",
+    "index",
+    "buckets",
+    "layouts",
     "merge",
     "columns",
     "sides",
@@ -113,6 +116,23 @@ class Partition:
     expr: str  # how it follows from the row (SQL over the output's columns)
 
 
+IndexKind = Literal["simple", "bloom", "bucket"]
+INDEX_KINDS: tuple[IndexKind, ...] = ("simple", "bloom", "bucket")
+
+
+@dataclass(frozen=True)
+class Layout:
+    """How a job's table is laid out: what Hudi cannot change in place."""
+
+    partition: Partition | None = None
+    # How a run finds the stored file of each of its keys: a join with the key columns of
+    # the touched partitions' files (simple: Hudi's default on Spark), their footers'
+    # bloom filters, or a hash of the key into `buckets` file groups per partition
+    # (bucket: no lookup at all).
+    index: IndexKind = "simple"
+    buckets: int = 1
+
+
 @dataclass(frozen=True)
 class ColumnRule:
     column: str
@@ -148,6 +168,10 @@ class JobDeclaration:
     group: str = "jobs"
     dimensions: tuple[str, ...] = ()
     partition: Partition | None = None
+    index: IndexKind = "simple"
+    buckets: int = 1
+    # other layouts of the same table, by name (FRESHNESS_LAYOUT picks one; with_layout)
+    layouts: tuple[tuple[str, Layout], ...] = ()
     columns: tuple[ColumnRule, ...] = ()
     sides: tuple[Side, ...] = ()
     window: Window | None = None
@@ -319,7 +343,8 @@ def _build(raw: dict, name: str, file: str, sql: str, say: _Reporter) -> JobDecl
         description=str(raw.get("description", "")).strip(),
         group=str(raw.get("group", "jobs")),
         dimensions=_names(raw.get("dimensions"), "dimensions", say, required=False),
-        partition=_partition(raw.get("partition"), say),
+        **_layout_fields(raw, say),
+        layouts=_layouts(raw.get("layouts"), say),
         columns=_columns(raw.get("columns"), say),
         sides=_sides(raw.get("sides"), say),
         window=_window(raw.get("window"), say),
@@ -327,6 +352,46 @@ def _build(raw: dict, name: str, file: str, sql: str, say: _Reporter) -> JobDecl
     )
     _check_kind(declaration, say)
     return declaration
+
+
+def _layout_fields(raw: dict, say: _Reporter, where: str = "") -> dict[str, Any]:
+    """`partition`, `index` and `buckets` of a declaration or of one of its `layouts`."""
+    index = raw.get("index", "simple")
+    if index not in INDEX_KINDS:
+        say(f"`{where}index` must be one of {', '.join(INDEX_KINDS)}, not {index!r}")
+        index = "simple"
+    buckets = raw.get("buckets", 1)
+    if not isinstance(buckets, int) or isinstance(buckets, bool) or buckets < 1:
+        say(f"`{where}buckets` must be a whole number of file groups, at least 1")
+        buckets = 1
+    elif "buckets" in raw and index != "bucket":
+        say(f"`{where}buckets` is for `index: bucket`, not {index}")
+    return {"partition": _partition(raw.get("partition"), say), "index": index, "buckets": buckets}
+
+
+def _layouts(raw: Any, say: _Reporter) -> tuple[tuple[str, Layout], ...]:
+    if raw is None:
+        return ()
+    if not isinstance(raw, dict):
+        say("`layouts` must map a layout's name to its {partition, index, buckets}")
+        return ()
+    out = []
+    for name, value in raw.items():
+        known = {"partition", "index", "buckets"}
+        if not isinstance(value, dict) or set(value) - known:
+            say(f"`layouts.{name}` may set only {', '.join(sorted(known))}")
+            continue
+        out.append((str(name), Layout(**_layout_fields(value, say, f"layouts.{name}."))))
+    return tuple(out)
+
+
+def with_layout(job: JobDeclaration, name: str | None) -> JobDeclaration:
+    """`job` laid out as its layout `name` says; unchanged when it declares no such
+    layout (or `name` is empty: the declaration's own)."""
+    chosen = dict(job.layouts).get(name or "")
+    if chosen is None:
+        return job
+    return replace(job, partition=chosen.partition, index=chosen.index, buckets=chosen.buckets)
 
 
 def _partition(raw: Any, say: _Reporter) -> Partition | None:

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from freshness_pipeline.catalog.declaration import JobDeclaration, load_folder
+from freshness_pipeline.catalog.declaration import JobDeclaration, load_folder, with_layout
 from freshness_pipeline.hudi.write import TableLayout
 from freshness_pipeline.scheduling.planner import Downstream
 
@@ -91,6 +91,12 @@ class JobSpec:
         return self.declaration.description
 
     @property
+    def index_name(self) -> str:
+        """The declared index as a commit records it: `simple`, `bloom` or `bucket:<n>`."""
+        index = self.declaration.index
+        return f"bucket:{self.declaration.buckets}" if index == "bucket" else index
+
+    @property
     def layout(self) -> TableLayout:
         return TableLayout(self.name, ",".join(self.key), None, self.partition_by)
 
@@ -99,6 +105,12 @@ def load_jobs(*folders: Path) -> dict[str, JobSpec]:
     """The declared jobs of one or more folders by name, in dependency order
     (DeclarationError lists every problem of every folder)."""
     return {name: JobSpec(decl) for name, decl in load_folder(*folders).items()}
+
+
+def laid_out(jobs: Mapping[str, JobSpec], layout: str | None) -> dict[str, JobSpec]:
+    """`jobs` with each table in its layout named `layout` where it declares one (the
+    thesis reproductions: `published`); the declared layout otherwise."""
+    return {name: JobSpec(with_layout(spec.declaration, layout)) for name, spec in jobs.items()}
 
 
 JOBS: dict[str, JobSpec] = load_jobs(BUNDLED_JOBS_DIR)

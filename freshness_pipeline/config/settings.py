@@ -21,7 +21,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from freshness_pipeline.catalog.declaration import DeclarationError
-from freshness_pipeline.catalog.jobs import JOBS, JobSpec, load_jobs
+from freshness_pipeline.catalog.jobs import JOBS, JobSpec, laid_out, load_jobs
 from freshness_pipeline.catalog.tables import RAW_TABLES
 from freshness_pipeline.config.scheduler_settings import (
     AUTOMATIONS,
@@ -384,6 +384,11 @@ SETTINGS: tuple[Setting, ...] = (
             "folder of your own job declarations, one SQL file each (docs/JOBS.md), or "
             "several separated by `:` (one pipeline beside another); unset: the bundled "
             "market jobs in jobs_sql/", "folders", _jobs),
+    Setting("FRESHNESS_LAYOUT", None,
+            "which of its declared `layouts` each job's table takes (docs/JOBS.md); "
+            "`published`: the bundled jobs' tables partitioned by the symbol's first letter, "
+            "as in the thesis (its reproductions run with it); unset: each declaration's own "
+            "layout", "a layout name", _text),
     Setting("FRESHNESS_INPUTS", None,
             "TOML file declaring input tables written by others (docs/USER-GUIDE.md: your "
             "own tables and topics); unset: both raw tables are ours", "a file", _folder),
@@ -574,6 +579,7 @@ class Settings:
     spark_mode: str = "service"  # the shared Spark service (spark_service.py) or "local"
     run_start: str = "forkserver"  # how a code server starts runs (run_start.py)
     handoff: bool = False  # a chain's steps read their parents' rows from memory (handoff.py)
+    layout: str | None = None  # the declared layout the jobs' tables take (FRESHNESS_LAYOUT)
     spark_service_port: int = 15002
     spark_service_memory: str = "4g"
     spark_service_bind: str = "127.0.0.1"
@@ -681,7 +687,8 @@ def load_settings(
         memory_probe=values["FRESHNESS_MEMORY_PROBE"],
         memory_probe_s=values["FRESHNESS_MEMORY_PROBE_S"],
         memory_probe_frames=values["FRESHNESS_MEMORY_PROBE_FRAMES"],
-        jobs=values["FRESHNESS_JOBS"] or JOBS,
+        jobs=laid_out(values["FRESHNESS_JOBS"] or JOBS, values["FRESHNESS_LAYOUT"]),
+        layout=values["FRESHNESS_LAYOUT"] or None,
         source=values["FRESHNESS_SOURCE"],
         kafka=_kafka_settings(values),
         s3=s3,

@@ -206,6 +206,9 @@ class ExperimentConfig:
     # CALIBRATION_SEED (calibration.py), written to out_dir/cost_prior.json.
     warm_cost: bool = False
     cost_prior: Path | None = None  # set by run_experiment once calibrated
+    # FRESHNESS_LAYOUT of every run: the thesis reproductions keep `published` (the
+    # symbol-prefix partitions), so their figures compare with the published ones
+    layout: str | None = None
 
     @property
     def window_s(self) -> float:
@@ -272,6 +275,8 @@ def variant_env(config: ExperimentConfig, variant: Variant, seed: int, run_dir: 
     }
     if config.raw_packing:
         env.update(RAW_PACKING_ENV)
+    if config.layout:
+        env["FRESHNESS_LAYOUT"] = config.layout
     if variant.policy:  # a peer runs without our sensor: no policy to set
         env["FRESHNESS_POLICY"] = variant.policy
     return env
@@ -320,6 +325,7 @@ def run_variant(
         stack.stop()
         summary = _collect(config, variant, seed, run_dir, lakehouse, stack, samples, start_us)
         summary["commit"] = commit
+        summary["layout"] = config.layout or "declared"
         summary["runs_cut_off_at_stop"] = cut_off_runs(
             json.loads((run_dir / "runs.json").read_text()), stop_at
         )
@@ -627,6 +633,8 @@ def _conditions(config: ExperimentConfig) -> dict:
     }
     if config.profile != "local":
         conditions["profile"] = config.profile  # only then: earlier local runs still match
+    if config.layout != "published":
+        conditions["layout"] = config.layout or "declared"  # runs before layouts: published
     if config.stream_config(0).bursty:
         # Only then: runs of a steady stream recorded before bursts existed still match.
         conditions.update(

@@ -704,6 +704,7 @@ def setting_rows(exp_dir: Path, facts: dict, runs: list[dict]) -> list[str]:
         f"- Versions: Dagster {facts['dagster']}, PySpark {facts['pyspark']}, jars "
         f"{', '.join(facts['hudi_bundle'])}.",
         _commit_row(facts, runs),
+        _layout_row(runs),
         f"- Stream: {config['duration_s']} event-time seconds at {config['rate']:.0f} events/s "
         f"({config['duration_s'] * config['rate']:,.0f} events) over {config['universe_size']} "
         f"companies, replayed at speed-up {config['speedup']}; one recorded stream per seed, "
@@ -724,6 +725,16 @@ def setting_rows(exp_dir: Path, facts: dict, runs: list[dict]) -> list[str]:
         _cost_prior_row(exp_dir),
         "",
     ]
+
+
+def _layout_row(runs: list[dict]) -> str:
+    """The layout of the jobs' tables the runs measured (FRESHNESS_LAYOUT)."""
+    layouts = sorted({run.get("layout") or "published" for run in runs})
+    named = {
+        "published": "`published` (partitioned by the symbol's first letter, as in the thesis)",
+        "declared": "each declaration's own (partitioned by event hour)",
+    }
+    return "- Tables' layout: " + "; ".join(named.get(x, f"`{x}`") for x in layouts) + "."
 
 
 def _commit_row(facts: dict, runs: list[dict]) -> str:

@@ -34,7 +34,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
-from freshness_pipeline.catalog.jobs import JOBS, downstream_of
+from freshness_pipeline.catalog.jobs import JOBS, downstream_of, laid_out
 from freshness_pipeline.experiment.staleness import sample_tables, total_staleness
 from freshness_pipeline.jobs.runner import DERIVED_SMALL_FILE_BYTES
 from freshness_pipeline.scheduling.chains import plan_runs
@@ -58,6 +58,8 @@ from freshness_pipeline.scheduling.units import US_PER_S
 BASE_US = 1_800_000_000_000_000
 RAW_STREAMS = ("price_raw", "trade_raw")
 PARTITION_GROUPS = 26  # one file group per symbol letter (the published layout)
+# The simulator models the thesis's conditions, calibrated on runs in its layout.
+PUBLISHED_JOBS = laid_out(JOBS, "published")
 
 # name -> (planner policy, cost mode); the same names as the real experiment's variants.
 # Each plans chains (METHOD 8) unless it is in SINGLE_TABLE_VARIANTS or the conditions
@@ -452,7 +454,7 @@ class _Machine:
         return False
 
     def _commit(self, run: _Run, now_s: float, now_us: int) -> None:
-        spec = JOBS[run.job]
+        spec = PUBLISHED_JOBS[run.job]
         groups = PARTITION_GROUPS if spec.partition_by else 1
         out = int(run.new_bytes * self.cond.output_ratio_of(run.job)) // groups
         out += self.cond.file_overhead_bytes

@@ -200,21 +200,31 @@ def input_schemas(
 
 def layout_problems(jobs: Mapping[str, JobSpec], lakehouse) -> list[Problem]:
     """A job's table that exists already must have the layout its declaration gives it
-    (record key, partition column): Hudi cannot change either in place, so a table
+    (record key, partition column, index): Hudi cannot change them in place, so a table
     written under another declaration is refused, not silently merged into."""
+    from freshness_pipeline.hudi.commit_keys import INDEX_KEY
     from freshness_pipeline.hudi.metadata import TableNotFound
 
     problems = []
     for name, spec in jobs.items():
         try:
-            props = lakehouse.metadata(name).properties
+            meta = lakehouse.metadata(name)
+            props = meta.properties
         except TableNotFound:
             continue
+        # The index of the newest commit that names one; tables written before commits did
+        # were written with Hudi's default, simple.
+        indexes = [c.extra[INDEX_KEY] for c in meta.commits() if INDEX_KEY in c.extra]
         stored = {
             "record key": props.get("hoodie.table.recordkey.fields", ""),
             "partition": props.get("hoodie.table.partition.fields", ""),
+            "index": indexes[-1] if indexes else "simple",
         }
-        declared = {"record key": ",".join(spec.key), "partition": spec.partition_by or ""}
+        declared = {
+            "record key": ",".join(spec.key),
+            "partition": spec.partition_by or "",
+            "index": spec.index_name,
+        }
         for what, value in declared.items():
             if stored[what] != value:
                 problems.append(
@@ -223,8 +233,8 @@ def layout_problems(jobs: Mapping[str, JobSpec], lakehouse) -> list[Problem]:
                         name,
                         f"its table at {lakehouse.table_uri(name)} has {what} "
                         f"{stored[what] or 'none'!r}, the declaration says {value or 'none'!r}: "
-                        "rebuild the table (Hudi cannot change it in place) or fix the "
-                        "declaration",
+                        f"rebuild the table (`freshness rebuild {name}`: Hudi cannot change "
+                        "it in place) or fix the declaration",
                     )
                 )
     return problems

@@ -204,7 +204,10 @@ def _windowed_groups(job: JobDeclaration, partial_columns: Sequence[str]) -> str
     select = [f"g.{c}" for c in own]
     select += [f"{sql} AS {name}" for name, sql in window.columns]
     select += [f"g.{ga}", f"greatest(g.{ga}, coalesce(max(w.{ga}), g.{ga})) AS {ARRIVAL_COLUMN}"]
-    select += _partition_select(job, [*own, ga, ARRIVAL_COLUMN])
+    # The partition is computed over the finished rows: inside the window's join its
+    # columns would be ambiguous (g or w) and outside its GROUP BY.
+    names = [*own, *(name for name, _ in window.columns), ga, ARRIVAL_COLUMN]
+    names += _partition_select(job, names)
     return (
         f"WITH groups AS (\n  SELECT {union_cols} FROM partial\n  UNION ALL\n"
         f"  SELECT {stored_cols}\n  FROM existing e LEFT ANTI JOIN partial p\n"
@@ -212,10 +215,11 @@ def _windowed_groups(job: JobDeclaration, partial_columns: Sequence[str]) -> str
         "affected AS (\n"
         f"  SELECT DISTINCT {', '.join(f'g.{c}' for c in (*groups_of, t))}\n"
         f"  FROM groups g JOIN partial p\n    ON {same_group.format(a='p', b='g')}\n"
-        f"   AND g.{t} >= p.{t} AND g.{t} <= p.{t} + INTERVAL {window.seconds} SECONDS\n)\n"
-        "SELECT\n  " + ",\n  ".join(select) + "\nFROM affected a\n"
+        f"   AND g.{t} >= p.{t} AND g.{t} <= p.{t} + INTERVAL {window.seconds} SECONDS\n),\n"
+        "windowed AS (\n  SELECT\n  " + ",\n  ".join(select) + "\nFROM affected a\n"
         f"JOIN groups g ON {same_group.format(a='g', b='a')} AND g.{t} = a.{t}\n"
         f"LEFT JOIN groups w\n  ON {same_group.format(a='w', b='g')}\n"
         f" AND w.{t} >= g.{t} - INTERVAL {window.seconds} SECONDS AND w.{t} < g.{t}\n"
-        f"GROUP BY {', '.join(f'g.{c}' for c in partial_columns)}"
+        f"GROUP BY {', '.join(f'g.{c}' for c in partial_columns)}\n)\n"
+        f"SELECT {', '.join(names)} FROM windowed"
     )

@@ -23,6 +23,7 @@ from freshness_pipeline.hudi.commit_keys import (
     ARRIVAL_MIN_KEY,
     DELETED_COLUMN,
     HOODIE_COLUMNS,
+    INDEX_KEY,
     WATERMARK_KEY,
 )
 from freshness_pipeline.hudi.footers import footer_arrival_range
@@ -90,16 +91,31 @@ def _now_us() -> int:
 
 
 def _drop_hoodie(df):
-    return df.drop(*[c for c in HOODIE_COLUMNS if c in df.columns])
+    # Names a frame does not have are ignored: asking for its columns first would cost a
+    # round trip through Spark Connect.
+    return df.drop(*HOODIE_COLUMNS)
 
 
 def _us_literal(us: int) -> str:
     return f"timestamp_micros({int(us)})"
 
 
+def _index_options(spec: JobSpec) -> dict[str, str]:
+    """The declared index (catalog/declaration.Layout)."""
+    index = spec.declaration.index
+    if index == "bucket":
+        return {
+            "hoodie.index.type": "BUCKET",
+            "hoodie.index.bucket.engine": "SIMPLE",
+            "hoodie.bucket.index.num.buckets": str(spec.declaration.buckets),
+        }
+    return {"hoodie.index.type": index.upper()}
+
+
 def _job_write_options(spec: JobSpec) -> dict[str, str]:
     keygen = "ComplexKeyGenerator" if spec.partition_by else "NonpartitionedKeyGenerator"
     return {
+        **_index_options(spec),
         "hoodie.datasource.write.keygenerator.class": f"org.apache.hudi.keygen.{keygen}",
         # Every row is computed whole by the job, so the last write wins.
         "hoodie.record.merge.mode": "COMMIT_TIME_ORDERING",
@@ -250,13 +266,15 @@ class JobRunner:
     def _existing(self, spec: JobSpec, keys_df, window_s: int = 0):
         """Current target rows sharing keys (or, for windows, groups) with `keys_df`."""
         t = spec.event_time
-        bounds = self._time_bounds(keys_df, t)
-        if bounds is None:
+        # the keys' time range and partitions in one query (one round trip through Connect)
+        found = [f"collect_set({spec.partition_expr}) AS partitions"] if spec.partition_expr else []
+        row = keys_df.selectExpr(
+            f"min(unix_micros({t})) AS lo", f"max(unix_micros({t})) AS hi", *found
+        ).first()
+        if row["lo"] is None:
             return None
-        partitions = None
-        if spec.partition_expr:
-            found = keys_df.selectExpr(spec.partition_expr).distinct().collect()
-            partitions = {r[0] for r in found}
+        bounds = (row["lo"], row["hi"])
+        partitions = set(row["partitions"]) if found and not window_s else None
         pad = window_s * US_PER_S
         uris = self._snapshot_files(spec.name, partitions, bounds[0] - pad, bounds[1] + pad, t)
         if not uris:
@@ -315,7 +333,8 @@ class JobRunner:
         # go with the run, whether it committed or failed. Dropping a view uncaches it.
         for name in sorted(self._views):
             with contextlib.suppress(Exception):
-                self.spark.catalog.dropTempView(name)
+                # (not catalog.dropTempView: through Connect that is two round trips)
+                self.spark.sql(f"DROP VIEW IF EXISTS {name}")
         self._views.clear()
 
     def _interrupt_service_work(self) -> None:
@@ -335,7 +354,8 @@ class JobRunner:
         analysed once: queries over it use the cache, and uncaching it by name finds
         the same plan, on a local session and through the service alike."""
         self._register(df, name)
-        self.spark.catalog.cacheTable(name)
+        # (not catalog.cacheTable: through Connect that is two round trips, this is one)
+        self.spark.sql(f"CACHE LAZY TABLE {name}")
         return self.spark.table(name)
 
     def _run(
@@ -429,8 +449,9 @@ class JobRunner:
             existing = self._existing(spec, partial, spec.window_s)
             self._register(existing if existing is not None else partial.limit(0), "existing")
         summed = summed_columns(spec)
-        types = {f.name: f.dataType.simpleString() for f in partial.schema if f.name in summed}
-        merge = merged_sql(spec, partial.columns, types)
+        schema = partial.schema  # one analysis through Connect: names and types alike
+        types = {f.name: f.dataType.simpleString() for f in schema if f.name in summed}
+        merge = merged_sql(spec, [f.name for f in schema], types)
         return self._cache_view(spark.sql(merge), "run_result")
 
     def _group_rows(self, spec: JobSpec, changes_of: ResolvedRun | None = None):
@@ -557,6 +578,7 @@ class JobRunner:
             WATERMARK_KEY: resolved.cutoff_us,
             T_DONE_BEFORE_KEY: "" if resolved.t_done_us is None else resolved.t_done_us,
             FILES_READ_KEY: resolved.file_count,
+            INDEX_KEY: spec.index_name,
         }
         lows = [v for v in (stats["lo"], *(self._change_arrival or ())[:1]) if v is not None]
         highs = [v for v in (stats["hi"], *(self._change_arrival or ())[1:]) if v is not None]

@@ -347,6 +347,7 @@ def run_chaos(config: ChaosConfig, settings: Settings) -> ChaosResult:
             # what the report measured: taken at the start, as the experiment's runs do
             "commit": code_version(),
             "chains": settings.scheduler.chains,
+            "layout": settings.layout or "declared",
         }
     )
     inject = Injector(stack, faults_dir, rng, lakehouse)
@@ -528,8 +529,9 @@ def report_markdown(result: ChaosResult, command: str) -> str:
         "independent pandas oracle (`freshness_pipeline/jobs/oracle.py`).",
         "",
         f"Code: commit `{result.config.get('commit', 'unknown')}`; chains "
-        f"`{result.config.get('chains', 'unknown')}` (FRESHNESS_CHAINS); the published table "
-        "layout (the four upstream tables in 26 `symbol_prefix` partitions).",
+        f"`{result.config.get('chains', 'unknown')}` (FRESHNESS_CHAINS); tables' layout "
+        f"`{result.config.get('layout', 'published')}` (FRESHNESS_LAYOUT; `declared`: each "
+        "job's own, by event hour; `published`: the thesis's, by the symbol's first letter).",
         "",
         "| figure | value |",
         "|---|---|",
