@@ -89,3 +89,21 @@ def test_a_table_in_another_layout_is_refused_then_rebuilt_exactly(spark, lakeho
         spark, expected["trade_aggr"], lakehouse.table_uri("trade_aggr")
     )
     assert (missing, extra) == (0, 0), examples
+
+
+def test_only_a_table_cut_short_in_its_creation_counts_as_half_created(tmp_path):
+    """The runner starts afresh a table folder with no hoodie.properties, no backup of
+    it and no data file; anything else is kept, whatever the reader's error."""
+    from freshness_pipeline.jobs.runner import JobRunner
+
+    runner = JobRunner(None, lambda table: str(tmp_path / table))
+    assert not runner._half_created("t")  # no folder at all
+    hoodie = tmp_path / "t" / ".hoodie"
+    (hoodie / "timeline").mkdir(parents=True)
+    assert runner._half_created("t")
+    (hoodie / "hoodie.properties.backup").write_text("hoodie.table.name=t\n")
+    assert not runner._half_created("t")  # Hudi restores the properties from it
+    (hoodie / "hoodie.properties.backup").unlink()
+    (tmp_path / "t" / "p").mkdir()
+    (tmp_path / "t" / "p" / "f.parquet").write_bytes(b"")
+    assert not runner._half_created("t")  # a data file: not ours to remove

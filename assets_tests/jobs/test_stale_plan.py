@@ -92,6 +92,11 @@ def test_a_table_whose_empty_first_commit_never_completed_starts_afresh(spark, l
     feeder.land(2)
     feeder.ingest()
     spec = JOBS["trade_aggr"]
+    # Killed earlier still, while Hudi created the table: `.hoodie/` without its
+    # properties (make chaos: Hudi then refused every write of industry_spike).
+    hoodie = lakehouse.lakehouse.table(spec.name).local_path() / ".hoodie"
+    for folder in (".aux", ".schema", ".temp", "timeline"):
+        (hoodie / folder).mkdir(parents=True)
     with pytest.raises(InjectedFailure):
         runner.run(spec, resolve_run(spec, [], None, feeder.meta), fail_before_commit=True)
     timeline = lakehouse.lakehouse.table(spec.name).local_path() / ".hoodie" / "timeline"
