@@ -4,7 +4,9 @@
     inputs: [trade_raw]
     key: [second, symbol]
     event_time: second
-    partition: {column: symbol_prefix, from: "substr(symbol, 1, 1)"}
+    partition: {column: event_hour, from: "date_format(second, 'yyyyMMddHH')"}
+    layouts:
+      published: {partition: {column: symbol_prefix, from: "substr(symbol, 1, 1)"}}
     merge: partial_aggregates
     columns:
       high: max
