@@ -73,16 +73,9 @@ def modes(buckets: int) -> dict[str, dict[str, str]]:
     }
 
 
-HOUR = Partition("event_hour", "date_format(second, 'yyyyMMddHH')")
-# Each mode's partitioning (the published one where a mode is not named here).
-LAYOUTS = {
-    "hour": HOUR,
-    "hour_bloom": HOUR,
-    "hour_bucket": HOUR,
-    "hour_no_combine": HOUR,
-    "hour_no_timeline_server": HOUR,
-    "hour_snappy": HOUR,
-    "hour_clean_every_5": HOUR,
+# The partitioning of the modes that are neither published nor declared (`hour*`: as
+# declared in jobs_sql/, by event hour).
+OTHER_LAYOUTS = {
     "day": Partition("event_day", "date_format(second, 'yyyyMMdd')"),
     "none": None,
 }
@@ -91,7 +84,10 @@ LAYOUTS = {
 def spec_for(spec: JobSpec, mode: str) -> JobSpec:
     """The job as `mode` lays its table out (the index comes with the mode's options)."""
     published = with_layout(spec.declaration, "published")
-    partition = LAYOUTS.get(mode, published.partition)
+    if mode.startswith("hour"):
+        partition = spec.declaration.partition
+    else:
+        partition = OTHER_LAYOUTS.get(mode, published.partition)
     return replace(spec, declaration=replace(published, partition=partition))
 
 

@@ -257,24 +257,28 @@ class JobRunner:
         )
 
     @staticmethod
-    def _time_bounds(df, column: str) -> tuple[int, int] | None:
-        row = df.selectExpr(
-            f"min(unix_micros({column})) AS lo", f"max(unix_micros({column})) AS hi"
+    def _bounds_row(df, column: str, *more: str):
+        """One row: `lo` and `hi` of `column` in microseconds (None without rows), and
+        `more` expressions over `df` beside them, in the same query."""
+        return df.selectExpr(
+            f"min(unix_micros({column})) AS lo", f"max(unix_micros({column})) AS hi", *more
         ).first()
+
+    @classmethod
+    def _time_bounds(cls, df, column: str) -> tuple[int, int] | None:
+        row = cls._bounds_row(df, column)
         return None if row["lo"] is None else (row["lo"], row["hi"])
 
     def _existing(self, spec: JobSpec, keys_df, window_s: int = 0):
         """Current target rows sharing keys (or, for windows, groups) with `keys_df`."""
         t = spec.event_time
         # the keys' time range and partitions in one query (one round trip through Connect)
-        found = [f"collect_set({spec.partition_expr}) AS partitions"] if spec.partition_expr else []
-        row = keys_df.selectExpr(
-            f"min(unix_micros({t})) AS lo", f"max(unix_micros({t})) AS hi", *found
-        ).first()
+        by_partition = [f"collect_set({spec.partition_expr}) AS partitions"]
+        row = self._bounds_row(keys_df, t, *(by_partition if spec.partition_expr else []))
         if row["lo"] is None:
             return None
         bounds = (row["lo"], row["hi"])
-        partitions = set(row["partitions"]) if found and not window_s else None
+        partitions = set(row["partitions"]) if spec.partition_expr and not window_s else None
         pad = window_s * US_PER_S
         uris = self._snapshot_files(spec.name, partitions, bounds[0] - pad, bounds[1] + pad, t)
         if not uris:
