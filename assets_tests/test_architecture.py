@@ -298,6 +298,21 @@ def test_the_settings_checks_can_fail(tmp_path):
     assert environment_writes(package) == ["freshness_pipeline.runtime.spark:5"]
 
 
+def module_level(tree: ast.Module) -> list[ast.stmt]:
+    """The statements that run when the module is imported: its body, and the bodies of
+    module-level `with`, `if` and `try` blocks (not functions' or classes')."""
+    found: list[ast.stmt] = []
+    todo = list(tree.body)
+    while todo:
+        node = todo.pop(0)
+        found.append(node)
+        if isinstance(node, ast.With | ast.If | ast.Try):
+            for field in ("body", "orelse", "finalbody", "handlers"):
+                for child in getattr(node, field, []):
+                    todo.extend(child.body if isinstance(child, ast.ExceptHandler) else [child])
+    return found
+
+
 def module_level_dagster_objects(root: Path = ROOT) -> list[str]:
     """Module-level names built by a Dagster call or a `build_*` function: definitions made
     at import time, from settings nobody passed."""
@@ -305,14 +320,15 @@ def module_level_dagster_objects(root: Path = ROOT) -> list[str]:
     for path in sorted(root.rglob("*.py")):
         tree = ast.parse(path.read_text(encoding="utf-8"))
         dagster_names = set()
-        for node in tree.body:
+        statements = module_level(tree)
+        for node in statements:
             if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("dagster"):
                 dagster_names |= {a.asname or a.name for a in node.names}
             elif isinstance(node, ast.Import):
                 dagster_names |= {
                     a.asname or a.name for a in node.names if a.name.startswith("dagster")
                 }
-        for node in tree.body:
+        for node in statements:
             value = getattr(node, "value", None)
             if not isinstance(node, ast.Assign | ast.AnnAssign) or not isinstance(value, ast.Call):
                 continue
@@ -335,7 +351,7 @@ def _defs_line() -> int:
     tree = ast.parse((ROOT / "definitions.py").read_text(encoding="utf-8"))
     return next(
         n.lineno
-        for n in tree.body
+        for n in module_level(tree)
         if isinstance(n, ast.Assign) and ast.unparse(n.targets[0]) == "defs"
     )
 
@@ -348,6 +364,8 @@ def test_the_import_time_check_can_fail(tmp_path):
                 "import dagster as dg\nfrom dagster import AssetKey\n"
                 "RAW = build_raw_sources()\nKEY = AssetKey('x')\nJOB = dg.define_asset_job('j')\n"
                 "NAME = str('fine')\n"
+                "with open('x'):\n    from dagster import Output\n    HIDDEN = Output(1)\n"
+                "def f():\n    INSIDE = AssetKey('y')\n"
             ),
         },
     )
@@ -355,4 +373,5 @@ def test_the_import_time_check_can_fail(tmp_path):
         "freshness_pipeline.orchestration.sources:3",
         "freshness_pipeline.orchestration.sources:4",
         "freshness_pipeline.orchestration.sources:5",
+        "freshness_pipeline.orchestration.sources:9",
     ]

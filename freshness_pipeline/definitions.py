@@ -6,20 +6,26 @@ an entry point, the one place a code server or a run worker builds its Settings.
 
 from __future__ import annotations
 
-from dagster import Definitions, in_process_executor
+from freshness_pipeline.runtime.collector import kept_for_life
 
-from freshness_pipeline.config.settings import Settings, load_settings
-from freshness_pipeline.orchestration.alembic_location import name_alembic_scripts_by_path
-from freshness_pipeline.orchestration.assets import build_job_assets, job_lineages
-from freshness_pipeline.orchestration.automation import get_automation
-from freshness_pipeline.orchestration.clustering_sensor import (
-    build_clustering_sensor,
-    clustering_jobs,
-)
-from freshness_pipeline.orchestration.raw_sources import build_raw_sources
-from freshness_pipeline.orchestration.resources import HudiMetadataResource, HudiSparkResource
-from freshness_pipeline.orchestration.run_start import use_fork_server
-from freshness_pipeline.runtime.memory_probe import start_if_requested as start_memory_probe
+# The imports and the definitions built below live as long as the process (a code server,
+# a run worker, a hand `dagster asset materialize`): made without collector passes and kept
+# out of its walks, down to the one at exit (collector.py).
+with kept_for_life():
+    from dagster import Definitions, in_process_executor
+
+    from freshness_pipeline.config.settings import Settings, load_settings
+    from freshness_pipeline.orchestration.alembic_location import name_alembic_scripts_by_path
+    from freshness_pipeline.orchestration.assets import build_job_assets, job_lineages
+    from freshness_pipeline.orchestration.automation import get_automation
+    from freshness_pipeline.orchestration.clustering_sensor import (
+        build_clustering_sensor,
+        clustering_jobs,
+    )
+    from freshness_pipeline.orchestration.raw_sources import build_raw_sources
+    from freshness_pipeline.orchestration.resources import HudiMetadataResource, HudiSparkResource
+    from freshness_pipeline.orchestration.run_start import use_fork_server
+    from freshness_pipeline.runtime.memory_probe import start_if_requested as start_memory_probe
 
 
 def build_definitions(settings: Settings) -> Definitions:
@@ -70,4 +76,5 @@ def build_definitions(settings: Settings) -> Definitions:
     )
 
 
-defs = build_definitions(load_settings())
+with kept_for_life():
+    defs = build_definitions(load_settings())

@@ -1,8 +1,9 @@
 """Fixed per-run overhead: through the shared Spark service against a Spark per run.
 
     python -m freshness_pipeline.bench.run_overhead [--runs 5] [--profile cluster]
+        [--against DIR] [--sides service,local,against] [--cprofile DIR]
 
-Side by side in one process, alternating the two modes so machine noise hits both alike:
+Side by side in one process, alternating the sides so machine noise hits all alike:
 
 1. Spark fixed cost: a fresh Python process that gets a Hudi-ready session and runs
    `SELECT 1` (a new JVM with the Hudi bundle, or a Connect session on the service).
@@ -11,9 +12,12 @@ Side by side in one process, alternating the two modes so machine noise hits bot
    of it the job itself reports (`duration_s`: reads, SQL, Hudi commit).
 
 Everything runs on a throwaway lakehouse with a service on a free port; the project's
-own data and a running demo are untouched. `--profile cluster` runs the same on the
-cluster profile (cluster_profile.py): Dagster's storage in Postgres, the service and each
-per-run driver as applications of a local Spark standalone master + worker.
+own data and a running demo are untouched. The sides: `service` (this code through the
+service), `local` (a driver of its own) and, with `--against DIR`, `against` (the code of
+another checkout through the same service: a before/after pair; `git worktree add DIR
+<commit>`). `--profile cluster` runs the same on the cluster profile (cluster_profile.py):
+Dagster's storage in Postgres, the service and each per-run driver as applications of a
+local Spark standalone master + worker.
 """
 
 from __future__ import annotations
@@ -50,12 +54,18 @@ def _session_seconds(env: dict[str, str]) -> float:
     return time.monotonic() - started
 
 
-def _materialize(env: dict[str, str], home: Path, settings: Settings) -> tuple[float, float, dict]:
-    dagster = str(Path(sys.executable).parent / "dagster")
+def _materialize(
+    env: dict[str, str], home: Path, settings: Settings, profile_to: Path | None = None
+) -> tuple[float, float, dict]:
+    # `python -m dagster` is the `dagster` script's own entry point; cProfile wraps it
+    # when asked, to split the time outside the job (imports, loading, bookkeeping).
+    cli = [sys.executable, "-m", "dagster"]
+    if profile_to is not None:
+        cli = [sys.executable, "-m", "cProfile", "-o", str(profile_to), "-m", "dagster"]
     started = time.monotonic()
     run = subprocess.run(
         [
-            dagster,
+            *cli,
             "asset",
             "materialize",
             "-m",
@@ -81,11 +91,37 @@ def _materialize(env: dict[str, str], home: Path, settings: Settings) -> tuple[f
     return wall, float(meta["duration_s"].value), {k: v.value for k, v in meta.items()}
 
 
-def main(argv: list[str], settings: Settings) -> int:
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--runs", type=int, default=5, help="runs per mode")
+    parser.add_argument("--runs", type=int, default=5, help="runs per side")
+    parser.add_argument(
+        "--warmup",
+        type=int,
+        default=3,
+        help="runs through the service first, not counted (its JIT warms up over several)",
+    )
     parser.add_argument("--json", help="also write the figures to this file")
     parser.add_argument("--profile", choices=["local", "cluster"], default="local")
+    parser.add_argument(
+        "--against",
+        type=Path,
+        help="a checkout of other code: its run through the service is the side `against`",
+    )
+    parser.add_argument(
+        "--sides",
+        default="service,local,against",
+        help="which sides to run, in turn (default all: `against` only with --against)",
+    )
+    parser.add_argument(
+        "--cprofile",
+        type=Path,
+        help="write a cProfile of each measured `dagster asset materialize` into this folder",
+    )
+    return parser
+
+
+def main(argv: list[str], settings: Settings) -> int:
+    parser = _parser()
     args = parser.parse_args(argv)
 
     root = Path(tempfile.mkdtemp(prefix="bench_overhead_"))
@@ -123,25 +159,51 @@ def main(argv: list[str], settings: Settings) -> int:
         "service": {**base_env, "FRESHNESS_SPARK_REMOTE": service.url},
         "local": base_env,
     }
+    if args.against is not None:
+        modes["against"] = {**modes["service"], "PYTHONPATH": str(args.against.resolve())}
+    modes = {m: env for m, env in modes.items() if m in args.sides.split(",")}
+    if "service" not in modes:
+        parser.error("--sides must include service (the warm-up and the ratios use it)")
     session: dict[str, list[float]] = {m: [] for m in modes}
     wall: dict[str, list[float]] = {m: [] for m in modes}
     body: dict[str, list[float]] = {m: [] for m in modes}
     try:
-        _measure(args.runs, modes, feeder, home, service, session, wall, body)
+        _measure(
+            (args.warmup, args.runs),
+            modes,
+            feeder,
+            home,
+            service,
+            (session, wall, body),
+            args.cprofile,
+        )
     finally:
         spark.stop()
         if profile:
             profile.stop()
-    med = {
-        k: {m: statistics.median(v[m]) for m in modes}
-        for k, v in (("session", session), ("wall", wall), ("job", body))
-    }
     where = (
         f"cluster profile (master {settings.spark_master}, Dagster on Postgres)"
         if profile
         else "local profile (local[*], Dagster on SQLite)"
     )
-    print(f"\nmachine: {os.cpu_count()} cores; {where}; {args.runs} runs per mode, alternating;")
+    _print_medians(modes, (session, wall, body), args.runs, where)
+    if args.json:
+        Path(args.json).write_text(json.dumps({"session": session, "wall": wall, "job": body}))
+    return 0
+
+
+def _print_medians(
+    modes: dict[str, dict[str, str]],
+    figures: tuple[dict[str, list[float]], ...],
+    runs: int,
+    where: str,
+) -> None:
+    session, wall, body = figures
+    med = {
+        k: {m: statistics.median(v[m]) for m in modes}
+        for k, v in (("session", session), ("wall", wall), ("job", body))
+    }
+    print(f"\nmachine: {os.cpu_count()} cores; {where}; {runs} runs per mode, alternating;")
     print("medians:")
     for mode in modes:
         print(
@@ -150,13 +212,12 @@ def main(argv: list[str], settings: Settings) -> int:
             f"(job {med['job'][mode]:5.2f} s, outside the job "
             f"{med['wall'][mode] - med['job'][mode]:5.2f} s)"
         )
-    print(
-        f"  service/local: session {med['session']['service'] / med['session']['local']:.2f}, "
-        f"whole run {med['wall']['service'] / med['wall']['local']:.2f}"
-    )
-    if args.json:
-        Path(args.json).write_text(json.dumps({"session": session, "wall": wall, "job": body}))
-    return 0
+    for other in (m for m in modes if m != "service"):
+        ratio = {k: med[k]["service"] / med[k][other] for k in med}
+        print(
+            f"  service/{other}: session {ratio['session']:.2f}, "
+            f"whole run {ratio['wall']:.2f}, job {ratio['job']:.2f}"
+        )
 
 
 def _print_breakdown(meta: dict) -> None:
@@ -175,32 +236,38 @@ def _print_breakdown(meta: dict) -> None:
 
 
 def _measure(
-    runs: int,
+    counts: tuple[int, int],
     modes: dict[str, dict[str, str]],
     feeder: StreamFeeder,
     home: Path,
     service: SparkServiceConfig,
-    session: dict[str, list[float]],
-    wall: dict[str, list[float]],
-    body: dict[str, list[float]],
+    figures: tuple[dict[str, list[float]], ...],
+    cprofile: Path | None,
 ) -> None:
-    """Alternating runs of both modes; appends each figure to its list."""
+    """Alternating runs of every side; appends each figure to its list."""
     from freshness_pipeline.runtime.spark_service import SparkService
+
+    session, wall, body = figures
+    warmup, runs = counts
+    if cprofile is not None:
+        cprofile.mkdir(parents=True, exist_ok=True)
 
     with SparkService(service):
         # warm-up, not counted: the service's first queries and the first run compile code
-        feeder.land(2)
-        feeder.ingest()
         _session_seconds(modes["service"])
-        _materialize(modes["service"], home, service.settings)
+        for _ in range(max(warmup, 1)):
+            feeder.land(2)
+            feeder.ingest()
+            _materialize(modes["service"], home, service.settings)
         for i in range(runs):
             for mode in modes if i % 2 == 0 else reversed(list(modes)):
                 session[mode].append(_session_seconds(modes[mode]))
                 feeder.land(1)
                 feeder.ingest()
-                w, b, meta = _materialize(modes[mode], home, service.settings)
+                prof = cprofile / f"{mode}_{i}.prof" if cprofile is not None else None
+                w, b, meta = _materialize(modes[mode], home, service.settings, prof)
                 spark_used = str(meta["spark"])
-                assert spark_used.startswith("shared" if mode == "service" else "own"), spark_used
+                assert spark_used.startswith("own" if mode == "local" else "shared"), spark_used
                 wall[mode].append(w)
                 body[mode].append(b)
                 print(
