@@ -41,9 +41,10 @@ import signal
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from freshness_pipeline.catalog.jobs import JOBS
 from freshness_pipeline.catalog.tables import RAW_TABLES
@@ -56,6 +57,9 @@ from freshness_pipeline.runtime.code_version import code_version
 from freshness_pipeline.runtime.spark_service import free_port
 from freshness_pipeline.scheduling.run_plan import RunPlan
 from freshness_pipeline.stream.generator import StreamConfig
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 log = logging.getLogger("freshness.chaos")
 FAULT_KINDS = (
@@ -120,7 +124,10 @@ class ChaosResult:
     @property
     def survived(self) -> bool:
         mismatched = sum(o.get("mismatched", 0) for o in self.oracle.values())
-        return self.drained and not (self.rows_lost or self.rows_doubled or mismatched)
+        unreadable = any(o.get("unreadable") for o in self.oracle.values())
+        return self.drained and not (
+            self.rows_lost or self.rows_doubled or mismatched or unreadable
+        )
 
 
 def _watermark(lakehouse: Lakehouse, table: str) -> int | None:
@@ -472,13 +479,10 @@ def compare_with_oracles(
             oracle.read_table(lakehouse.table(table)), RAW_LAYOUTS[table].record_key
         )
         found[table] = {"missing": 0, "extra": doubled, "mismatched": 0, "examples": keys}
-    for difference in oracle.check_lakehouse(lakehouse.table):
-        found[difference.table] = {
-            "missing": difference.missing,
-            "extra": difference.extra,
-            "mismatched": sum(difference.mismatched.values()),
-            "examples": list(difference.examples),
-        }
+    found |= oracle_findings(
+        oracle.recompute_lakehouse(lakehouse.table),
+        lambda name: oracle.read_table(lakehouse.table(name)),
+    )
     from pyspark.sql import SparkSession
 
     # A session already running in this process (the test suite's) is reused, not stopped.
@@ -489,6 +493,8 @@ def compare_with_oracles(
     try:
         expected = batch_recompute(spark, lakehouse.table_uri, scratch)
         for job in JOBS:
+            if found[job].get("unreadable"):
+                continue  # counted as lost whole above; Spark cannot read it either
             missing, extra, _ = differences(spark, expected[job], lakehouse.table_uri(job))
             found[job]["missing"] = max(found[job]["missing"], int(missing))
             found[job]["extra"] = max(found[job]["extra"], int(extra))
@@ -496,6 +502,33 @@ def compare_with_oracles(
     finally:
         if existing is None:
             spark.stop()
+    return found
+
+
+def oracle_findings(
+    expected: Mapping[str, pd.DataFrame], read: Callable[[str], pd.DataFrame]
+) -> dict[str, dict]:
+    """Per derived table, what the independent oracle finds: `expected` its recomputed
+    rows, `read` the table's own. A table no reader can open (a write killed half-way
+    through its creation, say) is a finding, not a crash of the report: all its rows count
+    as lost and the reason is kept."""
+    from freshness_pipeline.jobs import oracle
+
+    found: dict[str, dict] = {}
+    for name, frame in expected.items():
+        try:
+            actual = read(name)
+        except Exception as exc:
+            reason = f"{type(exc).__name__}: {exc}".splitlines()[0][:300]
+            found[name] = {"missing": len(frame), "extra": 0, "unreadable": reason}
+            continue
+        difference = oracle.compare(name, frame, actual)
+        found[name] = {
+            "missing": difference.missing,
+            "extra": difference.extra,
+            "mismatched": sum(difference.mismatched.values()),
+            "examples": list(difference.examples),
+        }
     return found
 
 
@@ -562,6 +595,10 @@ def report_markdown(result: ChaosResult, command: str) -> str:
             f"| {table} | {o['missing']} | {o['extra']} | {o.get('mismatched', 0)} | "
             f"{batch.get('missing', '-')}, {batch.get('extra', '-')} |"
         )
+    unreadable = [(t, o["unreadable"]) for t, o in result.oracle.items() if o.get("unreadable")]
+    if unreadable:
+        lines += ["", "Tables no reader could open (their rows counted as lost):", ""]
+        lines += [f"- {table}: {reason}" for table, reason in unreadable]
     lines += ["", "Faults in order:", "", "| at (s) | kind | target |", "|---|---|---|"]
     lines += [f"| {f.at_s} | {f.kind} | {f.target} |" for f in result.faults]
     return "\n".join(lines) + "\n"
