@@ -126,3 +126,20 @@ def test_replaced_file_group_is_replanned(spark, fed):
     report = JobRunner(spark, fed.settings.table_uri).run(TRADE_AGGR, resolved)
     assert report.rows_scanned > 0
     assert fed.meta("trade_aggr").watermark_us() == fed.meta("trade_raw").watermark_us()
+
+
+@pytest.mark.spark
+def test_the_watermark_filter_reaches_the_parquet_scan(spark, fed, capsys):
+    """A run's delta is its arrival range: Spark pushes that filter into the Parquet scan
+    (row groups outside it are skipped on their statistics), not after a full read."""
+    resolved = resolve_run(TRADE_AGGR, [], None, fed.meta)
+    spark.conf.set("spark.sql.maxMetadataStringLength", "10000")  # the plan's lines whole
+    try:
+        JobRunner(spark, fed.settings.table_uri)._delta("trade_raw", resolved).explain()
+    finally:
+        spark.conf.unset("spark.sql.maxMetadataStringLength")
+    scans = [line for line in capsys.readouterr().out.splitlines() if "FileScan parquet" in line]
+    assert len(scans) == 1, scans
+    pushed = scans[0].split("PushedFilters: [", 1)[1].split("]", 1)[0]
+    assert "GreaterThan(arrival_ts," in pushed, scans[0]
+    assert "LessThanOrEqual(arrival_ts," in pushed, scans[0]
