@@ -42,21 +42,3 @@ def test_without_clustering_ingestion_archives_as_every_writer_does():
         assert options["hoodie.keep.max.commits"] == str(ARCHIVE_KEEP_MAX_COMMITS)
         assert options["hoodie.allow.empty.commit"] == "true"
         assert options["hoodie.write.concurrency.mode"] == "optimistic_concurrency_control"
-
-
-def test_a_commit_of_new_files_only_is_a_bulk_insert_one_file_per_partition():
-    steady = raw_write_options(load_settings({}), "price_raw", METADATA)
-    assert steady["hoodie.datasource.write.operation"] == "bulk_insert"
-    # all of a partition's rows reach one Spark task: one new file per partition a commit
-    assert steady["hoodie.bulkinsert.sort.mode"] == "PARTITION_PATH_REPARTITION"
-    assert steady["hoodie.parquet.small.file.limit"] == "0"
-
-
-def test_packing_small_files_keeps_the_insert_that_rewrites_them():
-    settings = load_settings(
-        {"FRESHNESS_RAW_PACKING": "true", "FRESHNESS_CLUSTERING_TABLES": "none"}
-    )
-    packed = raw_write_options(settings, "trade_raw", METADATA)
-    assert packed["hoodie.datasource.write.operation"] == "insert"
-    assert "hoodie.bulkinsert.sort.mode" not in packed
-    assert "hoodie.parquet.small.file.limit" not in packed

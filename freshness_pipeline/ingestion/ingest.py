@@ -121,15 +121,8 @@ def raw_write_options(
     settings: Settings, table: str, metadata: Mapping[str, object]
 ) -> dict[str, str]:
     """The options of one ingestion commit into raw `table`, carrying `metadata`."""
-    layout = raw_layout(table, settings.raw_packing)
-    # Without packing, a commit only adds files of its own: Hudi's bulk insert writes them
-    # straight from Spark's rows, skipping the insert's workload profile and its Avro
-    # conversion (1.74 s instead of 2.27 s a 75,000-row commit on 2 cores, docs/
-    # BENCHMARKS.md); repartitioned by partition path, it still writes one file per
-    # partition a commit. Packing rewrites old files, which only the insert does.
-    operation = "insert" if layout.pack_small_files else "bulk_insert"
     options = {
-        **write_options(layout, operation, metadata),
+        **write_options(raw_layout(table, settings.raw_packing), "insert", metadata),
         # The raw table has a second writer, its clustering (clustering.py): both write
         # with optimistic concurrency under the table's lock. A failed insert is now
         # rolled back by a later clean once its heartbeat expires (LAZY), not by the
@@ -138,8 +131,6 @@ def raw_write_options(
         # A clustered table's timeline is archived by its clustering runs (hudi_write).
         **ingestion_archival_options(table in settings.clustering.tables),
     }
-    if operation == "bulk_insert":
-        options["hoodie.bulkinsert.sort.mode"] = "PARTITION_PATH_REPARTITION"
     # An all-rejects batch still commits (empty) so the checkpoint moves on.
     options["hoodie.allow.empty.commit"] = "true"
     return options
