@@ -129,17 +129,24 @@ def test_replaced_file_group_is_replanned(spark, fed):
 
 
 @pytest.mark.spark
-def test_the_watermark_filter_reaches_the_parquet_scan(spark, fed, capsys):
+def test_the_watermark_filter_reaches_the_parquet_scan(spark, fed):
     """A run's delta is its arrival range: Spark pushes that filter into the Parquet scan
     (row groups outside it are skipped on their statistics), not after a full read."""
+    fed.land(1)  # new rows past trade_aggr's watermark, whatever earlier tests ran
+    fed.ingest()
     resolved = resolve_run(TRADE_AGGR, [], None, fed.meta)
+    assert resolved.files["trade_raw"]
+    JobRunner(spark, fed.settings.table_uri)._delta("trade_raw", resolved).createOrReplaceTempView(
+        "delta_plan"
+    )
     spark.conf.set("spark.sql.maxMetadataStringLength", "10000")  # the plan's lines whole
     try:
-        JobRunner(spark, fed.settings.table_uri)._delta("trade_raw", resolved).explain()
+        plan = spark.sql("EXPLAIN SELECT * FROM delta_plan").collect()[0][0]
     finally:
         spark.conf.unset("spark.sql.maxMetadataStringLength")
-    scans = [line for line in capsys.readouterr().out.splitlines() if "FileScan parquet" in line]
-    assert len(scans) == 1, scans
+        spark.catalog.dropTempView("delta_plan")
+    scans = [line for line in plan.splitlines() if "FileScan parquet" in line]
+    assert len(scans) == 1, plan
     pushed = scans[0].split("PushedFilters: [", 1)[1].split("]", 1)[0]
     assert "GreaterThan(arrival_ts," in pushed, scans[0]
     assert "LessThanOrEqual(arrival_ts," in pushed, scans[0]

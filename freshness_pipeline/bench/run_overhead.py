@@ -203,7 +203,7 @@ def _print_medians(
         k: {m: statistics.median(v[m]) for m in modes}
         for k, v in (("session", session), ("wall", wall), ("job", body))
     }
-    print(f"\nmachine: {os.cpu_count()} cores; {where}; {runs} runs per mode, alternating;")
+    print(f"\nmachine: {os.cpu_count()} cores; {where}; {runs} runs per side, alternating;")
     print("medians:")
     for mode in modes:
         print(

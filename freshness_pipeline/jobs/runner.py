@@ -273,22 +273,23 @@ class JobRunner:
         """Current target rows sharing keys (or, for windows, groups) with `keys_df`."""
         t = spec.event_time
         # the keys' time range and partitions in one query (one round trip through Connect)
-        by_partition = [f"collect_set({spec.partition_expr}) AS partitions"]
-        row = self._bounds_row(keys_df, t, *(by_partition if spec.partition_expr else []))
+        by_partition = (
+            [f"collect_set({spec.partition_expr}) AS partitions"] if spec.partition_expr else []
+        )
+        row = self._bounds_row(keys_df, t, *by_partition)
         if row["lo"] is None:
             return None
-        bounds = (row["lo"], row["hi"])
-        partitions = set(row["partitions"]) if spec.partition_expr and not window_s else None
-        pad = window_s * US_PER_S
-        uris = self._snapshot_files(spec.name, partitions, bounds[0] - pad, bounds[1] + pad, t)
+        partitions = set(row["partitions"]) if by_partition and not window_s else None
+        # the keys' time range, with the window's reach
+        lo, hi = row["lo"] - window_s * US_PER_S, row["hi"] + window_s * US_PER_S
+        uris = self._snapshot_files(spec.name, partitions, lo, hi, t)
         if not uris:
             return None
-        # The keys' time range (with the window's reach) as a row filter as well as a file
-        # filter: Spark pushes it into the Parquet scan, whose column index then skips the
-        # pages of a file (an hour's rows, by event time) outside it, where the semi join
-        # alone would decode every row. Exact on the same ground as the file filter above:
-        # `t` is part of every key (or group) matched here.
-        lo, hi = bounds[0] - pad, bounds[1] + pad
+        # The range as a row filter as well as a file filter: Spark pushes it into the
+        # Parquet scan, whose column index then skips the pages of a file (an hour's rows,
+        # by event time) outside it, where the semi join alone would decode every row.
+        # Exact on the same ground as the file filter: `t` is part of every key (or group)
+        # matched here.
         target = _drop_hoodie(self.spark.read.parquet(*uris)).where(
             f"{t} >= {_us_literal(lo)} AND {t} <= {_us_literal(hi)}"
         )
