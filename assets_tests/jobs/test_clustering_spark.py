@@ -42,6 +42,7 @@ from freshness_pipeline.scheduling.clustering import (
     encode_groups,
 )
 from freshness_pipeline.scheduling.run_plan import RunPlan
+from freshness_pipeline.scheduling.units import US_PER_S
 
 pytestmark = pytest.mark.spark
 
@@ -246,7 +247,7 @@ def test_failed_clustering_is_resumed_and_blocks_nothing(lakehouse, spark):
         state, _ = table_state("price_raw", hudi_meta, instance, set(), {})
         assert state is not None
         aged = lake.metadata("price_raw").pending_clustering(now_s=later)
-        state = replace(state, pending=tuple(PendingClustering(i, a) for i, a in aged))
+        state = replace(state, pending=tuple(PendingClustering(*p) for p in aged))
         decision = decide(state, tight, int(later * 1_000_000))
         assert decision.launch and decision.resume == (pending[0][0],), decision.reason
         outcome = execute_clustering(spark, lake, "price_raw", tight, resume=decision.resume)
@@ -255,6 +256,58 @@ def test_failed_clustering_is_resumed_and_blocks_nothing(lakehouse, spark):
         assert meta.pending_clustering() == []
         assert meta.last_clustering() is not None
         assert meta.last_clustering().instant == pending[0][0]
+    _check(settings)
+
+
+def test_a_clustering_its_driver_executes_is_never_taken_for_abandoned(lakehouse, spark):
+    """A run's client can die while the Spark service carries its clustering on: the
+    driver beats while it executes and commits, so no decision resumes (rolls back) it
+    meanwhile, and the file goes once the driver is done."""
+    settings = load_settings()
+    lake = settings.lakehouse
+    tight = _tight(settings)
+    feeder = StreamFeeder(spark, settings, seed=11)
+    hudi_meta = HudiMetadataResource.for_settings(load_settings())
+    with dg.instance_for_test() as instance:
+        decision = _read_and_decided(feeder, instance, "price_raw", 4)
+        failures: list[BaseException] = []
+
+        def cluster() -> None:
+            try:
+                execute_clustering(
+                    spark, lake, "price_raw", tight, encode_groups(decision.groups), hold_s=14
+                )
+            except BaseException as e:  # noqa: BLE001 - reported by the test below
+                failures.append(e)
+
+        driver = threading.Thread(target=cluster)
+        driver.start()
+        seen = []
+        deadline = time.monotonic() + 60
+        # Until it has been pending longer than one beat: the heartbeat is then younger
+        # than the instant's timeline files, so it was written again.
+        while driver.is_alive() and time.monotonic() < deadline:
+            seen = lake.metadata("price_raw").pending_clustering()
+            if seen and seen[0].touched_age_s > 11 and seen[0].heartbeat_age_s is not None:
+                break
+            time.sleep(0.2)
+        assert seen and seen[0].touched_age_s > 11, f"seen {seen}, driver failed: {failures}"
+        assert seen[0].heartbeat_age_s is not None and seen[0].heartbeat_age_s < 11, seen
+        state, _ = table_state("price_raw", hudi_meta, instance, set(), {})
+        assert state is not None
+        # Even as late as a stale instant's expiry: the heartbeat alone holds the decision.
+        pending = (PendingClustering(seen[0].instant, seen[0].heartbeat_age_s, 1e9),)
+        waiting = decide(replace(state, pending=pending), tight, int(time.time() * US_PER_S))
+        assert not waiting.launch and "may still be executing" in waiting.reason, waiting
+        driver.join(timeout=120)
+        assert not driver.is_alive() and not failures, failures
+        assert lake.metadata("price_raw").pending_clustering() == []
+        beats = lake.table("price_raw").local_path() / ".hoodie" / ".heartbeat"
+        heartbeat = beats / seen[0].instant
+        deadline = time.monotonic() + 15
+        while heartbeat.exists() and time.monotonic() < deadline:
+            time.sleep(0.5)
+        assert not heartbeat.exists(), "the heartbeat outlived its clustering"
     _check(settings)
 
 

@@ -93,7 +93,7 @@ def test_waits_for_an_active_clustering_run_and_backs_off_after_a_failure():
         assert requests == [] and "queued or running" in decisions[0].reason
         instance.report_run_failed(running)
         failed_at = instance.get_run_record_by_id(running.run_id).end_time
-        pending = [("20261123180000000", None)]
+        pending = [("20261123180000000", None, 600.0)]
         during = int((failed_at + 2) * US_PER_S)
         decisions, requests = evaluate_clustering(lake(pending=pending), instance, SETTINGS, during)
         assert requests == []
@@ -103,9 +103,9 @@ def test_waits_for_an_active_clustering_run_and_backs_off_after_a_failure():
         assert len(requests) == 1 and requests[0].tags["freshness/clustering_attempt"] == "1"
         config = requests[0].run_config["ops"][op_name("price_raw")]["config"]
         assert config == {"groups": "", "resume": ["20261123180000000"]}
-        live = [("20261123180000000", 5.0)]
+        live = [("20261123180000000", 5.0, 600.0)]
         decisions, requests = evaluate_clustering(lake(pending=live), instance, SETTINGS, after)
-        assert requests == [] and "live heartbeat" in decisions[0].reason
+        assert requests == [] and "its heartbeat is 5 s old" in decisions[0].reason
 
 
 def test_a_job_table_waits_while_a_run_of_its_asset_is_active():

@@ -4,6 +4,8 @@ alone, so a run an earlier crashed session left as STARTED cannot hold a stop up
 
 from __future__ import annotations
 
+import os
+import signal
 import time
 from datetime import UTC, datetime
 from pathlib import Path
@@ -19,7 +21,12 @@ from dagster._core.remote_origin import (
 from dagster._core.storage.dagster_run import DagsterRun
 
 from freshness_pipeline.config.settings import PROJECT_ROOT, load_settings
-from freshness_pipeline.runtime.stack import Stack, StackConfig, free_slots_of_ended_runs
+from freshness_pipeline.runtime.stack import (
+    Stack,
+    StackConfig,
+    exit_on_signals,
+    free_slots_of_ended_runs,
+)
 
 
 def _add(instance: dg.DagsterInstance, status: dg.DagsterRunStatus) -> str:
@@ -198,3 +205,21 @@ def test_the_code_servers_allocator_settings_yield_to_the_users():
     }
     mine = code_server_environment({"MALLOC_ARENA_MAX": "8"})
     assert mine["MALLOC_ARENA_MAX"] == "8"
+
+
+def test_a_terminated_campaign_unwinds_so_it_stops_what_it_started():
+    before = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    stopped = []
+    try:
+        exit_on_signals()
+        with pytest.raises(SystemExit) as exited:
+            try:
+                os.kill(os.getpid(), signal.SIGTERM)
+                time.sleep(5)  # the handler raises in this frame
+            finally:
+                stopped.append(True)
+        assert exited.value.code == 128 + signal.SIGTERM
+        assert stopped == [True]
+    finally:
+        for sig, handler in before.items():
+            signal.signal(sig, handler)

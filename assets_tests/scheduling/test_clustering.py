@@ -162,7 +162,7 @@ def test_waits_for_an_active_writer_run():
 
 def test_backs_off_after_failures_then_resumes_the_pending_plan():
     files = [raw_file(n) for n in range(6)]
-    pending = (PendingClustering("20261123180000000", None),)
+    pending = (PendingClustering("20261123180000000", None, HEARTBEAT_EXPIRY_S + 1),)
     waiting = decide(
         state(files, pending=pending, failed_runs=2, retry_after_us=NOW + 7 * US_PER_S),
         SETTINGS,
@@ -181,12 +181,36 @@ def test_backs_off_after_failures_then_resumes_the_pending_plan():
 
 def test_a_live_heartbeat_means_someone_is_executing_it():
     files = [raw_file(n) for n in range(6)]
-    live = (PendingClustering("20261123180000000", 10.0),)
+    old = HEARTBEAT_EXPIRY_S + 300
+    live = (PendingClustering("20261123180000000", 10.0, old),)
     decision = decide(state(files, pending=live), SETTINGS, NOW)
     assert not decision.launch
-    assert "live heartbeat" in decision.reason
-    expired = (PendingClustering("20261123180000000", HEARTBEAT_EXPIRY_S + 1),)
-    assert decide(state(files, pending=expired), SETTINGS, NOW).launch
+    assert "may still be executing: its heartbeat is 10 s old" in decision.reason
+    expired = (PendingClustering("20261123180000000", HEARTBEAT_EXPIRY_S + 1, old),)
+    assert decide(state(files, pending=expired), SETTINGS, NOW).resume == ("20261123180000000",)
+
+
+def test_a_new_instant_without_a_heartbeat_is_not_taken_for_abandoned():
+    # Its driver writes the inflight file, then starts beating: a run that looked in
+    # between and rolled it back would delete the files the driver then commits.
+    files = [raw_file(n) for n in range(6)]
+    starting = (PendingClustering("20261123180000000", None, 3.0),)
+    decision = decide(state(files, pending=starting), SETTINGS, NOW)
+    assert not decision.launch
+    assert "went pending 3 s ago, no heartbeat yet" in decision.reason
+    old = (PendingClustering("20261123180000000", None, HEARTBEAT_EXPIRY_S + 1),)
+    assert decide(state(files, pending=old), SETTINGS, NOW).resume == ("20261123180000000",)
+
+
+def test_every_pending_instant_must_be_abandoned_before_a_resume():
+    files = [raw_file(n) for n in range(6)]
+    pending = (
+        PendingClustering("20261123170000000", None, HEARTBEAT_EXPIRY_S + 50),
+        PendingClustering("20261123180000000", 30.0, HEARTBEAT_EXPIRY_S + 10),
+    )
+    decision = decide(state(files, pending=pending), SETTINGS, NOW)
+    assert not decision.launch
+    assert "clustering 20261123180000000 may still be executing" in decision.reason
 
 
 def test_external_tables_are_never_clustered():

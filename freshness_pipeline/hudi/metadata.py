@@ -126,6 +126,14 @@ COMMIT_CACHE: BoundedCache[str, dict[tuple[str, str], Commit]] = BoundedCache(25
 SLICE_CACHE: BoundedCache[str, tuple[str, list[FileSlice]]] = BoundedCache(256)
 
 
+class PendingInstant(NamedTuple):
+    """A pending clustering instant and how long ago anything said it was alive (s)."""
+
+    instant: str
+    heartbeat_age_s: float | None
+    touched_age_s: float
+
+
 class _PendingSpan(NamedTuple):
     """A file group's pending arrivals: the span, the commits that wrote them (oldest
     first) and where their ranges came from."""
@@ -428,28 +436,29 @@ class HudiTableMetadata:
         """The newest completed clustering on the active timeline."""
         return next((c for c in reversed(self.commits()) if c.is_clustering), None)
 
-    def pending_clustering(self, now_s: float | None = None) -> list[tuple[str, float | None]]:
+    def pending_clustering(self, now_s: float | None = None) -> list[PendingInstant]:
         """Clustering instants requested or inflight and not completed, oldest first, each
-        with the age of its heartbeat file in seconds (None: none; Hudi keeps one while a
-        writer executes the instant and drops it when the writer stops)."""
+        with the age of its heartbeat file (None: none; the clustering's driver beats while
+        it executes and commits the instant, and drops the file when it stops) and of its
+        newest timeline file (its driver may not have begun to beat yet)."""
         completed = self._completion_times()
-        pending = sorted(
-            {
-                match.group(1)
-                for name in self._timeline_names()
-                if (match := PENDING_CLUSTERING.match(name)) and match.group(1) not in completed
-            }
-        )
-        if not pending:
+        touched: dict[str, int] = {}
+        for name in self._timeline_names():
+            match = PENDING_CLUSTERING.match(name)
+            if match and match.group(1) not in completed:
+                mtime_ns = self._mtimes.get(name) or 0
+                touched[match.group(1)] = max(touched.get(match.group(1), 0), mtime_ns)
+        if not touched:
             return []
         now_s = time.time() if now_s is None else now_s
         found = []
-        for instant in pending:
+        for instant in sorted(touched):
             info = self._fs.get_file_info(f"{self._root}/.hoodie/.heartbeat/{instant}")
-            age = None
+            heartbeat = None
             if info.type == pafs.FileType.File and info.mtime_ns is not None:
-                age = max(0.0, now_s - info.mtime_ns / 1e9)
-            found.append((instant, age))
+                heartbeat = max(0.0, now_s - info.mtime_ns / 1e9)
+            touched_age = max(0.0, now_s - touched[instant] / 1e9)
+            found.append(PendingInstant(instant, heartbeat, touched_age))
         return found
 
     # --- file slices ----------------------------------------------------------------------

@@ -36,6 +36,7 @@ PLAN_STRATEGY = "io.freshness.hudi.ArrivalWindowClusteringPlanStrategy"
 EXECUTION_STRATEGY = "io.freshness.hudi.FaultInjectingClusteringExecutionStrategy"
 GROUPS_KEY = "freshness.clustering.groups"
 FAIL_KEY = "freshness.clustering.fail_after_write"
+HOLD_KEY = "freshness.clustering.hold_ms"
 FAULT_KIND = "fail_in_clustering"  # faults.arm(dir, table, 1, FAULT_KIND)
 
 
@@ -58,7 +59,7 @@ def table_files(meta: HudiTableMetadata) -> tuple[TableFile, ...]:
 
 
 def pending_clusterings(meta: HudiTableMetadata) -> tuple[PendingClustering, ...]:
-    return tuple(PendingClustering(i, age) for i, age in meta.pending_clustering())
+    return tuple(PendingClustering(*p) for p in meta.pending_clustering())
 
 
 def clustering_options(
@@ -66,6 +67,7 @@ def clustering_options(
     settings: ClusteringSettings,
     groups: str = "",
     fail_after_write: bool = False,
+    hold_s: float = 0.0,
 ) -> dict[str, str]:
     """Options of one `run_clustering` call: our plan of `groups`, rows sorted by arrival,
     and what every writer of the table shares (concurrency, lock, cleaning, retention)."""
@@ -85,6 +87,8 @@ def clustering_options(
         options[GROUPS_KEY] = groups
     if fail_after_write:
         options[FAIL_KEY] = "true"
+    if hold_s > 0:
+        options[HOLD_KEY] = str(int(hold_s * 1000))
     for key, value in options.items():
         # The procedure splits `k=v,k=v` on commas and `=`: an empty value breaks it too.
         if not value or "," in value or "=" in value or "'" in value:
@@ -142,17 +146,18 @@ def execute_clustering(
     groups: str = "",
     resume: Sequence[str] = (),
     fail_after_write: bool = False,
+    hold_s: float = 0.0,
 ) -> ClusteringOutcome:
     """Finishes the pending clustering instants in `resume` (Hudi rolls an inflight one's
     partial files back, then runs its plan again), then plans and runs `groups` (encoded by
-    `clustering.encode_groups`). Raises
-    what Hudi raises; whatever it leaves pending is resumed by the next run."""
+    `clustering.encode_groups`). Raises what Hudi raises; whatever it leaves pending is
+    resumed by the next run. `fail_after_write` and `hold_s` are faults for tests."""
     started = time.monotonic()
     uri = lakehouse.table_uri(table)
     lock_path = lakehouse.lock_path(table)
     before = len(lakehouse.metadata(table).latest_file_slices())
     instants: list[str] = []
-    base = clustering_options(lock_path, settings, fail_after_write=fail_after_write)
+    base = clustering_options(lock_path, settings, "", fail_after_write, hold_s)
     if resume:
         # Named instants: the procedure executes exactly those (rolling back what an
         # inflight one had written), never schedules.
@@ -161,7 +166,7 @@ def execute_clustering(
     if groups:
         # No op: schedule our plan, then execute it (and any other pending plan, which the
         # pool makes one a failed run of ours left).
-        options = clustering_options(lock_path, settings, groups, fail_after_write)
+        options = clustering_options(lock_path, settings, groups, fail_after_write, hold_s)
         rows = _call(spark, uri, options)
         instants += [str(r[0]) for r in rows if str(r[0]) not in instants]
     archive_timeline(spark, uri)

@@ -13,6 +13,7 @@ import org.apache.hudi.client.WriteStatus;
 import org.apache.hudi.client.clustering.run.strategy.SparkSortAndSizeExecutionStrategy;
 import org.apache.hudi.common.data.HoodieData;
 import org.apache.hudi.common.engine.HoodieEngineContext;
+import org.apache.hudi.common.table.HoodieTableMetaClient;
 import org.apache.hudi.config.HoodieWriteConfig;
 import org.apache.hudi.exception.HoodieClusteringException;
 import org.apache.hudi.table.HoodieTable;
@@ -25,9 +26,11 @@ import org.slf4j.LoggerFactory;
  * told to fail after writing its files.
  *
  * <p>The plan records its execution strategy, so every clustering plan we schedule names this
- * class. It behaves as its parent with two differences:
+ * class. It behaves as its parent with three differences:
  *
  * <ul>
+ *   <li>It keeps a heartbeat while its driver executes and commits the clustering ({@link
+ *       ClusteringHeartbeat}), so no other run rolls it back as abandoned while it is alive.
  *   <li>When one file group's work fails, Hudi's {@code FutureUtils.allOf} cancels the others
  *       and, by a race in Hudi 1.1 (fixed upstream in apache/hudi#18456), may complete with a
  *       sibling's {@code CancellationException} instead of the failure: the soak's clustering
@@ -37,11 +40,14 @@ import org.slf4j.LoggerFactory;
  *       configuration (fault injection, faults.py) it writes the new files and then fails before
  *       the replacecommit completes: the worst moment, which leaves an inflight clustering with
  *       partial files for the next run to roll back and redo.
+ *   <li>With {@code freshness.clustering.hold_ms=N} it holds its driver for N ms before the
+ *       commit (tests: a clustering seen while it executes).
  * </ul>
  */
 public class FaultInjectingClusteringExecutionStrategy<T> extends SparkSortAndSizeExecutionStrategy<T> {
 
   public static final String FAIL_KEY = "freshness.clustering.fail_after_write";
+  public static final String HOLD_KEY = "freshness.clustering.hold_ms";
   private static final Logger LOG =
       LoggerFactory.getLogger(FaultInjectingClusteringExecutionStrategy.class);
 
@@ -55,6 +61,9 @@ public class FaultInjectingClusteringExecutionStrategy<T> extends SparkSortAndSi
   @Override
   public HoodieWriteMetadata performClustering(
       HoodieClusteringPlan plan, Schema schema, String instantTime) {
+    HoodieTableMetaClient meta = getHoodieTable().getMetaClient();
+    ClusteringHeartbeat.start(
+        meta.getStorage(), meta.getBasePath().toString(), instantTime, Thread.currentThread());
     firstGroupFailure.set(null);
     HoodieWriteMetadata result;
     try {
@@ -68,6 +77,15 @@ public class FaultInjectingClusteringExecutionStrategy<T> extends SparkSortAndSi
           "clustering " + instantTime + " failed in a file group: " + cause, cause);
       real.addSuppressed(e);
       throw real;
+    }
+    long holdMs = Long.parseLong(getWriteConfig().getStringOrDefault(HOLD_KEY, "0"));
+    if (holdMs > 0) {
+      try {
+        Thread.sleep(holdMs);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        throw new HoodieClusteringException("clustering " + instantTime + " interrupted", e);
+      }
     }
     if (Boolean.parseBoolean(getWriteConfig().getStringOrDefault(FAIL_KEY, "false"))) {
       long written = ((HoodieData<?>) result.getWriteStatuses()).count();

@@ -625,6 +625,9 @@ def main(argv: list[str], settings: Settings) -> int:
         drain_timeout_s=args.drain_timeout,
         out_dir=args.out,
     )
+    from freshness_pipeline.runtime.stack import exit_on_signals
+
+    exit_on_signals()
     result = run_chaos(config, settings)
     command = "python -m freshness_pipeline.ops.chaos " + " ".join(argv)
     text = report_markdown(result, command.strip())

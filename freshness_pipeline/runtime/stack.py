@@ -65,6 +65,18 @@ class StopFlag:
         return self._event.wait(seconds)
 
 
+def exit_on_signals() -> None:
+    """SIGINT or SIGTERM raise SystemExit, so a campaign's `finally` stops the processes it
+    started (a script started in the background ignores SIGINT, and SIGTERM's default
+    ends Python without unwinding: its servers were left running)."""
+
+    def _exit(signum, _frame) -> None:
+        raise SystemExit(128 + signum)
+
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, _exit)
+
+
 def default_signals() -> None:
     # A script started in the background inherits SIGINT as ignored, and dagster's own
     # processes then never see Ctrl-C; restore the defaults in every child.

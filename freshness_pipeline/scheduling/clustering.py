@@ -20,8 +20,12 @@ The rules:
   writes those bytes once, and each removed file saves a footer, a listing entry and a
   task for every later reader, so the trigger is the number of files removed.
 - A clustering left pending by a failed run is resumed (Hudi rolls its partial files back
-  and executes the plan again) before anything new is planned, once its heartbeat has
-  expired; a failed run backs off like a failed job run (5 s doubling to 1 min).
+  and executes the plan again) before anything new is planned, once nothing says a driver
+  still executes it: its heartbeat (our execution strategy beats while its driver executes
+  and commits it) has expired, or it has none and its timeline files are as old. A run's
+  client can die while the shared Spark service carries its clustering on, and a rollback
+  under that driver deletes the files its replacecommit then names. A failed run backs off
+  like a failed job run (5 s doubling to 1 min).
 - At most one clustering per table runs at a time, and none while a writer run of that
   table is active (a derived table's upserts would be refused in groups under a pending
   clustering): the run claims the table's writer pool, and the decision waits as well.
@@ -38,8 +42,9 @@ from typing import TypedDict, Unpack
 from freshness_pipeline.scheduling.units import US_PER_S
 
 MIB = 1024 * 1024
-# Hudi's default heartbeat (hoodie.client.heartbeat.interval_in_ms = 60 s, 2 tolerable
-# misses): a pending clustering whose heartbeat is younger may still be executing.
+# A pending clustering whose heartbeat (rewritten every 10 s by ClusteringHeartbeat.java) or,
+# without one, whose newest timeline file is younger may still be executing: room for
+# a loaded driver's pauses, and for a new instant's driver to begin beating.
 HEARTBEAT_EXPIRY_S = 120.0
 # A Hudi procedure's options are `k=v,k=v`: no comma, `=` or our separators in names.
 _SAFE_NAME = re.compile(r"^[A-Za-z0-9_./-]*$")
@@ -93,7 +98,18 @@ class PendingClustering:
     """A clustering instant requested or inflight, not completed."""
 
     instant: str
-    heartbeat_age_s: float | None  # None: no heartbeat file (not executing)
+    heartbeat_age_s: float | None  # None: no heartbeat file (not executing, or not yet)
+    touched_age_s: float  # since its newest timeline file (requested, inflight) was written
+
+    def sign_of_life(self) -> str | None:
+        """Why a driver may still execute it, or None: nothing says so."""
+        if self.heartbeat_age_s is not None:
+            if self.heartbeat_age_s < HEARTBEAT_EXPIRY_S:
+                return f"its heartbeat is {self.heartbeat_age_s:.0f} s old"
+            return None
+        if self.touched_age_s < HEARTBEAT_EXPIRY_S:
+            return f"it went pending {self.touched_age_s:.0f} s ago, no heartbeat yet"
+        return None
 
 
 @dataclass(frozen=True)
@@ -234,17 +250,12 @@ def decide(state: TableState, settings: ClusteringSettings, now_us: int) -> Clus
             f"{left:.0f} s (a pending plan is resumed then)"
         )
     if state.pending:
-        live = [
-            p
-            for p in state.pending
-            if p.heartbeat_age_s is not None and p.heartbeat_age_s < HEARTBEAT_EXPIRY_S
-        ]
-        if live:
-            p = live[0]
-            return wait(
-                f"clustering {p.instant} is pending with a live heartbeat "
-                f"({p.heartbeat_age_s:.0f} s old; expires after {HEARTBEAT_EXPIRY_S:.0f} s)"
-            )
+        for p in state.pending:
+            if (alive := p.sign_of_life()) is not None:
+                return wait(
+                    f"clustering {p.instant} may still be executing: {alive} (taken for "
+                    f"abandoned after {HEARTBEAT_EXPIRY_S:.0f} s)"
+                )
         instants = tuple(sorted(p.instant for p in state.pending))
         return ClusteringDecision(
             table,
