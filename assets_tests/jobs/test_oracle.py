@@ -165,7 +165,9 @@ def test_oracle_holds_under_random_schedules(
             assert "command:write_operation" in report.connect_by_kind, report.connect_by_kind
         else:
             assert report.connect_calls == {}, report.connect_calls
-        # A shared service keeps the session after the run: nothing of the run stays in it.
+        # A shared service keeps the session after the run: nothing of the run stays in it
+        # (the views go in the background, once the run has committed).
+        runner.wait_for_release()
         assert _temp_views(spark) == [], job
         memory = f", from memory: {report.inputs_in_memory}" if report.inputs_in_memory else ""
         log.append(f"{action} {job}: {report.files_read} files, u={resolved.cutoff_us}{memory}")
@@ -199,10 +201,13 @@ def test_oracle_holds_under_random_schedules(
             assert watermark(feeder, job) == final, job
             jobs_read = tuple(t for t in JOBS[job].inputs if t in JOBS)
             assert report.inputs_in_memory == jobs_read, (job, report.inputs_in_memory)
+        # (listing the session's views while the last run's are dropped would race)
+        runner.wait_for_release()
         assert {t.name for t in spark.catalog.listTables() if t.isTemporary} >= {
             f"{HANDOFF_PREFIX}{job}" for job in ORDER if any(job in JOBS[j].inputs for j in ORDER)
         }
     handoffs.release(spark)
+    runner.wait_for_release()
     assert _temp_views(spark) == [] and not [
         t for t in spark.catalog.listTables() if t.name.startswith(HANDOFF_PREFIX)
     ]

@@ -13,10 +13,12 @@ input, what the layout and the index change in that:
 - `hour_bloom`, `hour_bucket`: by event hour with the BLOOM index, or the simple-engine
   BUCKET index (one file group per partition: no lookup, but the hour's file is rewritten);
 - `day`, `none`: by event day, unpartitioned;
-- `hour_no_combine`, `hour_no_timeline_server`, `hour_snappy`, `hour_clean_every_5`: the
-  declared layout with one Hudi setting changed each (no de-duplication before the
-  upsert, which a job's one row per key makes needless; no embedded timeline server; Snappy
-  instead of the default codec; a clean planned every fifth commit, not every one);
+- `hour_no_combine`, `hour_no_timeline_server`, `hour_snappy`, `hour_clean_every_5`,
+  `hour_parallelism_1`, `hour_page_128k`, `hour_shuffle_2`: the declared layout with one
+  setting changed each (no de-duplication before the upsert, which a job's one row per key
+  makes needless; no embedded timeline server; Snappy instead of the default codec; a clean
+  planned every fifth commit, not every one; Hudi's write shuffles in one task, not two;
+  Parquet pages of 128 KiB, not 1 MiB; the session's shuffles in two partitions, not four);
 - `bloom`, `bucket`, `mor`, `mor_bucket`: the published partitions with the BLOOM index,
   the BUCKET index (`--buckets` per partition), merge-on-read (updates append log files),
   merge-on-read with the bucket index.
@@ -66,6 +68,13 @@ def modes(buckets: int) -> dict[str, dict[str, str]]:
         "hour_no_timeline_server": {"hoodie.embed.timeline.server": "false"},
         "hour_snappy": {"hoodie.parquet.compression.codec": "snappy"},
         "hour_clean_every_5": {"hoodie.clean.max.commits": "5"},
+        "hour_parallelism_1": {
+            "hoodie.upsert.shuffle.parallelism": "1",
+            "hoodie.insert.shuffle.parallelism": "1",
+        },
+        "hour_page_128k": {"hoodie.parquet.page.size": str(128 * 1024)},
+        # (`spark.` keys are the session's, set for that mode's runs only)
+        "hour_shuffle_2": {"spark.sql.shuffle.partitions": "2"},
         "bloom": bloom,
         "bucket": bucket,
         "mor": dict(MOR),
@@ -150,7 +159,13 @@ def main(argv: list[str], settings: Settings) -> int:
     def meta_of(mode: str):
         return lambda table: HudiTableMetadata(Location.parse(uri_of(mode)(table)))
 
-    runners = {m: JobRunner(spark, uri_of(m), all_modes[m]) for m in chosen}
+    def hudi_options(mode: str) -> dict[str, str]:
+        return {k: v for k, v in all_modes[mode].items() if not k.startswith("spark.")}
+
+    def session_options(mode: str) -> dict[str, str]:
+        return {k: v for k, v in all_modes[mode].items() if k.startswith("spark.")}
+
+    runners = {m: JobRunner(spark, uri_of(m), hudi_options(m)) for m in chosen}
     print(
         f"machine: {os.cpu_count()} cores; trade_aggr by {len(chosen)} write modes on one "
         f"input: {args.warmup_s} s warm-up at {args.rate:,.0f} events/s, then {args.rounds} "
@@ -162,9 +177,16 @@ def main(argv: list[str], settings: Settings) -> int:
     def one_run(mode: str) -> dict[str, float]:
         meta = meta_of(mode)
         resolved = resolve_run(spec, [], None, meta)
-        started = time.monotonic()
-        report = runners[mode].run(spec_for(spec, mode), resolved)
-        took = time.monotonic() - started
+        before = {k: spark.conf.get(k) for k in session_options(mode)}
+        for key, value in session_options(mode).items():
+            spark.conf.set(key, value)
+        try:
+            started = time.monotonic()
+            report = runners[mode].run(spec_for(spec, mode), resolved)
+            took = time.monotonic() - started
+        finally:
+            for key, value in before.items():
+                spark.conf.set(key, value)
         # The timeline read that gives a run its write phases, after the run's own
         # (caches as warm as in a run's process, which planned from the same metadata).
         timed = time.monotonic()

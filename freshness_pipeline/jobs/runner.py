@@ -12,6 +12,7 @@ touches, not the size of the tables (`second` below: the job's declared event ti
 from __future__ import annotations
 
 import contextlib
+import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
@@ -84,6 +85,40 @@ class RunReport:
     connect_calls: Mapping[str, int] = field(default_factory=dict)
     connect_call_s: float = 0.0
     connect_by_kind: str = ""
+
+
+def _drop_views(spark, names: list[str]) -> None:
+    # A Spark Connect server keeps each run's session (up to 100, for an hour idle); the
+    # views and cached frames hold plans naming every file the run read, so they go with
+    # the run, whether it committed or failed. Dropping a view uncaches it.
+    for name in names:
+        with contextlib.suppress(Exception):
+            # (not catalog.dropTempView: through Connect that is two round trips)
+            spark.sql(f"DROP VIEW IF EXISTS {name}")
+
+
+# Per session (by id; the session is held with it): the views a committed run left,
+# being dropped. Not a daemon thread: the process waits for it before it exits.
+_RELEASING: dict[int, tuple[object, threading.Thread]] = {}
+_RELEASING_LOCK = threading.Lock()
+
+
+def _release_later(spark, names: list[str]) -> None:
+    if not names:
+        return
+    thread = threading.Thread(target=_drop_views, args=(spark, names), name="release-views")
+    with _RELEASING_LOCK:
+        _RELEASING[id(spark)] = (spark, thread)
+    thread.start()
+
+
+def _await_release(spark) -> None:
+    """Waits for the views an earlier run on `spark` is dropping (the next run may
+    register the same names)."""
+    with _RELEASING_LOCK:
+        pending = _RELEASING.pop(id(spark), None)
+    if pending is not None:
+        pending[1].join()
 
 
 def _now_us() -> int:
@@ -309,6 +344,7 @@ class JobRunner:
     ) -> RunReport:
         """`keep_result`: a later step of the run reads this table; its committed rows
         are kept for it (when exact, jobs/handoff.py)."""
+        _await_release(self.spark)
         with watching(self.spark) as self._calls:
             try:
                 report = self._run(spec, resolved, fail_before_commit, keep_result)
@@ -321,11 +357,13 @@ class JobRunner:
                 # a run Dagster reports as failed, racing its retry. Cancel it there.
                 self._interrupt_service_work()
                 raise
-            before_release = self._calls.total
-            self._release()
+        # The commit is done: the views go in the background (a round trip each), and the
+        # next run on this session waits for them before it registers its own.
+        _release_later(self.spark, sorted(self._views))
+        self._views.clear()
         if not self._calls.total:
             return replace(report, connect_calls={})  # a local session: no round trips
-        by_phase = {**report.connect_calls, "release": self._calls.total - before_release}
+        by_phase = {**report.connect_calls}
         return replace(
             report,
             connect_calls=by_phase,
@@ -337,14 +375,12 @@ class JobRunner:
         df.createOrReplaceTempView(name)
         self._views.add(name)
 
+    def wait_for_release(self) -> None:
+        """Returns once the views of the last run on this session are dropped."""
+        _await_release(self.spark)
+
     def _release(self) -> None:
-        # A Spark Connect server keeps each run's session (up to 100, for an hour idle);
-        # the views and cached frames hold plans naming every file the run read, so they
-        # go with the run, whether it committed or failed. Dropping a view uncaches it.
-        for name in sorted(self._views):
-            with contextlib.suppress(Exception):
-                # (not catalog.dropTempView: through Connect that is two round trips)
-                self.spark.sql(f"DROP VIEW IF EXISTS {name}")
+        _drop_views(self.spark, sorted(self._views))
         self._views.clear()
 
     def _interrupt_service_work(self) -> None:
@@ -377,15 +413,11 @@ class JobRunner:
         self._in_memory = []
         marks = [self._calls.total]
         follows = self.follows_changes(spec)
-        rows_scanned = self._register_inputs(spec, resolved)
+        deltas = self._register_inputs(spec, resolved)
         inputs_read_us = _now_us()
         marks.append(self._calls.total)
         result = self._transform(spec, resolved if follows else None)
-        stats = result.selectExpr(
-            "count(*) AS n",
-            "min(unix_micros(arrival_ts)) AS lo",
-            "max(unix_micros(arrival_ts)) AS hi",
-        ).first()
+        stats, rows_scanned = self._stats(result, deltas)
         if follows:
             result = self._with_deletions(spec, result)
         transformed_us = _now_us()
@@ -436,17 +468,34 @@ class JobRunner:
             timing.requested_us, timing.inflight_us, timing.completed_us, timing.clean_us
         )
 
-    def _register_inputs(self, spec: JobSpec, resolved: ResolvedRun) -> int:
-        """`delta_<input>` per input (its rows with t_done < arrival <= u) and each dimension
-        table whole; returns the rows scanned."""
-        rows_scanned = 0
-        for table in spec.inputs:
-            delta = self._cache_view(self._delta(table, resolved), f"delta_{table}")
-            rows_scanned += int(delta.count())  # numpy.int64 through Spark Connect
+    def _register_inputs(self, spec: JobSpec, resolved: ResolvedRun) -> list:
+        """`delta_<input>` per input (its rows with t_done < arrival <= u, cached: the first
+        query that reads it fills the cache) and each dimension table whole; returns the
+        deltas."""
+        deltas = [
+            self._cache_view(self._delta(table, resolved), f"delta_{table}")
+            for table in spec.inputs
+        ]
         for table in spec.dimensions:
             dimension = self.spark.read.format("hudi").load(self.table_uri(table))
             self._register(_drop_hoodie(dimension), table)
-        return rows_scanned
+        return deltas
+
+    @staticmethod
+    def _stats(result, deltas: list):
+        """The result's rows and arrival range, and the input rows the run scanned: one
+        query (a count of each delta of its own was a Spark job and a Connect round trip
+        each, only for the count)."""
+        frame = result.selectExpr(
+            "count(*) AS n",
+            "min(unix_micros(arrival_ts)) AS lo",
+            "max(unix_micros(arrival_ts)) AS hi",
+        )
+        for i, delta in enumerate(deltas):
+            frame = frame.crossJoin(delta.selectExpr(f"count(*) AS scanned_{i}"))
+        row = frame.first()
+        # (numpy.int64 through Spark Connect)
+        return row, sum(int(row[f"scanned_{i}"]) for i in range(len(deltas)))
 
     def _transform(self, spec: JobSpec, changes_of: ResolvedRun | None = None):
         """The job's SELECT over the registered views, then its kind's merge: the rows to
