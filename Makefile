@@ -38,7 +38,7 @@ export DAGSTER_HOME ?= $(abspath .dagster_home)
 
 .PHONY: setup demo demo-kafka test test-fast lint typecheck format bench-ingest bench-kafka-ingest bench-growth bench-tick bench-handoff \
 	bench-tick-real bench-overhead bench-chains bench-launch bench-memory bench-lineage experiment experiment-long experiment-chains experiment-bursty experiment-packed tune-interval \
-	simulate simulate-aging simulate-published first-materializations chaos soak soak-no-clustering \
+	simulate simulate-aging simulate-published simulate-wide first-materializations chaos soak soak-no-clustering \
 	clean-data postgres chromium demo-cluster test-ui
 
 # Reproducible install: requirements.lock pins every Python package (transitive, with
@@ -301,6 +301,13 @@ first-materializations:
 # published 0.864 and 0.955, 5 seeds (about 4 minutes on 2 shared cores).
 simulate-published: setup
 	$(VENV)/bin/python -m freshness_pipeline.experiment.published_scale
+
+# Where the choice matters, by the model, before the real runs: the wide lakehouse of
+# experiment/wide.py (41 tables) and a recovery after a 5-minute hold, against every peer,
+# on the machine as calibrated and with runs near the floor (3 seeds, under a minute).
+simulate-wide: setup
+	$(VENV)/bin/python -m freshness_pipeline.experiment.simulate_wide --seeds 1,2,3 \
+	  --out docs/results/wide/PREDICTIONS.md
 
 clean-data:
 	rm -rf .lakehouse $(DAGSTER_HOME)/storage $(DAGSTER_HOME)/history $(DAGSTER_HOME)/logs $(DAGSTER_HOME)/schedules

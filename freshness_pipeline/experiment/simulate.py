@@ -34,8 +34,8 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
-from freshness_pipeline.catalog.jobs import JOBS, downstream_of, laid_out
-from freshness_pipeline.experiment.staleness import sample_tables, total_staleness
+from freshness_pipeline.catalog.jobs import JOBS, JobSpec, downstream_of, laid_out
+from freshness_pipeline.experiment.staleness import Sample, sample_tables, total_staleness
 from freshness_pipeline.jobs.runner import DERIVED_SMALL_FILE_BYTES
 from freshness_pipeline.scheduling.chains import plan_runs
 from freshness_pipeline.scheduling.cost_model import (
@@ -121,6 +121,13 @@ class Conditions:
     output_ratios: tuple[tuple[str, float], ...] = ()  # per job; others use output_ratio
     # The planner's cost model held fixed (e.g. a published fit); None: fitted online.
     planner_cost: CostModel | None = None
+    # The jobs, in dependency order (e.g. experiment/wide.py's); None: the six, published.
+    jobs: Mapping[str, JobSpec] | None = field(default=None, compare=False)
+    work_factors: tuple[tuple[str, float], ...] = ()  # per job: a step's work times this
+    # (from, until) seconds into the window: no run is launched (an outage, a deploy);
+    # ingestion goes on, and the scheduler is let go on the backlog at `until`.
+    hold: tuple[float, float] | None = None
+    recovery_target_s: float = 300.0  # after a hold: every table within this staleness
 
     def __post_init__(self) -> None:
         positive = (
@@ -146,12 +153,26 @@ class Conditions:
             raise ValueError(f"trade_share must be in (0, 1), got {self.trade_share}")
         if self.derived_small_file_bytes < 0:
             raise ValueError("derived_small_file_bytes must be >= 0")
-        unknown = sorted({job for job, _ in self.output_ratios} - set(JOBS))
-        if unknown or any(ratio < 0 for _, ratio in self.output_ratios):
-            raise ValueError(f"output_ratios: unknown jobs {unknown} or a negative ratio")
+        per_job = (("output_ratios", self.output_ratios), ("work_factors", self.work_factors))
+        for name, pairs in per_job:
+            unknown = sorted({job for job, _ in pairs} - set(self.job_specs))
+            if unknown or any(value < 0 for _, value in pairs):
+                raise ValueError(f"{name}: unknown jobs {unknown} or a negative value")
+        if self.hold is not None and not 0 <= self.hold[0] < self.hold[1]:
+            raise ValueError(f"hold must be (from, until) with 0 <= from < until, got {self.hold}")
+
+    @property
+    def job_specs(self) -> Mapping[str, JobSpec]:
+        return PUBLISHED_JOBS if self.jobs is None else self.jobs
 
     def output_ratio_of(self, job: str) -> float:
         return dict(self.output_ratios).get(job, self.output_ratio)
+
+    def work_factor_of(self, job: str) -> float:
+        return dict(self.work_factors).get(job, 1.0)
+
+    def held_at(self, now_s: float) -> bool:
+        return self.hold is not None and self.hold[0] <= now_s < self.hold[1]
 
 
 @dataclass(frozen=True)
@@ -188,6 +209,30 @@ class NewFilesPerCommit(RawLayout):
                 {
                     f"c{index}-f{i}": per_file + cond.file_overhead_bytes
                     for i in range(cond.files_per_commit)
+                }
+            )
+
+        return commit
+
+
+@dataclass(frozen=True)
+class SkewedFilesPerCommit(RawLayout):
+    """As NewFilesPerCommit, but file i of a commit holds a share of its bytes in
+    proportion to 1 / (i + 1) ** `skew`: a few heavy symbol letters, many light ones."""
+
+    skew: float = 1.0
+
+    def writer(
+        self, table: str, cond: Conditions, seed: int
+    ) -> Callable[[int, int], RawCommitFiles]:
+        weights = [1 / (i + 1) ** self.skew for i in range(cond.files_per_commit)]
+        total = sum(weights)
+
+        def commit(index: int, new_bytes: int) -> RawCommitFiles:
+            return RawCommitFiles(
+                {
+                    f"c{index}-f{i}": int(new_bytes * w / total) + cond.file_overhead_bytes
+                    for i, w in enumerate(weights)
                 }
             )
 
@@ -332,6 +377,9 @@ class SimResult:
     run_seconds_median: float | None
     waits: WaitLog | None = None
     refreshes: int = 0  # tables committed (a chained run commits several)
+    # After a hold: seconds from its end until every table was within the recovery
+    # target (None: no hold, or never within the window).
+    recovered_s: float | None = None
 
 
 @dataclass
@@ -417,7 +465,7 @@ class _Machine:
                 run.job = ""
                 return True
             run.steps.pop(0)
-            spec = JOBS[step.job]
+            spec = self.cond.job_specs[step.job]
             marks = [self.tables[t].watermark_us for t in spec.inputs]
             if any(m is None for m in marks):
                 continue  # an input has no data yet: the step has nothing to read
@@ -436,6 +484,7 @@ class _Machine:
             scan = sum(p.size_bytes for p in chosen)
             cond = self.cond
             work = cond.fixed_s + cond.per_mib_s * scan / MIB + cond.per_file_s * len(chosen)
+            work *= cond.work_factor_of(step.job)
             # Real runs vary (JIT, GC, disk); seeded per step so a variant replays exactly.
             noise = random.Random(f"{self.seed}:{step.job}:{now_us}").lognormvariate(
                 0, cond.work_jitter
@@ -454,8 +503,10 @@ class _Machine:
         return False
 
     def _commit(self, run: _Run, now_s: float, now_us: int) -> None:
-        spec = PUBLISHED_JOBS[run.job]
-        groups = PARTITION_GROUPS if spec.partition_by else 1
+        spec = self.cond.job_specs[run.job]
+        # By symbol letter, a commit writes a young file group in each; by event hour (or
+        # none), one.
+        groups = PARTITION_GROUPS if spec.partition_by == "symbol_prefix" else 1
         out = int(run.new_bytes * self.cond.output_ratio_of(run.job)) // groups
         out += self.cond.file_overhead_bytes
         self.tables[run.job].append(
@@ -508,13 +559,14 @@ def simulate(
     if variant not in SIM_VARIANTS and variant not in SIM_PEERS:
         known = sorted({*SIM_VARIANTS, *SIM_PEERS})
         raise ValueError(f"unknown variant {variant!r}; expected one of {known}")
+    jobs = cond.job_specs
     machine = _Machine(
         cond,
         variant,
         seed,
-        {name: _Table() for name in (*RAW_STREAMS, *JOBS)},
-        {job: [] for job in JOBS},
-        dict.fromkeys(JOBS),
+        {name: _Table() for name in (*RAW_STREAMS, *jobs)},
+        {job: [] for job in jobs},
+        dict.fromkeys(jobs),
     )
     layout = cond.raw_layout or NewFilesPerCommit()
     raw_writers = {table: layout.writer(table, cond, seed) for table in RAW_STREAMS}
@@ -524,25 +576,17 @@ def simulate(
     tick_every = max(1, int(round(cond.tick_s / dt_s)))
     interval_every = max(1, int(round(cond.interval_s / dt_s)))
     sample_every = int(round(1 / dt_s))
+    recovered_s: float | None = None
     for step in range(1, steps + 1):
         now_s = step * dt_s
         now_us = BASE_US + int(round(now_s * US_PER_S))
-        # Ingestion: commit n holds the arrivals of [(n-1)*interval, n*interval); the
-        # second raw table's commit lands `raw_stagger_s` after the first's (ingestion
-        # commits them one after the other).
-        for order, table in enumerate(RAW_STREAMS):
-            lag_s = cond.ingest_lag_s + order * cond.raw_stagger_s
-            while (raw_index[table] + 1) * cond.commit_interval_s + lag_s <= now_s + 1e-9:
-                index = raw_index[table] = raw_index[table] + 1
-                low = BASE_US + int((index - 1) * cond.commit_interval_s * US_PER_S)
-                high = BASE_US + int(index * cond.commit_interval_s * US_PER_S) - 1
-                files = raw_writers[table](index, _raw_commit_bytes(cond, index, table))
-                machine.tables[table].write(low, high, files.written, files.carried)
-                machine.tables[table].commits[-1].landed_us = now_us
+        _ingest(machine, raw_writers, raw_index, now_s, now_us)
         machine.work(now_s, now_us, dt_s)
-        if variant == "interval":
+        if cond.held_at(now_s):
+            pass  # held: nothing is launched (the runs in flight finish)
+        elif variant == "interval":
             if step % interval_every == 0:
-                machine.launch(_Run([_Step(j) for j in JOBS], frozenset(JOBS), 0.0, 0.0), now_s)
+                machine.launch(_Run([_Step(j) for j in jobs], frozenset(jobs), 0.0, 0.0), now_s)
         elif step % tick_every == 0:
             if variant == "dagster_eager":
                 _eager_tick(machine, now_s, now_us)
@@ -550,7 +594,10 @@ def simulate(
                 _tick(machine, now_s, now_us, on_launch)
         if step % sample_every == 0:
             marks = {name: t.watermark_us for name, t in machine.tables.items()}
-            samples.extend(sample_tables(now_us, BASE_US, marks))
+            tick = sample_tables(now_us, BASE_US, marks, jobs, jobs)
+            samples.extend(tick)
+            if recovered_s is None:
+                recovered_s = _recovered(cond, tick, now_s)
     p, p0 = total_staleness(samples)
     seconds = [s.seconds for h in machine.history.values() for s in h]
     return SimResult(
@@ -563,7 +610,39 @@ def simulate(
         statistics.median(seconds) if seconds else None,
         machine.waits,
         machine.refreshes,
+        recovered_s,
     )
+
+
+def _ingest(
+    machine: _Machine,
+    raw_writers: Mapping[str, Callable[[int, int], RawCommitFiles]],
+    raw_index: dict[str, int],
+    now_s: float,
+    now_us: int,
+) -> None:
+    """Commit n holds the arrivals of [(n-1)*interval, n*interval); the second raw
+    table's commit lands `raw_stagger_s` after the first's (ingestion commits them one
+    after the other)."""
+    cond = machine.cond
+    for order, table in enumerate(RAW_STREAMS):
+        lag_s = cond.ingest_lag_s + order * cond.raw_stagger_s
+        while (raw_index[table] + 1) * cond.commit_interval_s + lag_s <= now_s + 1e-9:
+            index = raw_index[table] = raw_index[table] + 1
+            low = BASE_US + int((index - 1) * cond.commit_interval_s * US_PER_S)
+            high = BASE_US + int(index * cond.commit_interval_s * US_PER_S) - 1
+            files = raw_writers[table](index, _raw_commit_bytes(cond, index, table))
+            machine.tables[table].write(low, high, files.written, files.carried)
+            machine.tables[table].commits[-1].landed_us = now_us
+
+
+def _recovered(cond: Conditions, tick: Sequence[Sample], now_s: float) -> float | None:
+    """After a hold: seconds since its end, once every table is within the target."""
+    if cond.hold is None or now_s < cond.hold[1]:
+        return None
+    if all(s.staleness_s <= cond.recovery_target_s for s in tick):
+        return now_s - cond.hold[1]
+    return None
 
 
 @functools.lru_cache(maxsize=4096)
@@ -587,7 +666,7 @@ def _tick(
     held = machine.held()
     states: list[JobState] = []
     t_dones: dict[str, int | None] = {}
-    for order, spec in enumerate(JOBS.values()):
+    for order, spec in enumerate(cond.job_specs.values()):
         t_done = tables[spec.name].watermark_us
         t_dones[spec.name] = t_done
         marks = tuple((t, tables[t].watermark_us) for t in spec.inputs)
@@ -618,7 +697,9 @@ def _tick(
             )
         )
     if get_policy(policy).uses_downstream:
-        states = [replace(s, downstream=downstream_of(s.job, t_dones)) for s in states]
+        states = [
+            replace(s, downstream=downstream_of(s.job, t_dones, cond.job_specs)) for s in states
+        ]
     runs_at_once = 1 if machine.variant in SERIAL_VARIANTS else cond.runs_at_once
     result = plan_runs(
         states,
@@ -655,7 +736,7 @@ def _eager_tick(machine: _Machine, now_s: float, now_us: int) -> None:
     requested asset, in dependency order, each step reading all its pending input."""
     held = machine.in_progress() if machine.cond.eager_release else machine.held()
     requested: list[str] = []
-    for spec in JOBS.values():
+    for spec in machine.cond.job_specs.values():
         if spec.name in held or any(t in held for t in spec.inputs):
             continue
         if any(machine.tables[t].watermark_us is None for t in spec.inputs):

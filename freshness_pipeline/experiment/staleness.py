@@ -16,22 +16,22 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
-from freshness_pipeline.catalog.jobs import JOBS
+from freshness_pipeline.catalog.jobs import JOBS, JobSpec
 from freshness_pipeline.catalog.tables import RAW_TABLES
 from freshness_pipeline.scheduling.staleness_target import staleness_s
 from freshness_pipeline.scheduling.units import US_PER_S
 
 
-def raw_ancestors(job: str) -> tuple[str, ...]:
+def raw_ancestors(job: str, specs: Mapping[str, JobSpec] = JOBS) -> tuple[str, ...]:
     """The raw tables a job's output ultimately reflects (dimensions are not streams)."""
     found: set[str] = set()
-    stack = list(JOBS[job].inputs)
+    stack = list(specs[job].inputs)
     while stack:
         table = stack.pop()
         if table in RAW_TABLES:
             found.add(table)
-        elif table in JOBS:
-            stack.extend(JOBS[table].inputs)
+        elif table in specs:
+            stack.extend(specs[table].inputs)
     return tuple(sorted(found))
 
 
@@ -51,12 +51,14 @@ def sample_tables(
     start_us: int,
     watermarks: Mapping[str, int | None],
     jobs: Iterable[str] = JOBS,
+    specs: Mapping[str, JobSpec] = JOBS,
 ) -> list[Sample]:
-    """Staleness of every job table at `now_us` from one read of all watermarks."""
+    """Staleness of every job table at `now_us` from one read of all watermarks (`specs`:
+    the jobs they are, for their raw ancestors)."""
     samples = []
     for job in jobs:
         mark = watermarks.get(job)
-        raws = [watermarks.get(r) for r in raw_ancestors(job)]
+        raws = [watermarks.get(r) for r in raw_ancestors(job, specs)]
         floor_mark = min(raws) if raws and all(r is not None for r in raws) else None
         reflected = mark if mark is not None else start_us
         floor_reflected = floor_mark if floor_mark is not None else start_us

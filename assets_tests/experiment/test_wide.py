@@ -1,0 +1,117 @@
+"""The wide lakehouse from a seed, and the simulator over it and through an outage."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from freshness_pipeline.catalog.jobs import JOBS
+from freshness_pipeline.catalog.tables import RAW_TABLES
+from freshness_pipeline.experiment.simulate import (
+    Conditions,
+    SkewedFilesPerCommit,
+    calibrated,
+    simulate,
+)
+from freshness_pipeline.experiment.simulate_wide import (
+    Outcome,
+    markdown,
+    recovery,
+    wide_conditions,
+    work_factor,
+)
+from freshness_pipeline.experiment.wide import (
+    depth,
+    describe,
+    wide_declarations,
+    wide_jobs,
+    write_wide,
+)
+
+RAW = frozenset(RAW_TABLES)
+
+
+def test_a_seed_makes_the_same_lakehouse_and_another_seed_another():
+    assert wide_declarations(1) == wide_declarations(1)
+    assert wide_declarations(1) != wide_declarations(2)
+
+
+def test_the_wide_lakehouse_loads_beside_the_bundled_jobs(tmp_path: Path):
+    write_wide(tmp_path, 1)
+    jobs = wide_jobs(tmp_path)
+    assert set(JOBS) < set(jobs)
+    assert len(jobs) - len(JOBS) >= 30
+    depths = depth(jobs, RAW)
+    assert min(depths.values()) == 1 and max(depths.values()) >= 5
+    names = list(jobs)
+    for name, spec in jobs.items():  # dependency order: every input before its reader
+        assert all(names.index(t) < names.index(name) for t in spec.inputs if t in jobs)
+    table = describe(jobs, RAW)
+    assert table.count("\n") == len(jobs) + 1 and "| symbol_window_" in table
+
+
+def test_writing_a_seed_replaces_the_folders_declarations(tmp_path: Path):
+    write_wide(tmp_path, 1)
+    (tmp_path / "notes.txt").write_text("kept")
+    write_wide(tmp_path, 2)
+    assert sorted(p.name for p in tmp_path.glob("*.sql")) == sorted(wide_declarations(2))
+    assert (tmp_path / "notes.txt").read_text() == "kept"
+
+
+def test_steps_differ_in_cost_by_an_order_of_magnitude():
+    jobs = wide_conditions(1).job_specs
+    factors = [work_factor(spec) for spec in jobs.values()]
+    assert max(factors) / min(factors) >= 10
+    assert all(work_factor(JOBS[name]) == 1.0 for name in JOBS)
+
+
+def test_the_simulator_runs_every_variant_over_the_wide_lakehouse():
+    cond = replace(wide_conditions(1), duration_s=120)
+    for variant in ("pmb", "dagster_eager", "interval"):
+        result = simulate(cond, variant, 1)
+        assert result.p > result.p0 > 0, variant
+        assert result.refreshes > 0, variant
+
+
+def test_while_held_nothing_is_launched_and_afterwards_the_tables_recover():
+    six = replace(calibrated(), duration_s=90, hold=(0.0, 100.0))
+    for variant in ("pmb", "dagster_eager", "interval"):
+        assert simulate(six, variant, 1).runs == 0, variant
+    outage = replace(calibrated(), duration_s=600, hold=(10.0, 130.0), recovery_target_s=120)
+    result = simulate(outage, "pmb", 1)
+    assert result.runs > 0
+    assert result.recovered_s is not None and 0 < result.recovered_s < 470
+    assert simulate(calibrated(), "pmb", 1).recovered_s is None  # no hold, no recovery
+
+
+def test_the_recovery_condition_is_bursty_skewed_and_held():
+    cond = recovery(calibrated())
+    assert cond.hold is not None and cond.burst_every > 0
+    assert isinstance(cond.raw_layout, SkewedFilesPerCommit)
+
+
+def test_skewed_commits_keep_their_bytes_and_put_most_in_few_files():
+    cond = Conditions(file_overhead_bytes=0)
+    files = SkewedFilesPerCommit(1.2).writer("trade_raw", cond, 1)(1, 26_000_000).written
+    sizes = list(files.values())
+    assert abs(sum(sizes) - 26_000_000) <= len(sizes)
+    assert sizes == sorted(sizes, reverse=True) and sizes[0] > 10 * sizes[-1]
+
+
+def test_bad_per_job_settings_and_holds_are_refused():
+    with pytest.raises(ValueError, match="work_factors: unknown jobs"):
+        Conditions(work_factors=(("no_such_job", 2.0),))
+    with pytest.raises(ValueError, match="hold must be"):
+        Conditions(hold=(60.0, 30.0))
+
+
+def test_the_predictions_table_names_each_variant_and_pair():
+    cond = replace(calibrated(), duration_s=60, hold=(0.0, 30.0), recovery_target_s=1e9)
+    outcome = Outcome(
+        "short", {v: [simulate(cond, v, s) for s in (1, 2)] for v in ("pmb", "random")}
+    )
+    text = markdown([outcome], ("pmb", "random"))
+    assert "| short |" in text and "pmb / random" in text
+    assert "recovered pmb (s)" in text

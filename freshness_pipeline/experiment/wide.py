@@ -1,0 +1,235 @@
+"""A wide lakehouse from a seed: the six market jobs and 30-odd declared jobs over them.
+
+With six tables on two cores the scheduler has almost nothing to choose: one pipeline is in
+flight at a time. Real lakehouses have dozens of derived tables competing for few run
+slots, in chains of different depth and cost. This module writes such a lakehouse's jobs
+as declarations (docs/JOBS.md), the same files a user writes, into a folder that runs
+beside the bundled one (`FRESHNESS_JOBS=jobs_sql:<folder>`):
+
+- per-sector activity per second over enriched_features, a few with a per-minute rollup
+  below them (depth 5 and 6 from the raw tables);
+- per-industry trailing windows of several lengths (the cost of a window grows with it);
+- per-symbol trailing windows over enriched_features: the heavy steps (every symbol's
+  window of rows is read again for each touched second);
+- per-letter slices of market_features (cheap, depth 3);
+- per-minute rollups of the two views.
+
+Which sectors, letters and window lengths is drawn from the seed; `describe` says what a
+seed made, for the report.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from freshness_pipeline.catalog.jobs import BUNDLED_JOBS_DIR, JobSpec, load_jobs
+
+SECTORS = (
+    "Communication Services",
+    "Consumer Discretionary",
+    "Consumer Staples",
+    "Energy",
+    "Financials",
+    "Health Care",
+    "Industrials",
+    "Information Technology",
+    "Materials",
+    "Real Estate",
+    "Utilities",
+)
+LETTERS = "ABCDEFGHIJKLMNOPRSTW"  # first letters that many listed symbols share
+HOUR_PARTITION = "partition: {column: event_hour, from: \"date_format(second, 'yyyyMMddHH')\"}"
+MINUTE_PARTITION = "partition: {column: event_hour, from: \"date_format(minute, 'yyyyMMddHH')\"}"
+
+
+@dataclass(frozen=True)
+class WideShape:
+    """How many jobs of each template a seed draws (the defaults: 36 jobs)."""
+
+    sectors: int = 9  # per-sector activity per second
+    sector_minutes: int = 5  # of those, with a per-minute rollup below
+    industry_windows: tuple[int, ...] = (15, 30, 120, 300)  # trailing seconds
+    symbol_windows: int = 3  # heavy: per symbol, a trailing window of 10-60 s
+    letters: int = 12  # per-letter slices of market_features
+    view_minutes: bool = True  # per-minute rollups of sector_vwap and industry_spike
+
+
+def slug(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "_", text.lower()).strip("_")
+
+
+def _header(description: str, group: str, inputs: str, key: str, event_time: str) -> str:
+    return (
+        "/* freshness\n"
+        f"description: {json.dumps(description)}\n"  # (a JSON string is a YAML one)
+        f"group: {group}\n"
+        f"inputs: [{inputs}]\n"
+        f"key: [{key}]\n"
+        f"event_time: {event_time}\n"
+    )
+
+
+def sector_activity(sector: str) -> str:
+    return (
+        _header(
+            f"Per event second, trading in {sector}: volume, trades, notional, active symbols.",
+            "wide_sectors",
+            "enriched_features",
+            "second, sector",
+            "second",
+        )
+        + f"{HOUR_PARTITION}\nmerge: recompute_touched_groups\n*/\n"
+        + "-- View group_rows: the current enriched_features rows of the touched groups.\n"
+        "SELECT\n"
+        "  sector,\n"
+        "  second,\n"
+        "  coalesce(sum(volume), 0) AS volume,\n"
+        "  coalesce(sum(trade_count), 0) AS trade_count,\n"
+        "  CAST(coalesce(sum(notional), 0) AS DECIMAL(38, 2)) AS notional,\n"
+        "  count(DISTINCT CASE WHEN volume > 0 THEN symbol END) AS active_symbols,\n"
+        "  max(arrival_ts) AS arrival_ts\n"
+        "FROM group_rows\n"
+        f"WHERE sector = '{sector}'\n"
+        "GROUP BY sector, second\n"
+    )
+
+
+def minute_rollup(source: str, group_column: str, description: str, group: str) -> str:
+    minute = "CAST(date_trunc('MINUTE', second) AS TIMESTAMP)"
+    return (
+        _header(description, group, source, f"minute, {group_column}", "minute")
+        + f'{MINUTE_PARTITION}\nmerge: recompute_touched_groups\ngroups: {{minute: "{minute}"}}\n'
+        "*/\n"
+        f"-- View group_rows: the current {source} rows of the touched minutes.\n"
+        "SELECT\n"
+        f"  {group_column},\n"
+        f"  {minute} AS minute,\n"
+        "  coalesce(sum(volume), 0) AS volume,\n"
+        "  coalesce(sum(trade_count), 0) AS trade_count,\n"
+        "  count(*) AS seconds,\n"
+        "  max(arrival_ts) AS arrival_ts\n"
+        "FROM group_rows\n"
+        f"GROUP BY {group_column}, {minute}\n"
+    )
+
+
+def trailing_window(group_column: str, seconds: int, group: str) -> str:
+    return (
+        _header(
+            f"Per {group_column} per event second: volume against its trailing {seconds} s "
+            "average, and the spike ratio.",
+            group,
+            "enriched_features",
+            f"second, {group_column}",
+            "second",
+        )
+        + f"{HOUR_PARTITION}\nmerge: recompute_touched_groups\n"
+        "window:\n"
+        f"  seconds: {seconds}\n"
+        "  group_arrival: group_arrival_ts\n"
+        "  columns:\n"
+        f'    trailing_volume_avg: "CAST(coalesce(sum(w.volume), 0) AS DOUBLE) / {seconds}"\n'
+        f'    spike_ratio: "g.volume / (CAST(coalesce(sum(w.volume), 0) AS DOUBLE) / {seconds})"\n'
+        "*/\n"
+        "-- View group_rows: the current enriched_features rows of the touched groups.\n"
+        "SELECT\n"
+        f"  {group_column},\n"
+        "  second,\n"
+        "  coalesce(sum(volume), 0) AS volume,\n"
+        "  coalesce(sum(trade_count), 0) AS trade_count,\n"
+        "  max(arrival_ts) AS group_arrival_ts\n"
+        "FROM group_rows\n"
+        f"GROUP BY {group_column}, second\n"
+    )
+
+
+def letter_slice(letter: str) -> str:
+    return (
+        _header(
+            f"market_features of the symbols starting with {letter}: mid, spread and VWAP.",
+            "wide_letters",
+            "market_features",
+            "second, symbol",
+            "second",
+        )
+        + f"{HOUR_PARTITION}\nmerge: replace_by_key\n*/\n"
+        "-- View delta_market_features: input row versions of this run.\n"
+        "SELECT symbol, second, mid, spread, spread_bps, vwap, volume, arrival_ts\n"
+        "FROM delta_market_features\n"
+        f"WHERE symbol LIKE '{letter}%'\n"
+    )
+
+
+def wide_declarations(seed: int, shape: WideShape = WideShape()) -> dict[str, str]:
+    """File name -> declaration text of the wide jobs a seed draws (the bundled six not
+    among them)."""
+    rng = random.Random(seed)
+    files: dict[str, str] = {}
+    sectors = sorted(rng.sample(SECTORS, shape.sectors))
+    for sector in sectors:
+        files[f"sector_{slug(sector)}.sql"] = sector_activity(sector)
+    for sector in sorted(rng.sample(sectors, shape.sector_minutes)):
+        name = f"sector_{slug(sector)}"
+        files[f"{name}_minute.sql"] = minute_rollup(
+            name, "sector", f"{name} per minute.", "wide_sectors"
+        )
+    for seconds in shape.industry_windows:
+        files[f"industry_window_{seconds}s.sql"] = trailing_window(
+            "industry", seconds, "wide_windows"
+        )
+    for seconds in sorted(rng.sample(range(10, 61, 5), shape.symbol_windows)):
+        files[f"symbol_window_{seconds}s.sql"] = trailing_window("symbol", seconds, "wide_heavy")
+    for letter in sorted(rng.sample(LETTERS, shape.letters)):
+        files[f"letter_{letter.lower()}.sql"] = letter_slice(letter)
+    if shape.view_minutes:
+        files["sector_vwap_minute.sql"] = minute_rollup(
+            "sector_vwap", "sector", "sector_vwap per minute.", "wide_views"
+        )
+        files["industry_spike_minute.sql"] = minute_rollup(
+            "industry_spike", "industry", "industry_spike per minute.", "wide_views"
+        )
+    return files
+
+
+def write_wide(folder: Path, seed: int, shape: WideShape = WideShape()) -> list[Path]:
+    """Writes the seed's declarations into `folder` (emptied of .sql files first)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for old in folder.glob("*.sql"):
+        old.unlink()
+    paths = []
+    for name, text in wide_declarations(seed, shape).items():
+        path = folder / name
+        path.write_text(text)
+        paths.append(path)
+    return paths
+
+
+def wide_jobs(folder: Path) -> dict[str, JobSpec]:
+    """The bundled jobs and the wide ones in `folder`, in dependency order."""
+    return load_jobs(BUNDLED_JOBS_DIR, folder)
+
+
+def depth(jobs: Mapping[str, JobSpec], raw: frozenset[str]) -> dict[str, int]:
+    """Each job's steps from the raw tables (a job over raw tables only is 1)."""
+    found: dict[str, int] = {}
+    for name, spec in jobs.items():  # dependency order: inputs first
+        found[name] = 1 + max((found.get(t, 0) for t in spec.inputs if t not in raw), default=0)
+    return found
+
+
+def describe(jobs: Mapping[str, JobSpec], raw: frozenset[str]) -> str:
+    """A Markdown table of the lakehouse: job, group, inputs, kind, depth."""
+    depths = depth(jobs, raw)
+    lines = ["| job | group | inputs | kind | window | depth |", "|---|---|---|---|---|---|"]
+    for name, spec in jobs.items():
+        window = f"{spec.window_s} s" if spec.window_s else "-"
+        lines.append(
+            f"| {name} | {spec.group_name} | {', '.join(spec.inputs)} | {spec.kind} | "
+            f"{window} | {depths[name]} |"
+        )
+    return "\n".join(lines)
