@@ -303,8 +303,8 @@ simulate-published: setup
 	$(VENV)/bin/python -m freshness_pipeline.experiment.published_scale
 
 # Where the choice matters, by the model, before the real runs: the wide lakehouse of
-# experiment/wide.py (41 tables) and a recovery after a 5-minute hold, against every peer,
-# on the machine as calibrated and with runs near the floor (3 seeds, under a minute).
+# experiment/wide.py (49 tables) and a recovery after a 5-minute hold, against every peer,
+# on the machine as calibrated and with runs near the floor (3 seeds, about 3 minutes).
 simulate-wide: setup
 	$(VENV)/bin/python -m freshness_pipeline.experiment.simulate_wide --seeds 1,2,3 \
 	  --out docs/results/wide/PREDICTIONS.md

@@ -3,7 +3,7 @@ recovery after an outage (written before the real runs, which are compared with 
 
     python -m freshness_pipeline.experiment.simulate_wide [--seeds 1,2,3] [--out FILE]
 
-- wide: the 41 jobs of `experiment/wide.py` (seed 1) on the calibrated machine (K = 3, one
+- wide: the 49 jobs of `experiment/wide.py` (seed 1) on the calibrated machine (K = 3, one
   run's worth of speed), steps of different cost (`work_factor`);
 - recovery: the same lakehouse, and the six-table one, with every launch held for five
   minutes while ingestion goes on, then let go on the backlog; bursty commits over skewed

@@ -1,4 +1,4 @@
-"""A wide lakehouse from a seed: the six market jobs and 30-odd declared jobs over them.
+"""A wide lakehouse from a seed: the six market jobs and 43 declared jobs beside them.
 
 With six tables on two cores the scheduler has almost nothing to choose: one pipeline is in
 flight at a time. Real lakehouses have dozens of derived tables competing for few run
@@ -12,6 +12,8 @@ beside the bundled one (`FRESHNESS_JOBS=jobs_sql:<folder>`):
 - per-symbol trailing windows over enriched_features: the heavy steps (every symbol's
   window of rows is read again for each touched second);
 - per-letter slices of market_features (cheap, depth 3);
+- per-letter trade and quote aggregates straight off the raw tables, a few with a
+  per-minute rollup: short pipelines of their own, beside the market one;
 - per-minute rollups of the two views.
 
 Which sectors, letters and window lengths is drawn from the seed; `describe` says what a
@@ -49,14 +51,17 @@ MINUTE_PARTITION = "partition: {column: event_hour, from: \"date_format(minute, 
 
 @dataclass(frozen=True)
 class WideShape:
-    """How many jobs of each template a seed draws (the defaults: 36 jobs)."""
+    """How many jobs of each template a seed draws (the defaults: 43 jobs)."""
 
     sectors: int = 9  # per-sector activity per second
     sector_minutes: int = 5  # of those, with a per-minute rollup below
     industry_windows: tuple[int, ...] = (15, 30, 120, 300)  # trailing seconds
     symbol_windows: int = 3  # heavy: per symbol, a trailing window of 10-60 s
-    letters: int = 12  # per-letter slices of market_features
+    letters: int = 8  # per-letter slices of market_features
     view_minutes: bool = True  # per-minute rollups of sector_vwap and industry_spike
+    trade_letters: int = 6  # per-letter trade aggregates straight off trade_raw
+    trade_minutes: int = 2  # of those, with a per-minute rollup below
+    quote_letters: int = 4  # per-letter quote aggregates straight off price_raw
 
 
 def slug(text: str) -> str:
@@ -165,6 +170,67 @@ def letter_slice(letter: str) -> str:
     )
 
 
+def letter_trades(letter: str) -> str:
+    second = "CAST(date_trunc('SECOND', event_ts) AS TIMESTAMP)"
+    return (
+        _header(
+            f"Per event second, the trades of the symbols starting with {letter}.",
+            "wide_raw_letters",
+            "trade_raw",
+            "second, letter",
+            "second",
+        )
+        + f"{HOUR_PARTITION}\nmerge: partial_aggregates\n"
+        "columns:\n"
+        "  volume: sum\n"
+        "  trade_count: count\n"
+        "  notional: sum\n"
+        '  vwap: {derived: "CAST(notional AS DOUBLE) / volume"}\n'
+        "*/\n"
+        "-- View delta_trade_raw: the trade_raw rows of this run.\n"
+        "SELECT\n"
+        "  substr(symbol, 1, 1) AS letter,\n"
+        f"  {second} AS second,\n"
+        "  sum(size) AS volume,\n"
+        "  count(*) AS trade_count,\n"
+        "  CAST(sum(CAST(price AS DECIMAL(18, 2)) * size) AS DECIMAL(38, 2)) AS notional,\n"
+        "  max(arrival_ts) AS arrival_ts\n"
+        "FROM delta_trade_raw\n"
+        f"WHERE symbol LIKE '{letter}%'\n"
+        f"GROUP BY substr(symbol, 1, 1), {second}\n"
+    )
+
+
+def letter_quotes(letter: str) -> str:
+    second = "CAST(date_trunc('SECOND', event_ts) AS TIMESTAMP)"
+    return (
+        _header(
+            f"Per event second, the quotes of the symbols starting with {letter}.",
+            "wide_raw_letters",
+            "price_raw",
+            "second, letter",
+            "second",
+        )
+        + f"{HOUR_PARTITION}\nmerge: partial_aggregates\n"
+        "columns:\n"
+        "  high_quote: max\n"
+        "  low_quote: min\n"
+        "  update_count: count\n"
+        "*/\n"
+        "-- View delta_price_raw: the price_raw rows of this run.\n"
+        "SELECT\n"
+        "  substr(symbol, 1, 1) AS letter,\n"
+        f"  {second} AS second,\n"
+        "  max(CAST(price AS DECIMAL(18, 2))) AS high_quote,\n"
+        "  min(CAST(price AS DECIMAL(18, 2))) AS low_quote,\n"
+        "  count(*) AS update_count,\n"
+        "  max(arrival_ts) AS arrival_ts\n"
+        "FROM delta_price_raw\n"
+        f"WHERE symbol LIKE '{letter}%'\n"
+        f"GROUP BY substr(symbol, 1, 1), {second}\n"
+    )
+
+
 def wide_declarations(seed: int, shape: WideShape = WideShape()) -> dict[str, str]:
     """File name -> declaration text of the wide jobs a seed draws (the bundled six not
     among them)."""
@@ -186,6 +252,16 @@ def wide_declarations(seed: int, shape: WideShape = WideShape()) -> dict[str, st
         files[f"symbol_window_{seconds}s.sql"] = trailing_window("symbol", seconds, "wide_heavy")
     for letter in sorted(rng.sample(LETTERS, shape.letters)):
         files[f"letter_{letter.lower()}.sql"] = letter_slice(letter)
+    trades = sorted(rng.sample(LETTERS, shape.trade_letters))
+    for letter in trades:
+        files[f"trades_{letter.lower()}.sql"] = letter_trades(letter)
+    for letter in sorted(rng.sample(trades, shape.trade_minutes)):
+        name = f"trades_{letter.lower()}"
+        files[f"{name}_minute.sql"] = minute_rollup(
+            name, "letter", f"{name} per minute.", "wide_raw_letters"
+        )
+    for letter in sorted(rng.sample(LETTERS, shape.quote_letters)):
+        files[f"quotes_{letter.lower()}.sql"] = letter_quotes(letter)
     if shape.view_minutes:
         files["sector_vwap_minute.sql"] = minute_rollup(
             "sector_vwap", "sector", "sector_vwap per minute.", "wide_views"
