@@ -19,6 +19,8 @@ input, what the layout and the index change in that:
   makes needless; no embedded timeline server; Snappy instead of the default codec; a clean
   planned every fifth commit, not every one; Hudi's write shuffles in one task, not two;
   Parquet pages of 128 KiB, not 1 MiB; the session's shuffles in two partitions, not four);
+- `hour_rli`: by event hour with Hudi 1.1's non-global record-level index (the key's file
+  group looked up in the metadata table, which it turns on);
 - `bloom`, `bucket`, `mor`, `mor_bucket`: the published partitions with the BLOOM index,
   the BUCKET index (`--buckets` per partition), merge-on-read (updates append log files),
   merge-on-read with the bucket index.
@@ -73,6 +75,13 @@ def modes(buckets: int) -> dict[str, dict[str, str]]:
             "hoodie.insert.shuffle.parallelism": "1",
         },
         "hour_page_128k": {"hoodie.parquet.page.size": str(128 * 1024)},
+        # Hudi 1.1's non-global record-level index: key -> file group in the metadata table
+        # (which every other mode keeps off: it doubled a commit's time when measured)
+        "hour_rli": {
+            "hoodie.metadata.enable": "true",
+            "hoodie.metadata.record.level.index.enable": "true",
+            "hoodie.index.type": "RECORD_LEVEL_INDEX",
+        },
         # (`spark.` keys are the session's, set for that mode's runs only)
         "hour_shuffle_2": {"spark.sql.shuffle.partitions": "2"},
         "bloom": bloom,
