@@ -88,7 +88,8 @@ FAST = {"launch_s": 1.0, "session_s": 1.0, "fixed_s": 2.0}
 
 def conditions(seed: int = 1) -> list[tuple[str, Conditions]]:
     """Six tables and the wide lakehouse, steady and through an outage, on the machine as
-    calibrated (a step 6 s, launch 3 s, session 2 s) and with runs near the floor."""
+    calibrated (a step 6 s, launch 3 s, session 2 s) and with runs near the floor; then the
+    wide lakehouse near the floor with one table a run instead of chains."""
     wide = wide_conditions(seed)
     six = replace(calibrated(), duration_s=900)
     n = len(wide.job_specs)
@@ -101,6 +102,16 @@ def conditions(seed: int = 1) -> list[tuple[str, Conditions]]:
             (f"six tables, recovery after a 5 min hold; {machine}", recovery(six_m)),
             (f"wide: {n} tables, recovery after a 5 min hold; {machine}", recovery(wide_m)),
         ]
+    # Chains (METHOD 8) against one table a run for every planner variant (the peers'
+    # runs are their own): on a wide lakehouse a chain takes most tables at once.
+    single = replace(wide, chains=False, **FAST)
+    found += [
+        (f"wide: {n} tables, 15 min; runs near the floor; one table a run", single),
+        (
+            f"wide: {n} tables, recovery after a 5 min hold; runs near the floor; one table a run",
+            recovery(single),
+        ),
+    ]
     return found
 
 
