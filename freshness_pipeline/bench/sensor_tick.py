@@ -74,7 +74,11 @@ def tick_probe(settings: Settings, ticks: int) -> int:
         for _ in range(ticks):
             started = time.perf_counter()
             result, requests = evaluate_tick(
-                hudi_meta, instance, SchedulerSettings(), int(time.time() * US_PER_S)
+                hudi_meta,
+                instance,
+                SchedulerSettings(),
+                int(time.time() * US_PER_S),
+                settings.jobs.values(),  # FRESHNESS_JOBS: the bundled six by default
             )
             times.append(time.perf_counter() - started)
     pending = sum(c.pending_files for c in result.ranked)
