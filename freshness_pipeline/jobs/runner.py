@@ -234,10 +234,11 @@ class JobRunner:
     # --- reads --------------------------------------------------------------------------
 
     def _snapshot_files(
-        self, table: str, partitions: set[str] | None, lo_us: int, hi_us: int, column: str
+        self, table: str, partitions: set[str] | None, lo_us: int, hi_us: int, column: str | None
     ):
         """Latest slices of `table` that may hold rows with `column` (event time) in
-        [lo, hi] (none while the table does not exist yet)."""
+        [lo, hi] (every slice when `column` is None; none while the table does not exist
+        yet)."""
         try:
             meta = self.meta(table)
         except TableNotFound:
@@ -247,6 +248,9 @@ class JobRunner:
             if partitions is not None and fs.partition not in partitions:
                 continue
             uri = meta.file_uri(fs.path)
+            if column is None:
+                uris.append(uri)
+                continue
             low, high = footer_arrival_range(meta.file_location(fs.path), column)
             if low is None or (low <= hi_us and high >= lo_us):
                 uris.append(uri)
@@ -526,9 +530,11 @@ class JobRunner:
             bounds = self._time_bounds(touched, t)
             if bounds is None:
                 return self._read_files([], source)
-            # (A key computed from the input, `groups`, has no footer range there: every
-            # file is read, which is exact, only slower.)
-            uris = self._snapshot_files(source, None, bounds[0], bounds[1], t)
+            # An event time computed from the input (`groups`, e.g. a minute from its
+            # seconds) is no column of the input's files, so their footers cannot prune:
+            # every file is read, which is exact, only slower.
+            by_footer = None if t in dict(spec.declaration.groups) else t
+            uris = self._snapshot_files(source, None, bounds[0], bounds[1], by_footer)
             current = self._read_files(uris, source)
         self._register(current, "group_source")
         return self.spark.sql(group_rows_sql(spec))
