@@ -594,7 +594,7 @@ def simulate(
                 _tick(machine, now_s, now_us, on_launch)
         if step % sample_every == 0:
             marks = {name: t.watermark_us for name, t in machine.tables.items()}
-            tick = sample_tables(now_us, BASE_US, marks, jobs, jobs)
+            tick = sample_tables(now_us, BASE_US, marks, jobs, jobs)  # (names, specs)
             samples.extend(tick)
             if recovered_s is None:
                 recovered_s = _recovered(cond, tick, now_s)

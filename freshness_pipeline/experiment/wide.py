@@ -170,65 +170,67 @@ def letter_slice(letter: str) -> str:
     )
 
 
-def letter_trades(letter: str) -> str:
+def _raw_letter(letter: str, raw: str, noun: str, rules: str, aggregates: str) -> str:
+    """Per event second, partial aggregates of one raw table's rows of the symbols that
+    start with `letter` (`rules`: the declaration's column rules; `aggregates`: the
+    SELECT's columns for them)."""
     second = "CAST(date_trunc('SECOND', event_ts) AS TIMESTAMP)"
     return (
         _header(
-            f"Per event second, the trades of the symbols starting with {letter}.",
+            f"Per event second, the {noun} of the symbols starting with {letter}.",
             "wide_raw_letters",
-            "trade_raw",
+            raw,
             "second, letter",
             "second",
         )
-        + f"{HOUR_PARTITION}\nmerge: partial_aggregates\n"
-        "columns:\n"
-        "  volume: sum\n"
-        "  trade_count: count\n"
-        "  notional: sum\n"
-        '  vwap: {derived: "CAST(notional AS DOUBLE) / volume"}\n'
-        "*/\n"
-        "-- View delta_trade_raw: the trade_raw rows of this run.\n"
+        + f"{HOUR_PARTITION}\nmerge: partial_aggregates\ncolumns:\n{rules}*/\n"
+        f"-- View delta_{raw}: the {raw} rows of this run.\n"
         "SELECT\n"
         "  substr(symbol, 1, 1) AS letter,\n"
         f"  {second} AS second,\n"
-        "  sum(size) AS volume,\n"
-        "  count(*) AS trade_count,\n"
-        "  CAST(sum(CAST(price AS DECIMAL(18, 2)) * size) AS DECIMAL(38, 2)) AS notional,\n"
+        f"{aggregates}"
         "  max(arrival_ts) AS arrival_ts\n"
-        "FROM delta_trade_raw\n"
+        f"FROM delta_{raw}\n"
         f"WHERE symbol LIKE '{letter}%'\n"
         f"GROUP BY substr(symbol, 1, 1), {second}\n"
+    )
+
+
+def letter_trades(letter: str) -> str:
+    return _raw_letter(
+        letter,
+        "trade_raw",
+        "trades",
+        "  volume: sum\n"
+        "  trade_count: count\n"
+        "  notional: sum\n"
+        '  vwap: {derived: "CAST(notional AS DOUBLE) / volume"}\n',
+        "  sum(size) AS volume,\n"
+        "  count(*) AS trade_count,\n"
+        "  CAST(sum(CAST(price AS DECIMAL(18, 2)) * size) AS DECIMAL(38, 2)) AS notional,\n",
     )
 
 
 def letter_quotes(letter: str) -> str:
-    second = "CAST(date_trunc('SECOND', event_ts) AS TIMESTAMP)"
-    return (
-        _header(
-            f"Per event second, the quotes of the symbols starting with {letter}.",
-            "wide_raw_letters",
-            "price_raw",
-            "second, letter",
-            "second",
-        )
-        + f"{HOUR_PARTITION}\nmerge: partial_aggregates\n"
-        "columns:\n"
-        "  high_quote: max\n"
-        "  low_quote: min\n"
-        "  update_count: count\n"
-        "*/\n"
-        "-- View delta_price_raw: the price_raw rows of this run.\n"
-        "SELECT\n"
-        "  substr(symbol, 1, 1) AS letter,\n"
-        f"  {second} AS second,\n"
+    return _raw_letter(
+        letter,
+        "price_raw",
+        "quotes",
+        "  high_quote: max\n  low_quote: min\n  update_count: count\n",
         "  max(CAST(price AS DECIMAL(18, 2))) AS high_quote,\n"
         "  min(CAST(price AS DECIMAL(18, 2))) AS low_quote,\n"
-        "  count(*) AS update_count,\n"
-        "  max(arrival_ts) AS arrival_ts\n"
-        "FROM delta_price_raw\n"
-        f"WHERE symbol LIKE '{letter}%'\n"
-        f"GROUP BY substr(symbol, 1, 1), {second}\n"
+        "  count(*) AS update_count,\n",
     )
+
+
+def _minutes_below(
+    files: dict[str, str], rng: random.Random, names: list[str], count: int, column: str
+) -> None:
+    """Per-minute rollups below `count` of the tables `names` (drawn from `rng`), each in
+    the group of the table it reads."""
+    for name in sorted(rng.sample(names, count)):
+        group = "wide_sectors" if column == "sector" else "wide_raw_letters"
+        files[f"{name}_minute.sql"] = minute_rollup(name, column, f"{name} per minute.", group)
 
 
 def wide_declarations(seed: int, shape: WideShape = WideShape()) -> dict[str, str]:
@@ -239,11 +241,8 @@ def wide_declarations(seed: int, shape: WideShape = WideShape()) -> dict[str, st
     sectors = sorted(rng.sample(SECTORS, shape.sectors))
     for sector in sectors:
         files[f"sector_{slug(sector)}.sql"] = sector_activity(sector)
-    for sector in sorted(rng.sample(sectors, shape.sector_minutes)):
-        name = f"sector_{slug(sector)}"
-        files[f"{name}_minute.sql"] = minute_rollup(
-            name, "sector", f"{name} per minute.", "wide_sectors"
-        )
+    names = [f"sector_{slug(sector)}" for sector in sectors]
+    _minutes_below(files, rng, names, shape.sector_minutes, "sector")
     for seconds in shape.industry_windows:
         files[f"industry_window_{seconds}s.sql"] = trailing_window(
             "industry", seconds, "wide_windows"
@@ -255,11 +254,8 @@ def wide_declarations(seed: int, shape: WideShape = WideShape()) -> dict[str, st
     trades = sorted(rng.sample(LETTERS, shape.trade_letters))
     for letter in trades:
         files[f"trades_{letter.lower()}.sql"] = letter_trades(letter)
-    for letter in sorted(rng.sample(trades, shape.trade_minutes)):
-        name = f"trades_{letter.lower()}"
-        files[f"{name}_minute.sql"] = minute_rollup(
-            name, "letter", f"{name} per minute.", "wide_raw_letters"
-        )
+    names = [f"trades_{letter.lower()}" for letter in trades]
+    _minutes_below(files, rng, names, shape.trade_minutes, "letter")
     for letter in sorted(rng.sample(LETTERS, shape.quote_letters)):
         files[f"quotes_{letter.lower()}.sql"] = letter_quotes(letter)
     if shape.view_minutes:

@@ -445,9 +445,9 @@ class HudiTableMetadata:
         touched: dict[str, int] = {}
         for name in self._timeline_names():
             match = PENDING_CLUSTERING.match(name)
-            if match and match.group(1) not in completed:
+            if match and (instant := match.group(1)) not in completed:
                 mtime_ns = self._mtimes.get(name) or 0
-                touched[match.group(1)] = max(touched.get(match.group(1), 0), mtime_ns)
+                touched[instant] = max(touched.get(instant, 0), mtime_ns)
         if not touched:
             return []
         now_s = time.time() if now_s is None else now_s

@@ -367,10 +367,8 @@ class JobRunner:
         self._views.clear()
         if not self._calls.total:
             return replace(report, connect_calls={})  # a local session: no round trips
-        by_phase = {**report.connect_calls}
         return replace(
             report,
-            connect_calls=by_phase,
             connect_call_s=round(self._calls.total_s, 3),
             connect_by_kind=self._calls.by_kind(),
         )
