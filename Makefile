@@ -38,6 +38,7 @@ export DAGSTER_HOME ?= $(abspath .dagster_home)
 
 .PHONY: setup demo demo-kafka test test-fast lint typecheck format bench-ingest bench-kafka-ingest bench-growth bench-tick bench-handoff \
 	bench-tick-real bench-overhead bench-chains bench-launch bench-memory bench-lineage experiment experiment-long experiment-chains experiment-bursty experiment-packed tune-interval \
+	experiment-wide tune-interval-wide experiment-recovery experiment-recovery-wide \
 	simulate simulate-aging simulate-published simulate-wide first-materializations chaos soak soak-no-clustering \
 	clean-data postgres chromium demo-cluster test-ui
 
@@ -259,6 +260,44 @@ experiment-packed: setup
 	$(VENV)/bin/freshness experiment --mode long --variants pmb,max_benefit,random --resume \
 	  --raw-packing --out docs/results/packed/runs --report-dir docs/results/packed \
 	  $(if $(SEEDS),--seeds $(SEEDS))
+
+# Where the scheduler has a choice: the wide lakehouse of experiment/wide.py (seed 1: the
+# six jobs and 43 declared ones, 49 tables) against every peer, each declaration on its own
+# layout, 10-minute windows, three seeds fresh on one commit (--resume keeps only runs of
+# the same commit), every variant from one calibrated cost prior: about 13 minutes a run,
+# about 3.5 hours with the calibration; SEEDS= runs a part, the rest later on that commit.
+# The interval peer's N for these conditions comes from tune-interval-wide (seed 99).
+WIDE_VARIANTS ?= pmb,max_benefit,random,dagster_eager,interval
+WIDE_INTERVAL_S ?= 60
+WIDE_FLAGS = --mode long --wide 1 --layout '' --duration 600 --warm-cost --resume \
+  --interval-period $(WIDE_INTERVAL_S)
+experiment-wide: setup
+	$(VENV)/bin/freshness experiment $(WIDE_FLAGS) \
+	  --out docs/results/wide/runs --report-dir docs/results/wide \
+	  --seeds $(or $(SEEDS),1,2,3) --variants $(WIDE_VARIANTS)
+
+tune-interval-wide: setup
+	$(VENV)/bin/freshness experiment --mode long --wide 1 --layout '' --duration 600 \
+	  --no-warm-cost --seeds 99 --variants interval_30,interval_60,interval_120 --resume \
+	  --out .lakehouse/experiments/interval-tuning-wide \
+	  --report-dir docs/results/wide/interval-tuning
+
+# The recovery condition: Dagster's daemon down from 60 s to 300 s into a 10-minute window
+# (an outage, a deploy) while ingestion goes on, with bursts on a few symbols (uneven bytes
+# per arrival); recovered once every table is within RECOVERY_TARGET_S. On the six tables
+# and on the wide lakehouse; each about 3.3 hours, kept and resumed like experiment-wide.
+RECOVERY_FLAGS = --mode long --layout '' --duration 600 --warm-cost --resume \
+  --hold 60,300 --burst-every 60 --burst-length 10 --burst-factor 5 --spike-symbols 5
+experiment-recovery: setup
+	$(VENV)/bin/freshness experiment $(RECOVERY_FLAGS) --recovery-target $(or $(RECOVERY_TARGET_S),120) \
+	  --out docs/results/recovery/runs --report-dir docs/results/recovery \
+	  --seeds $(or $(SEEDS),1,2,3) --variants $(WIDE_VARIANTS)
+
+experiment-recovery-wide: setup
+	$(VENV)/bin/freshness experiment $(RECOVERY_FLAGS) --wide 1 --interval-period $(WIDE_INTERVAL_S) \
+	  --recovery-target $(or $(RECOVERY_TARGET_S),600) \
+	  --out docs/results/recovery-wide/runs --report-dir docs/results/recovery-wide \
+	  --seeds $(or $(SEEDS),1,2,3) --variants $(WIDE_VARIANTS)
 
 # The interval peer's period N, tuned on seed 99 (no measured run uses it) under the short
 # mode's conditions; the best N becomes DEFAULT_INTERVAL_S (scheduler_settings.py).

@@ -150,3 +150,47 @@ def test_the_stack_refuses_to_start_on_jobs_that_do_not_check(tmp_path, monkeypa
         preflight(settings)
     assert "q.sql: q: column second: read by the SQL but not a column" in str(raised.value)
     preflight(load_settings({"FRESHNESS_LAKEHOUSE": str(tmp_path / "tables")}))  # bundled: fine
+
+
+@pytest.mark.parametrize(
+    ("hold", "message"),
+    [
+        ("60", "expected FROM,UNTIL"),
+        ("360,60", "expected 0 <= FROM < UNTIL"),
+        ("60,400", "must lie inside the 300 s window"),
+    ],
+)
+def test_a_bad_hold_is_refused_before_anything_runs(hold, message, capsys, monkeypatch):
+    from freshness_pipeline.experiment import harness
+
+    monkeypatch.setattr(harness, "run_experiment", lambda *a, **k: pytest.fail("ran"))
+    argv = ["experiment", "--variants", "pmb", "--duration", "300", "--hold", hold]
+    assert cli.main(argv) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_the_wide_and_recovery_options_reach_the_experiment(monkeypatch, tmp_path):
+    from freshness_pipeline.experiment import harness, report
+
+    seen = []
+    monkeypatch.setattr(harness, "run_experiment", lambda config, settings: seen.append(config))
+    monkeypatch.setattr(report, "write_report", lambda *a: {"targets": {}})
+    argv = ["experiment", "--variants", "pmb", "--duration", "600", "--out", str(tmp_path)]
+    argv += ["--wide", "3", "--hold", "60,360", "--recovery-target", "120"]
+    assert cli.main(argv) == 0
+    config = seen[0]
+    assert (config.wide_seed, config.hold_s, config.recovery_target_s) == (3, (60.0, 360.0), 120)
+
+
+def test_the_interval_peer_takes_the_period_tuned_for_its_conditions(monkeypatch, tmp_path):
+    from freshness_pipeline.experiment import harness, report
+
+    seen = []
+    monkeypatch.setattr(harness, "run_experiment", lambda config, settings: seen.append(config))
+    monkeypatch.setattr(report, "write_report", lambda *a: {"targets": {}})
+    argv = ["experiment", "--variants", "pmb,interval", "--out", str(tmp_path)]
+    assert cli.main([*argv, "--interval-period", "90"]) == 0
+    pmb, interval = seen[0].variants
+    assert interval.env["FRESHNESS_INTERVAL_S"] == "90" and "every 90 s" in interval.note
+    assert pmb == harness.POLICY_VARIANTS["pmb"]
+    assert cli.main([*argv, "--interval-period", "1"]) == 2  # below the sensor's minimum

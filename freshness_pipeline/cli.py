@@ -15,7 +15,9 @@ import logging
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+from freshness_pipeline.config.scheduler_settings import DEFAULT_INTERVAL_S
 from freshness_pipeline.config.settings import (
     PROJECT_ROOT,
     SettingsError,
@@ -24,6 +26,9 @@ from freshness_pipeline.config.settings import (
 from freshness_pipeline.runtime.object_store import ObjectStoreError
 from freshness_pipeline.runtime.stack import INGEST_READY, StopFlag
 from freshness_pipeline.stream.universe import DEFAULT_UNIVERSE_SIZE
+
+if TYPE_CHECKING:
+    from freshness_pipeline.experiment.harness import ExperimentConfig
 
 log = logging.getLogger("freshness")
 
@@ -194,22 +199,25 @@ EXPERIMENT_MODES = {
 }
 
 
-def cmd_experiment(args: argparse.Namespace) -> int:
-    from freshness_pipeline.experiment.harness import (
-        ExperimentConfig,
-        run_experiment,
-        variant_named,
-    )
-    from freshness_pipeline.experiment.report import write_report
+def _hold(text: str | None) -> tuple[float, float] | None:
+    """`FROM,UNTIL` seconds into the window (e.g. 60,360), or None."""
+    if not text:
+        return None
+    parts = text.split(",")
+    if len(parts) != 2:
+        raise ValueError(f"expected FROM,UNTIL in seconds (e.g. 60,360), got {text!r}")
+    start, end = (float(p) for p in parts)
+    if not 0 <= start < end:
+        raise ValueError(f"expected 0 <= FROM < UNTIL, got {text!r}")
+    return start, end
 
-    mode = EXPERIMENT_MODES[args.mode]
-    names = (args.variants or mode["variants"]).split(",")
-    try:
-        variants = tuple(variant_named(n) for n in names)
-    except KeyError as exc:
-        print(exc.args[0], file=sys.stderr)
-        return 2
-    config = ExperimentConfig(
+
+def _experiment_config(
+    args: argparse.Namespace, mode: dict, variants: tuple, hold: tuple[float, float] | None
+) -> ExperimentConfig:
+    from freshness_pipeline.experiment.harness import ExperimentConfig
+
+    return ExperimentConfig(
         out_dir=Path(args.out or PROJECT_ROOT / ".lakehouse" / "experiments" / args.mode).resolve(),
         variants=variants,
         seeds=tuple(int(s) for s in (args.seeds or mode["seeds"]).split(",")),
@@ -230,7 +238,38 @@ def cmd_experiment(args: argparse.Namespace) -> int:
         profile=args.settings.profile,
         warm_cost=mode.get("warm_cost", False) if args.warm_cost is None else args.warm_cost,
         layout=(mode.get("layout") if args.layout is None else args.layout) or None,
+        wide_seed=args.wide,
+        hold_s=hold,
+        recovery_target_s=args.recovery_target,
     )
+
+
+def cmd_experiment(args: argparse.Namespace) -> int:
+    from freshness_pipeline.experiment.harness import run_experiment, variant_named, with_period
+    from freshness_pipeline.experiment.report import write_report
+
+    mode = EXPERIMENT_MODES[args.mode]
+    try:
+        hold = _hold(args.hold)
+    except ValueError as exc:
+        print(f"--hold: {exc}", file=sys.stderr)
+        return 2
+    names = (args.variants or mode["variants"]).split(",")
+    try:
+        variants = tuple(variant_named(n) for n in names)
+    except KeyError as exc:
+        print(exc.args[0], file=sys.stderr)
+        return 2
+    try:
+        if args.interval_period is not None:
+            variants = tuple(
+                with_period(v, args.interval_period) if v.name == "interval" else v
+                for v in variants
+            )
+        config = _experiment_config(args, mode, variants, hold)
+    except ValueError as exc:  # e.g. a hold outside the window: refused before Spark starts
+        print(exc, file=sys.stderr)
+        return 2
     runs = len(config.variants) * len(config.seeds)
     print(
         f"experiment ({args.mode}): {runs} runs of {config.window_s:.0f} s each, plus about "
@@ -490,6 +529,32 @@ def _add_experiment(sub) -> None:
     experiment.add_argument("--duration", type=int, help="event-time seconds of stream per run")
     experiment.add_argument("--rate", type=float, help="events per event-time second")
     _burst_args(experiment)
+    experiment.add_argument(
+        "--wide",
+        type=int,
+        metavar="SEED",
+        help="the wide lakehouse (experiment/wide.py) of SEED beside the six jobs: 49 tables "
+        "with seed 1; its declarations are written into --out",
+    )
+    experiment.add_argument(
+        "--hold",
+        metavar="FROM,UNTIL",
+        help="the recovery condition: Dagster's daemon stopped from FROM to UNTIL seconds "
+        "into the window (no launch by any automation), ingestion going on",
+    )
+    experiment.add_argument(
+        "--interval-period",
+        type=int,
+        metavar="SECONDS",
+        help="the `interval` peer's period for these conditions (tuned on a seed no report "
+        f"uses, with interval_<N> variants); default the setting's, {DEFAULT_INTERVAL_S} s",
+    )
+    experiment.add_argument(
+        "--recovery-target",
+        type=float,
+        default=300.0,
+        help="after a hold: recovered once every table is within this staleness (s)",
+    )
     experiment.add_argument("--speedup", type=float, default=1.0)
     experiment.add_argument("--universe-size", type=int, default=DEFAULT_UNIVERSE_SIZE)
     experiment.add_argument("--k", type=int, default=3, help="concurrent runs")

@@ -68,7 +68,7 @@ def test_calibrate_runs_pmb_on_its_own_seed_and_folder_and_keeps_a_prior_of_this
         run_dir.mkdir(parents=True)
         runs = [_run(i, "trade_aggr", i + 1, 2.0) for i in range(6)]
         (run_dir / "runs.json").write_text(json.dumps(runs))
-        return {}
+        return {"jobs": ["trade_aggr", "price_aggr"]}  # the summary names the run's jobs
 
     monkeypatch.setattr(harness, "run_variant", fake_run_variant)
     monkeypatch.setattr(harness, "record", lambda config, seed: tmp_path / "stream")
@@ -91,6 +91,7 @@ def test_calibrate_runs_pmb_on_its_own_seed_and_folder_and_keeps_a_prior_of_this
     prior = json.loads(path.read_text())
     assert path == tmp_path / "raw" / "cost_prior.json" and prior["commit"] == "abc1234"
     assert prior["jobs"]["trade_aggr"]["a_s"] == pytest.approx(2.0, abs=0.1)
+    assert set(prior["jobs"]) == {"trade_aggr", "price_aggr"}  # the run's jobs, no other
     # resumed on the same commit: kept; on another: calibrated again
     harness.calibrate(config, load_settings({}), progress)
     assert len(calls) == 1

@@ -223,3 +223,29 @@ def test_a_terminated_campaign_unwinds_so_it_stops_what_it_started():
     finally:
         for sig, handler in before.items():
             signal.signal(sig, handler)
+
+
+def test_a_paused_child_stays_down_until_resumed(tmp_path: Path):
+    # The recovery condition's outage: Dagster's daemon stopped on purpose is neither a
+    # crash (exited) nor restarted by the supervisor; resumed, it runs as it first did.
+    import sys
+
+    stack = Stack(StackConfig(dagster_home=tmp_path / "home", logs_dir=tmp_path / "logs"),
+                  load_settings())  # fmt: skip
+    (tmp_path / "logs").mkdir()
+    (tmp_path / "home").mkdir()  # the daemon's working directory
+    stack._spawn("dagster", [sys.executable, "-c", "import time; time.sleep(120)"], 5)
+    first = stack.process("dagster")
+    try:
+        stack.pause("dagster")
+        assert first.poll() is not None
+        assert stack.exited() == [] and stack.paused == {"dagster"}
+        assert stack.supervise() == [] and stack.process("dagster") is first  # left down
+        stack.resume("dagster")
+        again = stack.process("dagster")
+        assert again is not first and again.poll() is None and again.args == first.args
+        assert stack.paused == set()
+    finally:
+        for _, proc, _ in stack.children:
+            proc.kill()
+            proc.wait()

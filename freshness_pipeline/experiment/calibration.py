@@ -25,10 +25,12 @@ from freshness_pipeline.scheduling.cost_model import (
 CALIBRATION_SEED = 98  # no reported seed; 99 tunes the interval peer
 
 
-def cost_prior_from_runs(runs: Iterable[Mapping], source: str) -> CostPrior:
+def cost_prior_from_runs(
+    runs: Iterable[Mapping], source: str, jobs: Iterable[str] = JOBS
+) -> CostPrior:
     """Each job's three-term model and L from a run's recorded materializations
     (`runs.json`: every asset's metadata per run)."""
-    steps: dict[str, list[tuple[float, RunSample]]] = {job: [] for job in JOBS}
+    steps: dict[str, list[tuple[float, RunSample]]] = {job: [] for job in jobs}
     run_costs: list[float] = []
     for run in runs:
         for job, meta in (run.get("metadata_by_asset") or {}).items():
@@ -41,12 +43,12 @@ def cost_prior_from_runs(runs: Iterable[Mapping], source: str) -> CostPrior:
                 steps[job].append((float(meta.get(MATERIALIZED_AT) or 0), sample))
             if all(meta.get(k) is not None for k in RUN_COST_PHASES):
                 run_costs.append(sum(float(meta[k]) for k in RUN_COST_PHASES))
-    jobs = []
+    models = []
     counts = []
     for job, found in steps.items():
         history = [sample for _, sample in sorted(found, key=lambda pair: pair[0])]
         fitted = fit_cost_model(history, "three_term")
-        jobs.append((job, fitted.model))
+        models.append((job, fitted.model))
         counts.append(f"{job} {fitted.source} on {fitted.samples_used} steps")
     described = f"{source}; {'; '.join(counts)}; L from {len(run_costs)} runs"
-    return CostPrior(tuple(jobs), fit_run_cost(run_costs), described)
+    return CostPrior(tuple(models), fit_run_cost(run_costs), described)

@@ -8,7 +8,7 @@ sensor set to the variant's policy) while `StalenessSampler` reads every table's
 watermark from its Hudi timeline. The measurement window is the replay's wall duration
 from the moment the stack is up; then the stack stops (runs in flight finish, so none
 fails for the stop) and the harness collects, per
-run directory: samples.csv, runs.json (every run: tags, times, metadata), commits.json
+run directory: samples.csv.gz, runs.json (every run: tags, times, metadata), commits.json
 (files written per commit per table), decision.json (one planner decision with its
 candidate table, recomputed on the live state in the second half of the run: the
 snapshot with the most candidate cutoffs) and summary.json.
@@ -17,6 +17,7 @@ snapshot with the most candidate cutoffs) and summary.json.
 from __future__ import annotations
 
 import csv
+import gzip
 import json
 import logging
 import os
@@ -29,14 +30,15 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from freshness_pipeline.catalog.jobs import JOBS
+from freshness_pipeline.catalog.jobs import BUNDLED_JOBS_DIR, JOBS
 from freshness_pipeline.catalog.tables import RAW_TABLES
 from freshness_pipeline.config.scheduler_settings import DEFAULT_INTERVAL_S, MIN_TICK_S
 from freshness_pipeline.config.settings import PROJECT_ROOT, Settings, is_setting, shown_path
 from freshness_pipeline.experiment.calibration import CALIBRATION_SEED, cost_prior_from_runs
 from freshness_pipeline.experiment.progress import Progress
-from freshness_pipeline.experiment.report import MATERIALIZED_AT
-from freshness_pipeline.experiment.staleness import StalenessSampler, total_staleness
+from freshness_pipeline.experiment.report import MATERIALIZED_AT, SAMPLES_FILE
+from freshness_pipeline.experiment.staleness import Sample, StalenessSampler, total_staleness
+from freshness_pipeline.experiment.wide import write_wide
 from freshness_pipeline.hudi.lakehouse import Lakehouse
 from freshness_pipeline.hudi.metadata import HudiTableMetadata, TableNotFound
 from freshness_pipeline.runtime.code_version import UNKNOWN, code_version
@@ -178,6 +180,19 @@ def variant_named(name: str) -> Variant:
     )
 
 
+def with_period(variant: Variant, period_s: int) -> Variant:
+    """The interval peer at another period under its own name (tuned for other conditions:
+    the wide lakehouse's N is not the six tables')."""
+    if period_s < MIN_TICK_S:
+        raise ValueError(f"the interval's period must be at least {MIN_TICK_S} s, got {period_s}")
+    return replace(
+        variant,
+        env={**variant.env, "FRESHNESS_INTERVAL_S": str(period_s)},
+        note=f"peer: every job every {period_s} s, all pending input (N tuned on seed "
+        f"{TUNING_SEED})",
+    )
+
+
 @dataclass(frozen=True)
 class ExperimentConfig:
     out_dir: Path  # raw per-run data (lakehouses are deleted, measurements kept)
@@ -209,6 +224,23 @@ class ExperimentConfig:
     # FRESHNESS_LAYOUT of every run: the thesis reproductions keep `published` (the
     # symbol-prefix partitions), so their figures compare with the published ones
     layout: str | None = None
+    # The wide lakehouse (experiment/wide.py) of this seed beside the six: its declarations
+    # are written into out_dir and every run's FRESHNESS_JOBS names both folders.
+    wide_seed: int | None = None
+    jobs_dirs: str | None = None  # FRESHNESS_JOBS of every run; set from wide_seed
+    # The recovery condition: (from, until) seconds into the window, Dagster's daemon is
+    # down (an outage, a deploy): no tick and no launch of any automation, runs in flight
+    # finish, ingestion goes on; then every scheduler is let go on the backlog.
+    hold_s: tuple[float, float] | None = None
+    recovery_target_s: float = 300.0  # recovered: every table within this staleness
+
+    def __post_init__(self) -> None:
+        if self.hold_s is not None:
+            start, end = self.hold_s
+            if not 0 <= start < end <= self.window_s:
+                raise ValueError(
+                    f"the hold {start:g}-{end:g} s must lie inside the {self.window_s:g} s window"
+                )
 
     @property
     def window_s(self) -> float:
@@ -277,6 +309,8 @@ def variant_env(config: ExperimentConfig, variant: Variant, seed: int, run_dir: 
         env.update(RAW_PACKING_ENV)
     if config.layout:
         env["FRESHNESS_LAYOUT"] = config.layout
+    if config.jobs_dirs:
+        env["FRESHNESS_JOBS"] = config.jobs_dirs
     if variant.policy:  # a peer runs without our sensor: no policy to set
         env["FRESHNESS_POLICY"] = variant.policy
     return env
@@ -326,6 +360,10 @@ def run_variant(
         summary = _collect(config, variant, seed, run_dir, lakehouse, stack, samples, start_us)
         summary["commit"] = commit
         summary["layout"] = config.layout or "declared"
+        if config.hold_s is not None:
+            summary["recovered_s"] = recovered_s(
+                samples, start_us, config.hold_s[1], config.recovery_target_s
+            )
         summary["runs_cut_off_at_stop"] = cut_off_runs(
             json.loads((run_dir / "runs.json").read_text()), stop_at
         )
@@ -410,11 +448,18 @@ def _measure_window(
             raise RuntimeError(f"no raw commit within 300 s; see {run_dir / 'logs'}")
         time.sleep(0.5)
     start_us = int(time.time() * US_PER_S)
-    samplers.append(StalenessSampler(read, start_us).start())
+    samplers.append(StalenessSampler(read, start_us, specs=stack.settings.jobs).start())
     progress.window_opened()
-    deadline = time.monotonic() + config.window_s
-    decision_at = time.monotonic() + config.window_s / 2
+    opened = time.monotonic()
+    deadline = opened + config.window_s
+    decision_at = opened + config.window_s / 2
+    hold = list(config.hold_s or ())  # the pause's start, then its end, still to come
     while time.monotonic() < deadline:
+        if hold and time.monotonic() >= opened + hold[0]:
+            holding = len(hold) == 2
+            (stack.pause if holding else stack.resume)("dagster")
+            progress.say("daemon stopped: the hold begins" if holding else "daemon back")
+            hold.pop(0)
         crashed = [(n, c) for n, c in stack.exited() if n != "replay" or c]
         if crashed:
             raise RuntimeError(f"{crashed} exited during the run; see {run_dir / 'logs'}")
@@ -491,7 +536,7 @@ def _collect(
 ) -> dict:
     import dagster as dg
 
-    with (run_dir / "samples.csv").open("w", newline="") as handle:
+    with gzip.open(run_dir / SAMPLES_FILE, "wt", newline="") as handle:
         writer = csv.writer(handle)
         writer.writerow(["at_us", "table", "watermark_us", "staleness_s", "floor_s"])
         for s in samples:
@@ -500,11 +545,12 @@ def _collect(
             )
     runs = []
     home = stack.dagster_home
+    jobs = stack.settings.jobs
     with open_instance(home, stack.settings) as instance:
         records = instance.get_run_records()
         # run id -> asset -> that materialization's metadata (a peer's run holds several)
         materialized: dict[str, dict[str, dict]] = {}
-        for job in JOBS:
+        for job in jobs:
             for rec in instance.fetch_materializations(dg.AssetKey(job), limit=10_000).records:
                 meta = rec.asset_materialization.metadata
                 materialized.setdefault(rec.run_id, {})[job] = {
@@ -516,9 +562,9 @@ def _collect(
         for record in records:
             run = record.dagster_run
             by_asset = materialized.get(run.run_id, {})
-            assets = job_assets_of(run, by_asset)
+            assets = job_assets_of(run, by_asset, jobs)
             if not assets:
-                continue  # not a run of the six (none other is launched)
+                continue  # not a run of the jobs (none other is launched)
             runs.append(
                 {
                     "run_id": run.run_id,
@@ -536,7 +582,7 @@ def _collect(
             )
     (run_dir / "runs.json").write_text(json.dumps(runs, indent=1, default=str))
     commits = {}
-    for table in (*RAW_TABLES, *JOBS):
+    for table in (*RAW_TABLES, *jobs):
         try:
             meta = HudiTableMetadata(Lakehouse.parse(str(lakehouse)).table(table))
             found = meta.commits()
@@ -565,6 +611,7 @@ def _collect(
         "note": variant.note,
         "env": variant.env,
         "seed": seed,
+        "jobs": list(jobs),
         "P": p,
         "P0": p0,
         "samples": len(samples),
@@ -582,6 +629,21 @@ def _collect(
     }
 
 
+def recovered_s(
+    samples: Iterable[Sample], start_us: int, hold_end_s: float, target_s: float
+) -> float | None:
+    """Seconds from the hold's end until the first sampling instant at which every table
+    was within `target_s` of staleness; None: not within the window."""
+    by_instant: dict[int, list[float]] = {}
+    for sample in samples:
+        by_instant.setdefault(sample.at_us, []).append(sample.staleness_s)
+    end_us = start_us + hold_end_s * US_PER_S
+    for at_us in sorted(by_instant):
+        if at_us >= end_us and max(by_instant[at_us]) <= target_s:
+            return (at_us - end_us) / US_PER_S
+    return None
+
+
 def cut_off_runs(runs: list[dict], stop_at: float, drain_s: float | None = None) -> int:
     """Failed runs that were still in flight when the stop's drain gave up (the Spark
     service stopped under them): the stop's doing, not the variant's. A peer's run of six
@@ -592,8 +654,8 @@ def cut_off_runs(runs: list[dict], stop_at: float, drain_s: float | None = None)
     return sum(r["status"] == "FAILURE" and (r.get("end") or 0) >= limit for r in runs)
 
 
-def job_assets_of(run, materialized: Iterable[str] = ()) -> list[str]:
-    """The six-job assets a run targets, in pipeline order: its asset selection (an
+def job_assets_of(run, materialized: Iterable[str] = (), jobs: Iterable[str] = JOBS) -> list[str]:
+    """The job assets a run targets, in pipeline order: its asset selection (an
     automation run's), its plan (a sensor run's), its job (the interval job's run carries
     no selection: all of the job's assets) and whatever it materialized."""
     from freshness_pipeline.orchestration.automation import ALL_JOBS_JOB
@@ -603,8 +665,8 @@ def job_assets_of(run, materialized: Iterable[str] = ()) -> list[str]:
     if plan is not None:
         selected.add(plan.asset)
     if getattr(run, "job_name", None) == ALL_JOBS_JOB and not run.asset_selection:
-        selected |= set(JOBS)
-    return [job for job in JOBS if job in selected]
+        selected |= set(jobs)
+    return [job for job in jobs if job in selected]
 
 
 def launcher_of(tags) -> str:
@@ -648,6 +710,11 @@ def _conditions(config: ExperimentConfig) -> dict:
         conditions["raw_packing"] = True  # only then: earlier runs still match
     if config.warm_cost:
         conditions["warm_cost"] = True  # only then: earlier runs still match
+    if config.wide_seed is not None:
+        conditions["wide_seed"] = config.wide_seed
+    if config.hold_s is not None:
+        conditions["hold_s"] = list(config.hold_s)
+        conditions["recovery_target_s"] = config.recovery_target_s
     return conditions
 
 
@@ -700,10 +767,10 @@ def calibrate(config: ExperimentConfig, settings: Settings, progress: Progress) 
     progress.say(f"calibration: pmb on seed {CALIBRATION_SEED}, for the cost prior")
     stream = record(own, CALIBRATION_SEED)
     progress.begin_run(CALIBRATION_SEED, "calibration")
-    run_variant(own, POLICY_VARIANTS["pmb"], CALIBRATION_SEED, stream, settings, progress)
+    summary = run_variant(own, POLICY_VARIANTS["pmb"], CALIBRATION_SEED, stream, settings, progress)
     runs = json.loads((own.out_dir / f"seed{CALIBRATION_SEED}" / "pmb" / "runs.json").read_text())
     source = f"calibration run: pmb on seed {CALIBRATION_SEED}, {config.window_s:.0f} s window"
-    prior = cost_prior_from_runs(runs, source)
+    prior = cost_prior_from_runs(runs, source, summary["jobs"])
     path.write_text(json.dumps({**prior.to_json(), "commit": code_version()}, indent=1))
     log.info("cost prior: %s", prior.source)
     return path
@@ -718,6 +785,10 @@ def run_experiment(
     summaries = []
     runs = len(config.seeds) * len(config.variants) + int(config.warm_cost)
     progress = progress or Progress(runs, config.window_s)
+    if config.wide_seed is not None and config.jobs_dirs is None:
+        folder = config.out_dir / f"wide-seed{config.wide_seed}"
+        write_wide(folder, config.wide_seed)
+        config = replace(config, jobs_dirs=f"{BUNDLED_JOBS_DIR}:{folder}")
     if config.warm_cost:
         config = replace(config, cost_prior=calibrate(config, settings, progress))
     for seed in config.seeds:

@@ -2,7 +2,7 @@
 
     python -m freshness_pipeline.experiment.report <experiment dir> <report dir>
 
-Reads what the harness wrote (experiment.json; seed*/<variant>/summary.json, samples.csv,
+Reads what the harness wrote (experiment.json; seed*/<variant>/summary.json, samples.csv.gz,
 runs.json, commits.json, decision.json) and writes REPORT.md, results.json and figures:
 P per variant with spread over seeds and ratios (table 4.6), summed staleness over time
 (figure 4.3), effective marginal benefit per job (figure 4.2), subset selections (table
@@ -13,25 +13,34 @@ from __future__ import annotations
 
 import csv
 import functools
+import gzip
 import json
 import statistics
 import sys
+import tempfile
 from collections import defaultdict
+from collections.abc import Collection, Iterable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 
-from freshness_pipeline.catalog.jobs import JOBS
+from freshness_pipeline.catalog.jobs import JOBS, JobSpec
 from freshness_pipeline.config.settings import shown_path
+from freshness_pipeline.experiment.wide import wide_jobs, write_wide
 from freshness_pipeline.jobs.run_phases import PHASES, from_metadata, median_phases
 from freshness_pipeline.scheduling.run_plan import ASSET_TAG, RunPlan
 from freshness_pipeline.scheduling.timefmt import iso
 from freshness_pipeline.scheduling.units import US_PER_S
 
 TARGETS = (("random", 0.80), ("max_benefit", 0.90))
+# Where the scheduler has a choice (the wide lakehouse; a recovery after a hold).
+WIDE_TARGETS = (("dagster_eager", 0.60), ("random", 0.80))
+RECOVERY_TARGETS = (("max_benefit", 0.90),)
+RECOVERY_TIME_LIMIT = 0.70  # time until every table is within target, pmb / eager
 BASELINES = ("pmb", "max_benefit", "random")
 PEERS = ("dagster_eager", "interval")  # what a Dagster user would pick
 # In a run record's per-asset metadata (harness.py): when that materialization landed.
 MATERIALIZED_AT = "materialized_at"
+SAMPLES_FILE = "samples.csv.gz"  # the harness's per-second samples of every table
 
 
 def _load(exp_dir: Path) -> tuple[dict, list[dict]]:
@@ -47,12 +56,31 @@ def _load(exp_dir: Path) -> tuple[dict, list[dict]]:
     return facts, runs
 
 
+def job_specs(config: Mapping) -> Mapping[str, JobSpec]:
+    """The jobs the runs measured: the six, or with the wide lakehouse of a seed those and
+    its declarations (regenerated from the seed: the same files byte for byte)."""
+    seed = config.get("wide_seed")
+    if seed is None:
+        return JOBS
+    with tempfile.TemporaryDirectory() as tmp:
+        write_wide(Path(tmp), int(seed))
+        return wide_jobs(Path(tmp))
+
+
 def _mean_sd(values: list[float]) -> tuple[float, float]:
     return statistics.mean(values), (statistics.stdev(values) if len(values) > 1 else 0.0)
 
 
+def samples_path(run_dir: Path) -> Path:
+    """A run's samples: samples.csv.gz (a wide lakehouse samples 49 tables a second), or
+    samples.csv as runs before it wrote them."""
+    packed = run_dir / SAMPLES_FILE
+    return packed if packed.exists() else run_dir / "samples.csv"
+
+
 def _samples(run_dir: Path) -> list[dict]:
-    with (run_dir / "samples.csv").open() as handle:
+    path = samples_path(run_dir)
+    with gzip.open(path, "rt") if path.suffix == ".gz" else path.open() as handle:
         return list(csv.DictReader(handle))
 
 
@@ -96,7 +124,7 @@ def p_table(runs: list[dict]) -> tuple[list[str], dict[str, dict]]:
     return order, stats
 
 
-def figure_staleness_over_time(runs: list[dict], out: Path) -> None:
+def figure_staleness_over_time(runs: list[dict], out: Path, tables: int = len(JOBS)) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -121,7 +149,7 @@ def figure_staleness_over_time(runs: list[dict], out: Path) -> None:
             ax.plot(xs, [floors[t] for t in times], "k:", label="P0 floor (zero-cost)")
             floor_drawn = True
     ax.set_xlabel("seconds since start")
-    ax.set_ylabel("summed staleness over the 6 tables (s)")
+    ax.set_ylabel(f"summed staleness over the {tables} tables (s)")
     ax.set_title(f"Summed staleness over time (seed {seed})")
     ax.legend(fontsize=8)
     fig.tight_layout()
@@ -184,7 +212,11 @@ def launched_plans(runs: list[dict]) -> dict[str, list[RunPlan]]:
     return plans
 
 
-def subset_rows(plans_by_variant: dict[str, list[RunPlan]], variants: list[str]) -> list[str]:
+def subset_rows(
+    plans_by_variant: dict[str, list[RunPlan]],
+    variants: list[str],
+    jobs: Iterable[str] = JOBS,
+) -> list[str]:
     lines = [
         "| variant | job | runs | subset runs | mean files chosen / pending | "
         "mean scan chosen (MiB) |",
@@ -194,7 +226,7 @@ def subset_rows(plans_by_variant: dict[str, list[RunPlan]], variants: list[str])
         per_job: dict[str, list[RunPlan]] = defaultdict(list)
         for plan in plans_by_variant.get(variant, []):
             per_job[plan.asset].append(plan)
-        for job in JOBS:
+        for job in jobs:
             plans = per_job.get(job, [])
             if not plans:
                 continue
@@ -397,7 +429,7 @@ PHASES_TEXT = (
 )
 
 
-def run_cost_rows(runs: list[dict], variants: list[str]) -> list[str]:
+def run_cost_rows(runs: list[dict], variants: list[str], jobs: int = len(JOBS)) -> list[str]:
     """What one run costs under these conditions: the bound on every table's staleness.
     Runs in flight when the window closed finish (the stop drains them): they count as
     launched and succeeded, not in the rate, which is per minute of window."""
@@ -424,7 +456,7 @@ def run_cost_rows(runs: list[dict], variants: list[str]) -> list[str]:
                     succeeded += 1
                     times.append(float(r["end"]) - float(r["start"]))
                     late += float(r["end"]) > window_end
-        rate = f"{in_window / len(JOBS) / minutes:.2f}" if minutes else "-"
+        rate = f"{in_window / jobs / minutes:.2f}" if minutes else "-"
         wait = f"{statistics.median(waits):.1f}" if waits else "-"
         took = f"{statistics.median(times):.1f}" if times else "-"
         lines.append(
@@ -434,7 +466,7 @@ def run_cost_rows(runs: list[dict], variants: list[str]) -> list[str]:
     return lines
 
 
-def phase_rows(runs: list[dict]) -> list[str]:
+def phase_rows(runs: list[dict], jobs: Collection[str] = JOBS.keys()) -> list[str]:
     """Per job, the median of each phase over its successful runs in every variant
     (run_phases.py; runs recorded before the phases existed have none)."""
     by_job: dict[str, list[dict[str, float]]] = {}
@@ -447,11 +479,11 @@ def phase_rows(runs: list[dict]) -> list[str]:
                 metadata = {str(r.get("tags", {}).get(ASSET_TAG, "")): r["metadata"]}
             for job, meta in metadata.items():
                 phases = from_metadata(meta)
-                if job in JOBS and phases:
+                if job in jobs and phases:
                     by_job.setdefault(job, []).append(phases)
     if not by_job:
         return ["No run recorded its phases."]
-    medians = {job: median_phases(by_job[job]) for job in JOBS if job in by_job}
+    medians = {job: median_phases(by_job[job]) for job in jobs if job in by_job}
     names = [n for n in (*PHASES, "write", "clean") if any(n in m for m in medians.values())]
     lines = [
         "| job | runs | " + " | ".join(names) + " |",
@@ -508,7 +540,9 @@ def run_figures(run: dict) -> dict[str, float | list[float]]:
     return {"runs": runs_done, "refreshes": refreshes, "walls": walls, "steps": steps}
 
 
-def commit_lags(samples: list[dict]) -> tuple[list[float], int]:
+def commit_lags(
+    samples: list[dict], specs: Mapping[str, JobSpec] = JOBS
+) -> tuple[list[float], int]:
     """Parent-to-child commit lag, from the 1 s watermark samples: for every step of a job
     table's watermark to w (a commit), the seconds until each job reading it first shows a
     watermark of at least w (it has committed what the parent wrote; a child of two parents
@@ -519,7 +553,7 @@ def commit_lags(samples: list[dict]) -> tuple[list[float], int]:
             series[row["table"]].append((int(row["at_us"]), int(row["watermark_us"])))
     lags: list[float] = []
     unreached = 0
-    for child, spec in JOBS.items():
+    for child, spec in specs.items():
         seen = sorted(series.get(child, []))
         for parent in spec.inputs:
             steps = _steps(sorted(series.get(parent, [])))
@@ -542,7 +576,9 @@ def _steps(series: list[tuple[int, int]]) -> list[tuple[int, int]]:
     return steps
 
 
-def peer_rows(runs: list[dict], stats: dict[str, dict]) -> list[str]:
+def peer_rows(
+    runs: list[dict], stats: dict[str, dict], specs: Mapping[str, JobSpec] = JOBS
+) -> list[str]:
     """Issue 18: PMB, Max-Benefit and Random beside what a Dagster user would pick
     instead, on the same streams: P, its ratios (paired by seed, with their sd), Dagster
     runs and job refreshes per window, and run times."""
@@ -557,9 +593,10 @@ def peer_rows(runs: list[dict], stats: dict[str, dict]) -> list[str]:
     lines = [
         "## Beside what a Dagster user would pick",
         "",
-        "`dagster_eager`: `AutomationCondition.eager()` on the six assets, evaluated by "
+        f"`dagster_eager`: `AutomationCondition.eager()` on the {len(specs)} job assets, "
+        "evaluated by "
         "Dagster's asset daemon (`AutomationConditionSensorDefinition`), with the raw tables "
-        "reported as observed whenever ingestion commits; `interval`: all six every N "
+        "reported as observed whenever ingestion commits; `interval`: all of them every N "
         "seconds. Both: our freshness sensor off, each run processing all pending input "
         "(no run config), the same run queue (K) and writer pools, the same recorded "
         "streams, seeds and sampler. A peer's Dagster run may refresh several tables one "
@@ -601,8 +638,8 @@ def peer_rows(runs: list[dict], stats: dict[str, dict]) -> list[str]:
         lags = [
             lag
             for r in mine
-            if (r["dir"] / "samples.csv").exists()
-            for lag in commit_lags(_samples(r["dir"]))[0]
+            if samples_path(r["dir"]).exists()
+            for lag in commit_lags(_samples(r["dir"]), specs)[0]
         ]
         lag = f"{statistics.median(lags):.1f}" if lags else "-"
         lines.append(
@@ -793,12 +830,24 @@ def p_rows(order: list[str], stats: dict[str, dict]) -> list[str]:
     return [*lines, "", f"P0 (zero-cost floor, mean over runs): {p0:,.0f}.", ""]
 
 
-def target_rows(order: list[str], stats: dict[str, dict]) -> tuple[list[str], dict]:
+def targets_of(config: Mapping) -> tuple[tuple[str, float], ...]:
+    """The ratio targets of these conditions: a recovery's, the wide lakehouse's, or the
+    thesis reproduction's."""
+    if config.get("hold_s"):
+        return RECOVERY_TARGETS
+    if config.get("wide_seed") is not None:
+        return WIDE_TARGETS
+    return TARGETS
+
+
+def target_rows(
+    order: list[str], stats: dict[str, dict], targets: Iterable[tuple[str, float]] = TARGETS
+) -> tuple[list[str], dict]:
     """The targets, each met or missed, and the verdicts for results.json."""
     lines = ["### Targets", ""]
     verdicts: dict[str, dict] = {}
     if "pmb" in stats:
-        for base, limit in TARGETS:
+        for base, limit in targets:
             value = stats["pmb"].get(f"ratio_{base}")
             if value is None:
                 continue
@@ -823,6 +872,61 @@ def target_rows(order: list[str], stats: dict[str, dict]) -> tuple[list[str], di
     return lines, verdicts
 
 
+def recovery_rows(runs: list[dict], order: list[str], config: Mapping) -> tuple[list[str], dict]:
+    """After the hold: seconds until every table was within the target, per variant and
+    seed, and the target on pmb / dagster_eager (a variant that did not recover in some
+    seed's window has no mean)."""
+    start, end = config["hold_s"]
+    target = config.get("recovery_target_s", 300.0)
+    by_variant: dict[str, dict[int, float | None]] = defaultdict(dict)
+    for run in runs:
+        by_variant[run["variant"]][run["seed"]] = run.get("recovered_s")
+    seeds = sorted({run["seed"] for run in runs})
+    lines = [
+        "## Recovery after the hold",
+        "",
+        f"Dagster's daemon was stopped from {start:g} s to {end:g} s into the window (no "
+        "sensor tick, no automation, no dequeue; runs in flight finished; ingestion went "
+        f"on). Recovered: the first sample after the hold at which every table was within "
+        f"{target:g} s of staleness; '-': not within the window.",
+        "",
+        "| variant | " + " | ".join(f"seed {s} (s)" for s in seeds) + " | mean (s) |",
+        "|---|" + "---|" * (len(seeds) + 1),
+    ]
+    means: dict[str, float | None] = {}
+    for variant in order:
+        values = [by_variant[variant].get(s) for s in seeds]
+        done = [v for v in values if v is not None]
+        means[variant] = statistics.mean(done) if done and len(done) == len(values) else None
+        cells = ["-" if v is None else f"{v:.0f}" for v in values]
+        mean = means[variant]
+        lines.append(
+            f"| {variant} | " + " | ".join(cells) + f" | {'-' if mean is None else f'{mean:.0f}'} |"
+        )
+    verdicts: dict[str, dict] = {}
+    pmb, eager = means.get("pmb"), means.get("dagster_eager")
+    if pmb is not None and eager:
+        value = pmb / eager
+        met = value <= RECOVERY_TIME_LIMIT
+        verdicts["recovered pmb/dagster_eager"] = {
+            "value": value,
+            "limit": RECOVERY_TIME_LIMIT,
+            "met": met,
+        }
+        lines += [
+            "",
+            f"- Time to recover, pmb / dagster_eager = {value:.2f}, target <= "
+            f"{RECOVERY_TIME_LIMIT}: **{'met' if met else 'missed'}**.",
+        ]
+    elif "pmb" in by_variant and "dagster_eager" in by_variant:
+        lines += [
+            "",
+            f"- Time to recover, pmb / dagster_eager, target <= {RECOVERY_TIME_LIMIT}: "
+            "**no value** (a variant did not recover within a seed's window).",
+        ]
+    return [*lines, ""], verdicts
+
+
 RUN_COST_TEXT = (
     "From the Dagster run records: queue and launch is creation to run start (the "
     "daemon's queue, a new run-worker process, code load); run is start to end. A "
@@ -834,7 +938,13 @@ RUN_COST_TEXT = (
 )
 
 
-def detail_rows(runs: list[dict], order: list[str], stats: dict, plans: dict) -> list[str]:
+def detail_rows(
+    runs: list[dict],
+    order: list[str],
+    stats: dict,
+    plans: dict,
+    specs: Mapping[str, JobSpec] = JOBS,
+) -> list[str]:
     """Ablations, run cost, the figures, subsets, files per commit and one decision."""
     pmb_run = next((r for r in runs if r["variant"] == "pmb"), runs[0])
     return [
@@ -847,13 +957,13 @@ def detail_rows(runs: list[dict], order: list[str], stats: dict, plans: dict) ->
         "",
         RUN_COST_TEXT,
         "",
-        *run_cost_rows(runs, order),
+        *run_cost_rows(runs, order, len(specs)),
         "",
         "### Where a run's time goes (median seconds per phase, successful runs)",
         "",
         PHASES_TEXT,
         "",
-        *phase_rows(runs),
+        *phase_rows(runs, specs.keys()),
         "",
         "## Summed staleness over time (figure 4.3)",
         "",
@@ -869,7 +979,7 @@ def detail_rows(runs: list[dict], order: list[str], stats: dict, plans: dict) ->
         "",
         "## Subset selections (table 4.5)",
         "",
-        *subset_rows(plans, order),
+        *subset_rows(plans, order, specs),
         "",
         "Why a subset was or was not chosen, from each sensor decision's tags: a subset "
         "needs at least two candidate cutoffs (pending files whose arrival ranges end "
@@ -897,17 +1007,25 @@ def detail_rows(runs: list[dict], order: list[str], stats: dict, plans: dict) ->
 
 def write_report(exp_dir: Path, report_dir: Path) -> dict:
     facts, runs = _load(exp_dir)
+    config = facts["config"]
+    specs = job_specs(config)
     report_dir.mkdir(parents=True, exist_ok=True)
     order, stats = p_table(runs)
-    figure_staleness_over_time(runs, report_dir / "staleness_over_time.png")
+    figure_staleness_over_time(runs, report_dir / "staleness_over_time.png", len(specs))
     figure_marginal_benefit(runs, order, report_dir / "marginal_benefit.png")
-    targets, verdicts = target_rows(order, stats)
+    targets, verdicts = target_rows(order, stats, targets_of(config))
+    if config.get("hold_s"):
+        recovery, recovered = recovery_rows(runs, order, config)
+        targets += ["", *recovery]
+        verdicts.update(recovered)
     lines = [*setting_rows(exp_dir, facts, runs), *p_rows(order, stats), *targets]
-    if not all(v["met"] for v in verdicts.values()):
+    six = config.get("wide_seed") is None and not config.get("hold_s")
+    if six and not all(v["met"] for v in verdicts.values()):
+        # the model's sweep is of the six-table conditions
         sweep = condition_sweep_rows(facts["config"])
         lines += ["", "### Which conditions would change the verdict", "", *sweep]
-    lines += ["", *peer_rows(runs, stats)]
-    lines += detail_rows(runs, order, stats, launched_plans(runs))
+    lines += ["", *peer_rows(runs, stats, specs)]
+    lines += detail_rows(runs, order, stats, launched_plans(runs), specs)
     (report_dir / "REPORT.md").write_text("\n".join(lines))
     shown = {**facts, "config": {**facts["config"], "out_dir": shown_path(exp_dir)}}
     results = {"stats": stats, "targets": verdicts, "facts": shown}

@@ -92,8 +92,10 @@ class StalenessSampler:
         start_us: int,
         interval_s: float = 1.0,
         clock: Callable[[], float] = time.time,
+        specs: Mapping[str, JobSpec] = JOBS,
     ) -> None:
         self.read_watermark = read_watermark
+        self.specs = specs  # the jobs whose tables are sampled (the six, or declared ones)
         self.start_us = start_us
         self.interval_s = interval_s
         self.clock = clock
@@ -104,9 +106,9 @@ class StalenessSampler:
 
     def sample_once(self) -> list[Sample]:
         started = time.perf_counter()
-        marks = {t: self.read_watermark(t) for t in (*RAW_TABLES, *JOBS)}
+        marks = {t: self.read_watermark(t) for t in (*RAW_TABLES, *self.specs)}
         now_us = int(self.clock() * US_PER_S)
-        taken = sample_tables(now_us, self.start_us, marks)
+        taken = sample_tables(now_us, self.start_us, marks, self.specs, self.specs)
         self.read_seconds.append(time.perf_counter() - started)
         self.samples.extend(taken)
         return taken

@@ -275,6 +275,7 @@ class Stack:
         self._next_orphan_check = 0.0
         self._log_offsets: dict[str, int] = {}
         self._code_socket: Path | None = None  # the code server's socket (daemon-only mode)
+        self.paused: set[str] = set()  # children stopped on purpose (pause); left down
         self.started_at = datetime.now(UTC)
 
     # -- start ---------------------------------------------------------------------------
@@ -518,10 +519,29 @@ class Stack:
     def process(self, name: str) -> subprocess.Popen:
         return next(proc for n, proc, _ in self.children if n == name)
 
+    def pause(self, name: str) -> None:
+        """Stops child `name` cleanly and leaves it down until `resume` (an outage or a
+        deploy of Dagster's daemon: no sensor tick, no dequeue; runs in flight, children of
+        the code server, finish)."""
+        _, proc, timeout = self.children[self._child_index(name)]
+        self.paused.add(name)
+        stop_child(name, proc, timeout)
+        kill_group(proc)
+
+    def resume(self, name: str) -> None:
+        """Starts child `name` again, as it was first started."""
+        index = self._child_index(name)
+        _, proc, timeout = self.children[index]
+        self.children[index] = (name, self._launch(name, proc.args), timeout)
+        self.paused.discard(name)
+
     def exited(self) -> list[tuple[str, int]]:
-        """Children that have exited, with their exit codes (the replayer may, on purpose)."""
+        """Children that have exited, with their exit codes (the replayer may, on purpose;
+        a paused child is not among them)."""
         gone = [
-            (name, proc.returncode) for name, proc, _ in self.children if proc.poll() is not None
+            (name, proc.returncode)
+            for name, proc, _ in self.children
+            if proc.poll() is not None and name not in self.paused
         ]
         if self.service and self.service.process and self.service.process.poll() is not None:
             gone.append(("spark-service", self.service.process.returncode))
@@ -562,7 +582,7 @@ class Stack:
             except Exception as exc:  # tried again on the next pass
                 events.append(f"Kafka broker exited ({code}); restart failed: {exc}")
         for index, (name, proc, timeout) in enumerate(self.children):
-            if proc.poll() is None or name == "replay":
+            if proc.poll() is None or name == "replay" or name in self.paused:
                 continue
             code = proc.returncode
             kill_group(proc)  # whatever it left behind (dagster dev's daemon, webserver)
