@@ -9,6 +9,8 @@ import pytest
 
 from freshness_pipeline.catalog.jobs import JOBS
 from freshness_pipeline.catalog.tables import RAW_TABLES
+from freshness_pipeline.config.scheduler_settings import DEFAULT_MAX_WAIT_S
+from freshness_pipeline.config.settings import PROJECT_ROOT
 from freshness_pipeline.experiment.simulate import (
     Conditions,
     SkewedFilesPerCommit,
@@ -16,6 +18,8 @@ from freshness_pipeline.experiment.simulate import (
     simulate,
 )
 from freshness_pipeline.experiment.simulate_wide import (
+    HOLD_S,
+    WINDOW_S,
     Outcome,
     markdown,
     recovery,
@@ -86,10 +90,16 @@ def test_while_held_nothing_is_launched_and_afterwards_the_tables_recover():
     assert simulate(calibrated(), "pmb", 1).recovered_s is None  # no hold, no recovery
 
 
-def test_the_recovery_condition_is_bursty_skewed_and_held():
-    cond = recovery(calibrated())
-    assert cond.hold is not None and cond.burst_every > 0
+def test_the_recovery_condition_is_bursty_skewed_and_held_as_the_real_campaign():
+    cond = recovery(calibrated(), 120.0)
+    assert cond.hold == HOLD_S and cond.burst_every > 0 and cond.recovery_target_s == 120.0
     assert isinstance(cond.raw_layout, SkewedFilesPerCommit)
+    # the Makefile's campaigns: the same window and hold, the sensor's own defaults
+    makefile = (PROJECT_ROOT / "Makefile").read_text()
+    assert f"--duration {WINDOW_S}" in makefile
+    assert f"--hold {HOLD_S[0]:g},{HOLD_S[1]:g}" in makefile
+    wide = wide_conditions(1)
+    assert (wide.max_wait_s, wide.first_runs_first) == (DEFAULT_MAX_WAIT_S, True)
 
 
 def test_skewed_commits_keep_their_bytes_and_put_most_in_few_files():

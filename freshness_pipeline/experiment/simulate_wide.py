@@ -5,7 +5,7 @@ recovery after an outage (written before the real runs, which are compared with 
 
 - wide: the 49 jobs of `experiment/wide.py` (seed 1) on the calibrated machine (K = 3, one
   run's worth of speed), steps of different cost (`work_factor`);
-- recovery: the same lakehouse, and the six-table one, with every launch held for five
+- recovery: the same lakehouse, and the six-table one, with every launch held for four
   minutes while ingestion goes on, then let go on the backlog; bursty commits over skewed
   symbol letters, so a job's pending bytes per arrival are uneven and it has many
   candidate cutoffs.
@@ -28,6 +28,7 @@ from pathlib import Path
 
 from freshness_pipeline.catalog.jobs import JOBS, JobSpec
 from freshness_pipeline.catalog.tables import RAW_TABLES
+from freshness_pipeline.config.scheduler_settings import DEFAULT_MAX_WAIT_S
 from freshness_pipeline.experiment.simulate import (
     Conditions,
     SimResult,
@@ -40,7 +41,14 @@ from freshness_pipeline.runtime.code_version import code_version
 
 WIDE_VARIANTS = ("pmb", "max_benefit", "random", "dagster_eager", "interval")
 PAIRS = (("pmb", "dagster_eager"), ("pmb", "random"), ("pmb", "max_benefit"), ("pmb", "interval"))
-HOLD_S = (60.0, 360.0)  # the outage: five minutes without a launch, one minute in
+# As the real campaigns run them (Makefile: experiment-wide, experiment-recovery): 10-minute
+# windows; the outage from 60 s to 300 s into the window; every table back within 120 s
+# (six tables) or 600 s (49 tables) of staleness.
+WINDOW_S = 600
+HOLD_S = (60.0, 300.0)
+RECOVERY_TARGET_S = {"six": 120.0, "wide": 600.0}
+# The sensor's defaults, which the real runs keep: the aging bound and first runs first.
+SENSOR_DEFAULTS = {"max_wait_s": float(DEFAULT_MAX_WAIT_S), "first_runs_first": True}
 
 
 def work_factor(spec: JobSpec) -> float:
@@ -60,25 +68,29 @@ def work_factor(spec: JobSpec) -> float:
 
 
 def wide_conditions(seed: int = 1, folder: Path | None = None) -> Conditions:
-    """The calibrated machine running the wide lakehouse of `seed` for 15 minutes."""
+    """The calibrated machine running the wide lakehouse of `seed` for WINDOW_S, with the
+    sensor's defaults."""
     with tempfile.TemporaryDirectory() as tmp:
         target = folder or Path(tmp)
         write_wide(target, seed)
         jobs = wide_jobs(target)
     factors = tuple((name, work_factor(spec)) for name, spec in jobs.items())
-    return replace(calibrated(), jobs=jobs, work_factors=factors, duration_s=900)
+    return replace(
+        calibrated(), jobs=jobs, work_factors=factors, duration_s=WINDOW_S, **SENSOR_DEFAULTS
+    )
 
 
-def recovery(cond: Conditions) -> Conditions:
-    """`cond` with every launch held for HOLD_S, bursty commits (every 4th 5x) over
-    skewed letters, and 20 minutes in all."""
+def recovery(cond: Conditions, target_s: float) -> Conditions:
+    """`cond` with every launch held for HOLD_S and bursty commits (each minute's first
+    commit 5x) over skewed letters; recovered once every table is within `target_s`."""
     return replace(
         cond,
         hold=HOLD_S,
-        duration_s=1200,
-        burst_every=4,
+        duration_s=WINDOW_S,
+        burst_every=6,
         burst_factor=5.0,
         raw_layout=SkewedFilesPerCommit(1.2),
+        recovery_target_s=target_s,
     )
 
 
@@ -91,25 +103,29 @@ def conditions(seed: int = 1) -> list[tuple[str, Conditions]]:
     calibrated (a step 6 s, launch 3 s, session 2 s) and with runs near the floor; then the
     wide lakehouse near the floor with one table a run instead of chains."""
     wide = wide_conditions(seed)
-    six = replace(calibrated(), duration_s=900)
+    six = replace(calibrated(), duration_s=WINDOW_S, **SENSOR_DEFAULTS)
     n = len(wide.job_specs)
+    six_target, wide_target = RECOVERY_TARGET_S["six"], RECOVERY_TARGET_S["wide"]
     found = []
     for machine, changes in (("calibrated", {}), ("runs near the floor", FAST)):
         six_m, wide_m = replace(six, **changes), replace(wide, **changes)
         found += [
-            (f"six tables, 15 min; {machine}", six_m),
-            (f"wide: {n} tables (seed {seed}), 15 min; {machine}", wide_m),
-            (f"six tables, recovery after a 5 min hold; {machine}", recovery(six_m)),
-            (f"wide: {n} tables, recovery after a 5 min hold; {machine}", recovery(wide_m)),
+            (f"six tables, 10 min; {machine}", six_m),
+            (f"wide: {n} tables (seed {seed}), 10 min; {machine}", wide_m),
+            (f"six tables, recovery after a 4 min hold; {machine}", recovery(six_m, six_target)),
+            (
+                f"wide: {n} tables, recovery after a 4 min hold; {machine}",
+                recovery(wide_m, wide_target),
+            ),
         ]
     # Chains (METHOD 8) against one table a run for every planner variant (the peers'
     # runs are their own): on a wide lakehouse a chain takes most tables at once.
     single = replace(wide, chains=False, **FAST)
     found += [
-        (f"wide: {n} tables, 15 min; runs near the floor; one table a run", single),
+        (f"wide: {n} tables, 10 min; runs near the floor; one table a run", single),
         (
-            f"wide: {n} tables, recovery after a 5 min hold; runs near the floor; one table a run",
-            recovery(single),
+            f"wide: {n} tables, recovery after a 4 min hold; runs near the floor; one table a run",
+            recovery(single, wide_target),
         ),
     ]
     return found
@@ -189,7 +205,7 @@ def _verdicts(o: Outcome) -> list[str]:
     return [
         f"P(pmb)/P(max_benefit) <= 0.90: {met(o.ratio('pmb', 'max_benefit')[0], 0.90)}",
         f"PMB launches with a subset: {o.subset_share('pmb'):.0%}",
-        "time until every table is within 300 s, pmb / eager <= 0.70: "
+        "time until every table is within its target, pmb / eager <= 0.70: "
         + (met(time_ratio, 0.70) if time_ratio is not None else "not reached in the window"),
     ]
 
