@@ -23,6 +23,7 @@ from urllib.parse import urlsplit
 from freshness_pipeline.catalog.declaration import DeclarationError
 from freshness_pipeline.catalog.jobs import JOBS, JobSpec, laid_out, load_jobs
 from freshness_pipeline.catalog.tables import RAW_TABLES
+from freshness_pipeline.config.kafka_client import KafkaClientConfigError, load_properties
 from freshness_pipeline.config.scheduler_settings import (
     AUTOMATIONS,
     CHAIN_MODES,
@@ -122,6 +123,16 @@ def _folder(text: str) -> Path:
 
 def _text(text: str) -> str:
     return text
+
+
+def _kafka_client_file(text: str) -> tuple[Path, dict[str, str]]:
+    """The file and its properties, read once (refused: a key this project sets, a
+    secret others can read; the reason names keys only)."""
+    path = Path(text).expanduser().resolve()
+    try:
+        return path, load_properties(path)
+    except KafkaClientConfigError as exc:
+        raise ValueError(str(exc)) from None
 
 
 def _jobs(text: str) -> dict[str, JobSpec]:
@@ -414,6 +425,14 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("FRESHNESS_KAFKA_GROUP", "freshness-ingest",
             "client group id of ingestion; offsets are never committed to it (the Hudi commit "
             "holds them)", "a group id", _text),
+    Setting("FRESHNESS_KAFKA_CONFIG", None,
+            "librdkafka properties file of every Kafka client of ours (ingestion, replayer, "
+            "broker admin): `security.protocol`, `sasl.*`, `ssl.*` for SASL_SSL or mutual TLS "
+            "(docs/DEPLOY.md, Kafka); a secret in it only when the file is mode 600",
+            "a file of key=value lines", _kafka_client_file),
+    Setting("FRESHNESS_KAFKA_SASL_PASSWORD", None,
+            "SASL password of the Kafka client (`sasl.password`; from a secret, never a "
+            "command line)", "a password", _text, secret=True),
     Setting("FRESHNESS_S3_ENDPOINT", None,
             "S3 API endpoint of an `s3://` lakehouse (unset: AWS S3 in the region)",
             "http://host:port or https://host", _endpoint),
@@ -492,10 +511,19 @@ class KafkaSettings:
     )
     partitions: int = 4
     group: str = "freshness-ingest"
+    # The client's own librdkafka properties (FRESHNESS_KAFKA_CONFIG and the SASL
+    # password): secrets among them, so never in a repr.
+    client: Mapping[str, str] = field(default_factory=dict, repr=False)
+    client_file: Path | None = None
 
     @property
     def bootstrap_servers(self) -> str:
         return self.bootstrap or f"127.0.0.1:{self.broker_port}"
+
+    def client_config(self, **ours: object) -> dict[str, object]:
+        """A confluent-kafka client's configuration: the brokers, the client's own
+        properties (security), then this project's (which the file cannot set)."""
+        return {"bootstrap.servers": self.bootstrap_servers, **self.client, **ours}
 
     def stream_of(self, topic: str) -> str:
         return next(stream for stream, name in self.topics.items() if name == topic)
@@ -841,7 +869,18 @@ def _kafka_settings(values: Mapping[str, Any]) -> KafkaSettings:
             f"FRESHNESS_KAFKA_PRICE_TOPIC and FRESHNESS_KAFKA_TRADE_TOPIC are both "
             f"{topics['price']!r}: expected two different topics (one per raw table)"
         )
+    client_file, client = values["FRESHNESS_KAFKA_CONFIG"] or (None, {})
+    password = values["FRESHNESS_KAFKA_SASL_PASSWORD"]
+    if password:
+        if "sasl.password" in client:
+            raise SettingsError(
+                f"FRESHNESS_KAFKA_CONFIG ({client_file}) sets sasl.password and so does "
+                "FRESHNESS_KAFKA_SASL_PASSWORD: keep one"
+            )
+        client = {**client, "sasl.password": password}
     return KafkaSettings(
+        client=client,
+        client_file=client_file,
         bootstrap=values["FRESHNESS_KAFKA_BOOTSTRAP"] or None,
         broker_port=values["FRESHNESS_KAFKA_BROKER_PORT"],
         jars_dir=values["FRESHNESS_KAFKA_JARS_DIR"],

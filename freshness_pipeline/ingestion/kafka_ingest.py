@@ -61,16 +61,17 @@ def table_checkpoint(settings: Settings, stream: str) -> tuple[TopicCheckpoint |
 def consumer_lag(settings: Settings, stream: str, consumer=None) -> dict[str, int]:
     """Per partition and in total, messages in the stream's topic after the raw table's
     checkpoint (high watermark minus checkpoint offset): no Spark, one metadata request."""
-    from confluent_kafka import Consumer
-
-    from freshness_pipeline.ingestion.kafka_reader import consumer_config, partition_ids
+    from freshness_pipeline.ingestion.kafka_reader import new_consumer, partition_ids
 
     topic = settings.kafka.topics[stream]
     checkpoint, _ = table_checkpoint(settings, stream)
     own = consumer is None
-    consumer = consumer or Consumer(consumer_config(settings.kafka))
+    errors = None
+    if consumer is None:
+        consumer, errors = new_consumer(settings.kafka)
     try:
-        marks = high_watermarks(consumer, topic, partition_ids(consumer, topic))
+        bootstrap = settings.kafka.bootstrap_servers
+        marks = high_watermarks(consumer, topic, partition_ids(consumer, topic, errors, bootstrap))
     finally:
         if own:
             consumer.close()

@@ -15,6 +15,7 @@ import time
 from collections.abc import Iterable, Mapping, Set
 from dataclasses import dataclass
 
+from freshness_pipeline.config.kafka_client import ClientErrors, refused
 from freshness_pipeline.config.settings import KafkaSettings
 from freshness_pipeline.hudi.streamer_checkpoint import TopicCheckpoint
 from freshness_pipeline.ingestion.validate import (
@@ -54,24 +55,45 @@ class KafkaBatch:
 
 
 def consumer_config(kafka: KafkaSettings, **extra: object) -> dict[str, object]:
-    return {
-        "bootstrap.servers": kafka.bootstrap_servers,
-        "group.id": kafka.group,
-        # Offsets live in the Hudi commit only: never committed to the group, and every
-        # read seeks to the checkpoint explicitly.
-        "enable.auto.commit": False,
-        "enable.auto.offset.store": False,
-        "auto.offset.reset": "earliest",
-        "fetch.min.bytes": 1,
-        # A backlog comes in large fetches (the default is 1 MB per partition).
-        "max.partition.fetch.bytes": 8 * 1024 * 1024,
-        "queued.max.messages.kbytes": 262_144,
-        **extra,
-    }
+    """The consumer's configuration: the brokers and the client's own security properties
+    (KafkaSettings.client_config), then ours."""
+    return kafka.client_config(
+        **{
+            "group.id": kafka.group,
+            # Offsets live in the Hudi commit only: never committed to the group, and every
+            # read seeks to the checkpoint explicitly.
+            "enable.auto.commit": False,
+            "enable.auto.offset.store": False,
+            "auto.offset.reset": "earliest",
+            "fetch.min.bytes": 1,
+            # A backlog comes in large fetches (the default is 1 MB per partition).
+            "max.partition.fetch.bytes": 8 * 1024 * 1024,
+            "queued.max.messages.kbytes": 262_144,
+            **extra,
+        }
+    )
 
 
-def partition_ids(consumer, topic: str) -> list[int]:
-    metadata = consumer.list_topics(topic, timeout=METADATA_TIMEOUT_S)
+def new_consumer(kafka: KafkaSettings, **extra: object):
+    """A consumer, and the errors librdkafka reports for it (why a broker refused us)."""
+    from confluent_kafka import Consumer
+
+    errors = ClientErrors()
+    return Consumer(consumer_config(kafka, error_cb=errors, **extra)), errors
+
+
+def partition_ids(
+    consumer, topic: str, errors: ClientErrors | None = None, bootstrap: str = "the brokers"
+) -> list[int]:
+    """The topic's partitions; a broker that does not serve us (authentication, TLS, down)
+    is a KafkaSourceError saying which and why."""
+    from confluent_kafka import KafkaException
+
+    try:
+        metadata = consumer.list_topics(topic, timeout=METADATA_TIMEOUT_S)
+    except KafkaException as exc:
+        reason = errors.reason(consumer) if errors is not None else None
+        raise KafkaSourceError(refused(bootstrap, reason, exc)) from None
     found = metadata.topics.get(topic)
     if found is None or found.error is not None or not found.partitions:
         error = found.error if found is not None else "not found"
@@ -143,13 +165,17 @@ class KafkaTopicReader:
     """Reads one topic (one stream) from a checkpoint; one consumer, assigned explicitly."""
 
     def __init__(self, kafka: KafkaSettings, stream: str, symbols: Set[str]) -> None:
-        from confluent_kafka import Consumer
-
         self.stream = stream
         self.topic = kafka.topics[stream]
         self.symbols = symbols
-        self.consumer = Consumer(consumer_config(kafka))
-        self.partitions = partition_ids(self.consumer, self.topic)
+        self.consumer, errors = new_consumer(kafka)
+        try:
+            self.partitions = partition_ids(
+                self.consumer, self.topic, errors, kafka.bootstrap_servers
+            )
+        except BaseException:
+            self.consumer.close()
+            raise
 
     def close(self) -> None:
         self.consumer.close()

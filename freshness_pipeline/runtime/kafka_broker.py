@@ -11,17 +11,22 @@ like the Spark service.
 from __future__ import annotations
 
 import base64
+import hashlib
+import os
 import subprocess
 import time
 import uuid
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from freshness_pipeline.config.settings import KafkaSettings, Settings, child_environment
 from freshness_pipeline.runtime.processes import ServerProcess
 from freshness_pipeline.runtime.spark_service import free_port, port_is_open
+from freshness_pipeline.runtime.tls import TlsFiles
 
+SCRAM_MECHANISM = "SCRAM-SHA-512"
+SCRAM_ITERATIONS = 8192
 SERVER_CLASS = "kafka.Kafka"
 STORAGE_TOOL_CLASS = "kafka.tools.StorageTool"
 NODE_ID = 1
@@ -38,6 +43,55 @@ class KafkaBrokerError(RuntimeError):
 
 
 @dataclass(frozen=True)
+class BrokerSecurity:
+    """The client listener's protection: TLS with the CA's server certificate, and either
+    SASL/SCRAM-SHA-512 users (SASL_SSL) or, with `client_auth`, client certificates the CA
+    signed (mutual TLS, SSL). The broker talks to itself on a second listener that wants
+    its own certificate; the controller's listener is loopback-only plaintext (KRaft's
+    quorum, no client reaches data through it)."""
+
+    tls: TlsFiles
+    users: Mapping[str, str] = field(default_factory=dict, repr=False)  # name -> password
+    client_auth: bool = False
+
+    def __post_init__(self) -> None:
+        if not self.users and not self.client_auth:
+            raise ValueError("a secure broker needs SCRAM users or client certificates")
+
+    @property
+    def protocol(self) -> str:
+        return "SASL_SSL" if self.users else "SSL"
+
+    def client_properties(self, user: str | None = None) -> dict[str, str]:
+        """What one of our clients sets to reach it (`user`'s password for SASL_SSL)."""
+        found = {"security.protocol": self.protocol, "ssl.ca.location": str(self.tls.ca_cert)}
+        if self.users:
+            name = user or next(iter(self.users))
+            found.update(
+                {
+                    "sasl.mechanisms": SCRAM_MECHANISM,
+                    "sasl.username": name,
+                    "sasl.password": self.users[name],
+                }
+            )
+        if self.client_auth:
+            found["ssl.certificate.location"] = str(self.tls.client_cert)
+            found["ssl.key.location"] = str(self.tls.client_key)
+        return found
+
+
+def scram_argument(name: str, password: str, salt: bytes | None = None) -> str:
+    """StorageTool's `--add-scram` value for a user, as salt and salted password (RFC 5802
+    Hi(): PBKDF2-HMAC-SHA-512), so the password itself is on no command line."""
+    salt = salt or os.urandom(24)
+    salted = hashlib.pbkdf2_hmac("sha512", password.encode(), salt, SCRAM_ITERATIONS)
+    return (
+        f'{SCRAM_MECHANISM}=[name={name},salt="{base64.b64encode(salt).decode()}",'
+        f'saltedpassword="{base64.b64encode(salted).decode()}",iterations={SCRAM_ITERATIONS}]'
+    )
+
+
+@dataclass(frozen=True)
 class KafkaBrokerConfig:
     jars_dir: Path  # kafka_2.13 and its runtime dependencies
     state_dir: Path  # log dir, server.properties and the broker's own log
@@ -46,6 +100,8 @@ class KafkaBrokerConfig:
     host: str = "127.0.0.1"
     heap: str = "512m"
     topics: Mapping[str, int] | None = None  # topic -> partitions, created at start
+    security: BrokerSecurity | None = None  # None: plaintext (the demo's local broker)
+    internal_port: int | None = None  # the broker's own TLS listener (secure only)
 
     @property
     def bootstrap_servers(self) -> str:
@@ -67,6 +123,33 @@ class KafkaBrokerConfig:
             port=kafka.broker_port,
             topics=dict.fromkeys(kafka.topics.values(), kafka.partitions),
         )
+
+
+def _secure_lines(config: KafkaBrokerConfig, controller_port: int) -> dict[str, str]:
+    security = config.security
+    assert security is not None
+    host, internal = config.host, config.internal_port or free_port()
+    tls = security.tls
+    lines = {
+        "listeners": f"CLIENTS://{host}:{config.port},INTERNAL://{host}:{internal},"
+        f"CONTROLLER://{host}:{controller_port}",
+        "advertised.listeners": f"CLIENTS://{host}:{config.port},INTERNAL://{host}:{internal}",
+        "inter.broker.listener.name": "INTERNAL",
+        "listener.security.protocol.map": f"CONTROLLER:PLAINTEXT,INTERNAL:SSL,"
+        f"CLIENTS:{security.protocol}",
+        "ssl.keystore.type": "PEM",
+        "ssl.keystore.location": str(tls.server_bundle),
+        "ssl.truststore.type": "PEM",
+        "ssl.truststore.location": str(tls.ca_cert),
+        "listener.name.internal.ssl.client.auth": "required",
+        "listener.name.clients.ssl.client.auth": "required" if security.client_auth else "none",
+    }
+    if security.users:
+        lines["listener.name.clients.sasl.enabled.mechanisms"] = SCRAM_MECHANISM
+        lines[f"listener.name.clients.{SCRAM_MECHANISM.lower()}.sasl.jaas.config"] = (
+            "org.apache.kafka.common.security.scram.ScramLoginModule required;"
+        )
+    return lines
 
 
 def server_properties(config: KafkaBrokerConfig, controller_port: int) -> str:
@@ -92,6 +175,8 @@ def server_properties(config: KafkaBrokerConfig, controller_port: int) -> str:
         # Topics are created by us with their partition count, never by a typo.
         "auto.create.topics.enable": "false",
     }
+    if config.security is not None:
+        lines.update(_secure_lines(config, controller_port))
     return "".join(f"{key}={value}\n" for key, value in lines.items())
 
 
@@ -121,9 +206,15 @@ def java_command(config: KafkaBrokerConfig, main_class: str, *args: str) -> list
 class KafkaBroker(ServerProcess):
     """Starts, waits for and stops one local Kafka broker (a child process)."""
 
-    def __init__(self, config: KafkaBrokerConfig) -> None:
+    def __init__(self, config: KafkaBrokerConfig, client: Mapping[str, str] | None = None) -> None:
         self.config = config
         self.process: subprocess.Popen | None = None
+        # What our own admin client sets to reach it (its security properties).
+        self.client = dict(
+            client
+            if client is not None
+            else (config.security.client_properties() if config.security else {})
+        )
 
     @property
     def bootstrap_servers(self) -> str:
@@ -140,6 +231,7 @@ class KafkaBroker(ServerProcess):
         config.state_dir.mkdir(parents=True, exist_ok=True)
         properties = config.state_dir / "server.properties"
         properties.write_text(server_properties(config, controller_port))
+        properties.chmod(0o600)
         self._format_once(properties)
         log = config.log_path.open("ab")
         self.process = subprocess.Popen(
@@ -171,6 +263,13 @@ class KafkaBroker(ServerProcess):
             new_cluster_id(),
             "-c",
             str(properties),
+            *(
+                arg
+                for name, password in (
+                    self.config.security.users if self.config.security else {}
+                ).items()
+                for arg in ("--add-scram", scram_argument(name, password))
+            ),
         )
         done = subprocess.run(argv, capture_output=True, text=True, timeout=120)
         if done.returncode != 0:
@@ -191,7 +290,9 @@ class KafkaBroker(ServerProcess):
                     f"starting; see {self.config.log_path}"
                 )
             if port_is_open(self.config.host, self.config.port):
-                admin = admin or AdminClient({"bootstrap.servers": self.bootstrap_servers})
+                admin = admin or AdminClient(
+                    {"bootstrap.servers": self.bootstrap_servers, **self.client}
+                )
                 try:
                     metadata = admin.list_topics(timeout=2)
                     if metadata.brokers:
@@ -206,17 +307,23 @@ class KafkaBroker(ServerProcess):
 
     def create_topics(self, topics: Mapping[str, int]) -> None:
         """Creates each missing topic with its partition count (an existing one is kept)."""
-        create_topics(self.bootstrap_servers, topics)
+        create_topics(self.bootstrap_servers, topics, client=self.client)
 
 
-def create_topics(bootstrap_servers: str, topics: Mapping[str, int], timeout_s: float = 30) -> None:
-    """Creates each topic that does not exist yet, with one replica (a single node)."""
+def create_topics(
+    bootstrap_servers: str,
+    topics: Mapping[str, int],
+    timeout_s: float = 30,
+    client: Mapping[str, str] | None = None,
+) -> None:
+    """Creates each topic that does not exist yet, with one replica (a single node);
+    `client`: the admin client's own properties (security)."""
     from confluent_kafka import KafkaError
     from confluent_kafka.admin import AdminClient, NewTopic
 
     if not topics:
         return
-    admin = AdminClient({"bootstrap.servers": bootstrap_servers})
+    admin = AdminClient({"bootstrap.servers": bootstrap_servers, **(client or {})})
     futures = admin.create_topics(
         [NewTopic(name, num_partitions=n, replication_factor=1) for name, n in topics.items()],
         operation_timeout=timeout_s,

@@ -12,33 +12,49 @@ from __future__ import annotations
 
 from typing import Any
 
+from freshness_pipeline.config.kafka_client import ClientErrors, refused
 from freshness_pipeline.config.settings import KafkaSettings
 from freshness_pipeline.stream.replayer import Corruptor
+
+METADATA_TIMEOUT_S = 10.0
 
 
 class KafkaDeliveryError(RuntimeError):
     """The broker did not acknowledge some messages."""
 
 
-def producer_config(kafka: KafkaSettings) -> dict[str, object]:
-    return {
-        "bootstrap.servers": kafka.bootstrap_servers,
-        "enable.idempotence": True,
-        "acks": "all",
-        # Batches of a flush go out together: throughput for a few ms of latency.
-        "linger.ms": 20,
-        "batch.size": 1_000_000,
-        "compression.type": "lz4",
-        "queue.buffering.max.messages": 1_000_000,
-    }
+def producer_config(kafka: KafkaSettings, **extra: object) -> dict[str, object]:
+    """The producer's configuration: the brokers and the client's own security properties,
+    then ours."""
+    return kafka.client_config(
+        **{
+            "enable.idempotence": True,
+            "acks": "all",
+            # Batches of a flush go out together: throughput for a few ms of latency.
+            "linger.ms": 20,
+            "batch.size": 1_000_000,
+            "compression.type": "lz4",
+            "queue.buffering.max.messages": 1_000_000,
+            **extra,
+        }
+    )
 
 
 class KafkaSink:
     def __init__(self, kafka: KafkaSettings) -> None:
-        from confluent_kafka import Producer
+        from confluent_kafka import KafkaException, Producer
 
         self.topics = dict(kafka.topics)
-        self.producer = Producer(producer_config(kafka))
+        errors = ClientErrors()
+        self.producer = Producer(producer_config(kafka, error_cb=errors))
+        # Reach the brokers before the first message: a refused login or certificate would
+        # otherwise show only as every delivery timing out minutes later.
+        try:
+            self.producer.list_topics(timeout=METADATA_TIMEOUT_S)
+        except KafkaException as exc:
+            raise KafkaDeliveryError(
+                refused(kafka.bootstrap_servers, errors.reason(self.producer), exc)
+            ) from None
         self.failed: list[str] = []
         self.produced = 0
 

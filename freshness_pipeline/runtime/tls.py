@@ -1,0 +1,170 @@
+"""A private certificate authority for the local servers' TLS (the secure profile and its
+tests): a CA, a server certificate for 127.0.0.1 and localhost, and a client certificate
+for mutual TLS, as PEM files a firm's own CA would hand out.
+
+A deployment uses its firm's CA instead; these files only stand in for it, so every client
+is tested the way it runs there: trusting a CA file, never `verify=false`. Private keys are
+written readable by their owner only.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import ipaddress
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+VALID_DAYS = 30
+SERVER_NAMES = ("localhost",)
+SERVER_ADDRESSES = ("127.0.0.1",)
+
+
+@dataclass(frozen=True)
+class TlsFiles:
+    """PEM files: the CA's certificate (what clients trust), a server's certificate and
+    key, a client's certificate and key, and the server's key and chain in one file (the
+    form Kafka's PEM keystore and s3proxy's importer read)."""
+
+    folder: Path
+
+    @property
+    def ca_cert(self) -> Path:
+        return self.folder / "ca.pem"
+
+    @property
+    def ca_key(self) -> Path:
+        return self.folder / "ca.key"
+
+    @property
+    def server_cert(self) -> Path:
+        return self.folder / "server.pem"
+
+    @property
+    def server_key(self) -> Path:
+        return self.folder / "server.key"
+
+    @property
+    def server_bundle(self) -> Path:
+        return self.folder / "server-bundle.pem"
+
+    @property
+    def client_cert(self) -> Path:
+        return self.folder / "client.pem"
+
+    @property
+    def client_key(self) -> Path:
+        return self.folder / "client.key"
+
+    def exists(self) -> bool:
+        return all(
+            p.exists() for p in (self.ca_cert, self.server_cert, self.server_key, self.client_cert)
+        )
+
+
+def _write(path: Path, data: bytes, private: bool = False) -> None:
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600 if private else 0o644)
+    with os.fdopen(fd, "wb") as handle:
+        handle.write(data)
+    tmp.replace(path)
+
+
+def make_ca(
+    folder: Path, client_name: str = "freshness-client", ca_name: str = "freshness test CA"
+) -> TlsFiles:
+    """A new CA in `folder` with a server certificate (127.0.0.1, localhost; server and
+    client use, as a Kafka broker talking to itself needs) and a client certificate
+    (`client_name` as its common name); kept when the folder already holds them."""
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import rsa
+    from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+    files = TlsFiles(folder)
+    if files.exists():
+        return files
+    folder.mkdir(parents=True, exist_ok=True)
+    os.chmod(folder, 0o700)
+    now = dt.datetime.now(dt.UTC) - dt.timedelta(minutes=5)
+
+    def key() -> rsa.RSAPrivateKey:
+        return rsa.generate_private_key(public_exponent=65537, key_size=2048)
+
+    def pem_key(private: rsa.RSAPrivateKey) -> bytes:
+        return private.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,  # what Kafka's PEM keystore reads
+            serialization.NoEncryption(),
+        )
+
+    def name(common: str) -> x509.Name:
+        return x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common)])
+
+    ca_key = key()
+    ca_cert = (
+        x509.CertificateBuilder()
+        .subject_name(name(ca_name))
+        .issuer_name(name(ca_name))
+        .public_key(ca_key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now)
+        .not_valid_after(now + dt.timedelta(days=VALID_DAYS))
+        .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
+        .add_extension(
+            x509.KeyUsage(
+                digital_signature=True,
+                content_commitment=False,
+                key_encipherment=False,
+                data_encipherment=False,
+                key_agreement=False,
+                key_cert_sign=True,
+                crl_sign=True,
+                encipher_only=False,
+                decipher_only=False,
+            ),
+            critical=True,
+        )  # fmt: skip
+        .add_extension(x509.SubjectKeyIdentifier.from_public_key(ca_key.public_key()), False)
+        .sign(ca_key, hashes.SHA256())
+    )
+
+    def issue(common: str, usages: list, names: x509.SubjectAlternativeName | None):
+        leaf_key = key()
+        builder = (
+            x509.CertificateBuilder()
+            .subject_name(name(common))
+            .issuer_name(ca_cert.subject)
+            .public_key(leaf_key.public_key())
+            .serial_number(x509.random_serial_number())
+            .not_valid_before(now)
+            .not_valid_after(now + dt.timedelta(days=VALID_DAYS))
+            .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+            .add_extension(x509.ExtendedKeyUsage(usages), critical=False)
+            .add_extension(
+                x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()), False
+            )
+        )
+        if names is not None:
+            builder = builder.add_extension(names, critical=False)
+        return leaf_key, builder.sign(ca_key, hashes.SHA256())
+
+    sans = x509.SubjectAlternativeName(
+        [x509.DNSName(n) for n in SERVER_NAMES]
+        + [x509.IPAddress(ipaddress.ip_address(a)) for a in SERVER_ADDRESSES]
+    )
+    both = [ExtendedKeyUsageOID.SERVER_AUTH, ExtendedKeyUsageOID.CLIENT_AUTH]
+    server_key, server_cert = issue("localhost", both, sans)
+    client_key, client_cert = issue(client_name, [ExtendedKeyUsageOID.CLIENT_AUTH], None)
+
+    def pem(cert: x509.Certificate) -> bytes:
+        return cert.public_bytes(serialization.Encoding.PEM)
+
+    _write(files.ca_key, pem_key(ca_key), private=True)
+    _write(files.ca_cert, pem(ca_cert))
+    _write(files.server_key, pem_key(server_key), private=True)
+    _write(files.server_cert, pem(server_cert) + pem(ca_cert))
+    _write(files.server_bundle, pem_key(server_key) + pem(server_cert) + pem(ca_cert), private=True)
+    _write(files.client_key, pem_key(client_key), private=True)
+    _write(files.client_cert, pem(client_cert))
+    return files
