@@ -263,13 +263,14 @@ experiment-packed: setup
 
 # Where the scheduler has a choice: the wide lakehouse of experiment/wide.py (seed 1: the
 # six jobs and 43 declared ones, 49 tables) against every peer, each declaration on its own
-# layout, 10-minute windows, three seeds fresh on one commit (--resume keeps only runs of
-# the same commit), every variant from one calibrated cost prior: about 13 minutes a run,
-# about 3.5 hours with the calibration; SEEDS= runs a part, the rest later on that commit.
+# layout, 10-minute windows (a minute's drain after each: runs still going then are cut
+# off), three seeds fresh on one commit (--resume keeps only runs of the same commit), every
+# variant from one calibrated cost prior: about 12 minutes a run, 3.2 hours with the
+# calibration; SEEDS= runs a part, the rest later on that commit.
 # The interval peer's N for these conditions comes from tune-interval-wide (seed 99).
 WIDE_VARIANTS ?= pmb,max_benefit,random,dagster_eager,interval
 WIDE_INTERVAL_S ?= 60
-WIDE_FLAGS = --mode long --wide 1 --layout '' --duration 600 --warm-cost --resume \
+WIDE_FLAGS = --mode long --wide 1 --layout '' --duration 600 --drain 60 --warm-cost --resume \
   --interval-period $(WIDE_INTERVAL_S)
 experiment-wide: setup
 	$(VENV)/bin/freshness experiment $(WIDE_FLAGS) \
@@ -277,7 +278,7 @@ experiment-wide: setup
 	  --seeds $(or $(SEEDS),1,2,3) --variants $(WIDE_VARIANTS)
 
 tune-interval-wide: setup
-	$(VENV)/bin/freshness experiment --mode long --wide 1 --layout '' --duration 600 \
+	$(VENV)/bin/freshness experiment --mode long --wide 1 --layout '' --duration 600 --drain 60 \
 	  --no-warm-cost --seeds 99 --variants interval_60,interval_120,interval_240 --resume \
 	  --out .lakehouse/experiments/interval-tuning-wide \
 	  --report-dir docs/results/wide/interval-tuning
@@ -286,7 +287,7 @@ tune-interval-wide: setup
 # (an outage, a deploy) while ingestion goes on, with bursts on a few symbols (uneven bytes
 # per arrival); recovered once every table is within RECOVERY_TARGET_S. On the six tables
 # and on the wide lakehouse; each about 3.3 hours, kept and resumed like experiment-wide.
-RECOVERY_FLAGS = --mode long --layout '' --duration 600 --warm-cost --resume \
+RECOVERY_FLAGS = --mode long --layout '' --duration 600 --drain 60 --warm-cost --resume \
   --hold 60,300 --burst-every 60 --burst-length 10 --burst-factor 5 --spike-symbols 5
 experiment-recovery: setup
 	$(VENV)/bin/freshness experiment $(RECOVERY_FLAGS) --recovery-target $(or $(RECOVERY_TARGET_S),120) \

@@ -241,6 +241,7 @@ def _experiment_config(
         wide_seed=args.wide,
         hold_s=hold,
         recovery_target_s=args.recovery_target,
+        drain_s=args.drain,
     )
 
 
@@ -554,6 +555,14 @@ def _add_experiment(sub) -> None:
         type=float,
         default=300.0,
         help="after a hold: recovered once every table is within this staleness (s)",
+    )
+    experiment.add_argument(
+        "--drain",
+        type=float,
+        default=240.0,
+        metavar="SECONDS",
+        help="after the window, how long the stop waits for runs in flight (they count as "
+        "runs, not staleness; one still running then is cut off)",
     )
     experiment.add_argument("--speedup", type=float, default=1.0)
     experiment.add_argument("--universe-size", type=int, default=DEFAULT_UNIVERSE_SIZE)

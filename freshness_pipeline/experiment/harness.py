@@ -233,6 +233,9 @@ class ExperimentConfig:
     # finish, ingestion goes on; then every scheduler is let go on the backlog.
     hold_s: tuple[float, float] | None = None
     recovery_target_s: float = 300.0  # recovered: every table within this staleness
+    # How long the stop waits for runs in flight after the window (the samples have
+    # stopped: they count as runs, not staleness); one still running then is cut off.
+    drain_s: float = 240.0
 
     def __post_init__(self) -> None:
         if self.hold_s is not None:
@@ -356,7 +359,7 @@ def run_variant(
     progress.stopping()
     stop_at = time.time()
     try:
-        stack.stop()
+        stack.stop(drain_timeout_s=config.drain_s)
         summary = _collect(config, variant, seed, run_dir, lakehouse, stack, samples, start_us)
         summary["commit"] = commit
         summary["layout"] = config.layout or "declared"
@@ -365,7 +368,7 @@ def run_variant(
                 samples, start_us, config.hold_s[1], config.recovery_target_s
             )
         summary["runs_cut_off_at_stop"] = cut_off_runs(
-            json.loads((run_dir / "runs.json").read_text()), stop_at
+            json.loads((run_dir / "runs.json").read_text()), stop_at, config.drain_s
         )
     finally:
         if profile:
