@@ -13,14 +13,15 @@ import dagster as dg
 import pytest
 
 from assets_tests.conftest import assert_listens_on_loopback_only
-from freshness_pipeline.config.settings import load_settings
-from freshness_pipeline.runtime.dagster_instance import write_instance_yaml
+from freshness_pipeline.config.settings import SettingsError, load_settings
+from freshness_pipeline.runtime.dagster_instance import open_instance, write_instance_yaml
 from freshness_pipeline.runtime.postgres_server import PostgresConfig, PostgresServer
 from freshness_pipeline.runtime.preflight import PreflightError, preflight
 from freshness_pipeline.runtime.processes import listening_addresses
 from freshness_pipeline.runtime.spark_cluster import SparkCluster, SparkClusterConfig
 from freshness_pipeline.runtime.spark_service import free_port, port_is_open
 from freshness_pipeline.runtime.stack import pid_alive
+from freshness_pipeline.runtime.tls import make_ca
 
 
 @pytest.fixture
@@ -99,3 +100,48 @@ def test_preflight_names_every_server_that_does_not_answer():
         message
     )
     assert "(FRESHNESS_POSTGRES_URL) refused us" in message
+
+
+@pytest.mark.spark
+def test_postgres_over_tls_refuses_a_client_without_the_ca_and_serves_dagster(
+    postgres_dir: Path, tmp_path
+):
+    import psycopg2
+
+    ca_dir = postgres_dir.parent / "ca"
+    tls = make_ca(ca_dir)
+    other = make_ca(postgres_dir.parent / "other-ca", ca_name="someone else's CA")
+    with PostgresServer(PostgresConfig(postgres_dir, tls=tls)) as server:
+        assert server.params == {"sslmode": "verify-full", "sslrootcert": str(tls.ca_cert)}
+        env = {
+            "FRESHNESS_POSTGRES_URL": server.url,
+            "FRESHNESS_POSTGRES_PASSWORD": server.password,
+            "FRESHNESS_POSTGRES_SSLMODE": "verify-full",
+            "FRESHNESS_POSTGRES_SSLROOTCERT": str(tls.ca_cert),
+        }
+        settings = load_settings(env)
+        preflight(settings)  # the CA verifies the server's certificate and name
+        # Without the CA: the server's certificate does not verify; without TLS: refused.
+        with pytest.raises(PreflightError, match="refused us: .*certificate verify failed"):
+            preflight(load_settings({**env, "FRESHNESS_POSTGRES_SSLROOTCERT": str(other.ca_cert)}))
+        with pytest.raises(PreflightError, match="no encryption"):
+            preflight(load_settings({**env, "FRESHNESS_POSTGRES_SSLMODE": "disable"}))
+        with pytest.raises(psycopg2.OperationalError, match="no encryption"):
+            psycopg2.connect(
+                host="127.0.0.1", port=server.port, user="dagster", password=server.password,
+                dbname="dagster", sslmode="disable", connect_timeout=3,
+            )  # fmt: skip
+        # Dagster's storage over TLS, from the generated yaml's params.
+        home = write_instance_yaml(tmp_path / "home", server.url, 3, settings.postgres_params)
+        assert "sslrootcert" in home.read_text() and server.password not in home.read_text()
+        with open_instance(home.parent, settings) as instance:
+            assert type(instance.run_storage).__name__ == "PostgresRunStorage"
+            assert instance.get_runs() == []
+
+
+def test_a_verifying_sslmode_without_a_ca_is_refused():
+    with pytest.raises(SettingsError, match="needs FRESHNESS_POSTGRES_SSLROOTCERT"):
+        load_settings({"FRESHNESS_POSTGRES_SSLMODE": "verify-full"})
+    assert load_settings({"FRESHNESS_POSTGRES_SSLMODE": "require"}).postgres_params == {
+        "sslmode": "require"
+    }

@@ -150,7 +150,7 @@ def main(argv: list[str], settings: Settings) -> int:
     )
     feeder = StreamFeeder(spark, settings, seed=5, rate=300)
     home = root / "dagster_home"
-    write_instance_yaml(home, settings.postgres_url, settings.scheduler.k)
+    write_instance_yaml(home, settings.postgres_url, settings.scheduler.k, settings.postgres_params)
     service = service_config(settings, root / "service", port=free_port())
     base_env = child_environment(
         settings, extra={**(profile.env if profile else {}), "DAGSTER_HOME": str(home)}

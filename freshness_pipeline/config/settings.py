@@ -44,6 +44,7 @@ from freshness_pipeline.scheduling.staleness_target import MIN_WINDOW_S, Stalene
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 
 SPARK_MODES = ("service", "local")
+SSLMODES = ("disable", "allow", "prefer", "require", "verify-ca", "verify-full")
 SOURCES = ("landing", "kafka")  # where ingestion reads the stream and the replayer writes it
 # Kafka's own rule for topic names (kafka.common.internals.Topic): at most 249 of these.
 _TOPIC_NAME = re.compile(r"^[a-zA-Z0-9._-]{1,249}$")
@@ -123,6 +124,13 @@ def _folder(text: str) -> Path:
 
 def _text(text: str) -> str:
     return text
+
+
+def _existing_file(text: str) -> Path:
+    path = Path(text).expanduser().resolve()
+    if not path.is_file():
+        raise ValueError(f"{path} is not a file")
+    return path
 
 
 def _kafka_client_file(text: str) -> tuple[Path, dict[str, str]]:
@@ -326,6 +334,14 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("FRESHNESS_POSTGRES_PASSWORD", None,
             "password of FRESHNESS_POSTGRES_URL's user (Dagster reads it from this variable; "
             "never written to a file)", "text", _text, secret=True),
+    Setting("FRESHNESS_POSTGRES_SSLMODE", None,
+            "libpq's sslmode for Dagster's Postgres and our own checks: `verify-full` with "
+            "your CA (FRESHNESS_POSTGRES_SSLROOTCERT) checks the server's certificate and "
+            "name; unset: libpq's default (`prefer`, which a man in the middle can downgrade)",
+            " or ".join(SSLMODES), _choice(SSLMODES)),
+    Setting("FRESHNESS_POSTGRES_SSLROOTCERT", None,
+            "CA certificate (PEM) the Postgres server's certificate must chain to "
+            "(`verify-ca`, `verify-full`)", "a file", _existing_file),
     Setting("FRESHNESS_POLICY", "pmb",
             "scheduling policy: `pmb`, `max_benefit` (all pending input), `random` (seeded), "
             "and the experiment's variants", ", ".join(POLICIES), _choice(POLICIES)),
@@ -603,6 +619,8 @@ class Settings:
     spark_executor_memory: str = "2g"
     postgres_url: str | None = None
     postgres_password: str | None = field(default=None, repr=False)  # a secret: never printed
+    postgres_sslmode: str | None = None
+    postgres_sslrootcert: Path | None = None
     spark_remote: str | None = None
     spark_mode: str = "service"  # the shared Spark service (spark_service.py) or "local"
     run_start: str = "forkserver"  # how a code server starts runs (run_start.py)
@@ -627,6 +645,16 @@ class Settings:
     # The variables' texts this value was built from (secrets among them: never printed),
     # so a child process given them as its environment builds the same value.
     texts: Mapping[str, str] = field(default_factory=dict, repr=False, compare=False)
+
+    @property
+    def postgres_params(self) -> dict[str, str]:
+        """libpq's TLS parameters for Dagster's Postgres (sslmode, sslrootcert), as set."""
+        params = {}
+        if self.postgres_sslmode:
+            params["sslmode"] = self.postgres_sslmode
+        if self.postgres_sslrootcert:
+            params["sslrootcert"] = str(self.postgres_sslrootcert)
+        return params
 
     def changed(self, changes: Mapping[str, str | None]) -> Settings:
         """These settings with some variables set to other texts (None or "": back to
@@ -688,6 +716,7 @@ def load_settings(
     texts = {s.env: env[s.env] for s in SETTINGS if env.get(s.env)}
     values = {s.env: s.value(texts.get(s.env)) for s in SETTINGS}
     s3 = _s3_settings(values)
+    _check_postgres_tls(values)
     return Settings(
         lakehouse=_lakehouse(values, s3),
         landing_dir=values["FRESHNESS_LANDING"],
@@ -700,6 +729,8 @@ def load_settings(
         spark_executor_memory=values["FRESHNESS_SPARK_EXECUTOR_MEMORY"],
         postgres_url=values["FRESHNESS_POSTGRES_URL"] or None,
         postgres_password=values["FRESHNESS_POSTGRES_PASSWORD"] or None,
+        postgres_sslmode=values["FRESHNESS_POSTGRES_SSLMODE"] or None,
+        postgres_sslrootcert=values["FRESHNESS_POSTGRES_SSLROOTCERT"],
         spark_remote=values["FRESHNESS_SPARK_REMOTE"] or None,
         spark_mode=values["FRESHNESS_SPARK_MODE"],
         run_start=values["FRESHNESS_RUN_START"],
@@ -741,6 +772,17 @@ def _refuse_retired(env: Mapping[str, str]) -> None:
     for name, instead in RETIRED.items():
         if env.get(name):
             raise SettingsError(f"{name} is no longer a setting; use {instead}")
+
+
+def _check_postgres_tls(values: Mapping[str, Any]) -> None:
+    """A verifying sslmode names the CA to verify with: libpq would otherwise look for
+    ~/.postgresql/root.crt of whichever user runs the process."""
+    mode = values["FRESHNESS_POSTGRES_SSLMODE"]
+    if mode in ("verify-ca", "verify-full") and not values["FRESHNESS_POSTGRES_SSLROOTCERT"]:
+        raise SettingsError(
+            f"FRESHNESS_POSTGRES_SSLMODE={mode} needs FRESHNESS_POSTGRES_SSLROOTCERT: the CA "
+            "certificate the server's must chain to"
+        )
 
 
 def _check_names(changes: Mapping[str, object]) -> None:

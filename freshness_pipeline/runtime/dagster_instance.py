@@ -9,6 +9,7 @@ file names the variable Dagster reads it from.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -21,9 +22,11 @@ PASSWORD_ENV = "FRESHNESS_POSTGRES_PASSWORD"
 REPO_INSTANCE_YAML = PROJECT_ROOT / "dagster.yaml"
 
 
-def postgres_storage(postgres_url: str) -> dict[str, Any]:
-    """dagster-postgres's `postgres_db` block for a validated FRESHNESS_POSTGRES_URL."""
+def postgres_storage(postgres_url: str, params: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """dagster-postgres's `postgres_db` block for a validated FRESHNESS_POSTGRES_URL, with
+    libpq's TLS parameters (`Settings.postgres_params`: sslmode, sslrootcert) when set."""
     url = urlsplit(postgres_url)
+    extra = {"params": dict(params)} if params else {}
     return {
         "postgres": {
             "postgres_db": {
@@ -33,22 +36,33 @@ def postgres_storage(postgres_url: str) -> dict[str, Any]:
                 "hostname": url.hostname,
                 "port": url.port or 5432,
                 "db_name": url.path.strip("/"),
+                **extra,
             }
         }
     }
 
 
-def instance_config(postgres_url: str | None = None, k: int | None = None) -> dict[str, Any]:
-    """The repo's instance settings, with Postgres storage and the run queue at K."""
+def instance_config(
+    postgres_url: str | None = None,
+    k: int | None = None,
+    params: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
+    """The repo's instance settings, with Postgres storage (and its TLS parameters) and the
+    run queue at K."""
     config = yaml.safe_load(REPO_INSTANCE_YAML.read_text())
     if k is not None:
         config["concurrency"]["runs"]["max_concurrent_runs"] = k
     if postgres_url:
-        config = {"storage": postgres_storage(postgres_url), **config}
+        config = {"storage": postgres_storage(postgres_url, params), **config}
     return config
 
 
-def write_instance_yaml(home: Path, postgres_url: str | None = None, k: int | None = None) -> Path:
+def write_instance_yaml(
+    home: Path,
+    postgres_url: str | None = None,
+    k: int | None = None,
+    params: Mapping[str, str] | None = None,
+) -> Path:
     """Writes DAGSTER_HOME/dagster.yaml (replacing a link to the repo's file, so the repo's
     file is never written through it)."""
     home.mkdir(parents=True, exist_ok=True)
@@ -59,7 +73,8 @@ def write_instance_yaml(home: Path, postgres_url: str | None = None, k: int | No
         f"# Generated from {REPO_INSTANCE_YAML.name} by "
         "freshness_pipeline/runtime/dagster_instance.py; edit that file, not this one.\n"
     )
-    path.write_text(header + yaml.safe_dump(instance_config(postgres_url, k), sort_keys=False))
+    config = instance_config(postgres_url, k, params)
+    path.write_text(header + yaml.safe_dump(config, sort_keys=False))
     return path
 
 
@@ -82,6 +97,6 @@ def instance_overrides(settings: Settings) -> dict[str, Any] | None:
     password when the settings have one (None: the file's settings as they are)."""
     if not (settings.postgres_url and settings.postgres_password):
         return None
-    storage = postgres_storage(settings.postgres_url)
+    storage = postgres_storage(settings.postgres_url, settings.postgres_params)
     storage["postgres"]["postgres_db"]["password"] = settings.postgres_password
     return {"storage": storage}

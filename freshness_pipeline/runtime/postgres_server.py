@@ -23,6 +23,7 @@ from pathlib import Path
 
 from freshness_pipeline.runtime.processes import ServerProcess
 from freshness_pipeline.runtime.spark_service import free_port, port_is_open
+from freshness_pipeline.runtime.tls import TlsFiles
 
 HOST = "127.0.0.1"
 SERVER_USER = "postgres"  # the OS user that runs the server when we are root
@@ -52,6 +53,9 @@ class PostgresConfig:
     base_dir: Path  # data/, the log and the password file; owned by the server's user
     port: int = 0  # 0: a free port
     database: str = "dagster"
+    # TLS with this CA's server certificate; connections without TLS are then refused
+    # (pg_hba: hostssl only) and ours verify the server (sslmode=verify-full).
+    tls: TlsFiles | None = None
 
     @property
     def data_dir(self) -> Path:
@@ -64,6 +68,18 @@ class PostgresConfig:
     @property
     def password_file(self) -> Path:
         return self.base_dir / "password"
+
+    @property
+    def hba_file(self) -> Path:
+        return self.base_dir / "pg_hba.conf"
+
+
+# With TLS: every TCP connection must be TLS with a password; any other is refused.
+TLS_HBA = """\
+local     all all                scram-sha-256
+hostssl   all all 127.0.0.1/32   scram-sha-256
+hostnossl all all 0.0.0.0/0      reject
+"""
 
 
 def _as_server_user(argv: list[str]) -> list[str]:
@@ -94,6 +110,14 @@ class PostgresServer(ServerProcess):
     @property
     def password(self) -> str:
         return self.config.password_file.read_text().strip()
+
+    @property
+    def params(self) -> dict[str, str]:
+        """libpq's TLS parameters a client of this server uses (none without TLS)."""
+        tls = self.config.tls
+        if tls is None:
+            return {}
+        return {"sslmode": "verify-full", "sslrootcert": str(tls.ca_cert)}
 
     @property
     def url(self) -> str:
@@ -145,6 +169,7 @@ class PostgresServer(ServerProcess):
         if port_is_open(HOST, self.port):
             raise PostgresError(f"port {self.port} on {HOST} is already in use")
         self._initdb()
+        tls_args = self._tls_args()
         log = config.log_path.open("ab")
         argv = _as_server_user(
             [
@@ -160,6 +185,7 @@ class PostgresServer(ServerProcess):
                 # Dagster's daemon, webserver, code server and each run open pools.
                 "-c",
                 "max_connections=200",
+                *tls_args,
             ]
         )
         try:
@@ -176,6 +202,32 @@ class PostgresServer(ServerProcess):
             raise
         return self
 
+    def _tls_args(self) -> list[str]:
+        """The server's certificate and key (copies the server's user owns, as Postgres
+        wants of its key) and the TLS-only pg_hba, as `-c` settings; none without TLS."""
+        tls = self.config.tls
+        if tls is None:
+            return []
+        base = self.config.base_dir
+        owned = {
+            base / "server.crt": (tls.server_cert.read_bytes(), 0o644),
+            base / "server.key": (tls.server_key.read_bytes(), 0o600),
+            self.config.hba_file: (TLS_HBA.encode(), 0o600),
+        }
+        for path, (data, mode) in owned.items():
+            path.write_bytes(data)
+            os.chmod(path, mode)
+            if os.geteuid() == 0:
+                user = pwd.getpwnam(SERVER_USER)
+                os.chown(path, user.pw_uid, user.pw_gid)
+        settings = {
+            "ssl": "on",
+            "ssl_cert_file": base / "server.crt",
+            "ssl_key_file": base / "server.key",
+            "hba_file": self.config.hba_file,
+        }
+        return [arg for key, value in settings.items() for arg in ("-c", f"{key}={value}")]
+
     def _connect(self, database: str):
         import psycopg2
 
@@ -186,6 +238,7 @@ class PostgresServer(ServerProcess):
             password=self.password,
             dbname=database,
             connect_timeout=3,
+            **self.params,
         )
 
     def _wait_ready(self, timeout_s: float) -> None:

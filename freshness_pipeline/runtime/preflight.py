@@ -10,6 +10,7 @@ failed, before the stack starts anything.
 from __future__ import annotations
 
 import socket
+from collections.abc import Mapping
 from urllib.parse import urlsplit
 
 from freshness_pipeline.config.settings import Settings
@@ -34,8 +35,11 @@ def check_spark_master(master: str) -> str | None:
         return f"Spark master {master} (FRESHNESS_SPARK_MASTER) is unreachable: {exc}"
 
 
-def check_postgres(postgres_url: str | None, password: str | None) -> str | None:
-    """None when Dagster's Postgres database accepts our user and password."""
+def check_postgres(
+    postgres_url: str | None, password: str | None, params: Mapping[str, str] | None = None
+) -> str | None:
+    """None when Dagster's Postgres database accepts our user and password (over TLS as
+    `params` say: sslmode, sslrootcert)."""
     if not postgres_url:
         return None
     import psycopg2
@@ -49,6 +53,7 @@ def check_postgres(postgres_url: str | None, password: str | None) -> str | None
             password=password or "",
             dbname=url.path.strip("/"),
             connect_timeout=int(TIMEOUT_S),
+            **dict(params or {}),
         ).close()
         return None
     except psycopg2.Error as exc:
@@ -97,7 +102,9 @@ def preflight(settings: Settings) -> None:
         failure
         for failure in (
             check_spark_master(settings.spark_master),
-            check_postgres(settings.postgres_url, settings.postgres_password),
+            check_postgres(
+                settings.postgres_url, settings.postgres_password, settings.postgres_params
+            ),
             check_lakehouse_store(settings),
         )
         if failure

@@ -310,7 +310,12 @@ class Stack:
     def _prepare_dagster_home(self, settings: Settings) -> None:
         if settings.postgres_url:
             # Storage in Postgres: the repo's instance settings plus the storage block.
-            write_instance_yaml(self.dagster_home, settings.postgres_url, settings.scheduler.k)
+            write_instance_yaml(
+                self.dagster_home,
+                settings.postgres_url,
+                settings.scheduler.k,
+                settings.postgres_params,
+            )
             return
         self.dagster_home.mkdir(parents=True, exist_ok=True)
         dagster_yaml = self.dagster_home / "dagster.yaml"
