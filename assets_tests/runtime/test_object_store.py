@@ -93,3 +93,37 @@ def test_bad_object_store_settings_fail_the_preflight(
 
 def test_local_lakehouse_needs_no_store(tmp_path: Path) -> None:
     check_object_store(load_settings({"FRESHNESS_LAKEHOUSE": str(tmp_path / "tables")}))
+
+
+def test_an_https_store_with_a_private_ca_is_trusted_only_with_that_ca(tmp_path: Path) -> None:
+    # HTTPS only (no plain listener), the server certificate from a CA made here: with
+    # FRESHNESS_S3_CA_BUNDLE every client reaches it (pyarrow, hudi-rs, the JVMs through
+    # a truststore), without it the preflight refuses and names the certificate.
+    from freshness_pipeline.hudi.metadata import HudiTableMetadata, TableNotFound
+    from freshness_pipeline.runtime.spark import truststore_options
+    from freshness_pipeline.runtime.tls import make_ca
+
+    tls = make_ca(tmp_path / "ca")
+    config = ObjectStoreConfig(tmp_path / "data", tmp_path / "logs", bucket="tls-bucket", tls=tls)
+    with ObjectStoreServer(config) as server:
+        assert server.endpoint.startswith("https://127.0.0.1:")
+        assert_listens_on_loopback_only(server.listening(), "the object store")
+        assert "secure-endpoint" in (tmp_path / "logs" / "s3proxy.conf").read_text()
+        env = server.settings_env()
+        assert env["FRESHNESS_S3_CA_BUNDLE"] == str(tls.ca_cert)
+        settings = load_settings(env)
+        check_object_store(settings)  # pyarrow, trusting the bundle
+        with pytest.raises(TableNotFound):  # pyarrow through the metadata reader
+            HudiTableMetadata(settings.lakehouse.table("trade_raw"))
+        from hudi import HudiTableBuilder
+
+        location = settings.lakehouse.table("trade_raw")
+        builder = HudiTableBuilder.from_base_uri(location.hudi_rs)
+        with pytest.raises(Exception, match="not found") as missing:  # reached, over TLS
+            builder.with_storage_options(location.object_store_options).build()
+        assert "error sending request" not in str(missing.value)
+        options = truststore_options(tls.ca_cert)
+        assert any(o.startswith("-Djavax.net.ssl.trustStore=") for o in options)
+        without = {k: v for k, v in env.items() if k != "FRESHNESS_S3_CA_BUNDLE"}
+        with pytest.raises(ObjectStoreError, match="certificate"):
+            check_object_store(load_settings(without))

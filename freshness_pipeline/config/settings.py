@@ -35,7 +35,7 @@ from freshness_pipeline.config.scheduler_settings import (
 )
 from freshness_pipeline.hudi.inputs import InputsError, load_inputs
 from freshness_pipeline.hudi.lakehouse import Lakehouse
-from freshness_pipeline.hudi.location import LocationError
+from freshness_pipeline.hudi.location import CA_BUNDLE_OPTION, LocationError
 from freshness_pipeline.scheduling.clustering import MIB, ClusteringSettings
 from freshness_pipeline.scheduling.cost_model import COST_MODES, CostPrior
 from freshness_pipeline.scheduling.planner import POLICIES
@@ -454,6 +454,10 @@ SETTINGS: tuple[Setting, ...] = (
             "http://host:port or https://host", _endpoint),
     Setting("FRESHNESS_S3_REGION", "us-east-1", "region of an `s3://` lakehouse's bucket",
             "an AWS region name", _text),
+    Setting("FRESHNESS_S3_CA_BUNDLE", None,
+            "CA certificate(s) (PEM) an `https://` FRESHNESS_S3_ENDPOINT's certificate chains to, "
+            "when your firm's CA signs it: trusted beside the public CAs by every client "
+            "(pyarrow, hudi-rs, the JVMs' s3a)", "a file", _existing_file),
     Setting("FRESHNESS_S3_PATH_STYLE", "false",
             "path-style requests (`endpoint/bucket/key`), as most S3-compatible stores want",
             "true or false", _bool),
@@ -555,6 +559,7 @@ class S3Settings:
     path_style: bool = False
     access_key_id: str | None = field(default=None, repr=False)
     secret_access_key: str | None = field(default=None, repr=False)
+    ca_bundle: Path | None = None  # a private CA an https endpoint's certificate chains to
     session_token: str | None = field(default=None, repr=False)
 
     def storage_options(self) -> dict[str, str]:
@@ -564,6 +569,8 @@ class S3Settings:
             options["aws_endpoint_url"] = self.endpoint
             options["aws_allow_http"] = str(self.endpoint.startswith("http://")).lower()
         options["aws_virtual_hosted_style_request"] = str(not self.path_style).lower()
+        if self.ca_bundle:
+            options[CA_BUNDLE_OPTION] = str(self.ca_bundle)
         # object_store's option names are the environment variables' in lower case.
         options |= {name.lower(): value for name, value in self.credential_env().items()}
         return options
@@ -860,6 +867,7 @@ def _s3_settings(values: Mapping[str, Any]) -> S3Settings:
         endpoint=values["FRESHNESS_S3_ENDPOINT"],
         region=values["FRESHNESS_S3_REGION"],
         path_style=values["FRESHNESS_S3_PATH_STYLE"],
+        ca_bundle=values["FRESHNESS_S3_CA_BUNDLE"],
         access_key_id=values["AWS_ACCESS_KEY_ID"] or None,
         secret_access_key=values["AWS_SECRET_ACCESS_KEY"] or None,
         session_token=values["AWS_SESSION_TOKEN"] or None,

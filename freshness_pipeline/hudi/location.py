@@ -58,6 +58,37 @@ def _split(uri: str) -> tuple[str, str]:
     )
 
 
+# A storage option of ours, not object_store's: the CA bundle an https endpoint's
+# certificate chains to (FRESHNESS_S3_CA_BUNDLE). pyarrow takes it as tls_ca_file_path;
+# hudi-rs (rustls with the platform's roots) reads SSL_CERT_FILE, so `trust_ca_bundle`
+# points that at the platform's CAs plus this one.
+CA_BUNDLE_OPTION = "freshness_ca_bundle"
+SYSTEM_CA_FILES = (
+    Path("/etc/ssl/certs/ca-certificates.crt"),  # Debian, Ubuntu
+    Path("/etc/pki/tls/certs/ca-bundle.crt"),  # RHEL, Fedora
+    Path("/etc/ssl/cert.pem"),  # Alpine, macOS
+)
+
+
+def trust_ca_bundle(ca_bundle: str) -> None:
+    """Makes this process's rustls clients (hudi-rs) trust `ca_bundle` beside the
+    platform's CAs: SSL_CERT_FILE names a combined file (written once per bundle)."""
+    import hashlib
+    import tempfile
+
+    source = Path(ca_bundle)
+    data = source.read_bytes()
+    digest = hashlib.sha256(data).hexdigest()[:16]
+    combined = Path(tempfile.gettempdir()) / f"freshness-ca-{os.getuid()}-{digest}.pem"
+    if not combined.exists():
+        system = next((p for p in SYSTEM_CA_FILES if p.exists()), None)
+        text = (system.read_bytes() if system else b"") + b"\n" + data
+        tmp = combined.with_suffix(".tmp")
+        tmp.write_bytes(text)
+        tmp.replace(combined)
+    os.environ["SSL_CERT_FILE"] = str(combined)
+
+
 @dataclass(frozen=True)
 class Location:
     """One table or file: a normalised scheme, its path, and the storage options (S3
@@ -98,6 +129,16 @@ class Location:
     def with_storage_options(self, storage_options: Mapping[str, str]) -> Location:
         return Location(self.scheme, self.path, dict(storage_options))
 
+    @property
+    def object_store_options(self) -> dict[str, str]:
+        """The storage options as hudi-rs (object_store) takes them: ours left out, a CA
+        bundle made trusted through the environment (`trust_ca_bundle`)."""
+        options = dict(self.storage_options)
+        bundle = options.pop(CA_BUNDLE_OPTION, None)
+        if bundle:
+            trust_ca_bundle(bundle)
+        return options
+
     def filesystem(
         self, connect_timeout_s: float | None = None, retries: int | None = None
     ) -> tuple[pafs.FileSystem, str]:
@@ -120,6 +161,8 @@ class Location:
             compatible_s3_checksums()
         if retries is not None:
             extra["retry_strategy"] = pafs.AwsStandardS3RetryStrategy(max_attempts=retries)
+        if options.get(CA_BUNDLE_OPTION):
+            extra["tls_ca_file_path"] = options[CA_BUNDLE_OPTION]
         fs = pafs.S3FileSystem(
             access_key=options.get("aws_access_key_id"),
             secret_key=options.get("aws_secret_access_key"),

@@ -230,7 +230,7 @@ class HudiTableMetadata:
             try:
                 builder = HudiTableBuilder.from_base_uri(self.location.hudi_rs)
                 if self.location.storage_options:
-                    builder = builder.with_storage_options(dict(self.location.storage_options))
+                    builder = builder.with_storage_options(self.location.object_store_options)
                 return builder.build()
             except Exception:
                 # The same half-written hoodie.properties race as above, seen by hudi-rs.

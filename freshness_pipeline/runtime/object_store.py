@@ -13,6 +13,7 @@ the bucket or the credentials is wrong, in one error.
 
 from __future__ import annotations
 
+import secrets
 import shutil
 import socket
 import subprocess
@@ -25,6 +26,7 @@ from urllib.parse import urlsplit
 from freshness_pipeline.config.settings import PROJECT_ROOT, child_environment
 from freshness_pipeline.hudi.location import compatible_s3_checksums
 from freshness_pipeline.runtime.processes import ServerProcess
+from freshness_pipeline.runtime.tls import TlsFiles, server_keystore
 
 if TYPE_CHECKING:
     import pyarrow.fs as pafs
@@ -65,6 +67,7 @@ class ObjectStoreConfig:
     access_key: str = LOCAL_ACCESS_KEY
     secret_key: str = LOCAL_SECRET_KEY
     s3proxy_dir: Path = DEFAULT_S3PROXY_DIR  # s3proxy and its jars (`make setup`)
+    tls: TlsFiles | None = None  # HTTPS only, with this CA's server certificate
 
     @property
     def log_path(self) -> Path:
@@ -102,8 +105,12 @@ class ObjectStoreServer(ServerProcess):
         self.process: subprocess.Popen | None = None
 
     @property
+    def scheme(self) -> str:
+        return "https" if self.config.tls is not None else "http"
+
+    @property
     def endpoint(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+        return f"{self.scheme}://127.0.0.1:{self.port}"
 
     def command(self) -> list[str]:
         jars = self.config.s3proxy_dir
@@ -129,9 +136,19 @@ class ObjectStoreServer(ServerProcess):
         # signatures with this one key pair, on 127.0.0.1 only. jclouds' `filesystem`
         # backend, not s3proxy's `filesystem-nio2`: nio2 answers HEAD of a folder as an
         # object, so s3a's mkdirs of a Hudi table path failed ("since it is a file").
+        if config.tls is None:
+            serving = [f"s3proxy.endpoint={self.endpoint}"]
+        else:  # HTTPS only: no plain listener at all
+            password = secrets.token_urlsafe(18)
+            keystore = server_keystore(config.tls, config.log_dir / "s3proxy.p12", password)
+            serving = [
+                f"s3proxy.secure-endpoint={self.endpoint}",
+                f"s3proxy.keystore-path={keystore}",
+                f"s3proxy.keystore-password={password}",
+            ]
         return "\n".join(
             [
-                f"s3proxy.endpoint={self.endpoint}",
+                *serving,
                 "s3proxy.authorization=aws-v2-or-v4",
                 f"s3proxy.identity={config.access_key}",
                 f"s3proxy.credential={config.secret_key}",
@@ -198,8 +215,13 @@ class ObjectStoreServer(ServerProcess):
             secret_key=self.config.secret_key,
             region=LOCAL_REGION,
             endpoint_override=f"127.0.0.1:{self.port}",
-            scheme="http",
+            scheme=self.scheme,
             allow_bucket_creation=True,
+            **(
+                {"tls_ca_file_path": str(self.config.tls.ca_cert)}
+                if self.config.tls is not None
+                else {}
+            ),
         )
 
     def _create_bucket(self) -> None:
@@ -221,6 +243,11 @@ class ObjectStoreServer(ServerProcess):
             "FRESHNESS_S3_PATH_STYLE": "true",
             "AWS_ACCESS_KEY_ID": self.config.access_key,
             "AWS_SECRET_ACCESS_KEY": self.config.secret_key,
+            **(
+                {"FRESHNESS_S3_CA_BUNDLE": str(self.config.tls.ca_cert)}
+                if self.config.tls is not None
+                else {}
+            ),
         }
 
 

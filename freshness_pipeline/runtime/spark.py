@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from dagster_pyspark.resources import spark_session_from_config
 
-from freshness_pipeline.config.settings import Settings
+from freshness_pipeline.config.settings import PROJECT_ROOT, Settings
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -156,8 +156,39 @@ def hudi_spark_conf(
         # manager ports listen on loopback only (Spark's default is the machine's address).
         conf["spark.driver.host"] = conf["spark.driver.bindAddress"] = LOOPBACK
     conf.update(lakehouse_spark_conf(settings))
+    if settings.s3.ca_bundle is not None and not settings.is_local:
+        # s3a's AWS SDK trusts the JVM's truststore only: the JDK's CAs plus the bundle.
+        trust = " ".join(truststore_options(settings.s3.ca_bundle))
+        for side in ("driver", "executor"):
+            key = f"spark.{side}.extraJavaOptions"
+            conf[key] = f"{conf[key]} {trust}"
     conf.update(extra or {})
     return conf
+
+
+# A truststore holds public certificates only; its password guards nothing secret (the
+# JDK's own cacerts uses the same well-known one).
+TRUSTSTORE_PASSWORD = "changeit"
+
+
+def truststore_options(ca_bundle: Path) -> list[str]:
+    """The JVM options that make it trust `ca_bundle` beside the JDK's CAs (a PKCS#12
+    truststore built once per bundle under .cache/truststores; on a cluster, the same
+    path must exist on every executor host)."""
+    import hashlib
+
+    from freshness_pipeline.runtime.tls import java_truststore
+
+    digest = hashlib.sha256(ca_bundle.read_bytes()).hexdigest()[:16]
+    path = PROJECT_ROOT / ".cache" / "truststores" / f"{digest}.p12"
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        java_truststore(ca_bundle, path, TRUSTSTORE_PASSWORD)
+    return [
+        f"-Djavax.net.ssl.trustStore={path}",
+        "-Djavax.net.ssl.trustStoreType=PKCS12",
+        f"-Djavax.net.ssl.trustStorePassword={TRUSTSTORE_PASSWORD}",
+    ]
 
 
 def deployment_conf(master: str, settings: Settings) -> dict[str, str]:

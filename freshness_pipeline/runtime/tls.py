@@ -168,3 +168,70 @@ def make_ca(
     _write(files.client_key, pem_key(client_key), private=True)
     _write(files.client_cert, pem(client_cert))
     return files
+
+
+def server_keystore(files: TlsFiles, path: Path, password: str) -> Path:
+    """The server's key and certificate chain as a PKCS#12 keystore (what a Java server
+    such as s3proxy's Jetty reads), owner-readable only."""
+    from cryptography import x509
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.serialization import pkcs12
+
+    key = serialization.load_pem_private_key(files.server_key.read_bytes(), password=None)
+    chain = x509.load_pem_x509_certificates(files.server_cert.read_bytes())
+    data = pkcs12.serialize_key_and_certificates(
+        b"server",
+        key,  # type: ignore[arg-type]
+        chain[0],
+        chain[1:],
+        serialization.BestAvailableEncryption(password.encode()),
+    )
+    _write(path, data, private=True)
+    return path
+
+
+def java_truststore(ca_bundle: Path, path: Path, password: str) -> Path:
+    """A PKCS#12 truststore for the JVMs (s3a's AWS SDK, Spark): the JDK's own CAs and
+    every certificate of `ca_bundle`, so a private CA is trusted without dropping the
+    public ones (keytool, the JDK's own tool, marks the entries as trusted)."""
+    import shutil
+    import subprocess
+    import tempfile
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import serialization
+
+    keytool = shutil.which("keytool")
+    java_home = os.environ.get("JAVA_HOME")
+    if java_home and (Path(java_home) / "bin" / "keytool").exists():
+        keytool = str(Path(java_home) / "bin" / "keytool")
+    if keytool is None:
+        raise FileNotFoundError("keytool (the JDK's) is not on PATH; install a Java 17 JDK")
+    cacerts = Path(os.path.realpath(keytool)).parent.parent / "lib" / "security" / "cacerts"
+    tmp = path.with_suffix(".building")
+    tmp.unlink(missing_ok=True)
+
+    def run(*args: str) -> None:
+        done = subprocess.run([keytool, *args], capture_output=True, text=True, timeout=120)
+        if done.returncode != 0:
+            raise RuntimeError(f"keytool {args[0]} failed: {(done.stderr or done.stdout)[-500:]}")
+
+    common = ["-storetype", "PKCS12", "-storepass:env", "FRESHNESS_TRUSTSTORE_PASSWORD"]
+    os.environ["FRESHNESS_TRUSTSTORE_PASSWORD"] = password  # keytool reads it, no argv
+    try:
+        if cacerts.exists():
+            run("-importkeystore", "-srckeystore", str(cacerts), "-srcstorepass", "changeit",
+                "-destkeystore", str(tmp), "-deststoretype", "PKCS12",
+                "-deststorepass:env", "FRESHNESS_TRUSTSTORE_PASSWORD", "-noprompt")  # fmt: skip
+        certs = x509.load_pem_x509_certificates(ca_bundle.read_bytes())
+        with tempfile.TemporaryDirectory() as scratch:
+            for i, cert in enumerate(certs):
+                pem = Path(scratch) / f"ca{i}.pem"
+                pem.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+                run("-importcert", "-alias", f"freshness-ca-{i}", "-file", str(pem),
+                    "-keystore", str(tmp), *common, "-noprompt")  # fmt: skip
+    finally:
+        os.environ.pop("FRESHNESS_TRUSTSTORE_PASSWORD", None)
+    os.chmod(tmp, 0o600)
+    tmp.replace(path)
+    return path
