@@ -194,3 +194,28 @@ def test_the_interval_peer_takes_the_period_tuned_for_its_conditions(monkeypatch
     assert interval.env["FRESHNESS_INTERVAL_S"] == "90" and "every 90 s" in interval.note
     assert pmb == harness.POLICY_VARIANTS["pmb"]
     assert cli.main([*argv, "--interval-period", "1"]) == 2  # below the sensor's minimum
+
+
+def test_a_terminated_experiment_unwinds_to_stop_its_stack(monkeypatch, tmp_path):
+    import os
+    import signal
+
+    from freshness_pipeline.experiment import harness
+
+    seen = []
+
+    def run(config, settings):
+        try:
+            os.kill(os.getpid(), signal.SIGTERM)  # as `kill <pid>` of a background campaign
+        finally:
+            seen.append("unwound")  # the run's own `finally` (stack.stop) runs
+
+    monkeypatch.setattr(harness, "run_experiment", run)
+    previous = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        with pytest.raises(SystemExit):
+            cli.main(["experiment", "--variants", "pmb", "--out", str(tmp_path)])
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    assert seen == ["unwound"]

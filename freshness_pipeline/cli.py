@@ -248,6 +248,12 @@ def _experiment_config(
 def cmd_experiment(args: argparse.Namespace) -> int:
     from freshness_pipeline.experiment.harness import run_experiment, variant_named, with_period
     from freshness_pipeline.experiment.report import write_report
+    from freshness_pipeline.runtime.stack import exit_on_signals
+
+    # A campaign runs for hours, often in the background: SIGTERM or SIGINT unwinds it, so
+    # the run in progress stops the stack it started (else Spark, Dagster and ingestion
+    # were left running).
+    exit_on_signals()
 
     mode = EXPERIMENT_MODES[args.mode]
     try:

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from assets_tests.ingestion.test_ingest import UNIVERSE
 from assets_tests.ingestion.test_kafka_ingest import (
     KAFKA_JARS,
     PARTITIONS,
@@ -112,7 +113,7 @@ def test_sasl_ssl_ingestion_commits_every_message_exactly_once(
         sasl_broker, lakehouse, monkeypatch, sasl_properties(tmp_path, tls.ca_cert), PASSWORD
     )
     assert PASSWORD not in repr(settings)  # the secret never in a repr (nor a log line)
-    load_company_master(spark, settings, 300)
+    load_company_master(spark, settings, UNIVERSE)
     assert produce(settings, seconds=3, rate=300, malformed=0.02, seed=11) > 0
     first = KafkaIngestor(spark, settings, max_messages=400)
     drain(first)
@@ -137,7 +138,7 @@ def test_a_refused_client_fails_naming_the_broker_and_commits_nothing(
         ca = make_ca(tmp_path / "other-ca", ca_name="someone else's CA").ca_cert
     properties = sasl_properties(tmp_path, ca)
     settings = secure_settings(sasl_broker, lakehouse, monkeypatch, properties, password)
-    load_company_master(spark, settings, 300)
+    load_company_master(spark, settings, UNIVERSE)
     with pytest.raises(KafkaSourceError) as refused:
         KafkaIngestor(spark, settings)
     text = str(refused.value)

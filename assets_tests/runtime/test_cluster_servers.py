@@ -145,3 +145,75 @@ def test_a_verifying_sslmode_without_a_ca_is_refused():
     assert load_settings({"FRESHNESS_POSTGRES_SSLMODE": "require"}).postgres_params == {
         "sslmode": "require"
     }
+
+
+DRIVER = """
+import sys
+from pyspark.sql import SparkSession
+session = (
+    SparkSession.builder.master(sys.argv[1]).config("spark.authenticate", "true")
+    .config("spark.driver.host", "127.0.0.1").config("spark.cores.max", "1")
+    .config("spark.executor.memory", "512m").getOrCreate()
+)
+print("COUNT", session.range(1000).repartition(2).count())
+session.stop()
+"""
+
+
+@pytest.mark.spark
+def test_an_authenticated_cluster_runs_a_driver_with_the_secret_and_refuses_a_stranger(
+    tmp_path: Path,
+):
+    import secrets
+    import subprocess
+    import sys
+    import time
+
+    from freshness_pipeline.config.settings import child_environment
+    from freshness_pipeline.runtime.spark import driver_secret_env
+    from freshness_pipeline.runtime.spark_cluster import (
+        AUTH_SECRET_ENV,
+        HOST,
+        WORKER_CLASS,
+        spark_class_path,
+    )
+
+    secret = secrets.token_urlsafe(24)
+    config = SparkClusterConfig(
+        tmp_path / "spark", worker_cores=1, worker_memory="1g", auth_secret=secret
+    )
+    with SparkCluster(config) as cluster:
+        for pid in cluster.pids.values():  # the secret is in no command line
+            assert secret not in Path(f"/proc/{pid}/cmdline").read_text()
+        settings = load_settings({"FRESHNESS_SPARK_AUTH_SECRET": secret})
+        holder = child_environment(extra={**driver_secret_env(settings), "SPARK_HOME": None})
+        assert secret not in " ".join(holder.values())  # a file names it, not a variable
+        run = subprocess.run(
+            [sys.executable, "-c", DRIVER, cluster.master_url],
+            env=holder, capture_output=True, text=True, timeout=240,
+        )  # fmt: skip
+        assert "COUNT 1000" in run.stdout, run.stderr[-3000:]
+        # A worker that does not hold the secret never joins.
+        stranger_dir = tmp_path / "stranger"
+        (stranger_dir / "conf").mkdir(parents=True)
+        env = child_environment(
+            extra={"SPARK_LOCAL_IP": HOST, "SPARK_HOME": None, AUTH_SECRET_ENV: None,
+                   "SPARK_CONF_DIR": str(stranger_dir / "conf")}
+        )  # fmt: skip
+        log = (stranger_dir / "worker.log").open("wb")
+        stranger = subprocess.Popen(
+            [str(spark_class_path()), WORKER_CLASS, "--host", HOST, "--port", str(free_port()),
+             "--webui-port", str(free_port()), "--cores", "1", "--memory", "512m",
+             "--work-dir", str(stranger_dir), cluster.master_url],
+            env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+        )  # fmt: skip
+        try:
+            time.sleep(25)
+            assert cluster.alive_workers() == 1
+            assert stranger.poll() is None  # up, and still being turned away
+            # turned away for not speaking the authenticated protocol
+            assert "Expected SaslMessage" in (stranger_dir / "worker.log").read_text()
+        finally:
+            stranger.kill()
+            stranger.wait()
+            log.close()

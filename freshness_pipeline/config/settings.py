@@ -44,6 +44,7 @@ from freshness_pipeline.scheduling.staleness_target import MIN_WINDOW_S, Stalene
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 
 SPARK_MODES = ("service", "local")
+SPARK_AUTH_SECRET_ENV = "_SPARK_AUTH_SECRET"  # Spark's own variable for spark.authenticate
 SSLMODES = ("disable", "allow", "prefer", "require", "verify-ca", "verify-full")
 SOURCES = ("landing", "kafka")  # where ingestion reads the stream and the replayer writes it
 # Kafka's own rule for topic names (kafka.common.internals.Topic): at most 249 of these.
@@ -296,6 +297,11 @@ SETTINGS: tuple[Setting, ...] = (
             "address a driver binds and executors call back on (`spark.driver.host` and "
             "`bindAddress`); unset: 127.0.0.1 for a local master, Spark's choice otherwise",
             "a host name or IP address", _text),
+    Setting("FRESHNESS_SPARK_AUTH_SECRET", None,
+            "shared secret of a Spark cluster run with `spark.authenticate` (the master, its "
+            "workers, our drivers and executors prove they hold it); reaches the JVMs "
+            "through their environment, never a command line", "a secret", _text,
+            secret=True),
     Setting("FRESHNESS_SPARK_CORES_MAX", "2",
             "cores one application (the Spark service, ingestion) takes on a `spark://` "
             "master (`spark.cores.max`)", "an integer of at least 1", _int_at_least(1)),
@@ -623,6 +629,7 @@ class Settings:
     spark_master: str = "local[*]"
     spark_driver_host: str | None = None
     spark_cores_max: int = 2
+    spark_auth_secret: str | None = field(default=None, repr=False)  # a secret: never printed
     spark_executor_memory: str = "2g"
     postgres_url: str | None = None
     postgres_password: str | None = field(default=None, repr=False)  # a secret: never printed
@@ -733,6 +740,7 @@ def load_settings(
         spark_master=values["FRESHNESS_SPARK_MASTER"],
         spark_driver_host=values["FRESHNESS_SPARK_DRIVER_HOST"] or None,
         spark_cores_max=values["FRESHNESS_SPARK_CORES_MAX"],
+        spark_auth_secret=values["FRESHNESS_SPARK_AUTH_SECRET"] or None,
         spark_executor_memory=values["FRESHNESS_SPARK_EXECUTOR_MEMORY"],
         postgres_url=values["FRESHNESS_POSTGRES_URL"] or None,
         postgres_password=values["FRESHNESS_POSTGRES_PASSWORD"] or None,

@@ -6,6 +6,7 @@ so every writer of the lakehouse agrees on serializer, SQL extension, catalog an
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -156,6 +157,9 @@ def hudi_spark_conf(
         # manager ports listen on loopback only (Spark's default is the machine's address).
         conf["spark.driver.host"] = conf["spark.driver.bindAddress"] = LOOPBACK
     conf.update(lakehouse_spark_conf(settings))
+    if settings.spark_auth_secret:
+        # the secret itself travels in the environment (SPARK_AUTH_SECRET_ENV)
+        conf["spark.authenticate"] = "true"
     if settings.s3.ca_bundle is not None and not settings.is_local:
         # s3a's AWS SDK trusts the JVM's truststore only: the JDK's CAs plus the bundle.
         trust = " ".join(truststore_options(settings.s3.ca_bundle))
@@ -164,6 +168,28 @@ def hudi_spark_conf(
             conf[key] = f"{conf[key]} {trust}"
     conf.update(extra or {})
     return conf
+
+
+def driver_secret_env(settings: Settings) -> dict[str, str]:
+    """What a Spark driver's environment needs for a cluster run with spark.authenticate:
+    a standalone driver takes the secret only from its configuration, and pyspark and
+    spark-submit would put `--conf` values on the JVM's command line, so it goes into a
+    spark-defaults.conf only this user can read (SPARK_CONF_DIR). Empty without a secret."""
+    import hashlib
+    import tempfile
+
+    secret = settings.spark_auth_secret
+    if not secret:
+        return {}
+    digest = hashlib.sha256(secret.encode()).hexdigest()[:16]
+    folder = Path(tempfile.gettempdir()) / f"freshness-spark-conf-{os.getuid()}-{digest}"
+    folder.mkdir(mode=0o700, exist_ok=True)
+    os.chmod(folder, 0o700)
+    defaults = folder / "spark-defaults.conf"
+    fd = os.open(defaults, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as handle:
+        handle.write(f"spark.authenticate true\nspark.authenticate.secret {secret}\n")
+    return {"SPARK_CONF_DIR": str(folder)}
 
 
 # A truststore holds public certificates only; its password guards nothing secret (the
@@ -230,6 +256,7 @@ def build_spark_session(
     master = master or settings.spark_master
     extra = {**deployment_conf(master, settings), **(extra or {})}
     conf = hudi_spark_conf(settings, master, jars_dir or settings.jars_dir, app_name, extra)
+    os.environ.update(driver_secret_env(settings))  # read by the JVM started next
     session = spark_session_from_config(conf)
     session.sparkContext.setLogLevel("ERROR")
     apply_lakehouse_conf(session, settings)

@@ -19,16 +19,19 @@ import signal
 import subprocess
 import time
 import urllib.request
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from freshness_pipeline.config.settings import child_environment
+from freshness_pipeline.config.settings import SPARK_AUTH_SECRET_ENV, child_environment
 from freshness_pipeline.runtime.processes import stop_process_group
 from freshness_pipeline.runtime.spark_service import free_port, port_is_open
 
 MASTER_CLASS = "org.apache.spark.deploy.master.Master"
 WORKER_CLASS = "org.apache.spark.deploy.worker.Worker"
 HOST = "127.0.0.1"
+# Spark's SecurityManager reads the shared secret from this variable when
+# spark.authenticate is on (the worker hands it to its executors the same way).
+AUTH_SECRET_ENV = SPARK_AUTH_SECRET_ENV
 
 
 class SparkClusterError(RuntimeError):
@@ -49,6 +52,10 @@ class SparkClusterConfig:
     daemon_memory: str = "512m"  # heap of the master and the worker themselves
     master_port: int = 0  # 0: a free port
     master_webui_port: int = 0
+    # spark.authenticate: every daemon, driver and executor proves it holds this secret
+    # (Spark's RPC); None: open, for anyone who reaches the ports. Never on a command line:
+    # the daemons read it from their environment (_SPARK_AUTH_SECRET).
+    auth_secret: str | None = field(default=None, repr=False)
 
 
 class SparkCluster:
@@ -80,6 +87,7 @@ class SparkCluster:
                 "SPARK_DAEMON_MEMORY": self.config.daemon_memory,
                 "SPARK_HOME": None,  # the daemons come from the pinned pyspark wheel
                 "SPARK_CONF_DIR": str(self.config.state_dir / "conf"),
+                **({AUTH_SECRET_ENV: self.config.auth_secret} if self.config.auth_secret else {}),
             }
         )
         return env
@@ -105,6 +113,8 @@ class SparkCluster:
                 raise SparkClusterError(f"port {port} on {HOST} is already in use")
         (config.state_dir / "conf").mkdir(parents=True, exist_ok=True)
         (config.state_dir / "work").mkdir(parents=True, exist_ok=True)
+        defaults = "spark.authenticate true\n" if config.auth_secret else ""
+        (config.state_dir / "conf" / "spark-defaults.conf").write_text(defaults)
         spark_class = str(spark_class_path())
         try:
             self.master = self._spawn(

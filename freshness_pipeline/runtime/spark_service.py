@@ -20,7 +20,13 @@ from pathlib import Path
 
 from freshness_pipeline.config.settings import Settings, child_environment
 from freshness_pipeline.runtime.processes import ServerProcess
-from freshness_pipeline.runtime.spark import deployment_conf, find_jar, hudi_jars, hudi_spark_conf
+from freshness_pipeline.runtime.spark import (
+    deployment_conf,
+    driver_secret_env,
+    find_jar,
+    hudi_jars,
+    hudi_spark_conf,
+)
 
 # Spark's Connect server bound to one address (freshness_pipeline/jvm/connect): Spark 3.5's
 # own SparkConnectServer listens on every interface and has no setting to change that.
@@ -204,7 +210,9 @@ class SparkService(ServerProcess):
         config.state_dir.mkdir(parents=True, exist_ok=True)
         (config.state_dir / "fairscheduler.xml").write_text(FAIR_SCHEDULER_XML)
         (config.state_dir / "log4j2.properties").write_text(LOG4J2_PROPERTIES)
-        env = child_environment(extra=config.settings.s3.credential_env())
+        env = child_environment(
+            extra={**config.settings.s3.credential_env(), **driver_secret_env(config.settings)}
+        )
         env.pop("SPARK_HOME", None)  # the server comes from the pyspark wheel we pinned
         bind = dict(config.extra_conf).get("spark.driver.bindAddress")
         if bind:
