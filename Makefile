@@ -279,7 +279,7 @@ experiment-wide: setup
 
 tune-interval-wide: setup
 	$(VENV)/bin/freshness experiment --mode long --wide 1 --layout '' --duration 600 --drain 60 \
-	  --no-warm-cost --seeds 99 --variants interval_60,interval_120,interval_240 --resume \
+	  --no-warm-cost --seeds 99 --variants interval_30,interval_60,interval_120 --resume \
 	  --out .lakehouse/experiments/interval-tuning-wide \
 	  --report-dir docs/results/wide/interval-tuning
 

@@ -273,7 +273,8 @@ def test_settings_are_loaded_only_at_entry_points():
 
 def test_no_module_changes_its_own_environment_but_the_aws_sdk_knobs():
     # hudi/location.py sets two of the AWS SDK's own variables (never ours) before it
-    # builds a pyarrow S3 client; nothing else writes this process's environment.
+    # builds a pyarrow S3 client, and rustls's SSL_CERT_FILE for hudi-rs when the object
+    # store's CA is private; nothing else writes this process's environment.
     writes = [w for w in environment_writes() if not w.startswith(f"{PACKAGE}.hudi.location:")]
     assert writes == []
 

@@ -148,14 +148,22 @@ def test_a_verifying_sslmode_without_a_ca_is_refused():
 
 
 DRIVER = """
-import sys
-from pyspark.sql import SparkSession
-session = (
-    SparkSession.builder.master(sys.argv[1]).config("spark.authenticate", "true")
-    .config("spark.driver.host", "127.0.0.1").config("spark.cores.max", "1")
-    .config("spark.executor.memory", "512m").getOrCreate()
-)
+import os, sys
+from freshness_pipeline.config.settings import load_settings
+from freshness_pipeline.runtime.spark import build_spark_session
+settings = load_settings()
+session = build_spark_session(settings, master=sys.argv[1], remote="")
 print("COUNT", session.range(1000).repartition(2).count())
+secret = settings.spark_auth_secret.encode()
+shown = []
+for pid in filter(str.isdigit, os.listdir("/proc")):
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as handle:
+            if secret in handle.read():
+                shown.append(pid)
+    except OSError:
+        pass
+print("SHOWN", shown)
 session.stop()
 """
 
@@ -170,7 +178,6 @@ def test_an_authenticated_cluster_runs_a_driver_with_the_secret_and_refuses_a_st
     import time
 
     from freshness_pipeline.config.settings import child_environment
-    from freshness_pipeline.runtime.spark import driver_secret_env
     from freshness_pipeline.runtime.spark_cluster import (
         AUTH_SECRET_ENV,
         HOST,
@@ -185,14 +192,20 @@ def test_an_authenticated_cluster_runs_a_driver_with_the_secret_and_refuses_a_st
     with SparkCluster(config) as cluster:
         for pid in cluster.pids.values():  # the secret is in no command line
             assert secret not in Path(f"/proc/{pid}/cmdline").read_text()
-        settings = load_settings({"FRESHNESS_SPARK_AUTH_SECRET": secret})
-        holder = child_environment(extra={**driver_secret_env(settings), "SPARK_HOME": None})
-        assert secret not in " ".join(holder.values())  # a file names it, not a variable
+        holder = child_environment(
+            extra={
+                "FRESHNESS_SPARK_AUTH_SECRET": secret,
+                "FRESHNESS_SPARK_EXECUTOR_MEMORY": "512m",
+                "FRESHNESS_SPARK_CORES_MAX": "1",
+                "SPARK_HOME": None,
+            }
+        )
         run = subprocess.run(
             [sys.executable, "-c", DRIVER, cluster.master_url],
             env=holder, capture_output=True, text=True, timeout=240,
         )  # fmt: skip
         assert "COUNT 1000" in run.stdout, run.stderr[-3000:]
+        assert "SHOWN []" in run.stdout  # our driver's JVM got it through the gateway
         # A worker that does not hold the secret never joins.
         stranger_dir = tmp_path / "stranger"
         (stranger_dir / "conf").mkdir(parents=True)

@@ -171,7 +171,7 @@ def variant_named(name: str) -> Variant:
             name,
             "",
             {"FRESHNESS_INTERVAL_S": period},
-            f"peer: the six jobs every {period} s, all pending input",
+            f"peer: every job every {period} s, all pending input",
             automation="interval",
         )
     raise KeyError(

@@ -170,10 +170,30 @@ def hudi_spark_conf(
     return conf
 
 
+def _authenticated_session(conf: dict[str, str], secret: str) -> SparkSession:
+    """A driver of a cluster run with spark.authenticate. A standalone driver takes the
+    secret only from its configuration, and pyspark passes the configuration it launches
+    the JVM with as `--conf` arguments (visible to every user of the host): the JVM starts
+    with the rest, and the secret is set on its SparkConf through the gateway before the
+    context starts."""
+    from pyspark import SparkConf, SparkContext
+    from pyspark.java_gateway import launch_gateway
+    from pyspark.sql import SparkSession as LocalSparkSession
+
+    if SparkContext._active_spark_context is not None:  # this process's driver exists
+        return LocalSparkSession.builder.getOrCreate()
+    public = SparkConf(loadDefaults=False).setAll(list(conf.items()))
+    gateway = launch_gateway(public)
+    full = SparkConf(_jvm=gateway.jvm)  # with what the JVM started with
+    full.setAll(list(conf.items())).set("spark.authenticate.secret", secret)
+    context = SparkContext(gateway=gateway, conf=full)
+    return LocalSparkSession(context)
+
+
 def driver_secret_env(settings: Settings) -> dict[str, str]:
-    """What a Spark driver's environment needs for a cluster run with spark.authenticate:
-    a standalone driver takes the secret only from its configuration, and pyspark and
-    spark-submit would put `--conf` values on the JVM's command line, so it goes into a
+    """What the environment of a spark-submit'ed driver (the Spark service) needs for a
+    cluster run with spark.authenticate: a standalone driver takes the secret only from its
+    configuration and `--conf` would put it on the command line, so it goes into a
     spark-defaults.conf only this user can read (SPARK_CONF_DIR). Empty without a secret."""
     import hashlib
     import tempfile
@@ -256,8 +276,11 @@ def build_spark_session(
     master = master or settings.spark_master
     extra = {**deployment_conf(master, settings), **(extra or {})}
     conf = hudi_spark_conf(settings, master, jars_dir or settings.jars_dir, app_name, extra)
-    os.environ.update(driver_secret_env(settings))  # read by the JVM started next
-    session = spark_session_from_config(conf)
+    session = (
+        _authenticated_session(conf, settings.spark_auth_secret)
+        if settings.spark_auth_secret
+        else spark_session_from_config(conf)
+    )
     session.sparkContext.setLogLevel("ERROR")
     apply_lakehouse_conf(session, settings)
     return session

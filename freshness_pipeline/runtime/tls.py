@@ -202,9 +202,6 @@ def java_truststore(ca_bundle: Path, path: Path, password: str) -> Path:
     from cryptography.hazmat.primitives import serialization
 
     keytool = shutil.which("keytool")
-    java_home = os.environ.get("JAVA_HOME")
-    if java_home and (Path(java_home) / "bin" / "keytool").exists():
-        keytool = str(Path(java_home) / "bin" / "keytool")
     if keytool is None:
         raise FileNotFoundError("keytool (the JDK's) is not on PATH; install a Java 17 JDK")
     cacerts = Path(os.path.realpath(keytool)).parent.parent / "lib" / "security" / "cacerts"
@@ -216,22 +213,20 @@ def java_truststore(ca_bundle: Path, path: Path, password: str) -> Path:
         if done.returncode != 0:
             raise RuntimeError(f"keytool {args[0]} failed: {(done.stderr or done.stdout)[-500:]}")
 
-    common = ["-storetype", "PKCS12", "-storepass:env", "FRESHNESS_TRUSTSTORE_PASSWORD"]
-    os.environ["FRESHNESS_TRUSTSTORE_PASSWORD"] = password  # keytool reads it, no argv
-    try:
-        if cacerts.exists():
-            run("-importkeystore", "-srckeystore", str(cacerts), "-srcstorepass", "changeit",
-                "-destkeystore", str(tmp), "-deststoretype", "PKCS12",
-                "-deststorepass:env", "FRESHNESS_TRUSTSTORE_PASSWORD", "-noprompt")  # fmt: skip
-        certs = x509.load_pem_x509_certificates(ca_bundle.read_bytes())
-        with tempfile.TemporaryDirectory() as scratch:
-            for i, cert in enumerate(certs):
-                pem = Path(scratch) / f"ca{i}.pem"
-                pem.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-                run("-importcert", "-alias", f"freshness-ca-{i}", "-file", str(pem),
-                    "-keystore", str(tmp), *common, "-noprompt")  # fmt: skip
-    finally:
-        os.environ.pop("FRESHNESS_TRUSTSTORE_PASSWORD", None)
+    # A truststore's password guards no secret (it holds public certificates): it may be
+    # on keytool's command line, like the JDK's own `changeit`.
+    common = ["-storetype", "PKCS12", "-storepass", password]
+    if cacerts.exists():
+        run("-importkeystore", "-srckeystore", str(cacerts), "-srcstorepass", "changeit",
+            "-destkeystore", str(tmp), "-deststoretype", "PKCS12", "-deststorepass", password,
+            "-noprompt")  # fmt: skip
+    certs = x509.load_pem_x509_certificates(ca_bundle.read_bytes())
+    with tempfile.TemporaryDirectory() as scratch:
+        for i, cert in enumerate(certs):
+            pem = Path(scratch) / f"ca{i}.pem"
+            pem.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+            run("-importcert", "-alias", f"freshness-ca-{i}", "-file", str(pem),
+                "-keystore", str(tmp), *common, "-noprompt")  # fmt: skip
     os.chmod(tmp, 0o600)
     tmp.replace(path)
     return path
