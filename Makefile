@@ -240,10 +240,12 @@ experiment-long: setup
 # minutes a run, so about 3 h 20 min on 2 cores: SEEDS= runs a part, the rest later on the
 # same commit.
 CHAIN_VARIANTS ?= pmb,pmb_serial,max_benefit,random,dagster_eager,interval
+# A variable, not $(or $(SEEDS),1,2,3): make splits a function's arguments at its commas.
+CHAIN_SEEDS = 1,2,3,4,5
 experiment-chains: setup
 	$(VENV)/bin/freshness experiment --mode long --resume --warm-cost \
 	  --out docs/results/long/runs --report-dir docs/results/long \
-	  --seeds $(or $(SEEDS),1,2,3,4,5) --variants $(CHAIN_VARIANTS)
+	  --seeds $(or $(SEEDS),$(CHAIN_SEEDS)) --variants $(CHAIN_VARIANTS)
 
 # Where subsets should help (issue 18 item 4), each a campaign of about an hour (three
 # variants, three seeds, 300 s windows), kept like experiment-long's; SEEDS= picks a part.
@@ -269,13 +271,14 @@ experiment-packed: setup
 # calibration; SEEDS= runs a part, the rest later on that commit.
 # The interval peer's N for these conditions comes from tune-interval-wide (seed 99).
 WIDE_VARIANTS ?= pmb,max_benefit,random,dagster_eager,interval
+CAMPAIGN_SEEDS = 1,2,3
 WIDE_INTERVAL_S ?= 60
 WIDE_FLAGS = --mode long --wide 1 --layout '' --duration 600 --drain 60 --warm-cost --resume \
   --interval-period $(WIDE_INTERVAL_S)
 experiment-wide: setup
 	$(VENV)/bin/freshness experiment $(WIDE_FLAGS) \
 	  --out docs/results/wide/runs --report-dir docs/results/wide \
-	  --seeds $(or $(SEEDS),1,2,3) --variants $(WIDE_VARIANTS)
+	  --seeds $(or $(SEEDS),$(CAMPAIGN_SEEDS)) --variants $(WIDE_VARIANTS)
 
 tune-interval-wide: setup
 	$(VENV)/bin/freshness experiment --mode long --wide 1 --layout '' --duration 600 --drain 60 \
@@ -292,13 +295,13 @@ RECOVERY_FLAGS = --mode long --layout '' --duration 600 --drain 60 --warm-cost -
 experiment-recovery: setup
 	$(VENV)/bin/freshness experiment $(RECOVERY_FLAGS) --recovery-target $(or $(RECOVERY_TARGET_S),120) \
 	  --out docs/results/recovery/runs --report-dir docs/results/recovery \
-	  --seeds $(or $(SEEDS),1,2,3) --variants $(WIDE_VARIANTS)
+	  --seeds $(or $(SEEDS),$(CAMPAIGN_SEEDS)) --variants $(WIDE_VARIANTS)
 
 experiment-recovery-wide: setup
 	$(VENV)/bin/freshness experiment $(RECOVERY_FLAGS) --wide 1 --interval-period $(WIDE_INTERVAL_S) \
 	  --recovery-target $(or $(RECOVERY_TARGET_S),600) \
 	  --out docs/results/recovery-wide/runs --report-dir docs/results/recovery-wide \
-	  --seeds $(or $(SEEDS),1,2,3) --variants $(WIDE_VARIANTS)
+	  --seeds $(or $(SEEDS),$(CAMPAIGN_SEEDS)) --variants $(WIDE_VARIANTS)
 
 # The interval peer's period N, tuned on seed 99 (no measured run uses it) under the short
 # mode's conditions; the best N becomes DEFAULT_INTERVAL_S (scheduler_settings.py).
