@@ -256,6 +256,25 @@ def test_a_cost_prior_file_is_read_and_a_bad_one_refused(tmp_path):
     assert load_settings({}).scheduler.cost_prior is None
 
 
+def test_a_cost_prior_may_name_the_declared_jobs_it_runs_beside_the_bundled(tmp_path):
+    # The wide experiment's calibration fits every job of FRESHNESS_JOBS, not only the six.
+    from freshness_pipeline.catalog.jobs import BUNDLED_JOBS_DIR
+    from freshness_pipeline.experiment.wide import write_wide
+
+    write_wide(tmp_path / "wide", 1)
+    prior = tmp_path / "prior.json"
+    prior.write_text(
+        '{"run_cost_s": 2.0, "jobs": {"letter_a": '
+        '{"a_s": 3.0, "b_s_per_mib": 0.5, "c_s_per_file": 0.02}}}'
+    )
+    env = {"FRESHNESS_COST_PRIOR": str(prior)}
+    with pytest.raises(SettingsError, match="no job called letter_a"):
+        load_settings(env)
+    jobs = f"{BUNDLED_JOBS_DIR}:{tmp_path / 'wide'}"
+    settings = load_settings({**env, "FRESHNESS_JOBS": jobs})
+    assert settings.scheduler.cost_prior.model("letter_a").a_s == 3.0
+
+
 def test_runs_at_once_limits_the_planner_below_k():
     settings = load_settings({"FRESHNESS_RUNS_AT_ONCE": "1"}).scheduler
     assert settings.k == 3 and settings.launch_limit == 1

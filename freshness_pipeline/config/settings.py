@@ -163,9 +163,6 @@ def _cost_prior(text: str) -> CostPrior:
     except json.JSONDecodeError as exc:
         raise ValueError(f"{path} is not JSON: {exc}") from exc
     prior = CostPrior.from_json(data)
-    unknown = sorted({job for job, _ in prior.jobs} - set(JOBS))
-    if unknown:
-        raise ValueError(f"{path}: no job called {', '.join(unknown)}")
     return replace(prior, source=prior.source or str(path))
 
 
@@ -302,6 +299,20 @@ SETTINGS: tuple[Setting, ...] = (
             "workers, our drivers and executors prove they hold it); reaches the JVMs "
             "through their environment, never a command line", "a secret", _text,
             secret=True),
+    Setting("FRESHNESS_SPARK_REMOTE_CA", None,
+            "CA (PEM) the Spark service proxy's certificate chains to, for a run reaching the "
+            "service through it (`freshness connect-proxy`; with _CERT and _KEY)", "a file",
+            _existing_file),
+    Setting("FRESHNESS_SPARK_REMOTE_CERT", None,
+            "this host's client certificate (PEM) for the Spark service proxy", "a file",
+            _existing_file),
+    Setting("FRESHNESS_SPARK_REMOTE_KEY", None,
+            "its private key (PEM, readable by its owner only)", "a file", _existing_file),
+    Setting("FRESHNESS_SPARK_SERVICE_OPEN", "false",
+            "let the Spark service bind a non-loopback FRESHNESS_SPARK_SERVICE_BIND without "
+            "the proxy: Spark Connect has no authentication, so only where a network "
+            "control (a Kubernetes NetworkPolicy, a security group) already keeps strangers "
+            "out", "true or false", _bool),
     Setting("FRESHNESS_SPARK_CORES_MAX", "2",
             "cores one application (the Spark service, ingestion) takes on a `spark://` "
             "master (`spark.cores.max`)", "an integer of at least 1", _int_at_least(1)),
@@ -630,6 +641,9 @@ class Settings:
     spark_driver_host: str | None = None
     spark_cores_max: int = 2
     spark_auth_secret: str | None = field(default=None, repr=False)  # a secret: never printed
+    # (CA, certificate, key) of a run reaching the Spark service through its TLS proxy
+    spark_remote_tls: tuple[Path, Path, Path] | None = None
+    spark_service_open: bool = False
     spark_executor_memory: str = "2g"
     postgres_url: str | None = None
     postgres_password: str | None = field(default=None, repr=False)  # a secret: never printed
@@ -731,6 +745,7 @@ def load_settings(
     values = {s.env: s.value(texts.get(s.env)) for s in SETTINGS}
     s3 = _s3_settings(values)
     _check_postgres_tls(values)
+    _check_cost_prior(values)
     return Settings(
         lakehouse=_lakehouse(values, s3),
         landing_dir=values["FRESHNESS_LANDING"],
@@ -741,6 +756,8 @@ def load_settings(
         spark_driver_host=values["FRESHNESS_SPARK_DRIVER_HOST"] or None,
         spark_cores_max=values["FRESHNESS_SPARK_CORES_MAX"],
         spark_auth_secret=values["FRESHNESS_SPARK_AUTH_SECRET"] or None,
+        spark_remote_tls=_remote_tls(values),
+        spark_service_open=values["FRESHNESS_SPARK_SERVICE_OPEN"],
         spark_executor_memory=values["FRESHNESS_SPARK_EXECUTOR_MEMORY"],
         postgres_url=values["FRESHNESS_POSTGRES_URL"] or None,
         postgres_password=values["FRESHNESS_POSTGRES_PASSWORD"] or None,
@@ -787,6 +804,38 @@ def _refuse_retired(env: Mapping[str, str]) -> None:
     for name, instead in RETIRED.items():
         if env.get(name):
             raise SettingsError(f"{name} is no longer a setting; use {instead}")
+
+
+def _remote_tls(values: Mapping[str, Any]) -> tuple[Path, Path, Path] | None:
+    """The three files of a TLS client of the Spark service proxy: all or none."""
+    names = (
+        "FRESHNESS_SPARK_REMOTE_CA",
+        "FRESHNESS_SPARK_REMOTE_CERT",
+        "FRESHNESS_SPARK_REMOTE_KEY",
+    )
+    given = [values[n] for n in names]
+    if not any(given):
+        return None
+    if not all(given):
+        missing = ", ".join(n for n, v in zip(names, given, strict=True) if not v)
+        raise SettingsError(f"a TLS client of the Spark service proxy also needs {missing}")
+    ca, cert, key = given
+    return ca, cert, key
+
+
+def _check_cost_prior(values: Mapping[str, Any]) -> None:
+    """A cost prior names only jobs these settings run (the bundled ones, or
+    FRESHNESS_JOBS's declarations)."""
+    prior = values["FRESHNESS_COST_PRIOR"]
+    if prior is None:
+        return
+    jobs = values["FRESHNESS_JOBS"] or JOBS
+    unknown = sorted({job for job, _ in prior.jobs} - set(jobs))
+    if unknown:
+        raise SettingsError(
+            f"FRESHNESS_COST_PRIOR ({prior.source}) has no job called {', '.join(unknown)} "
+            "among the jobs to run (FRESHNESS_JOBS)"
+        )
 
 
 def _check_postgres_tls(values: Mapping[str, Any]) -> None:

@@ -190,6 +190,29 @@ def _authenticated_session(conf: dict[str, str], secret: str) -> SparkSession:
     return LocalSparkSession(context)
 
 
+def tls_channel_builder(url: str, settings: Settings):
+    """A Spark Connect channel over TLS with a client certificate (the service's proxy,
+    runtime/connect_proxy.py): the CA the proxy's certificate chains to, and our own
+    certificate and key (pyspark's `use_ssl` knows neither)."""
+    import grpc
+    from pyspark.sql.connect.client import ChannelBuilder
+
+    tls = settings.spark_remote_tls
+    assert tls is not None
+    ca, cert, key = (path.read_bytes() for path in tls)
+
+    class TlsChannelBuilder(ChannelBuilder):
+        def toChannel(self) -> grpc.Channel:  # noqa: N802 - pyspark's name
+            credentials = grpc.ssl_channel_credentials(
+                root_certificates=ca, private_key=key, certificate_chain=cert
+            )
+            return grpc.secure_channel(
+                f"{self.host}:{self.port}", credentials, options=self._channel_options
+            )
+
+    return TlsChannelBuilder(url)
+
+
 def driver_secret_env(settings: Settings) -> dict[str, str]:
     """What the environment of a spark-submit'ed driver (the Spark service) needs for a
     cluster run with spark.authenticate: a standalone driver takes the secret only from its
@@ -268,7 +291,12 @@ def build_spark_session(
         from pyspark.sql.connect.session import SparkSession as RemoteSparkSession
 
         # The Connect server owns its jars and extensions; only session settings apply.
-        builder = RemoteSparkSession.builder.remote(remote).appName(app_name)
+        builder = RemoteSparkSession.builder
+        if settings.spark_remote_tls is not None:  # through the proxy, with our certificate
+            builder = builder.channelBuilder(tls_channel_builder(remote, settings))
+        else:
+            builder = builder.remote(remote)
+        builder = builder.appName(app_name)
         builder = builder.config("spark.sql.session.timeZone", "UTC")
         for key, value in (extra or {}).items():
             builder = builder.config(key, value)

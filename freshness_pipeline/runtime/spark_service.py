@@ -12,6 +12,7 @@ ingestion share the cores instead of queueing behind each other's jobs.
 
 from __future__ import annotations
 
+import ipaddress
 import socket
 import subprocess
 import time
@@ -58,6 +59,34 @@ appender.console.layout.pattern = %d{yy/MM/dd HH:mm:ss} %p %c{1}: %m%n%ex
 logger.connect.name = org.apache.spark.sql.connect.service.SparkConnectServer
 logger.connect.level = info
 """
+
+
+LOOPBACK_NAMES = ("localhost",)
+
+
+def is_loopback(address: str) -> bool:
+    if address in LOOPBACK_NAMES:
+        return True
+    try:
+        return ipaddress.ip_address(address).is_loopback
+    except ValueError:
+        return False
+
+
+def refuse_open_bind(bind_address: str, declared_open: bool) -> None:
+    """Spark Connect has no authentication: a server other hosts can reach runs anyone's
+    code with the service's rights. Bound elsewhere than loopback it is refused at start,
+    unless the deployment says a network control keeps strangers out."""
+    if is_loopback(bind_address) or declared_open:
+        return
+    raise SparkServiceError(
+        f"refusing to start the Spark service on {bind_address} (FRESHNESS_SPARK_SERVICE_BIND): "
+        "Spark Connect has no authentication, so anyone who reaches that address could run "
+        "code as the service. Bind it to 127.0.0.1 and let runs on other hosts in through "
+        "`freshness connect-proxy` (TLS with client certificates) or an SSH tunnel; or, "
+        "where a network control already keeps strangers out, set "
+        "FRESHNESS_SPARK_SERVICE_OPEN=true (docs/DEPLOY.md)"
+    )
 
 
 class SparkServiceError(RuntimeError):
@@ -201,6 +230,7 @@ class SparkService(ServerProcess):
 
     def start(self, timeout_s: float = 180.0) -> SparkService:
         config = self.config
+        refuse_open_bind(config.bind_address, config.settings.spark_service_open)
         if port_is_open(config.host, config.port):
             raise SparkServiceError(
                 f"port {config.port} is already in use; stop the other Spark service or set "

@@ -1,0 +1,80 @@
+"""The way into the Spark service from other hosts: Spark Connect has no authentication,
+so the service refuses a non-loopback bind unless declared open, and runs elsewhere come in
+through the TLS proxy, which admits a client certificate the CA signed and nothing else."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from freshness_pipeline.config.settings import SettingsError, load_settings
+from freshness_pipeline.runtime.connect_proxy import ConnectProxy, ProxyConfig
+from freshness_pipeline.runtime.spark_service import (
+    SparkService,
+    SparkServiceError,
+    free_port,
+    is_loopback,
+    refuse_open_bind,
+    service_config,
+)
+from freshness_pipeline.runtime.tls import make_ca
+
+
+def test_a_service_bound_beyond_loopback_is_refused_before_it_starts(tmp_path: Path):
+    assert is_loopback("127.0.0.1") and is_loopback("::1") and is_loopback("localhost")
+    assert not is_loopback("0.0.0.0") and not is_loopback("10.1.2.3")
+    settings = load_settings({"FRESHNESS_SPARK_SERVICE_BIND": "0.0.0.0"})
+    with pytest.raises(SparkServiceError, match="connect-proxy") as refused:
+        SparkService(service_config(settings, tmp_path)).start()
+    assert "FRESHNESS_SPARK_SERVICE_OPEN" in str(refused.value)
+    assert not (tmp_path / "spark-service.log").exists()  # nothing was started
+    refuse_open_bind("0.0.0.0", declared_open=True)  # a network control, declared
+
+
+def test_a_tls_client_of_the_proxy_names_all_three_files(tmp_path: Path):
+    tls = make_ca(tmp_path / "ca")
+    with pytest.raises(SettingsError, match="FRESHNESS_SPARK_REMOTE_KEY"):
+        load_settings(
+            {
+                "FRESHNESS_SPARK_REMOTE_CA": str(tls.ca_cert),
+                "FRESHNESS_SPARK_REMOTE_CERT": str(tls.client_cert),
+            }
+        )
+
+
+@pytest.mark.spark
+def test_the_proxy_lets_a_certified_run_in_and_turns_others_away(spark_service, tmp_path):
+    from freshness_pipeline.runtime.spark import build_spark_session
+
+    tls = make_ca(tmp_path / "ca")
+    other = make_ca(tmp_path / "other", client_name="stranger", ca_name="someone else's CA")
+    target = int(spark_service.url.rsplit(":", 1)[1])
+    config = ProxyConfig(
+        "127.0.0.1", free_port(), target, tls.server_cert, tls.server_key, tls.ca_cert
+    )
+    url = f"sc://127.0.0.1:{config.listen_port}/;use_ssl=true"
+    with ConnectProxy(config) as proxy:
+        own = {
+            "FRESHNESS_SPARK_REMOTE_CA": str(tls.ca_cert),
+            "FRESHNESS_SPARK_REMOTE_CERT": str(tls.client_cert),
+            "FRESHNESS_SPARK_REMOTE_KEY": str(tls.client_key),
+        }
+        session = build_spark_session(load_settings(own), remote=url, app_name="proxied")
+        try:
+            assert session.range(10).count() == 10
+        finally:
+            session.stop()
+        assert proxy.served >= 1
+        # A certificate from another CA: the handshake fails, nothing reaches the service.
+        stranger = {
+            **own,
+            "FRESHNESS_SPARK_REMOTE_CERT": str(other.client_cert),
+            "FRESHNESS_SPARK_REMOTE_KEY": str(other.client_key),
+        }
+        served = proxy.served
+        with pytest.raises(Exception) as refused:
+            session = build_spark_session(load_settings(stranger), remote=url, app_name="x")
+            session.range(1).count()
+        assert "UNAVAILABLE" in str(refused.value) or "failed to connect" in str(refused.value)
+        assert proxy.served == served and proxy.refused >= 1
