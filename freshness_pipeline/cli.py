@@ -145,6 +145,40 @@ def cmd_spark_service(args: argparse.Namespace) -> int:
     return 0 if stop() else 1
 
 
+def cmd_connect_proxy(args: argparse.Namespace) -> int:
+    from freshness_pipeline.runtime.connect_proxy import ConnectProxy, ProxyConfig
+
+    host, _, port = args.listen.rpartition(":")
+    if not host or not port.isdigit():
+        print(f"--listen: expected HOST:PORT, got {args.listen!r}", file=sys.stderr)
+        return 2
+    missing = [str(p) for p in (args.cert, args.key, args.client_ca) if not p.is_file()]
+    if missing:
+        print(f"no such file: {', '.join(missing)}", file=sys.stderr)
+        return 2
+    target = args.target_port or args.settings.spark_service_port
+    config = ProxyConfig(host, int(port), target, args.cert, args.key, args.client_ca)
+    stop = StopFlag()
+    with ConnectProxy(config) as proxy:
+        print(
+            f"TLS proxy on {args.listen} -> Spark service 127.0.0.1:{target}; clients need a "
+            f"certificate signed by {args.client_ca}. Ctrl-C stops it.",
+            flush=True,
+        )
+        while not stop():
+            stop.wait(1.0)
+        print(f"served {proxy.served} connections, refused {proxy.refused}")
+    return 0
+
+
+def cmd_protections(args: argparse.Namespace) -> int:
+    from freshness_pipeline.runtime.preflight import protections
+
+    for line in protections(args.settings):
+        print(line)
+    return 0
+
+
 def cmd_kafka_broker(args: argparse.Namespace) -> int:
     from freshness_pipeline.runtime.kafka_broker import (
         KafkaBroker,
@@ -622,6 +656,32 @@ def _add_broker(sub) -> None:
     broker.set_defaults(func=cmd_kafka_broker)
 
 
+def _add_proxy(sub) -> None:
+    proxy = sub.add_parser(
+        "connect-proxy",
+        help="let runs on other hosts reach the Spark service: TLS, client certificates "
+        "the CA signed only (docs/DEPLOY.md)",
+    )
+    proxy.add_argument("--listen", required=True, help="HOST:PORT other hosts connect to")
+    proxy.add_argument(
+        "--target-port", type=int, default=None, help="the service's loopback port (default "
+        "FRESHNESS_SPARK_SERVICE_PORT)"
+    )  # fmt: skip
+    proxy.add_argument("--cert", required=True, type=Path, help="this proxy's certificate (PEM)")
+    proxy.add_argument("--key", required=True, type=Path, help="its private key (PEM)")
+    proxy.add_argument(
+        "--client-ca", required=True, type=Path, help="the CA a client certificate must chain to"
+    )
+    proxy.set_defaults(func=cmd_connect_proxy)
+
+
+def _add_protections(sub) -> None:
+    shown = sub.add_parser(
+        "protections", help="which protection each service the settings reach is under"
+    )
+    shown.set_defaults(func=cmd_protections)
+
+
 def _add_master(sub) -> None:
     master = sub.add_parser("load-master", help="load the company master table")
     master.add_argument("--universe-size", type=int, default=DEFAULT_UNIVERSE_SIZE)
@@ -679,6 +739,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_experiment(sub)
     _add_service(sub)
     _add_broker(sub)
+    _add_proxy(sub)
+    _add_protections(sub)
     _add_master(sub)
     _add_lineage(sub)
     _add_check(sub)

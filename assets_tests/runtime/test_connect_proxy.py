@@ -78,3 +78,33 @@ def test_the_proxy_lets_a_certified_run_in_and_turns_others_away(spark_service, 
             session.range(1).count()
         assert "UNAVAILABLE" in str(refused.value) or "failed to connect" in str(refused.value)
         assert proxy.served == served and proxy.refused >= 1
+
+
+def test_protections_say_what_each_service_is_under_and_when_nothing(tmp_path: Path):
+    from freshness_pipeline.runtime.preflight import protections
+
+    tls = make_ca(tmp_path / "ca")
+    client = tmp_path / "kafka.properties"
+    client.write_text(
+        f"security.protocol=SASL_SSL\nsasl.mechanisms=SCRAM-SHA-512\nssl.ca.location={tls.ca_cert}\n"
+    )
+    base = {
+        "FRESHNESS_SOURCE": "kafka",
+        "FRESHNESS_SPARK_MASTER": "spark://127.0.0.1:7077",
+        "FRESHNESS_POSTGRES_URL": "postgresql+psycopg2://dagster@db:5432/dagster",
+    }
+    open_lines = "\n".join(protections(load_settings(base)))
+    assert "PLAINTEXT: no TLS, no authentication" in open_lines
+    assert "spark.authenticate OFF" in open_lines and "unverified" in open_lines
+    secure = {
+        **base,
+        "FRESHNESS_KAFKA_CONFIG": str(client),
+        "FRESHNESS_KAFKA_SASL_PASSWORD": "kafka-pw-123",
+        "FRESHNESS_SPARK_AUTH_SECRET": "spark-secret-456",
+        "FRESHNESS_POSTGRES_SSLMODE": "verify-full",
+        "FRESHNESS_POSTGRES_SSLROOTCERT": str(tls.ca_cert),
+    }
+    lines = "\n".join(protections(load_settings(secure)))
+    assert "SASL_SSL (SCRAM-SHA-512 over TLS" in lines and "spark.authenticate on" in lines
+    assert "sslmode verify-full" in lines and "loopback only" in lines
+    assert "kafka-pw-123" not in lines and "spark-secret-456" not in lines

@@ -113,3 +113,47 @@ def preflight(settings: Settings) -> None:
         failures += [f for f in (check_jobs(settings),) if f]
     if failures:
         raise PreflightError("cannot start: " + "; ".join(failures))
+
+
+def protections(settings: Settings) -> list[str]:
+    """Which protection each service these settings reach is under, one line each, said
+    plainly when there is none (the stack logs them at start; `freshness protections`)."""
+    lines = []
+    if settings.source == "kafka":
+        client = settings.kafka.client
+        protocol = client.get("security.protocol", "PLAINTEXT").upper()
+        if protocol == "SASL_SSL":
+            how = f"SASL_SSL ({client.get('sasl.mechanisms', 'GSSAPI')} over TLS"
+            how += f", CA {client['ssl.ca.location']})" if "ssl.ca.location" in client else ")"
+        elif protocol == "SSL":
+            mutual = "ssl.certificate.location" in client
+            how = "TLS" + (" with a client certificate (mutual TLS)" if mutual else "")
+        else:
+            how = f"{protocol}: no TLS, no authentication (set FRESHNESS_KAFKA_CONFIG)"
+        lines.append(f"Kafka {settings.kafka.bootstrap_servers}: {how}")
+    if settings.postgres_url:
+        mode = settings.postgres_sslmode or "prefer (libpq's default: TLS if offered, unverified)"
+        ca = f", CA {settings.postgres_sslrootcert}" if settings.postgres_sslrootcert else ""
+        lines.append(f"Postgres: sslmode {mode}{ca}")
+    if not settings.is_local:
+        endpoint = settings.s3.endpoint or "AWS S3 (https)"
+        tls = "plain HTTP" if endpoint.startswith("http://") else "HTTPS"
+        ca = f", private CA {settings.s3.ca_bundle}" if settings.s3.ca_bundle else ""
+        lines.append(f"object store {endpoint}: {tls}{ca}")
+    if settings.spark_master.startswith("spark://"):
+        auth = "spark.authenticate on" if settings.spark_auth_secret else (
+            "spark.authenticate OFF: anyone reaching the master can run executors"
+        )  # fmt: skip
+        lines.append(f"Spark master {settings.spark_master}: {auth}")
+    bind = settings.spark_service_bind
+    if settings.spark_remote_tls is not None:
+        lines.append(
+            f"Spark service {settings.spark_remote}: through the TLS proxy, our certificate"
+        )
+    elif bind in ("127.0.0.1", "::1", "localhost"):
+        lines.append(f"Spark service: Connect bound to {bind} (loopback only)")
+    else:
+        lines.append(
+            f"Spark service: Connect OPEN on {bind} (declared: FRESHNESS_SPARK_SERVICE_OPEN)"
+        )
+    return lines

@@ -32,7 +32,7 @@ from freshness_pipeline.config.settings import (
 )
 from freshness_pipeline.runtime.dagster_instance import open_instance, write_instance_yaml
 from freshness_pipeline.runtime.kafka_broker import KafkaBroker, KafkaBrokerConfig, broker_state_dir
-from freshness_pipeline.runtime.preflight import preflight
+from freshness_pipeline.runtime.preflight import preflight, protections
 from freshness_pipeline.runtime.processes import stop_process_group
 from freshness_pipeline.runtime.service_discovery import ServiceAnnouncement, announce, withdraw
 from freshness_pipeline.runtime.spark_service import SparkService, service_config
@@ -285,6 +285,8 @@ class Stack:
         # Every server the settings name (Spark master, Postgres) answers, or one error
         # naming each that does not, before anything is started or written.
         preflight(settings)
+        for line in protections(settings):
+            log.info("protection: %s", line)
         self.started_at = datetime.now(UTC)
         try:
             self._prepare_dagster_home(settings)
