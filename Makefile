@@ -40,7 +40,7 @@ export DAGSTER_HOME ?= $(abspath .dagster_home)
 	bench-tick-real bench-overhead bench-chains bench-launch bench-memory bench-lineage experiment experiment-long experiment-chains experiment-bursty experiment-packed tune-interval \
 	experiment-wide tune-interval-wide experiment-recovery experiment-recovery-wide \
 	simulate simulate-aging simulate-published simulate-wide first-materializations chaos soak soak-no-clustering \
-	clean-data postgres chromium demo-cluster test-ui
+	clean-data postgres chromium demo-cluster demo-cluster-secure test-ui
 
 # Reproducible install: requirements.lock pins every Python package (transitive, with
 # hashes) for CPython 3.11 on linux x86_64; setup installs exactly that, then the project
@@ -154,6 +154,11 @@ demo: setup
 # The same pipeline on Postgres and a Spark standalone cluster (master + worker), all local.
 demo-cluster: setup
 	$(VENV)/bin/freshness demo --profile cluster
+
+# The same on servers secured as a firm runs them (a CA made for them, TLS Postgres, HTTPS
+# object store, spark.authenticate, Kafka over SASL_SSL): docs/DEPLOY.md.
+demo-cluster-secure: setup
+	$(VENV)/bin/freshness demo --profile cluster --secure --source kafka
 
 test: setup
 	$(VENV)/bin/ruff check freshness_pipeline assets_tests

@@ -518,6 +518,13 @@ def _add_demo(sub) -> None:
         help="local: embedded defaults (FRESHNESS_PROFILE); cluster: also start Postgres "
         "and a Spark standalone master + worker and run everything on them",
     )
+    demo.add_argument(
+        "--secure",
+        action="store_true",
+        help="with --profile cluster: the servers as a firm runs them (a CA made for them, "
+        "TLS Postgres, HTTPS object store, spark.authenticate, SASL_SSL Kafka; "
+        "FRESHNESS_CLUSTER_SECURE)",
+    )
     demo.set_defaults(func=cmd_demo)
 
 
@@ -778,6 +785,8 @@ def _setting_flags(args: argparse.Namespace) -> dict[str, str | None]:
         flags["FRESHNESS_KAFKA_BROKER_PORT"] = str(args.port)
     if getattr(args, "source", None):
         flags["FRESHNESS_SOURCE"] = args.source
+    if getattr(args, "secure", False):
+        flags["FRESHNESS_CLUSTER_SECURE"] = "true"
     return flags
 
 

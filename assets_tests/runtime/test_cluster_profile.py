@@ -43,9 +43,40 @@ def _drain(stack: Stack, lakehouse: Lakehouse, landing: Path) -> bool:
     return False
 
 
+@pytest.mark.parametrize("secure", [False, True], ids=["open", "secure"])
+def _assert_secured(settings, profile: ClusterProfile, tmp_path: Path) -> None:
+    """Each server is under its protection, and refuses who lacks it."""
+    import psycopg2
+
+    from assets_tests.runtime.test_cluster_servers import stranger_refused
+    from freshness_pipeline.runtime.preflight import protections
+
+    lines = "\n".join(protections(settings))
+    for expected in ("SASL_SSL (SCRAM-SHA-512", "sslmode verify-full", "HTTPS, private CA",
+                     "spark.authenticate on"):  # fmt: skip
+        assert expected in lines, lines
+    assert settings.kafka.client["security.protocol"] == "SASL_SSL"
+    with pytest.raises(psycopg2.OperationalError, match="no encryption"):
+        psycopg2.connect(
+            host="127.0.0.1", port=profile.postgres.port, user="dagster",
+            password=profile.postgres.password, dbname="dagster", sslmode="disable",
+            connect_timeout=3,
+        )  # fmt: skip
+    assert stranger_refused(profile.spark, tmp_path / "stranger")
+    secret = settings.spark_auth_secret.encode()
+    for pid in filter(str.isdigit, os.listdir("/proc")):  # on no command line
+        try:
+            assert secret not in Path(f"/proc/{pid}/cmdline").read_bytes(), pid
+        except OSError:
+            continue
+
+
 def test_a_short_stream_drains_through_the_cluster_profile_to_the_oracles_answer(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, secure: bool
 ):
+    # secure: the servers as a firm runs them (a CA made for them; Postgres over TLS only,
+    # the object store over HTTPS only, spark.authenticate, the stream through Kafka over
+    # SASL_SSL), everything reached through settings alone.
     landing = tmp_path / "landing"
     monkeypatch.delenv("FRESHNESS_SPARK_REMOTE", raising=False)
     for name, value in {
@@ -58,6 +89,7 @@ def test_a_short_stream_drains_through_the_cluster_profile_to_the_oracles_answer
         "FRESHNESS_TICK_S": "5",
         "FRESHNESS_SPARK_SERVICE_PORT": str(free_port()),
         "FRESHNESS_SPARK_SERVICE_MEMORY": "2g",
+        **({"FRESHNESS_CLUSTER_SECURE": "true", "FRESHNESS_SOURCE": "kafka"} if secure else {}),
     }.items():
         monkeypatch.setenv(name, value)
     # Postgres runs as the `postgres` user, which may not enter pytest's 0700 folders.
@@ -68,6 +100,8 @@ def test_a_short_stream_drains_through_the_cluster_profile_to_the_oracles_answer
                 monkeypatch.setenv(name, value)  # the supervisor opens the same instance
             lakehouse = load_settings().lakehouse
             assert not lakehouse.root.is_local, lakehouse.uri  # on the object store
+            if secure:
+                _assert_secured(load_settings(), profile, tmp_path)
             stack = Stack(
                 short_stack_config(tmp_path, profile.env, profile.dagster_home, seed=7),
                 load_settings(),

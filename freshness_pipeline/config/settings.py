@@ -281,6 +281,10 @@ SETTINGS: tuple[Setting, ...] = (
             "`local`: embedded defaults; `cluster`: the demo also starts Postgres, a Spark "
             "standalone master + worker (and the object store) and points everything at them",
             " or ".join(PROFILES), _choice(PROFILES)),
+    Setting("FRESHNESS_CLUSTER_SECURE", "false",
+            "the cluster profile's servers as a firm runs them: a CA made for them, Postgres "
+            "over TLS only, the object store over HTTPS, Spark with spark.authenticate, Kafka "
+            "over SASL_SSL (docs/DEPLOY.md, connecting securely)", "true or false", _bool),
     Setting("FRESHNESS_CLUSTER_LAKEHOUSE", "object_store",
             "where the cluster profile keeps a lakehouse FRESHNESS_LAKEHOUSE leaves local: "
             "`folder` (that folder) or `object_store` (the local S3 store it starts; "
@@ -637,6 +641,7 @@ class Settings:
     jars_dir: Path
     profile: str = "local"
     cluster_lakehouse: str = "folder"
+    cluster_secure: bool = False
     spark_master: str = "local[*]"
     spark_driver_host: str | None = None
     spark_cores_max: int = 2
@@ -752,6 +757,7 @@ def load_settings(
         jars_dir=values["FRESHNESS_JARS_DIR"],
         profile=values["FRESHNESS_PROFILE"],
         cluster_lakehouse=values["FRESHNESS_CLUSTER_LAKEHOUSE"],
+        cluster_secure=values["FRESHNESS_CLUSTER_SECURE"],
         spark_master=values["FRESHNESS_SPARK_MASTER"],
         spark_driver_host=values["FRESHNESS_SPARK_DRIVER_HOST"] or None,
         spark_cores_max=values["FRESHNESS_SPARK_CORES_MAX"],

@@ -9,23 +9,54 @@ store's endpoint and keys, `FRESHNESS_SPARK_MASTER=spark://127.0.0.1:<port>` and
 `FRESHNESS_SPARK_DRIVER_HOST`. A server the settings already name (your own Postgres, an
 `s3://` lakehouse, your own master) is used instead of starting one. `stop()` stops what
 it started in reverse order, by the pids it started.
+
+Secure (FRESHNESS_CLUSTER_SECURE, `freshness demo --profile cluster --secure`): the servers
+as a firm runs them, each with what a client must show: a CA made for them (runtime/tls.py)
+signs Postgres's certificate (TLS only, verified by its name), the object store's (HTTPS
+only), and the Kafka broker's (SASL_SSL with a SCRAM user, when the source is Kafka); the
+Spark cluster runs with spark.authenticate. Its passwords and secret are generated once,
+kept in 0600 files under the profile's folder, and reach the stack as settings.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import re
+import secrets
+from dataclasses import replace
 from pathlib import Path
 
 from freshness_pipeline.config.settings import PROJECT_ROOT, Settings
+from freshness_pipeline.runtime.kafka_broker import BrokerSecurity, KafkaBroker, KafkaBrokerConfig
 from freshness_pipeline.runtime.object_store import ObjectStoreConfig, ObjectStoreServer
 from freshness_pipeline.runtime.postgres_server import PostgresConfig, PostgresServer
 from freshness_pipeline.runtime.spark_cluster import HOST, SparkCluster, SparkClusterConfig
+from freshness_pipeline.runtime.spark_service import free_port
+from freshness_pipeline.runtime.tls import TlsFiles, make_ca
 
 log = logging.getLogger("freshness")
 DEFAULT_ROOT = PROJECT_ROOT / ".lakehouse" / "cluster"
 # Applications on the master at once: the shared Spark service and ingestion's driver.
 APPLICATIONS = 2
+
+
+KAFKA_USER = "freshness"
+# libpq's parameter -> the setting that carries it
+POSTGRES_TLS_SETTINGS = {
+    "sslmode": "FRESHNESS_POSTGRES_SSLMODE",
+    "sslrootcert": "FRESHNESS_POSTGRES_SSLROOTCERT",
+}
+
+
+def _kept_secret(path: Path) -> str:
+    """A random secret kept in a 0600 file (made on first use, read afterwards)."""
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as handle:
+            handle.write(secrets.token_urlsafe(24))
+    return path.read_text().strip()
 
 
 def _megabytes(size: str) -> int:
@@ -43,7 +74,9 @@ class ClusterProfile:
         self.postgres: PostgresServer | None = None
         self.object_store: ObjectStoreServer | None = None
         self.spark: SparkCluster | None = None
+        self.kafka: KafkaBroker | None = None
         self.env: dict[str, str] = {}
+        self.tls: TlsFiles | None = None
 
     @property
     def dagster_home(self) -> Path:
@@ -51,15 +84,23 @@ class ClusterProfile:
 
     def start(self) -> ClusterProfile:
         settings = self.settings
+        if settings.cluster_secure:
+            self.tls = make_ca(self.root / "tls")
+        tls = self.tls
         try:
             if settings.postgres_url is None:
-                self.postgres = PostgresServer(PostgresConfig(self.root / "postgres")).start()
+                config = PostgresConfig(self.root / "postgres", tls=tls)
+                self.postgres = PostgresServer(config).start()
                 log.info("Postgres up at %s (pid %s)", self.postgres.url, self.postgres.pid)
                 self.env["FRESHNESS_POSTGRES_URL"] = self.postgres.url
                 self.env["FRESHNESS_POSTGRES_PASSWORD"] = self.postgres.password
+                for key, value in self.postgres.params.items():
+                    self.env[POSTGRES_TLS_SETTINGS[key]] = value
             if self.use_object_store and settings.is_local:
                 self.object_store = ObjectStoreServer(
-                    ObjectStoreConfig(data_dir=self.root / "s3" / "data", log_dir=self.root / "s3")
+                    ObjectStoreConfig(
+                        data_dir=self.root / "s3" / "data", log_dir=self.root / "s3", tls=tls
+                    )
                 ).start()
                 log.info(
                     "object store up at %s (pid %s)",
@@ -73,13 +114,17 @@ class ClusterProfile:
                 # Each application gets its share (FRESHNESS_SPARK_CORES_MAX cores,
                 # FRESHNESS_SPARK_EXECUTOR_MEMORY); the worker offers room for both.
                 executor_mb = _megabytes(settings.spark_executor_memory)
+                secret = _kept_secret(self.root / "spark-secret") if tls else None
                 self.spark = SparkCluster(
                     SparkClusterConfig(
                         state_dir=self.root / "spark",
                         worker_cores=APPLICATIONS * settings.spark_cores_max,
                         worker_memory=f"{APPLICATIONS * executor_mb}m",
+                        auth_secret=secret,
                     )
                 ).start()
+                if secret:
+                    self.env["FRESHNESS_SPARK_AUTH_SECRET"] = secret
                 log.info("Spark master up at %s (pids %s)", self.spark.master_url, self.spark.pids)
                 self.env["FRESHNESS_SPARK_MASTER"] = self.spark.master_url
                 if settings.spark_driver_host is None:
@@ -87,11 +132,33 @@ class ClusterProfile:
                     # Spark's own variable, read by each JVM before any setting: without
                     # it a driver resolves the machine's public address first.
                     self.env["SPARK_LOCAL_IP"] = HOST
+            if tls and settings.source == "kafka" and settings.kafka.bootstrap is None:
+                self._start_kafka(tls)
         except BaseException:
             self.stop()
             raise
         self.env["DAGSTER_HOME"] = str(self.dagster_home)
         return self
+
+    def _start_kafka(self, tls: TlsFiles) -> None:
+        """The local broker over SASL_SSL with one SCRAM user, and the client properties
+        every process of the stack uses to reach it (the password as its own setting)."""
+        password = _kept_secret(self.root / "kafka-password")
+        security = BrokerSecurity(tls, users={KAFKA_USER: password})
+        state = self.root / "kafka"
+        config = replace(
+            KafkaBrokerConfig.from_settings(self.settings.kafka, state),
+            port=free_port(),
+            security=security,
+        )
+        self.kafka = KafkaBroker(config).start()
+        log.info("Kafka (SASL_SSL) up at %s (pid %s)", self.kafka.bootstrap_servers, self.kafka.pid)
+        client = {k: v for k, v in security.client_properties().items() if k != "sasl.password"}
+        properties = self.root / "tls" / "kafka-client.properties"
+        properties.write_text("".join(f"{k}={v}\n" for k, v in client.items()))
+        self.env["FRESHNESS_KAFKA_BOOTSTRAP"] = self.kafka.bootstrap_servers
+        self.env["FRESHNESS_KAFKA_CONFIG"] = str(properties)
+        self.env["FRESHNESS_KAFKA_SASL_PASSWORD"] = password
 
     @property
     def settings_env(self) -> dict[str, str]:
@@ -103,6 +170,8 @@ class ClusterProfile:
     @property
     def pids(self) -> dict[str, int]:
         pids = dict(self.spark.pids) if self.spark else {}
+        if self.kafka and self.kafka.pid:
+            pids["kafka-broker"] = self.kafka.pid
         if self.object_store and self.object_store.pid:
             pids["object-store"] = self.object_store.pid
         if self.postgres and self.postgres.pid:
@@ -110,7 +179,10 @@ class ClusterProfile:
         return pids
 
     def stop(self) -> None:
-        """Reverse order of start: the Spark cluster, the object store, then Postgres."""
+        """Reverse order of start: Kafka, the Spark cluster, the object store, Postgres."""
+        if self.kafka is not None:
+            log.info("stopping the Kafka broker")
+            self.kafka.stop()
         if self.spark is not None:
             log.info("stopping the Spark master and worker")
             self.spark.stop()
