@@ -43,7 +43,6 @@ def _drain(stack: Stack, lakehouse: Lakehouse, landing: Path) -> bool:
     return False
 
 
-@pytest.mark.parametrize("secure", [False, True], ids=["open", "secure"])
 def _assert_secured(settings, profile: ClusterProfile, tmp_path: Path) -> None:
     """Each server is under its protection, and refuses who lacks it."""
     import psycopg2
@@ -71,6 +70,7 @@ def _assert_secured(settings, profile: ClusterProfile, tmp_path: Path) -> None:
             continue
 
 
+@pytest.mark.parametrize("secure", [False, True], ids=["open", "secure"])
 def test_a_short_stream_drains_through_the_cluster_profile_to_the_oracles_answer(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, secure: bool
 ):

@@ -51,7 +51,10 @@ def table_checkpoint(settings: Settings, stream: str) -> tuple[TopicCheckpoint |
     """(the Streamer checkpoint of the stream's raw table's newest completed commit that
     has one, the table's watermark); (None, None) for a table not written yet."""
     try:
-        meta = HudiTableMetadata(settings.table_uri(STREAM_TABLE[stream]))
+        # The table's location with its storage options: a bare URI would reach an S3
+        # lakehouse without its endpoint, fail, look unwritten, and every batch would read
+        # the topic again from its first offset.
+        meta = HudiTableMetadata(settings.lakehouse.table(STREAM_TABLE[stream]))
     except TableNotFound:
         return None, None
     text = meta.latest_extra(STREAMER_CHECKPOINT_KEY)

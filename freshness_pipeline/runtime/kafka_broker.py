@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from freshness_pipeline.config.kafka_client import ClientErrors, refused
 from freshness_pipeline.config.settings import KafkaSettings, Settings, child_environment
 from freshness_pipeline.runtime.processes import ServerProcess
 from freshness_pipeline.runtime.spark_service import free_port, port_is_open
@@ -323,7 +324,10 @@ def create_topics(
 
     if not topics:
         return
-    admin = AdminClient({"bootstrap.servers": bootstrap_servers, **(client or {})})
+    errors = ClientErrors()
+    admin = AdminClient(
+        {"bootstrap.servers": bootstrap_servers, **(client or {}), "error_cb": errors}
+    )
     futures = admin.create_topics(
         [NewTopic(name, num_partitions=n, replication_factor=1) for name, n in topics.items()],
         operation_timeout=timeout_s,
@@ -336,4 +340,7 @@ def create_topics(
             error = exc.args[0] if exc.args else None
             if getattr(error, "code", lambda: None)() == KafkaError.TOPIC_ALREADY_EXISTS:
                 continue
-            raise KafkaBrokerError(f"creating topic {name!r} failed: {exc}") from exc
+            reason = errors.reason(admin) or str(exc) or type(exc).__name__
+            raise KafkaBrokerError(
+                f"creating topic {name!r} failed: {refused(bootstrap_servers, reason, exc)}"
+            ) from exc

@@ -362,6 +362,7 @@ class Stack:
             create_topics(
                 settings.kafka.bootstrap,
                 dict.fromkeys(settings.kafka.topics.values(), settings.kafka.partitions),
+                client=settings.kafka.client,
             )
             return
         config = KafkaBrokerConfig.from_settings(settings.kafka, broker_state_dir(settings))
