@@ -304,7 +304,7 @@ experiment-recovery: setup
 
 experiment-recovery-wide: setup
 	$(VENV)/bin/freshness experiment $(RECOVERY_FLAGS) --wide 1 --interval-period $(WIDE_INTERVAL_S) \
-	  --recovery-target $(or $(RECOVERY_TARGET_S),300) \
+	  --recovery-target $(or $(RECOVERY_TARGET_S),120) \
 	  --out docs/results/recovery-wide/runs --report-dir docs/results/recovery-wide \
 	  --seeds $(or $(SEEDS),$(CAMPAIGN_SEEDS)) --variants $(WIDE_VARIANTS)
 

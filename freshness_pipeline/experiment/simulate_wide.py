@@ -43,10 +43,10 @@ WIDE_VARIANTS = ("pmb", "max_benefit", "random", "dagster_eager", "interval")
 PAIRS = (("pmb", "dagster_eager"), ("pmb", "random"), ("pmb", "max_benefit"), ("pmb", "interval"))
 # As the real campaigns run them (Makefile: experiment-wide, experiment-recovery): 10-minute
 # windows; the outage from 60 s to 300 s into the window; every table back within 120 s
-# (six tables) or 300 s (49 tables) of staleness.
+# of staleness (below the hold, or a table never refreshed would count as recovered).
 WINDOW_S = 600
 HOLD_S = (60.0, 300.0)
-RECOVERY_TARGET_S = {"six": 120.0, "wide": 300.0}
+RECOVERY_TARGET_S = {"six": 120.0, "wide": 120.0}
 # The sensor's defaults, which the real runs keep: the aging bound and first runs first.
 SENSOR_DEFAULTS = {"max_wait_s": float(DEFAULT_MAX_WAIT_S), "first_runs_first": True}
 
