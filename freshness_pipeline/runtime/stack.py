@@ -647,6 +647,11 @@ class Stack:
                         self.drain_runs(drain_timeout_s)
                     finally:
                         kill_group(proc)
+                elif name == "code-server":
+                    # Runs still going after the drain are the code server's fork-server
+                    # children, in its process group; they ignore the SIGINT its leader
+                    # obeyed and would run on into whatever starts next.
+                    kill_group(proc)
         finally:
             # Whatever failed above (a Dagster instance that cannot be opened), the
             # children left and the Spark service are still stopped.
