@@ -167,7 +167,7 @@ def cmd_connect_proxy(args: argparse.Namespace) -> int:
         )
         while not stop():
             stop.wait(1.0)
-        print(f"served {proxy.served} connections, refused {proxy.refused}")
+        print(f"let {proxy.served} connections through")
     return 0
 
 

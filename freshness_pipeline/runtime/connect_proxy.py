@@ -64,8 +64,7 @@ class ConnectProxy:
 
     def __init__(self, config: ProxyConfig) -> None:
         self.config = config
-        self.refused = 0  # handshakes refused (no or a foreign client certificate)
-        self.served = 0
+        self.served = 0  # connections let through to the service
         self._loop: asyncio.AbstractEventLoop | None = None
         self._server: asyncio.AbstractServer | None = None
         self._thread: threading.Thread | None = None
@@ -89,16 +88,9 @@ class ConnectProxy:
         self.served += 1
         await asyncio.gather(_pump(reader, target_writer), _pump(target_reader, writer))
 
-    def _exception_handler(self, loop: asyncio.AbstractEventLoop, context: dict) -> None:
-        if isinstance(context.get("exception"), ssl.SSLError):
-            self.refused += 1  # a client without an acceptable certificate
-            return
-        loop.default_exception_handler(context)
-
     def _run(self) -> None:
         loop = asyncio.new_event_loop()
         self._loop = loop
-        loop.set_exception_handler(self._exception_handler)
         try:
             self._server = loop.run_until_complete(
                 asyncio.start_server(
