@@ -57,15 +57,22 @@ def kafka_lakehouse(
     broker: KafkaBroker, lakehouse: Settings, monkeypatch: pytest.MonkeyPatch
 ) -> Settings:
     """A fresh lakehouse fed by two fresh topics of the module's broker."""
+    return fresh_topics(broker, monkeypatch)
+
+
+def fresh_topics(broker: KafkaBroker, monkeypatch: pytest.MonkeyPatch, **env: str) -> Settings:
+    """Settings reading two new topics of `broker` (created with its own client's
+    security), with `env`'s other variables set too."""
     suffix = uuid.uuid4().hex[:8]
     monkeypatch.setenv("FRESHNESS_SOURCE", "kafka")
     monkeypatch.setenv("FRESHNESS_KAFKA_BOOTSTRAP", broker.bootstrap_servers)
     monkeypatch.setenv("FRESHNESS_KAFKA_PRICE_TOPIC", f"prices_{suffix}")
     monkeypatch.setenv("FRESHNESS_KAFKA_TRADE_TOPIC", f"trades_{suffix}")
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
     settings = load_settings()
-    create_topics(
-        broker.bootstrap_servers, dict.fromkeys(settings.kafka.topics.values(), PARTITIONS)
-    )
+    topics = dict.fromkeys(settings.kafka.topics.values(), PARTITIONS)
+    create_topics(broker.bootstrap_servers, topics, client=broker.client)
     return settings
 
 

@@ -17,8 +17,8 @@ import pytest
 from assets_tests.ingestion.test_ingest import UNIVERSE
 from assets_tests.ingestion.test_kafka_ingest import (
     KAFKA_JARS,
-    PARTITIONS,
     drain,
+    fresh_topics,
     produce,
     raw_event_ids,
     topic_contents,
@@ -32,7 +32,6 @@ from freshness_pipeline.runtime.kafka_broker import (
     BrokerSecurity,
     KafkaBroker,
     KafkaBrokerConfig,
-    create_topics,
 )
 from freshness_pipeline.runtime.spark_service import free_port
 from freshness_pipeline.runtime.tls import TlsFiles, make_ca
@@ -72,17 +71,12 @@ def client_file(folder: Path, **properties: str) -> Path:
 def secure_settings(
     broker: KafkaBroker, lakehouse: Settings, monkeypatch, properties: Path, password: str
 ) -> Settings:
-    suffix = uuid.uuid4().hex[:8]
-    monkeypatch.setenv("FRESHNESS_SOURCE", "kafka")
-    monkeypatch.setenv("FRESHNESS_KAFKA_BOOTSTRAP", broker.bootstrap_servers)
-    monkeypatch.setenv("FRESHNESS_KAFKA_PRICE_TOPIC", f"prices_{suffix}")
-    monkeypatch.setenv("FRESHNESS_KAFKA_TRADE_TOPIC", f"trades_{suffix}")
-    monkeypatch.setenv("FRESHNESS_KAFKA_CONFIG", str(properties))
-    monkeypatch.setenv("FRESHNESS_KAFKA_SASL_PASSWORD", password)
-    settings = load_settings()
-    topics = dict.fromkeys(settings.kafka.topics.values(), PARTITIONS)
-    create_topics(broker.bootstrap_servers, topics, client=broker.client)
-    return settings
+    return fresh_topics(
+        broker,
+        monkeypatch,
+        FRESHNESS_KAFKA_CONFIG=str(properties),
+        FRESHNESS_KAFKA_SASL_PASSWORD=password,
+    )
 
 
 def sasl_properties(folder: Path, ca: Path) -> Path:

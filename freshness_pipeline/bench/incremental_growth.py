@@ -62,7 +62,7 @@ def main(argv: list[str], settings: Settings) -> int:
         runner = JobRunner(spark, settings.table_uri)
 
     def meta(table: str) -> HudiTableMetadata:
-        return HudiTableMetadata(settings.table_uri(table))
+        return HudiTableMetadata(settings.lakehouse.table(table))
 
     def land_and_ingest(seconds: int) -> None:
         land_instantly(batches, settings.landing_dir, seconds, clock)

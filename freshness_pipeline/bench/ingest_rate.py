@@ -157,7 +157,7 @@ def main(argv: list[str], settings: Settings) -> int:
     )
     window = landed_end - window_start
     checkpoints = {
-        t: HudiTableMetadata(settings.table_uri(t)).latest_extra(CHECKPOINT_KEY)
+        t: HudiTableMetadata(settings.lakehouse.table(t)).latest_extra(CHECKPOINT_KEY)
         for t in ("price_raw", "trade_raw")
     }
     latencies.sort()

@@ -114,8 +114,8 @@ def real_lakehouse(settings: Settings, files: int, ticks: int) -> int:
     def pending() -> int:
         return sum(
             len(
-                HudiTableMetadata(settings.table_uri(t)).pending_files(
-                    HudiTableMetadata(settings.table_uri(j)).watermark_us()
+                HudiTableMetadata(settings.lakehouse.table(t)).pending_files(
+                    HudiTableMetadata(settings.lakehouse.table(j)).watermark_us()
                 )
             )
             for j, t in (("trade_aggr", "trade_raw"), ("price_aggr", "price_raw"))

@@ -555,7 +555,6 @@ class KafkaSettings:
     # The client's own librdkafka properties (FRESHNESS_KAFKA_CONFIG and the SASL
     # password): secrets among them, so never in a repr.
     client: Mapping[str, str] = field(default_factory=dict, repr=False)
-    client_file: Path | None = None
 
     @property
     def bootstrap_servers(self) -> str:
@@ -993,7 +992,6 @@ def _kafka_settings(values: Mapping[str, Any]) -> KafkaSettings:
         client = {**client, "sasl.password": password}
     return KafkaSettings(
         client=client,
-        client_file=client_file,
         bootstrap=values["FRESHNESS_KAFKA_BOOTSTRAP"] or None,
         broker_port=values["FRESHNESS_KAFKA_BROKER_PORT"],
         jars_dir=values["FRESHNESS_KAFKA_JARS_DIR"],

@@ -10,6 +10,7 @@ else joins strings into table paths.
 
 from __future__ import annotations
 
+import functools
 import os
 import posixpath
 from collections.abc import Mapping
@@ -70,6 +71,7 @@ SYSTEM_CA_FILES = (
 )
 
 
+@functools.cache  # once per bundle and process: hudi-rs handles are built every tick
 def trust_ca_bundle(ca_bundle: str) -> None:
     """Makes this process's rustls clients (hudi-rs) trust `ca_bundle` beside the
     platform's CAs: SSL_CERT_FILE names a combined file (written once per bundle)."""

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from urllib.parse import urlsplit
 
 from freshness_pipeline.config.settings import Settings
+from freshness_pipeline.runtime.spark_service import is_loopback
 
 TIMEOUT_S = 3.0
 
@@ -150,7 +151,7 @@ def protections(settings: Settings) -> list[str]:
         lines.append(
             f"Spark service {settings.spark_remote}: through the TLS proxy, our certificate"
         )
-    elif bind in ("127.0.0.1", "::1", "localhost"):
+    elif is_loopback(bind):
         lines.append(f"Spark service: Connect bound to {bind} (loopback only)")
     else:
         lines.append(

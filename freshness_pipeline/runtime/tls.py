@@ -101,53 +101,53 @@ def make_ca(
     def name(common: str) -> x509.Name:
         return x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common)])
 
+    def signed(common: str, public, signer, issuer: x509.Name | None, extensions: list):
+        """A certificate for `common` with `extensions` ((extension, critical) pairs),
+        signed by `signer` as `issuer` (None: itself)."""
+        builder = (
+            x509.CertificateBuilder()
+            .subject_name(name(common))
+            .issuer_name(issuer or name(common))
+            .public_key(public)
+            .serial_number(x509.random_serial_number())
+            .not_valid_before(now)
+            .not_valid_after(now + dt.timedelta(days=VALID_DAYS))
+        )
+        for extension, critical in extensions:
+            builder = builder.add_extension(extension, critical=critical)
+        return builder.sign(signer, hashes.SHA256())
+
     ca_key = key()
-    ca_cert = (
-        x509.CertificateBuilder()
-        .subject_name(name(ca_name))
-        .issuer_name(name(ca_name))
-        .public_key(ca_key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now)
-        .not_valid_after(now + dt.timedelta(days=VALID_DAYS))
-        .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
-        .add_extension(
-            x509.KeyUsage(
-                digital_signature=True,
-                content_commitment=False,
-                key_encipherment=False,
-                data_encipherment=False,
-                key_agreement=False,
-                key_cert_sign=True,
-                crl_sign=True,
-                encipher_only=False,
-                decipher_only=False,
-            ),
-            critical=True,
-        )  # fmt: skip
-        .add_extension(x509.SubjectKeyIdentifier.from_public_key(ca_key.public_key()), False)
-        .sign(ca_key, hashes.SHA256())
+    signs_only = dict.fromkeys(
+        ("content_commitment", "key_encipherment", "data_encipherment", "key_agreement",
+         "encipher_only", "decipher_only"), False,
+    )  # fmt: skip
+    ca_cert = signed(
+        ca_name,
+        ca_key.public_key(),
+        ca_key,
+        None,
+        [
+            (x509.BasicConstraints(ca=True, path_length=0), True),
+            (
+                x509.KeyUsage(
+                    digital_signature=True, key_cert_sign=True, crl_sign=True, **signs_only
+                ),
+                True,
+            ),  # fmt: skip
+            (x509.SubjectKeyIdentifier.from_public_key(ca_key.public_key()), False),
+        ],
     )
 
     def issue(common: str, usages: list, names: x509.SubjectAlternativeName | None):
         leaf_key = key()
-        builder = (
-            x509.CertificateBuilder()
-            .subject_name(name(common))
-            .issuer_name(ca_cert.subject)
-            .public_key(leaf_key.public_key())
-            .serial_number(x509.random_serial_number())
-            .not_valid_before(now)
-            .not_valid_after(now + dt.timedelta(days=VALID_DAYS))
-            .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-            .add_extension(x509.ExtendedKeyUsage(usages), critical=False)
-            .add_extension(
-                x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()), False
-            )
-        )
-        if names is not None:
-            builder = builder.add_extension(names, critical=False)
-        return leaf_key, builder.sign(ca_key, hashes.SHA256())
+        extensions = [
+            (x509.BasicConstraints(ca=False, path_length=None), True),
+            (x509.ExtendedKeyUsage(usages), False),
+            (x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()), False),
+            *([(names, False)] if names is not None else []),
+        ]
+        return leaf_key, signed(common, leaf_key.public_key(), ca_key, ca_cert.subject, extensions)
 
     sans = x509.SubjectAlternativeName(
         [x509.DNSName(n) for n in SERVER_NAMES]
