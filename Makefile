@@ -39,7 +39,7 @@ export DAGSTER_HOME ?= $(abspath .dagster_home)
 .PHONY: setup demo demo-kafka test test-fast lint typecheck format bench-ingest bench-kafka-ingest bench-growth bench-tick bench-handoff \
 	bench-tick-real bench-overhead bench-chains bench-launch bench-memory bench-lineage experiment experiment-long experiment-chains experiment-bursty experiment-packed tune-interval \
 	experiment-wide tune-interval-wide experiment-recovery experiment-recovery-wide \
-	simulate simulate-aging simulate-published simulate-wide first-materializations chaos soak soak-no-clustering \
+	simulate simulate-aging simulate-published simulate-wide model-check-wide first-materializations chaos soak soak-no-clustering \
 	clean-data postgres chromium demo-cluster demo-cluster-secure test-ui
 
 # Reproducible install: requirements.lock pins every Python package (transitive, with
@@ -356,6 +356,12 @@ simulate-published: setup
 simulate-wide: setup
 	$(VENV)/bin/python -m freshness_pipeline.experiment.simulate_wide --seeds 1,2,3 \
 	  --out docs/results/wide/PREDICTIONS.md
+
+# After the real wide campaign: the predictions against the real runs, and the model run
+# again with each step as measured and the machine's concurrency varied (about 2 minutes).
+model-check-wide: setup
+	$(VENV)/bin/python -m freshness_pipeline.experiment.model_check docs/results/wide/runs \
+	  --out docs/results/wide/MODEL-CHECK.md
 
 clean-data:
 	rm -rf .lakehouse $(DAGSTER_HOME)/storage $(DAGSTER_HOME)/history $(DAGSTER_HOME)/logs $(DAGSTER_HOME)/schedules

@@ -57,9 +57,43 @@ def _tick_times(settings: Settings, ticks: int) -> list[float]:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def tick_probe(settings: Settings, ticks: int) -> int:
+def fill_history(instance, jobs: list[str], per_job: int) -> None:
+    """`per_job` finished sensor runs and materializations of each job, as hours of a
+    deployment leave them (what a tick reads: each job's newest 40 materializations and
+    the newest 20 finished runs per job): each run tagged with its job, each
+    materialization with the metadata the sensor reads (a cost sample and the run's
+    phases)."""
+    import dagster as dg
+    from dagster._core.utils import make_new_run_id
+
+    from freshness_pipeline.scheduling.run_plan import ASSET_TAG
+
+    for i in range(per_job):
+        for job in jobs:
+            instance.add_run(
+                dg.DagsterRun(
+                    job_name="__ASSET_JOB",
+                    run_id=make_new_run_id(),
+                    status=dg.DagsterRunStatus.SUCCESS,
+                    tags={ASSET_TAG: job},
+                )
+            )
+            metadata = {
+                "duration_s": 4.0 + (i % 5) * 0.5,
+                "bytes_read": 1_000_000 + i * 1_000,
+                "files_read": 26,
+                "phase_launch_s": 1.0,
+                "phase_plan_s": 0.05,
+                "phase_session_s": 0.03,
+            }
+            instance.report_runless_asset_event(dg.AssetMaterialization(job, metadata=metadata))
+
+
+def tick_probe(settings: Settings, ticks: int, history: int = 0) -> int:
     """`ticks` ticks of the real sensor code on the settings' lakehouse, timed in this
-    process (the first one cold): a JSON line for `_tick_times`."""
+    process (the first one cold): a JSON line for `_tick_times`. With `history`, the
+    instance first holds that many past runs and materializations of each job
+    (`fill_history`); otherwise it is empty."""
     import json
 
     import dagster as dg
@@ -71,6 +105,7 @@ def tick_probe(settings: Settings, ticks: int) -> int:
     hudi_meta = HudiMetadataResource.for_settings(settings)
     times = []
     with dg.instance_for_test() as instance:
+        fill_history(instance, list(settings.jobs), history)
         for _ in range(ticks):
             started = time.perf_counter()
             result, requests = evaluate_tick(
@@ -148,11 +183,18 @@ def main(argv: list[str], settings: Settings) -> int:
     parser.add_argument("--real-files", type=int, help="build a real lakehouse (see above)")
     parser.add_argument("--ticks", type=int, default=6, help="ticks per process (--real-files)")
     parser.add_argument(
-        "--tick-probe", type=int, help="(internal) time this many ticks on FRESHNESS_LAKEHOUSE"
+        "--tick-probe", type=int, help="time this many ticks on FRESHNESS_LAKEHOUSE (a JSON line)"
+    )
+    parser.add_argument(
+        "--history",
+        type=int,
+        default=0,
+        help="with --tick-probe: past runs and materializations of each job in the "
+        "instance first (a deployment's steady state: 40 or more)",
     )
     args = parser.parse_args(argv)
     if args.tick_probe:
-        return tick_probe(settings, args.tick_probe)
+        return tick_probe(settings, args.tick_probe, args.history)
     if args.real_files:
         return real_lakehouse(settings, args.real_files, args.ticks)
 

@@ -144,15 +144,15 @@ POLICY_VARIANTS = {
     "dagster_eager": Variant(
         "dagster_eager",
         "",
-        note="peer: Dagster's AutomationCondition.eager() on the six, decided by its asset "
-        "daemon; each run processes all pending input",
+        note="peer: Dagster's AutomationCondition.eager() on every job, decided by its "
+        "asset daemon; each run processes all pending input",
         automation="dagster_eager",
     ),
     "interval": Variant(
         "interval",
         "",
         {"FRESHNESS_INTERVAL_S": str(TUNED_INTERVAL_S)},
-        f"peer: the six jobs every {TUNED_INTERVAL_S} s, all pending input (N tuned on "
+        f"peer: every job every {TUNED_INTERVAL_S} s, all pending input (N tuned on "
         f"seed {TUNING_SEED})",
         automation="interval",
     ),

@@ -178,7 +178,7 @@ class FreshnessSensorMode(AutomationMode):
 @dataclass(frozen=True)
 class DagsterEagerMode(AutomationMode):
     description: ClassVar[str] = (
-        "Dagster's declarative automation: AutomationCondition.eager() on the six assets"
+        "Dagster's declarative automation: AutomationCondition.eager() on the job assets"
     )
 
     def build(self, settings: Settings) -> AutomationDefs:
@@ -190,8 +190,9 @@ class DagsterEagerMode(AutomationMode):
             minimum_interval_seconds=tick_s,
             run_tags={AUTOMATION_TAG: "dagster_eager"},
             description=(
-                f"Dagster's asset daemon evaluates AutomationCondition.eager() on the six "
-                f"jobs every {tick_s} s (the freshness sensor is off in this mode)."
+                f"Dagster's asset daemon evaluates AutomationCondition.eager() on the "
+                f"{len(settings.jobs)} jobs every {tick_s} s (the freshness sensor is off "
+                "in this mode)."
             ),
         )
         return AutomationDefs(
@@ -230,7 +231,7 @@ def interval_tick(
 
 @dataclass(frozen=True)
 class IntervalMode(AutomationMode):
-    description: ClassVar[str] = "the six jobs every FRESHNESS_INTERVAL_S, all pending input"
+    description: ClassVar[str] = "every job every FRESHNESS_INTERVAL_S, all pending input"
 
     def build(self, settings: Settings) -> AutomationDefs:
         interval_s = settings.scheduler.interval_s
@@ -238,7 +239,7 @@ class IntervalMode(AutomationMode):
             ALL_JOBS_JOB,
             selection=job_asset_selection(settings.jobs),
             tags={AUTOMATION_TAG: "interval"},
-            description="The six jobs in pipeline order, each processing all pending input.",
+            description="Every job in pipeline order, each processing all pending input.",
         )
         cron = cron_for(interval_s)
         if cron is not None:
@@ -248,7 +249,7 @@ class IntervalMode(AutomationMode):
                 job=job,
                 cron_schedule=cron,
                 default_status=DefaultScheduleStatus.RUNNING,
-                description=f"All six jobs every {interval_s} s ({cron}).",
+                description=f"All {len(settings.jobs)} jobs every {interval_s} s ({cron}).",
             )
             def interval_schedule(
                 context: ScheduleEvaluationContext, hudi_meta: HudiMetadataResource
@@ -263,7 +264,8 @@ class IntervalMode(AutomationMode):
             minimum_interval_seconds=interval_s,
             default_status=DefaultSensorStatus.RUNNING,
             description=(
-                f"All six jobs every {interval_s} s: a schedule cannot run more often than "
+                f"All {len(settings.jobs)} jobs every {interval_s} s: a schedule cannot run more "
+                "often than "
                 "once a minute (Dagster's cron has no seconds field)."
             ),
         )

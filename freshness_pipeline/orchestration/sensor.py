@@ -18,7 +18,6 @@ from dataclasses import dataclass, field, replace
 from dagster import (
     AssetKey,
     AssetObservation,
-    DagsterEventType,
     DagsterRunStatus,
     DefaultSensorStatus,
     MetadataValue,
@@ -34,6 +33,7 @@ from freshness_pipeline.catalog.tables import RAW_TABLES
 from freshness_pipeline.config.scheduler_settings import SchedulerSettings
 from freshness_pipeline.hudi.metadata import TableNotFound
 from freshness_pipeline.jobs.run_phases import RUN_COST_PHASES
+from freshness_pipeline.orchestration import history
 from freshness_pipeline.orchestration.resources import HudiMetadataResource
 from freshness_pipeline.scheduling.chains import plan_runs
 from freshness_pipeline.scheduling.clustering import TABLE_TAG as CLUSTERING_TABLE_TAG
@@ -56,7 +56,6 @@ from freshness_pipeline.scheduling.planner import (
 )
 from freshness_pipeline.scheduling.run_plan import (
     ASSET_TAG,
-    CHAINED_TAG,
     RunPlan,
     StepPlan,
     run_config_of,
@@ -66,11 +65,7 @@ from freshness_pipeline.scheduling.tick_report import describe_tick, observation
 from freshness_pipeline.scheduling.timefmt import iso
 from freshness_pipeline.scheduling.units import US_PER_S
 
-FINISHED_STATUSES = [
-    DagsterRunStatus.SUCCESS,
-    DagsterRunStatus.FAILURE,
-    DagsterRunStatus.CANCELED,
-]
+FINISHED_STATUSES = history.FINISHED_STATUSES
 ACTIVE_STATUSES = [
     DagsterRunStatus.QUEUED,
     DagsterRunStatus.NOT_STARTED,
@@ -127,8 +122,8 @@ class JobHistory:
         return typical_input(self.samples)
 
 
-def run_history(instance, job: str, limit: int = 40) -> JobHistory:
-    records = instance.fetch_materializations(AssetKey(job), limit=limit).records
+def run_history(records: list) -> JobHistory:
+    """A job's history from its newest materialization records (newest first)."""
     samples, run_costs = [], []
     for record in reversed(records):
         materialization = record.asset_materialization
@@ -148,33 +143,29 @@ def run_history(instance, job: str, limit: int = 40) -> JobHistory:
 
 
 def failure_streaks(
-    instance, jobs: Iterable[str], per_job: int = 20
+    instance, jobs: Iterable[str], per_job: int = history.RUNS_PER_JOB
 ) -> dict[str, tuple[int, int | None]]:
     """Per job: (consecutive failed or canceled sensor runs since its last success, when
-    the newest of them ended), from one query. A failed decision is then retried under a
-    new run key, after a backoff, instead of being dropped as a duplicate for ever (a job
-    would otherwise stay stuck after a failure once the stream goes quiet). In a chained
-    run each step counts for its own job: a step that failed counts, a step that
-    committed is a success, a step skipped because its parent failed is neither."""
+    the newest of them ended), from the newest finished runs (history.finished_runs). A
+    failed decision is then retried under a new run key, after a backoff, instead of being
+    dropped as a duplicate for ever (a job would otherwise stay stuck after a failure once
+    the stream goes quiet). In a chained run each step counts for its own job: a step that
+    failed counts, a step that committed is a success, a step skipped because its parent
+    failed is neither."""
     jobs = list(jobs)
-    records = instance.get_run_records(
-        filters=RunsFilter(tags={ASSET_TAG: jobs}, statuses=FINISHED_STATUSES),
-        limit=per_job * len(jobs),
-    )
     streaks: dict[str, tuple[int, int | None]] = {job: (0, None) for job in jobs}
     settled: set[str] = set()
-    for record in records:  # newest first
+    for record in history.finished_runs(instance, jobs, per_job):  # newest first
         run = record.dagster_run
-        root = run.tags.get(ASSET_TAG)
-        steps = {root, *(s for s in run.tags.get(CHAINED_TAG, "").split(",") if s)}
+        steps = history.chain_steps(run)
         if run.status == DagsterRunStatus.SUCCESS:
             settled |= steps
             continue
-        failed = {root}
+        failed = {run.tags.get(ASSET_TAG)}
         if len(steps) > 1:
-            failed, succeeded = _step_outcomes(instance, run.run_id)
+            failed, succeeded = history.step_outcomes(instance, run.run_id)
             settled |= succeeded & steps
-            failed = (failed & steps) or {root}  # killed or canceled: no step said
+            failed = (failed & steps) or {run.tags.get(ASSET_TAG)}  # killed: no step said
         for job in failed:
             if job not in streaks or job in settled:
                 continue
@@ -183,22 +174,6 @@ def failure_streaks(
                 last_end = int(record.end_time * US_PER_S)
             streaks[job] = (count + 1, last_end)
     return streaks
-
-
-def _step_outcomes(instance, run_id: str) -> tuple[set[str], set[str]]:
-    """The steps (asset names) of a finished run that failed and that succeeded."""
-    failed: set[str] = set()
-    succeeded: set[str] = set()
-    kinds = {DagsterEventType.STEP_FAILURE, DagsterEventType.STEP_SUCCESS}
-    for record in instance.get_records_for_run(run_id, of_type=kinds).records:
-        event = record.event_log_entry.dagster_event
-        if event is None or event.step_key is None:
-            continue
-        if event.event_type == DagsterEventType.STEP_FAILURE:
-            failed.add(event.step_key)
-        else:
-            succeeded.add(event.step_key)
-    return failed, succeeded - failed
 
 
 def job_state(
@@ -401,11 +376,12 @@ def _read_job_states(
     read = _JobStates()
     names = [spec.name for spec in jobs]
     streaks = failure_streaks(instance, names)
+    materialized = history.materializations(instance, names)
     for spec in jobs:
-        history = run_history(instance, spec.name)
-        read.run_costs_s += history.run_costs_s
+        past = run_history(materialized[spec.name])
+        read.run_costs_s += past.run_costs_s
         prior = settings.cost_prior.model(spec.name) if settings.cost_prior else DEFAULT_PRIOR
-        fitted = read.fitted[spec.name] = fit_cost_model(history.samples, settings.cost_mode, prior)
+        fitted = read.fitted[spec.name] = fit_cost_model(past.samples, settings.cost_mode, prior)
         sources = read.sources[spec.name] = set()
         state = job_state(spec, hudi_meta, fitted, spec.name in busy, settings.tmin_mode, sources)
         read.t_dones[spec.name] = state.t_done_us
@@ -418,8 +394,8 @@ def _read_job_states(
             replace(
                 state,
                 order=names.index(spec.name),
-                last_refresh_us=history.last_refresh_us,
-                step_input=history.step_input,
+                last_refresh_us=past.last_refresh_us,
+                step_input=past.step_input,
                 failed_runs=failed,
                 retry_after_us=retry_after,
             )
