@@ -2,7 +2,8 @@
 shared Spark service and ingestion as applications of that master, Dagster's storage in
 Postgres, the lakehouse on the object store (the service's s3a settings on its command
 line, the keys only in its environment). A short stream must drain through the sensor's
-runs to the independent oracle's answer (`oracle.py`)."""
+runs to the independent oracle's answer (`oracle.py`): through the landing folder with the
+servers open, and through Kafka over SASL_SSL with every server secured as a firm runs it."""
 
 from __future__ import annotations
 
@@ -20,6 +21,9 @@ from freshness_pipeline.catalog.tables import RAW_TABLES
 from freshness_pipeline.config.settings import load_settings
 from freshness_pipeline.experiment.staleness import raw_ancestors
 from freshness_pipeline.hudi.lakehouse import Lakehouse
+from freshness_pipeline.hudi.metadata import HudiTableMetadata
+from freshness_pipeline.hudi.streamer_checkpoint import STREAMER_CHECKPOINT_KEY
+from freshness_pipeline.ingestion.kafka_ingest import consumer_lag
 from freshness_pipeline.jobs import oracle
 from freshness_pipeline.runtime.cluster_profile import ClusterProfile
 from freshness_pipeline.runtime.spark_service import free_port
@@ -30,19 +34,27 @@ pytestmark = pytest.mark.spark
 DRAIN_TIMEOUT_S = 480  # 6.4 min whole test at a load average of 11 (four agents)
 
 
+def _settled(lakehouse: Lakehouse) -> bool:
+    """Each of the six tables at its raw inputs' final watermark (through Kafka the two raw
+    tables' last arrivals are ingestion's, seconds apart: METHOD 5.2)."""
+    raw = {t: table_watermark(lakehouse, t) for t in RAW_TABLES}
+    return None not in raw.values() and all(
+        table_watermark(lakehouse, j) == min(raw[r] for r in raw_ancestors(j)) for j in JOBS
+    )
+
+
 def _drain(stack: Stack, lakehouse: Lakehouse, landing: Path) -> bool:
-    """Supervising, until the stream has ended, every landed file is ingested and each of
-    the six tables reflects its raw inputs' final watermark."""
+    """Supervising, until the stream has ended, every landed file is ingested, every table
+    has settled and the raw watermarks held over three polls (two ingestion intervals:
+    nothing left in the topics)."""
     deadline = time.monotonic() + DRAIN_TIMEOUT_S
+    seen: list[tuple] = []
     while time.monotonic() < deadline:
         stack.supervise()
-        if stack.process("replay").poll() is not None and not any(landing.rglob("*.jsonl")):
-            raw = {t: table_watermark(lakehouse, t) for t in RAW_TABLES}
-            # each table at its own raw inputs' final watermark (with Kafka the two raw
-            # tables' last arrivals are ingestion's, seconds apart)
-            if None not in raw.values() and all(
-                table_watermark(lakehouse, j) == min(raw[r] for r in raw_ancestors(j)) for j in JOBS
-            ):
+        ended = stack.process("replay").poll() is not None and not any(landing.rglob("*.jsonl"))
+        if ended and _settled(lakehouse):
+            seen.append(tuple(table_watermark(lakehouse, t) for t in RAW_TABLES))
+            if len(seen) >= 3 and len(set(seen[-3:])) == 1:
                 return True
         time.sleep(2)
     return False
@@ -91,10 +103,8 @@ def test_a_short_stream_drains_through_the_cluster_profile_to_the_oracles_answer
         "FRESHNESS_TICK_S": "5",
         "FRESHNESS_SPARK_SERVICE_PORT": str(free_port()),
         "FRESHNESS_SPARK_SERVICE_MEMORY": "2g",
-        # (Through Kafka the two raw tables end seconds apart and market_features stops at
-        # the earlier one, which the oracle does not model yet: Kafka over SASL_SSL is
-        # tested on its own, exactly once, in ingestion/test_kafka_secure.py.)
-        **({"FRESHNESS_CLUSTER_SECURE": "true"} if secure else {}),
+        # secure: the stream through the profile's Kafka broker over SASL_SSL as well
+        **({"FRESHNESS_CLUSTER_SECURE": "true", "FRESHNESS_SOURCE": "kafka"} if secure else {}),
     }.items():
         monkeypatch.setenv(name, value)
     # Postgres runs as the `postgres` user, which may not enter pytest's 0700 folders.
@@ -137,6 +147,25 @@ def test_a_short_stream_drains_through_the_cluster_profile_to_the_oracles_answer
                     for key in r.asset_selection or ()
                 }
                 assert succeeded == set(JOBS)
-            differences = oracle.check_lakehouse(lakehouse.table)
-    assert len(differences) == len(JOBS)
+            if secure:
+                _assert_through_kafka(load_settings(), lakehouse, landing)
+            # Through Kafka the joined tables stop at the earlier raw watermark, where a
+            # recomputation cannot tell which partial rows they ever held: the oracle
+            # judges the aggregates there (the joined tables' exactness does not depend on
+            # the source: the open variant, ops/test_chaos, jobs/test_oracle).
+            only = ("price_aggr", "trade_aggr") if secure else None
+            differences = oracle.check_lakehouse(lakehouse.table, only=only)
+    assert len(differences) == (2 if secure else len(JOBS))
     assert all(d.equal for d in differences), [d for d in differences if not d.equal]
+
+
+def _assert_through_kafka(settings, lakehouse: Lakehouse, landing: Path) -> None:
+    """Every message of both topics is in the raw tables (offsets from the broker, read
+    over SASL_SSL), and nothing entered through the landing folder."""
+    assert settings.kafka.client.get("security.protocol") == "SASL_SSL", settings.kafka
+    lag = {s: consumer_lag(settings, s) for s in ("price", "trade")}
+    assert all(v["total"] == 0 for v in lag.values()), lag
+    assert not list(landing.rglob("*.jsonl"))
+    for table in RAW_TABLES:
+        commits = HudiTableMetadata(lakehouse.table(table)).commits()
+        assert commits and all(STREAMER_CHECKPOINT_KEY in c.extra for c in commits), table
