@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from freshness_pipeline import cli
@@ -219,3 +221,21 @@ def test_a_terminated_experiment_unwinds_to_stop_its_stack(monkeypatch, tmp_path
         for sig, handler in previous.items():
             signal.signal(sig, handler)
     assert seen == ["unwound"]
+
+
+def test_a_report_goes_beside_its_raw_data_unless_told_where(monkeypatch, tmp_path):
+    """An experiment kept elsewhere (--out) must not overwrite the report committed for its
+    mode under docs/results."""
+    from freshness_pipeline.config.settings import PROJECT_ROOT
+    from freshness_pipeline.experiment import harness, report
+
+    written = []
+    monkeypatch.setattr(harness, "run_experiment", lambda config, settings: None)
+    monkeypatch.setattr(
+        report, "write_report", lambda out, to: written.append(Path(to)) or {"targets": {}}
+    )
+    base = ["experiment", "--mode", "long", "--variants", "pmb"]
+    assert cli.main([*base, "--out", str(tmp_path)]) == 0
+    assert cli.main([*base, "--out", str(tmp_path), "--report-dir", str(tmp_path / "r")]) == 0
+    assert cli.main(base) == 0
+    assert written == [tmp_path / "report", tmp_path / "r", PROJECT_ROOT / "docs/results/long"]

@@ -246,6 +246,17 @@ def _hold(text: str | None) -> tuple[float, float] | None:
     return start, end
 
 
+def _report_dir(args: argparse.Namespace) -> Path:
+    """Where an experiment's report goes: `--report-dir`; else with `--out` beside the raw
+    data (a run kept elsewhere must not overwrite the report committed for its mode);
+    else docs/results/MODE, beside the default raw folder's campaign."""
+    if args.report_dir:
+        return Path(args.report_dir)
+    if args.out:
+        return Path(args.out) / "report"
+    return PROJECT_ROOT / "docs" / "results" / args.mode
+
+
 def _experiment_config(
     args: argparse.Namespace, mode: dict, variants: tuple, hold: tuple[float, float] | None
 ) -> ExperimentConfig:
@@ -318,7 +329,7 @@ def cmd_experiment(args: argparse.Namespace) -> int:
         flush=True,
     )
     run_experiment(config, args.settings)
-    report_dir = Path(args.report_dir or PROJECT_ROOT / "docs" / "results" / args.mode)
+    report_dir = _report_dir(args)
     results = write_report(config.out_dir, report_dir)
     print(f"report: {report_dir / 'REPORT.md'}")
     for name, verdict in results["targets"].items():
@@ -619,7 +630,11 @@ def _add_experiment(sub) -> None:
         "--commit-interval", type=float, help="ingestion commit interval in s (mode's default)"
     )
     experiment.add_argument("--out", help="raw data folder (default .lakehouse/experiments/MODE)")
-    experiment.add_argument("--report-dir", help="default docs/results/MODE")
+    experiment.add_argument(
+        "--report-dir",
+        help="default docs/results/MODE, or with --out the folder `report` in it (a run "
+        "elsewhere never overwrites a committed report)",
+    )
     experiment.add_argument("--keep-lakehouses", action="store_true")
     experiment.add_argument(
         "--raw-packing",
