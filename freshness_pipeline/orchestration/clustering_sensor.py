@@ -46,9 +46,9 @@ from freshness_pipeline.jobs.clustering_exec import (
     table_files,
 )
 from freshness_pipeline.orchestration.assets import writer_pool
+from freshness_pipeline.orchestration.history import FINISHED_STATUSES
 from freshness_pipeline.orchestration.resources import HudiMetadataResource, HudiSparkResource
 from freshness_pipeline.orchestration.sensor import (
-    FINISHED_STATUSES,
     active_clustering_runs,
     active_runs,
     running_jobs,

@@ -28,7 +28,7 @@ from datetime import timedelta
 from dagster import AssetKey, AssetRecordsFilter, DagsterEventType, DagsterRunStatus
 from dagster._core.storage.dagster_run import RunsFilter
 
-from freshness_pipeline.scheduling.run_plan import ASSET_TAG, CHAINED_TAG
+from freshness_pipeline.scheduling.run_plan import ASSET_TAG, chained_steps
 
 MATERIALIZATIONS = 40  # per job: the cost model's window
 RUNS_PER_JOB = 20  # finished runs per job a failure streak is counted over
@@ -170,5 +170,4 @@ def _read_step_outcomes(instance, run_id: str) -> tuple[set[str], set[str]]:
 
 def chain_steps(run) -> set[str]:
     """The jobs a sensor run planned: its planned asset and its chained steps."""
-    root = run.tags.get(ASSET_TAG)
-    return {root, *(s for s in run.tags.get(CHAINED_TAG, "").split(",") if s)}
+    return {run.tags.get(ASSET_TAG), *chained_steps(run.tags)}

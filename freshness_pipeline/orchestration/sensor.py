@@ -65,7 +65,6 @@ from freshness_pipeline.scheduling.tick_report import describe_tick, observation
 from freshness_pipeline.scheduling.timefmt import iso
 from freshness_pipeline.scheduling.units import US_PER_S
 
-FINISHED_STATUSES = history.FINISHED_STATUSES
 ACTIVE_STATUSES = [
     DagsterRunStatus.QUEUED,
     DagsterRunStatus.NOT_STARTED,
@@ -161,11 +160,12 @@ def failure_streaks(
         if run.status == DagsterRunStatus.SUCCESS:
             settled |= steps
             continue
-        failed = {run.tags.get(ASSET_TAG)}
+        root = run.tags.get(ASSET_TAG)
+        failed = {root}
         if len(steps) > 1:
             failed, succeeded = history.step_outcomes(instance, run.run_id)
             settled |= succeeded & steps
-            failed = (failed & steps) or {run.tags.get(ASSET_TAG)}  # killed: no step said
+            failed = (failed & steps) or {root}  # killed or canceled: no step said
         for job in failed:
             if job not in streaks or job in settled:
                 continue

@@ -281,7 +281,7 @@ class RunPlan:
             arrival_sources=tuple(s for s in tags.get(_tag("arrival_source"), "").split(",") if s),
             waited_s=float(tags.get(_tag("waited_s")) or "0"),
             aged=tags.get(AGING_TAG, ""),
-            chain=tuple(s for s in tags.get(CHAINED_TAG, "").split(",") if s),
+            chain=chained_steps(tags),
             run_cost_s=float(tags.get(_tag("run_cost_s")) or "0"),
         )
 
@@ -383,6 +383,11 @@ class StepPlan:
             f"{readable_utc(self.cutoff_us)}, to remove {self.gain_s:.1f} s of staleness in "
             f"about {self.cost_s:.1f} s"
         )
+
+
+def chained_steps(tags: Mapping[str, str]) -> tuple[str, ...]:
+    """The steps a sensor run took along after its planned asset (its chain tag)."""
+    return tuple(s for s in tags.get(CHAINED_TAG, "").split(",") if s)
 
 
 def run_config_of(plan: RunPlan, steps: Sequence[StepPlan]) -> dict[str, Any]:
