@@ -39,7 +39,7 @@ export DAGSTER_HOME ?= $(abspath .dagster_home)
 .PHONY: setup demo demo-kafka test test-fast lint typecheck format bench-ingest bench-kafka-ingest bench-growth bench-tick bench-handoff \
 	bench-tick-real bench-overhead bench-chains bench-launch bench-memory bench-lineage experiment experiment-long experiment-chains experiment-bursty experiment-packed tune-interval \
 	experiment-wide tune-interval-wide experiment-recovery experiment-recovery-wide \
-	simulate simulate-aging simulate-published simulate-wide model-check-wide first-materializations chaos soak soak-no-clustering \
+	simulate simulate-aging simulate-published simulate-wide model-check-wide model-check-recovery model-check-recovery-wide first-materializations chaos soak soak-no-clustering \
 	clean-data postgres chromium demo-cluster demo-cluster-secure test-ui
 
 # Reproducible install: requirements.lock pins every Python package (transitive, with
@@ -362,6 +362,15 @@ simulate-wide: setup
 model-check-wide: setup
 	$(VENV)/bin/python -m freshness_pipeline.experiment.model_check docs/results/wide/runs \
 	  --out docs/results/wide/MODEL-CHECK.md
+
+model-check-recovery: setup
+	$(VENV)/bin/python -m freshness_pipeline.experiment.model_check docs/results/recovery/runs \
+	  --campaign recovery --out docs/results/recovery/MODEL-CHECK.md
+
+model-check-recovery-wide: setup
+	$(VENV)/bin/python -m freshness_pipeline.experiment.model_check \
+	  docs/results/recovery-wide/runs --campaign recovery-wide \
+	  --out docs/results/recovery-wide/MODEL-CHECK.md
 
 clean-data:
 	rm -rf .lakehouse $(DAGSTER_HOME)/storage $(DAGSTER_HOME)/history $(DAGSTER_HOME)/logs $(DAGSTER_HOME)/schedules

@@ -125,3 +125,44 @@ def test_effects_say_which_were_predicted_and_which_missed():
     assert lines[-1].endswith("(missed)")
     table = model_check.markdown([predicted, real], ("pmb", "random"))
     assert "| model | 32.00 | 31.00 |" in table and "| real | 16.00 | 15.50 |" in table
+
+
+def test_a_recovery_campaign_reads_the_time_back_within_the_target(tmp_path: Path):
+    root = _campaign(tmp_path, {1: {"pmb": 30.0, "dagster_eager": 60.0}}, [])
+    for variant, seconds in (("pmb", 40.0), ("dagster_eager", None)):
+        path = root / "seed1" / variant / "summary.json"
+        path.write_text(json.dumps({**json.loads(path.read_text()), "recovered_s": seconds}))
+    row = model_check.real_row(root)
+    # eager never got back within the target in the window: no mean to give
+    assert row.recovered_s == {"pmb": 40.0, "dagster_eager": None}
+    table = model_check.markdown([row], ("pmb", "dagster_eager"))
+    assert "recovered pmb (s)" in table and "| 40 | - |" in table
+    assert model_check.real_row(_campaign(tmp_path / "x", {1: {"pmb": 1.0}}, [])).recovered_s == {}
+
+
+def test_recovery_effects_judge_the_recovery_targets():
+    ratios = {("pmb", "max_benefit"): 0.85, ("pmb", "random"): 1.0, ("pmb", "dagster_eager"): 1.0}
+    predicted = Row("model", {"pmb": 5.0}, ratios, {"pmb": 60.0, "dagster_eager": 100.0})
+    real = Row(
+        "real",
+        {"pmb": 5.0},
+        {**ratios, ("pmb", "max_benefit"): 0.95},
+        {"pmb": 90.0, "dagster_eager": 100.0},
+    )
+    lines = model_check.effects(predicted, real)
+    assert any(
+        "0.90 of Max-Benefit" in line and "model yes, real no (missed)" in line for line in lines
+    )
+    assert any("0.70 of eager's time" in line and "(missed)" in line for line in lines)
+    assert not any("0.60 of eager" in line for line in lines)  # the wide targets are not these
+
+
+def test_the_campaigns_conditions_are_the_ones_make_runs():
+    from freshness_pipeline.experiment import simulate_wide
+
+    six = simulate_wide.campaign_conditions("recovery")
+    assert six.hold == simulate_wide.HOLD_S and len(six.job_specs) == 6
+    assert six.recovery_target_s == simulate_wide.RECOVERY_TARGET_S["six"]
+    assert six.duration_s == simulate_wide.WINDOW_S
+    with pytest.raises(ValueError, match="unknown campaign 'six'"):
+        simulate_wide.campaign_conditions("six")

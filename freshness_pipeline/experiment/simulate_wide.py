@@ -80,6 +80,12 @@ def wide_conditions(seed: int = 1, folder: Path | None = None) -> Conditions:
     )
 
 
+def six_conditions() -> Conditions:
+    """The calibrated machine running the six market jobs for WINDOW_S, with the sensor's
+    defaults."""
+    return replace(calibrated(), duration_s=WINDOW_S, **SENSOR_DEFAULTS)
+
+
 def recovery(cond: Conditions, target_s: float) -> Conditions:
     """`cond` with every launch held for HOLD_S and bursty commits (each minute's first
     commit 5x) over skewed letters; recovered once every table is within `target_s`."""
@@ -94,7 +100,21 @@ def recovery(cond: Conditions, target_s: float) -> Conditions:
     )
 
 
-# A run near the floor (issue 35's targets): launch and session 1 s each, a step 2 s.
+# The campaigns as `make` runs them (experiment-wide, experiment-recovery(-wide)), by name.
+CAMPAIGNS = ("wide", "recovery", "recovery-wide")
+
+
+def campaign_conditions(name: str, lakehouse_seed: int = 1) -> Conditions:
+    """The model's conditions for the real campaign `name` (one of CAMPAIGNS)."""
+    if name not in CAMPAIGNS:
+        raise ValueError(f"unknown campaign {name!r}: one of {', '.join(CAMPAIGNS)}")
+    if name == "recovery":
+        return recovery(six_conditions(), RECOVERY_TARGET_S["six"])
+    wide = wide_conditions(lakehouse_seed)
+    return wide if name == "wide" else recovery(wide, RECOVERY_TARGET_S["wide"])
+
+
+# A run near the floor: launch and session 1 s each, a step 2 s.
 FAST = {"launch_s": 1.0, "session_s": 1.0, "fixed_s": 2.0}
 
 
@@ -103,7 +123,7 @@ def conditions(seed: int = 1) -> list[tuple[str, Conditions]]:
     calibrated (a step 6 s, launch 3 s, session 2 s) and with runs near the floor; then the
     wide lakehouse near the floor with one table a run instead of chains."""
     wide = wide_conditions(seed)
-    six = replace(calibrated(), duration_s=WINDOW_S, **SENSOR_DEFAULTS)
+    six = six_conditions()
     n = len(wide.job_specs)
     six_target, wide_target = RECOVERY_TARGET_S["six"], RECOVERY_TARGET_S["wide"]
     found = []
