@@ -83,10 +83,15 @@ def test_workspace_and_instance_files_exist():
     assert "max_concurrent_runs: 3" in instance
 
 
-def test_runs_execute_their_one_step_in_the_run_worker():
-    # The multiprocess default would start a second Python process per run.
+def test_runs_execute_their_steps_in_the_run_worker_unless_told_otherwise():
+    # The multiprocess default would start a second Python process per run; ours is in
+    # process unless a run's config selects multiprocess (step_executor.py).
+    from freshness_pipeline.orchestration.step_executor import steps_executor
+
     job = defs.resolve_implicit_global_asset_job_def()
-    assert job.executor_def.name == dg.in_process_executor.name
+    assert job.executor_def is steps_executor
+    default = job.executor_def.config_schema.as_field().default_value
+    assert default == {"in_process": {}}
 
 
 def test_a_folder_of_your_own_jobs_is_what_the_definitions_run(tmp_path):

@@ -12,7 +12,7 @@ from freshness_pipeline.runtime.collector import kept_for_life
 # a run worker, a hand `dagster asset materialize`): made without collector passes and kept
 # out of its walks, down to the one at exit (collector.py).
 with kept_for_life():
-    from dagster import Definitions, in_process_executor
+    from dagster import Definitions
 
     from freshness_pipeline.config.settings import Settings, load_settings
     from freshness_pipeline.orchestration.alembic_location import name_alembic_scripts_by_path
@@ -25,6 +25,7 @@ with kept_for_life():
     from freshness_pipeline.orchestration.raw_sources import build_raw_sources
     from freshness_pipeline.orchestration.resources import HudiMetadataResource, HudiSparkResource
     from freshness_pipeline.orchestration.run_start import use_fork_server
+    from freshness_pipeline.orchestration.step_executor import steps_executor
     from freshness_pipeline.runtime.memory_probe import start_if_requested as start_memory_probe
 
 
@@ -64,11 +65,9 @@ def build_definitions(settings: Settings) -> Definitions:
         sensors=[*automation.sensors, *cluster_sensors],
         schedules=list(automation.schedules),
         jobs=[*automation.jobs, *cluster_jobs],
-        # Every sensor run materializes one asset, so the default multiprocess executor
-        # would only add a second Python process per run (start-up and code load again,
-        # seconds on 2 cores) around a single step; the peers' multi-asset runs execute
-        # their steps one after another in the run worker too.
-        executor=in_process_executor,
+        # A run's steps one after another in its own process, unless its run config asks
+        # for them side by side (a wide sensor chain): step_executor.py says why.
+        executor=steps_executor,
         resources={
             "hudi_meta": HudiMetadataResource.for_settings(settings),
             "spark": HudiSparkResource.for_settings(settings),

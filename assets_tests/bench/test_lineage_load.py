@@ -14,5 +14,9 @@ def test_each_variant_loads_the_definitions(variant):
 
 
 def test_the_lineage_work_alone_is_timed():
-    assert 0 < sample("snapshot", _DIRECT) < sample("derived", _DIRECT) < 60
+    # The fastest of three interleaved samples each: one sample of either can be slowed
+    # by whatever else the machine runs.
+    samples = [(sample("snapshot", _DIRECT), sample("derived", _DIRECT)) for _ in range(3)]
+    snapshot, derived = (min(column) for column in zip(*samples, strict=True))
+    assert 0 < snapshot < derived < 60
     assert "freshness_pipeline.definitions" in _CHILD

@@ -9,14 +9,24 @@ from dataclasses import replace
 import pytest
 
 from freshness_pipeline.scheduling.cost_model import FittedCost
-from freshness_pipeline.scheduling.planner import MIB, CostModel, JobState, PendingInput, choose
+from freshness_pipeline.scheduling.planner import (
+    MIB,
+    ChainStep,
+    CostModel,
+    JobState,
+    PendingInput,
+    choose,
+)
 from freshness_pipeline.scheduling.run_plan import (
     ASSET_TAG,
     PLAN_FIELD,
     VISIBLE_TAGS,
     RunPlan,
+    chain_width,
     hand_run_tags,
     plan_tags,
+    run_config_of,
+    steps_at_once,
 )
 from freshness_pipeline.scheduling.units import US_PER_S
 
@@ -152,3 +162,35 @@ def test_older_records_without_exact_bytes_or_coefficients_still_read():
     plan = RunPlan.from_tags(tags)
     assert plan is not None and plan.attempt == 0 and math.isnan(plan.cost_a_s)
     assert abs(plan.scan_bytes - RunPlan.from_choice(a_choice(0), 0, FIT).scan_bytes) < MIB / 1000
+
+
+def _chained(*steps: tuple[str, tuple[str, ...]]):
+    """a_choice's root with `steps` (job, its parents in the chain) after it."""
+    base = a_choice(0)
+    root = ChainStep(base.job, base.cutoff_us, 1.0, 1.0, 0, 0)
+    rest = tuple(ChainStep(job, base.cutoff_us, 1.0, 1.0, 0, 0, after) for job, after in steps)
+    return replace(base, chain=(root, *rest))
+
+
+def test_a_chain_is_as_wide_as_its_most_steps_at_one_depth():
+    assert chain_width(a_choice(0)) == 1
+    spine = _chained(("market", ("trade_aggr",)), ("enriched", ("market",)))
+    assert chain_width(spine) == 1
+    views = _chained(
+        ("market", ("trade_aggr",)), *((f"v{i}", ("market",)) for i in range(4)), ("w", ("v0",))
+    )
+    assert chain_width(views) == 4
+    # a step below two parents goes one below the deeper one
+    assert chain_width(_chained(("a", ("trade_aggr",)), ("b", ("trade_aggr", "a")))) == 1
+
+
+def test_steps_go_side_by_side_only_in_a_wide_chain_and_up_to_the_limit():
+    wide = _chained(*((f"v{i}", ("trade_aggr",)) for i in range(5)))
+    narrow = _chained(("v0", ("trade_aggr",)), ("v1", ("trade_aggr",)))
+    assert steps_at_once(wide, 1) == 1  # FRESHNESS_STEP_PARALLEL=1: never
+    assert steps_at_once(wide, 3) == 3 and steps_at_once(wide, 8) == 5
+    assert steps_at_once(narrow, 3) == 1  # two side by side do not pay for the processes
+    plan = RunPlan.from_choice(wide, 0, FIT)
+    config = run_config_of(plan, (), steps_at_once(wide, 3))
+    assert config["execution"]["config"]["multiprocess"]["max_concurrent"] == 3
+    assert "execution" not in run_config_of(plan, (), 1)

@@ -403,6 +403,14 @@ SETTINGS: tuple[Setting, ...] = (
             "order, each committing its own table), ranked by the staleness they remove "
             "per second; `off`: one table per run, as published",
             " or ".join(CHAIN_MODES), _choice(CHAIN_MODES)),
+    Setting("FRESHNESS_STEP_PARALLEL", "1",
+            "steps a chained sensor run executes at once: above 1, a run whose chain has at "
+            "least three steps that can go side by side (the views below one table) runs "
+            "them in processes of their own, forked from a server that imported the "
+            "definitions once (Dagster's multiprocess executor), each with its own Spark "
+            "session; 1: one after another in the run's process (every other run, the "
+            "peers' and a hand materialization, always does)",
+            "an integer of at least 1", _int_at_least(1)),
     Setting("FRESHNESS_COST_PRIOR", None,
             "a JSON file of cost coefficients the sensor starts from until a job has run a "
             "few times (per job a_s, b_s_per_mib, c_s_per_file, and run_cost_s, the fixed "
@@ -876,6 +884,7 @@ def _scheduler_settings(values: Mapping[str, Any]) -> SchedulerSettings:
         first_runs_first=values["FRESHNESS_FIRST_RUNS_FIRST"],
         chains=values["FRESHNESS_CHAINS"],
         cost_prior=values["FRESHNESS_COST_PRIOR"],
+        step_parallel=values["FRESHNESS_STEP_PARALLEL"],
     )
 
 

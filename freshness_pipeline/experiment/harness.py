@@ -130,6 +130,19 @@ POLICY_VARIANTS = {
         "beyond the thesis: PMB with chains keeping one run in flight (of the K allowed): on "
         "2 cores a second run only shares the machine",
     ),
+    "pmb_at_once": Variant(
+        "pmb_at_once",
+        "pmb",
+        {"FRESHNESS_STEP_PARALLEL": "3"},
+        "beyond the thesis: a wide chain's steps three at a time, each in its own process "
+        "(run_plan.steps_at_once)",
+    ),
+    "random_at_once": Variant(
+        "random_at_once",
+        "random",
+        {"FRESHNESS_STEP_PARALLEL": "3"},
+        "Random with a wide chain's steps three at a time, as pmb_at_once",
+    ),
     "fixed_order_subsets": Variant(
         "fixed_order_subsets",
         "fixed_order_pmb",

@@ -53,6 +53,7 @@ from freshness_pipeline.scheduling.planner import (
     Policy,
     get_policy,
 )
+from freshness_pipeline.scheduling.run_plan import steps_at_once
 from freshness_pipeline.scheduling.units import US_PER_S
 
 BASE_US = 1_800_000_000_000_000
@@ -100,7 +101,15 @@ class Conditions:
     fixed_s: float = 10.0  # a run's work, alone on the machine
     per_mib_s: float = 0.5
     per_file_s: float = 0.02
-    capacity: float = 1.0  # runs' worth of speed the machine gives at once
+    capacity: float = 1.0  # runs' worth of speed the machine gives at once (a step's)
+    # Steps a run executes at once (FRESHNESS_STEP_PARALLEL; 1: Dagster's in-process
+    # executor): a planner variant's chain where run_plan.steps_at_once says so, a peer's
+    # run only with `step_parallel_peers`. Such a run pays `parallel_start_s` once (its
+    # fork server) and each step `step_overhead_s` more (a process and a Spark session).
+    step_parallel: int = 1
+    step_overhead_s: float = 0.0
+    parallel_start_s: float = 0.0
+    step_parallel_peers: bool = False
     launch_s: float = 6.0  # queue and process start before a run works
     session_s: float = 0.0  # work a run does once before its first step (Spark session)
     interval_s: float = 40.0  # the interval peer's period (tuned on seed 99 for the real one)
@@ -141,8 +150,8 @@ class Conditions:
         for name in positive:
             if getattr(self, name) <= 0:
                 raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
-        if self.k < 1 or self.files_per_commit < 1:
-            raise ValueError("k and files_per_commit must be at least 1")
+        if self.k < 1 or self.files_per_commit < 1 or self.step_parallel < 1:
+            raise ValueError("k, files_per_commit and step_parallel must be at least 1")
         if self.work_jitter < 0:
             raise ValueError("work_jitter must be >= 0")
         if self.burst_every < 0 or self.burst_factor <= 0:
@@ -347,23 +356,33 @@ class _Step:
 
 
 @dataclass
+class _Lane:
+    """A step under way in a run: what it reads and commits, and the work left."""
+
+    job: str
+    cutoff_us: int
+    scan_bytes: int
+    files: int
+    new_bytes: int
+    inputs_low_us: int
+    started_s: float
+    remaining_s: float
+
+
+@dataclass
 class _Run:
     """A run on the modelled machine: `launch_s` of queue and process start, the session
-    once, then its steps one after another, each committing its own table."""
+    once, then its steps, each committing its own table: one after another (Dagster's
+    in-process executor), or up to `Conditions.step_parallel` at once, a step as soon as
+    its parents in the run have committed (a multiprocess executor)."""
 
     steps: list[_Step]
     jobs: frozenset[str]
     work_at_s: float  # when it starts working (after launch)
-    remaining_s: float  # of the current part (the session, then each step)
-    started: bool = False  # the session is done and a step is under way
-    # the current step: what it reads and commits
-    job: str = ""
-    cutoff_us: int = 0
-    scan_bytes: int = 0
-    files: int = 0
-    new_bytes: int = 0
-    inputs_low_us: int = 0
-    step_started_s: float = 0.0
+    remaining_s: float  # of the session
+    started: bool = False  # the session is done: its steps are under way
+    lanes: list[_Lane] = field(default_factory=list)  # the steps under way
+    at_once: int = 1  # steps it executes side by side
 
 
 @dataclass(frozen=True)
@@ -438,12 +457,11 @@ class _Machine:
             busy |= {step.job for step in run.steps}
             if not run.started:
                 busy |= set(run.jobs)
-            elif run.job:
-                busy.add(run.job)
+            busy |= {lane.job for lane in run.lanes}
         return busy
 
     def writing(self) -> set[str]:
-        return {run.job for run in self.runs if run.started and run.job}
+        return {lane.job for run in self.runs for lane in run.lanes}
 
     def launch(self, run: _Run, now_s: float) -> None:
         if len(self.runs) >= self.cond.k:
@@ -451,94 +469,115 @@ class _Machine:
             return
         run.work_at_s = now_s + self.cond.launch_s
         run.remaining_s = self.cond.session_s
+        if run.at_once > 1:
+            run.remaining_s += self.cond.parallel_start_s
         self.runs.append(run)
         self.launched += 1
         for step in run.steps:
             self.waits.first_launch_s.setdefault(step.job, now_s)
 
-    def _begin_step(self, run: _Run, now_s: float, now_us: int) -> bool:
-        """Starts the run's next step that has work; False when none is left. A step
-        waits (True, nothing started) while another run writes its table (the pool)."""
-        while run.steps:
-            step = run.steps[0]
-            if step.job in self.writing() - {run.job}:
-                run.job = ""
-                return True
-            run.steps.pop(0)
-            spec = self.cond.job_specs[step.job]
-            marks = [self.tables[t].watermark_us for t in spec.inputs]
-            if any(m is None for m in marks):
-                continue  # an input has no data yet: the step has nothing to read
-            cap = min(m for m in marks if m is not None)
-            cutoff = cap if step.cutoff_us is None else min(step.cutoff_us, cap)
-            t_done = self.tables[step.job].watermark_us
-            if t_done is not None and cutoff <= t_done:
-                continue  # nothing new: the step ends at once
-            pending = [p for t in spec.inputs for p in self.tables[t].pending(t, t_done)]
-            chosen = [
-                p
-                for p in pending
-                if (step.files is None and p.tmin_us <= cutoff)
-                or (step.files is not None and p.path in step.files)
-            ]
-            scan = sum(p.size_bytes for p in chosen)
-            cond = self.cond
-            work = cond.fixed_s + cond.per_mib_s * scan / MIB + cond.per_file_s * len(chosen)
-            work *= cond.work_factor_of(step.job)
-            # Real runs vary (JIT, GC, disk); seeded per step so a variant replays exactly.
-            noise = random.Random(f"{self.seed}:{step.job}:{now_us}").lognormvariate(
-                0, cond.work_jitter
-            )
-            low = (
-                t_done
-                if t_done is not None
-                else min((p.tmin_us for p in pending), default=cutoff) - 1
-            )
-            run.job, run.cutoff_us = step.job, cutoff
-            run.scan_bytes, run.files = scan, len(chosen)
-            run.new_bytes = sum(self.tables[t].added_between(low, cutoff) for t in spec.inputs)
-            run.inputs_low_us, run.remaining_s = low, work * noise
-            run.step_started_s = now_s
-            return True
-        return False
+    def _fill(self, run: _Run, now_s: float, now_us: int) -> None:
+        """Starts the run's steps that can start, up to its parallelism: in order, one at
+        a time, or (parallel) any whose parents in the run have committed. A step waits
+        while another run writes its table (the pool): in order, the run waits with it."""
+        parallel = run.at_once
+        while len(run.lanes) < parallel:
+            ready = self._next_ready(run, parallel > 1)
+            if ready is None:
+                return
+            run.steps.remove(ready)
+            lane = self._lane(ready, now_s, now_us, parallel > 1)
+            if lane is not None:
+                run.lanes.append(lane)
 
-    def _commit(self, run: _Run, now_s: float, now_us: int) -> None:
-        spec = self.cond.job_specs[run.job]
+    def _next_ready(self, run: _Run, any_ready: bool) -> _Step | None:
+        writing = self.writing()
+        below = {lane.job for lane in run.lanes}
+        for step in run.steps:
+            inputs = self.cond.job_specs[step.job].inputs
+            if step.job not in writing and not any(t in below for t in inputs):
+                return step
+            if not any_ready:
+                return None
+            below.add(step.job)  # its children in the run wait for it
+        return None
+
+    def _lane(self, step: _Step, now_s: float, now_us: int, overhead: bool) -> _Lane | None:
+        """The step's read as its inputs hold now; None when it has nothing to read."""
+        spec = self.cond.job_specs[step.job]
+        marks = [self.tables[t].watermark_us for t in spec.inputs]
+        if any(m is None for m in marks):
+            return None  # an input has no data yet: the step has nothing to read
+        cap = min(m for m in marks if m is not None)
+        cutoff = cap if step.cutoff_us is None else min(step.cutoff_us, cap)
+        t_done = self.tables[step.job].watermark_us
+        if t_done is not None and cutoff <= t_done:
+            return None  # nothing new: the step ends at once
+        pending = [p for t in spec.inputs for p in self.tables[t].pending(t, t_done)]
+        chosen = [
+            p
+            for p in pending
+            if (step.files is None and p.tmin_us <= cutoff)
+            or (step.files is not None and p.path in step.files)
+        ]
+        scan = sum(p.size_bytes for p in chosen)
+        cond = self.cond
+        work = cond.fixed_s + cond.per_mib_s * scan / MIB + cond.per_file_s * len(chosen)
+        work *= cond.work_factor_of(step.job)
+        # Real runs vary (JIT, GC, disk); seeded per step so a variant replays exactly.
+        noise = random.Random(f"{self.seed}:{step.job}:{now_us}").lognormvariate(
+            0, cond.work_jitter
+        )
+        low = (
+            t_done if t_done is not None else min((p.tmin_us for p in pending), default=cutoff) - 1
+        )
+        new_bytes = sum(self.tables[t].added_between(low, cutoff) for t in spec.inputs)
+        extra = cond.step_overhead_s if overhead else 0.0
+        return _Lane(
+            step.job, cutoff, scan, len(chosen), new_bytes, low, now_s, work * noise + extra
+        )
+
+    def _commit(self, lane: _Lane, now_s: float, now_us: int) -> None:
+        spec = self.cond.job_specs[lane.job]
         # By symbol letter, a commit writes a young file group in each; by event hour (or
         # none), one.
         groups = PARTITION_GROUPS if spec.partition_by == "symbol_prefix" else 1
-        out = int(run.new_bytes * self.cond.output_ratio_of(run.job)) // groups
+        out = int(lane.new_bytes * self.cond.output_ratio_of(lane.job)) // groups
         out += self.cond.file_overhead_bytes
-        self.tables[run.job].append(
-            run.inputs_low_us + 1,
-            run.cutoff_us,
+        self.tables[lane.job].append(
+            lane.inputs_low_us + 1,
+            lane.cutoff_us,
             {f"p{i}": out for i in range(groups)},
             self.cond.derived_small_file_bytes,
         )
-        self.tables[run.job].commits[-1].landed_us = now_us
-        self.waits.first_commit_s.setdefault(run.job, now_s)
-        self.history[run.job].append(
-            RunSample(run.scan_bytes, run.files, now_s - run.step_started_s)
+        self.tables[lane.job].commits[-1].landed_us = now_us
+        self.waits.first_commit_s.setdefault(lane.job, now_s)
+        self.history[lane.job].append(
+            RunSample(lane.scan_bytes, lane.files, now_s - lane.started_s)
         )
-        self.last_refresh[run.job] = now_us
+        self.last_refresh[lane.job] = now_us
         self.refreshes += 1
 
     def work(self, now_s: float, now_us: int, dt_s: float) -> None:
-        """dt of the machine: the runs past their launch share `capacity`."""
+        """dt of the machine: the steps under way (a run in its session counts as one)
+        share `capacity`."""
         working = [r for r in self.runs if r.work_at_s <= now_s]
-        share = min(1.0, self.cond.capacity / len(working)) if working else 0.0
+        units = sum(max(1, len(r.lanes)) if r.started else 1 for r in working)
+        share = min(1.0, self.cond.capacity / units) if units else 0.0
         for run in working:
-            if run.started and not run.job:  # waiting for its table's writer
-                if not self._begin_step(run, now_s, now_us):
-                    self._finish(run, now_s)
-                continue
-            run.remaining_s -= share * dt_s
-            if run.remaining_s > 0:
-                continue
-            if run.started:
-                self._commit(run, now_s, now_us)
-            run.started = True
-            if not self._begin_step(run, now_s, now_us):
+            if not run.started:
+                run.remaining_s -= share * dt_s
+                if run.remaining_s > 0:
+                    continue
+                run.started = True
+            else:
+                for lane in list(run.lanes):
+                    lane.remaining_s -= share * dt_s
+                    if lane.remaining_s <= 0:
+                        run.lanes.remove(lane)
+                        self._commit(lane, now_s, now_us)
+            self._fill(run, now_s, now_us)
+            if not run.lanes and not run.steps:
                 self._finish(run, now_s)
 
     def _finish(self, run: _Run, now_s: float) -> None:
@@ -586,7 +625,8 @@ def simulate(
             pass  # held: nothing is launched (the runs in flight finish)
         elif variant == "interval":
             if step % interval_every == 0:
-                machine.launch(_Run([_Step(j) for j in jobs], frozenset(jobs), 0.0, 0.0), now_s)
+                run = _Run([_Step(j) for j in jobs], frozenset(jobs), 0.0, 0.0)
+                machine.launch(_peer_at_once(cond, run), now_s)
         elif step % tick_every == 0:
             if variant == "dagster_eager":
                 _eager_tick(machine, now_s, now_us)
@@ -722,7 +762,8 @@ def _tick(
         for step in choice.chain[1:]:
             paths = frozenset(step.paths) if not step.after else None
             steps.append(_Step(step.job, step.cutoff_us if paths else None, paths))
-        machine.launch(_Run(steps, frozenset(choice.jobs), 0.0, 0.0), now_s)
+        at_once = steps_at_once(choice, cond.step_parallel)
+        machine.launch(_Run(steps, frozenset(choice.jobs), 0.0, 0.0, at_once=at_once), now_s)
         machine.subsets += int(choice.is_subset)
         if on_launch is not None:
             on_launch(choice)
@@ -756,7 +797,13 @@ def _eager_tick(machine: _Machine, now_s: float, now_us: int) -> None:
     for job in requested:
         machine.last_request_us[job] = now_us
     steps = [_Step(job) for job in requested]
-    machine.launch(_Run(steps, frozenset(requested), 0.0, 0.0), now_s)
+    machine.launch(_peer_at_once(machine.cond, _Run(steps, frozenset(requested), 0.0, 0.0)), now_s)
+
+
+def _peer_at_once(cond: Conditions, run: _Run) -> _Run:
+    if cond.step_parallel_peers:
+        run.at_once = cond.step_parallel
+    return run
 
 
 @dataclass(frozen=True)

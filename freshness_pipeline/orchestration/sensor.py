@@ -56,9 +56,11 @@ from freshness_pipeline.scheduling.planner import (
 )
 from freshness_pipeline.scheduling.run_plan import (
     ASSET_TAG,
+    AT_ONCE_TAG,
     RunPlan,
     StepPlan,
     run_config_of,
+    steps_at_once,
 )
 from freshness_pipeline.scheduling.staleness_target import StalenessTarget, staleness_s
 from freshness_pipeline.scheduling.tick_report import describe_tick, observations_due
@@ -267,16 +269,22 @@ def run_request(
     cost: FittedCost,
     attempt: int = 0,
     arrival_sources: tuple[str, ...] = (),
+    step_parallel: int = 1,
 ) -> RunRequest:
     """The run of a decision: its planned asset's config and tags, and for a chained run
-    every other step with its part of the plan in its own op config."""
+    every other step with its part of the plan in its own op config, and its steps side
+    by side where the chain is wide enough (`run_plan.steps_at_once`)."""
     plan_record = RunPlan.from_choice(choice, t_dones[choice.job], cost, attempt, arrival_sources)
     steps = StepPlan.of_chain(choice, t_dones)
+    at_once = steps_at_once(choice, step_parallel)
+    tags = plan_record.tags()
+    if at_once > 1:
+        tags[AT_ONCE_TAG] = str(at_once)
     return RunRequest(
         run_key=plan_record.run_key,
         asset_selection=[AssetKey(name) for name in choice.jobs],
-        run_config=run_config_of(plan_record, steps),
-        tags=plan_record.tags(),
+        run_config=run_config_of(plan_record, steps, at_once),
+        tags=tags,
     )
 
 
@@ -347,6 +355,7 @@ def plan_tick(
             read.fitted[c.job],
             read.attempts[c.job],
             tuple(read.sources[c.job]),
+            settings.step_parallel,
         )
         for c in result.launches
     ]

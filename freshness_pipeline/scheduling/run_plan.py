@@ -41,6 +41,8 @@ def _tag(name: str) -> str:
 
 LAUNCHED_BY_TAG = _tag("launched_by")
 AGING_TAG = _tag("aging")  # only on a run ranked ahead of eta's order (planner.age)
+# Only on a chained run whose steps go side by side, each in its own process.
+AT_ONCE_TAG = _tag("steps_at_once")
 # Every tag a run may carry, in the order the runs list shows them; nothing else is a tag.
 VISIBLE_TAGS = (
     ASSET_TAG,
@@ -51,7 +53,13 @@ VISIBLE_TAGS = (
     LAUNCHED_BY_TAG,
     _tag("retry"),
     AGING_TAG,
+    AT_ONCE_TAG,
 )
+# A chained run executes its steps side by side (a process each: Dagster's multiprocess
+# executor, forked from a server that imported the definitions once) only where at least
+# this many can go at once: each step's process pays its start and a Spark session (about
+# 2 s) and the run its fork server (a few s), which two steps side by side do not win back.
+MIN_WIDTH_AT_ONCE = 3
 
 
 def files_text(chosen: int, pending: int) -> str:
@@ -390,12 +398,43 @@ def chained_steps(tags: Mapping[str, str]) -> tuple[str, ...]:
     return tuple(s for s in tags.get(CHAINED_TAG, "").split(",") if s)
 
 
-def run_config_of(plan: RunPlan, steps: Sequence[StepPlan]) -> dict[str, Any]:
-    """A sensor run's config: its planned asset's, and each other step's part."""
+def chain_width(choice: JobChoice) -> int:
+    """The most steps of a chain that can go at once: the steps at one depth, a step one
+    below the deepest of its parents in the chain (`ChainStep.after`)."""
+    depth: dict[str, int] = {}
+    for step in choice.chain:  # in dependency order: a step's parents come before it
+        depth[step.job] = 1 + max((depth.get(p, -1) for p in step.after), default=-1)
+    counts: dict[int, int] = {}
+    for level in depth.values():
+        counts[level] = counts.get(level, 0) + 1
+    return max(counts.values(), default=1)
+
+
+def steps_at_once(choice: JobChoice, limit: int) -> int:
+    """How many of the run's steps go side by side: up to `limit` (FRESHNESS_STEP_PARALLEL)
+    where the chain is at least MIN_WIDTH_AT_ONCE wide; otherwise one after another in the
+    run's own process."""
+    width = chain_width(choice)
+    return min(limit, width) if limit > 1 and width >= MIN_WIDTH_AT_ONCE else 1
+
+
+def execution_config(at_once: int) -> dict[str, Any]:
+    """The run config that selects the run's executor (orchestration/step_executor.py):
+    nothing for one step at a time (in process, the default), else `at_once` step
+    processes started from a fork server."""
+    if at_once <= 1:
+        return {}
+    multiprocess = {"max_concurrent": at_once, "start_method": {"forkserver": {}}}
+    return {"execution": {"config": {"multiprocess": multiprocess}}}
+
+
+def run_config_of(plan: RunPlan, steps: Sequence[StepPlan], at_once: int = 1) -> dict[str, Any]:
+    """A sensor run's config: its planned asset's, each other step's part, and its
+    executor when its steps go side by side."""
     ops = plan.run_config()["ops"]
     for step in steps:
         ops[step.asset] = {"config": step.op_config()}
-    return {"ops": ops}
+    return {"ops": ops, **execution_config(at_once)}
 
 
 def _mib_bytes(text: str) -> int:
