@@ -2,7 +2,8 @@
 `--wide 1` puts the 43 generated declarations beside the six jobs in every run, `--hold`
 stops Dagster's daemon for part of the window while ingestion goes on. The runs sample all
 49 tables, launch nothing during the hold, launch again after it, and the report states
-the recovery."""
+the recovery. The variant is PMB with a wide chain's steps side by side (pmb_at_once): the
+views below one table run in processes of their own, and every step still commits."""
 
 from __future__ import annotations
 
@@ -22,8 +23,8 @@ HOLD = (20, 45)
 def test_a_wide_experiment_through_a_hold(tmp_path: Path):
     hold = f"{HOLD[0]},{HOLD[1]}"
     flags = ("--wide", "1", "--layout", "", "--hold", hold, "--recovery-target", "600")
-    _, out, report, summaries = run_tiny_experiment(tmp_path, "pmb", WINDOW_S, *flags)
-    summary = summaries["pmb"]
+    _, out, report, summaries = run_tiny_experiment(tmp_path, "pmb_at_once", WINDOW_S, *flags)
+    summary = summaries["pmb_at_once"]
     tables = len(job_specs({"wide_seed": 1}))
     assert len(summary["jobs"]) == tables == 49
     assert tables * (WINDOW_S - 5) <= summary["samples"] <= tables * (WINDOW_S + 5)
@@ -31,7 +32,7 @@ def test_a_wide_experiment_through_a_hold(tmp_path: Path):
     assert summary["runs_failed"] == summary["runs_cut_off_at_stop"], summary
     assert len(list((out / "wide-seed1").glob("*.sql"))) == tables - 6  # the declarations
 
-    runs = json.loads((out / "seed1" / "pmb" / "runs.json").read_text())
+    runs = json.loads((out / "seed1" / "pmb_at_once" / "runs.json").read_text())
     start = summary["start_us"] / 1e6
     created = sorted(float(r["created"]) - start for r in runs)
     # The daemon stops at 20 s (a tick in progress may still launch as it stops) and is
@@ -43,6 +44,21 @@ def test_a_wide_experiment_through_a_hold(tmp_path: Path):
     assets = {a for r in runs for a in r["assets"]}
     assert assets - {"trade_aggr", "price_aggr", "market_features", "enriched_features",
                      "sector_vwap", "industry_spike"}, assets  # fmt: skip
+
+    # Wide chains ran their steps side by side: each step committed, and the steps' own
+    # times add up to more than their run's (they overlapped).
+    at_once = [r for r in runs if r["tags"].get("freshness/steps_at_once")]
+    assert at_once, [(r["assets"], r["tags"].get("freshness/chained")) for r in runs]
+    for run in at_once:
+        assert run["status"] == "SUCCESS", run
+        assert set(run["metadata_by_asset"]) == set(run["assets"]), run
+    overlapped = [
+        r
+        for r in at_once
+        if sum(float(m.get("duration_s", 0)) for m in r["metadata_by_asset"].values())
+        > float(r["end"]) - float(r["start"])
+    ]
+    assert overlapped, [(r["assets"], r["start"], r["end"]) for r in at_once]
 
     text = (report / "REPORT.md").read_text()
     assert "## Recovery after the hold" in text
