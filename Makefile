@@ -361,7 +361,7 @@ simulate-wide: setup
 # again with each step as measured and the machine's concurrency varied (about 2 minutes).
 model-check-wide: setup
 	$(VENV)/bin/python -m freshness_pipeline.experiment.model_check docs/results/wide/runs \
-	  --out docs/results/wide/MODEL-CHECK.md
+	  --at-once 3 --out docs/results/wide/MODEL-CHECK.md
 
 model-check-recovery: setup
 	$(VENV)/bin/python -m freshness_pipeline.experiment.model_check docs/results/recovery/runs \

@@ -166,3 +166,20 @@ def test_the_campaigns_conditions_are_the_ones_make_runs():
     assert six.duration_s == simulate_wide.WINDOW_S
     with pytest.raises(ValueError, match="unknown campaign 'six'"):
         simulate_wide.campaign_conditions("six")
+
+
+def test_the_command_adds_the_model_with_steps_at_once_as_a_prediction(tmp_path: Path, capsys):
+    root = _campaign(tmp_path, {1: {v: 30.0 for v in model_check.WIDE_VARIANTS}}, [])
+    for variant in model_check.WIDE_VARIANTS:
+        path = root / "seed1" / variant / "summary.json"
+        path.write_text(json.dumps({**json.loads(path.read_text()), "recovered_s": 50.0}))
+    argv = [str(root), "--campaign", "recovery", "--seeds", "1", "--capacities", "3"]
+    assert model_check.main([*argv, "--at-once", "3", "--out", str(tmp_path / "check.md")]) == 0
+    text = (tmp_path / "check.md").read_text()
+    assert (
+        "| measured steps, capacity 3, wide chains 3 steps at a time (2 s a step, 4 s a run" in text
+    )
+    assert "recovered pmb (s)" in text and "0.90 of Max-Benefit" in text
+    capsys.readouterr()
+    assert model_check.main(argv) == 0  # without --at-once, no such row
+    assert "steps at a time" not in capsys.readouterr().out

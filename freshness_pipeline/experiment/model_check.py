@@ -3,6 +3,7 @@ and whether measuring what it assumed closes the gap.
 
     python -m freshness_pipeline.experiment.model_check RUNS_DIR [--out FILE]
         [--campaign wide|recovery|recovery-wide] [--capacities 1,2,3] [--seeds 1,2,3]
+        [--at-once N [--step-overhead-s S] [--parallel-start-s S]]
 
 The predictions (`simulate_wide`, written before the real campaign) assumed two things
 about the machine: each step's work (`simulate_wide.work_factor`, 6 s for a market step and
@@ -16,6 +17,10 @@ and the sensor runs' queue and launch, then runs the model again with those step
 measured steps, and the real runs, each as P / P0 per variant and PMB's paired ratios
 (and after a hold, the seconds until every table was back within its target). `--campaign`
 names the conditions the runs were made under (`simulate_wide.campaign_conditions`).
+`--at-once N` adds the model at the largest capacity with the sensor's wide chains N steps
+at a time (FRESHNESS_STEP_PARALLEL), each step paying `--step-overhead-s` for its process
+and session and each such run `--parallel-start-s` for its fork server: assumptions until
+a campaign measures them, so that row is a prediction.
 """
 
 from __future__ import annotations
@@ -264,6 +269,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--campaign", choices=CAMPAIGNS, default="wide", help="the conditions the runs had"
     )
+    parser.add_argument("--at-once", type=int, default=1, help="FRESHNESS_STEP_PARALLEL to model")
+    parser.add_argument("--step-overhead-s", type=float, default=2.0)
+    parser.add_argument("--parallel-start-s", type=float, default=4.0)
     parser.add_argument(
         "--interval-s",
         type=float,
@@ -285,6 +293,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     for capacity in capacities:
         measured = with_measured_steps(cond, steps, launch_s, capacity)
         rows.append(model_row(f"measured steps, capacity {capacity:g}", measured, seeds))
+    if args.at_once > 1:
+        top = max(capacities)
+        lever = replace(
+            with_measured_steps(cond, steps, launch_s, top),
+            step_parallel=args.at_once,
+            step_overhead_s=args.step_overhead_s,
+            parallel_start_s=args.parallel_start_s,
+        )
+        label = (
+            f"measured steps, capacity {top:g}, wide chains {args.at_once} steps at a time "
+            f"({args.step_overhead_s:g} s a step, {args.parallel_start_s:g} s a run: assumed)"
+        )
+        rows.append(model_row(label, lever, seeds))
     rows.append(real)
     launch = f"{launch_s:.1f} s" if launch_s is not None else "the model's"
     command = "python -m freshness_pipeline.experiment.model_check " + " ".join(
