@@ -243,3 +243,26 @@ def test_graph_orders_parents_first_and_lists_descendants():
     )
     assert graph.descendants("sector_vwap") == ()
     assert graph.order.index("market_features") > graph.order.index("price_aggr")
+
+
+def test_with_steps_side_by_side_a_wide_runs_e_counts_each_depth_once_per_lane():
+    # Six tables: a run is at most two wide (the aggregates, then sector_vwap and
+    # industry_spike), below MIN_WIDTH_AT_ONCE: the same plan with steps side by side.
+    states = pipeline(steady())
+    serial = plan_chains(states, 1, NOW, run_cost_s=5.0).launches[0]
+    assert plan_chains(states, 1, NOW, run_cost_s=5.0, step_parallel=3).launches[0] == serial
+    # Two more views below enriched_features make four at one depth: E counts each depth's
+    # work over its lanes: the two aggregates side by side (2 s), market_features and
+    # enriched_features alone (2 s each), the four views' 8 s over three lanes.
+    wide = {**INPUTS, "view_a": ("enriched_features",), "view_b": ("enriched_features",)}
+    marks = steady() | {"view_a": NOW - 25 * S, "view_b": NOW - 25 * S}
+    states = [
+        JobState(job, marks[job], NOW - 5 * S, (PendingInput(f"{job}/in", 1000, 1, NOW),),
+                 CHEAP, inputs=tuple((t, marks[t]) for t in inputs))
+        for job, inputs in wide.items()
+    ]  # fmt: skip
+    run = plan_chains(states, 1, NOW, run_cost_s=5.0, step_parallel=3).launches[0]
+    assert len(run.jobs) == 8
+    assert run.cost_s == pytest.approx(5.0 + 4 / 2 + 2 + 2 + 8 / 3)
+    with pytest.raises(ValueError, match="step_parallel"):
+        plan_chains(states, 1, NOW, step_parallel=0)

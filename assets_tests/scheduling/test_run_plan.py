@@ -8,6 +8,7 @@ from dataclasses import replace
 
 import pytest
 
+from freshness_pipeline.scheduling.chains import chain_cost_s, chain_width, steps_at_once
 from freshness_pipeline.scheduling.cost_model import FittedCost
 from freshness_pipeline.scheduling.planner import (
     MIB,
@@ -22,11 +23,9 @@ from freshness_pipeline.scheduling.run_plan import (
     PLAN_FIELD,
     VISIBLE_TAGS,
     RunPlan,
-    chain_width,
     hand_run_tags,
     plan_tags,
     run_config_of,
-    steps_at_once,
 )
 from freshness_pipeline.scheduling.units import US_PER_S
 
@@ -173,24 +172,34 @@ def _chained(*steps: tuple[str, tuple[str, ...]]):
 
 
 def test_a_chain_is_as_wide_as_its_most_steps_at_one_depth():
-    assert chain_width(a_choice(0)) == 1
+    assert chain_width(a_choice(0).chain) == 1
     spine = _chained(("market", ("trade_aggr",)), ("enriched", ("market",)))
-    assert chain_width(spine) == 1
+    assert chain_width(spine.chain) == 1
     views = _chained(
         ("market", ("trade_aggr",)), *((f"v{i}", ("market",)) for i in range(4)), ("w", ("v0",))
     )
-    assert chain_width(views) == 4
+    assert chain_width(views.chain) == 4
     # a step below two parents goes one below the deeper one
-    assert chain_width(_chained(("a", ("trade_aggr",)), ("b", ("trade_aggr", "a")))) == 1
+    assert chain_width(_chained(("a", ("trade_aggr",)), ("b", ("trade_aggr", "a"))).chain) == 1
 
 
 def test_steps_go_side_by_side_only_in_a_wide_chain_and_up_to_the_limit():
     wide = _chained(*((f"v{i}", ("trade_aggr",)) for i in range(5)))
     narrow = _chained(("v0", ("trade_aggr",)), ("v1", ("trade_aggr",)))
-    assert steps_at_once(wide, 1) == 1  # FRESHNESS_STEP_PARALLEL=1: never
-    assert steps_at_once(wide, 3) == 3 and steps_at_once(wide, 8) == 5
-    assert steps_at_once(narrow, 3) == 1  # two side by side do not pay for the processes
+    assert steps_at_once(wide.chain, 1) == 1  # FRESHNESS_STEP_PARALLEL=1: never
+    assert steps_at_once(wide.chain, 3) == 3 and steps_at_once(wide.chain, 8) == 5
+    assert steps_at_once(narrow.chain, 3) == 1  # two side by side do not pay for the processes
     plan = RunPlan.from_choice(wide, 0, FIT)
-    config = run_config_of(plan, (), steps_at_once(wide, 3))
+    config = run_config_of(plan, (), steps_at_once(wide.chain, 3))
     assert config["execution"]["config"]["multiprocess"]["max_concurrent"] == 3
     assert "execution" not in run_config_of(plan, (), 1)
+
+
+def test_a_runs_e_counts_its_steps_side_by_side_by_depth():
+    views = _chained(*((f"v{i}", ("trade_aggr",)) for i in range(4)))  # root, then 4 at once
+    assert chain_cost_s(views.chain, 3.0) == 3.0 + 5 * 1.0  # one after another
+    # at most 3 lanes: the root alone, then the four views' 4 s of work over 3 lanes
+    assert chain_cost_s(views.chain, 3.0, 3) == pytest.approx(3.0 + 1.0 + 4 / 3)
+    assert chain_cost_s(views.chain, 3.0, 8) == pytest.approx(3.0 + 1.0 + 1.0)
+    narrow = _chained(("v0", ("trade_aggr",)), ("v1", ("trade_aggr",)))
+    assert chain_cost_s(narrow.chain, 3.0, 3) == 3.0 + 3 * 1.0  # too narrow: in order

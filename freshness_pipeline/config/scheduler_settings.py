@@ -51,7 +51,7 @@ class SchedulerSettings:
     runs_at_once: int | None = None
     # Coefficients to start from (FRESHNESS_COST_PRIOR); None: the built-in guess.
     cost_prior: CostPrior | None = None
-    # Steps a chained run executes at once (FRESHNESS_STEP_PARALLEL; run_plan.steps_at_once).
+    # Steps a chained run executes at once (FRESHNESS_STEP_PARALLEL; chains.steps_at_once).
     step_parallel: int = 1
 
     @property

@@ -135,7 +135,7 @@ POLICY_VARIANTS = {
         "pmb",
         {"FRESHNESS_STEP_PARALLEL": "3"},
         "beyond the thesis: a wide chain's steps three at a time, each in its own process "
-        "(run_plan.steps_at_once)",
+        "(chains.steps_at_once)",
     ),
     "random_at_once": Variant(
         "random_at_once",

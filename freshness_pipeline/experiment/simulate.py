@@ -37,7 +37,7 @@ from dataclasses import dataclass, field, replace
 from freshness_pipeline.catalog.jobs import JOBS, JobSpec, downstream_of, laid_out
 from freshness_pipeline.experiment.staleness import Sample, sample_tables, total_staleness
 from freshness_pipeline.jobs.runner import DERIVED_SMALL_FILE_BYTES
-from freshness_pipeline.scheduling.chains import plan_runs
+from freshness_pipeline.scheduling.chains import plan_runs, steps_at_once
 from freshness_pipeline.scheduling.cost_model import (
     CostMode,
     RunSample,
@@ -53,7 +53,6 @@ from freshness_pipeline.scheduling.planner import (
     Policy,
     get_policy,
 )
-from freshness_pipeline.scheduling.run_plan import steps_at_once
 from freshness_pipeline.scheduling.units import US_PER_S
 
 BASE_US = 1_800_000_000_000_000
@@ -103,7 +102,7 @@ class Conditions:
     per_file_s: float = 0.02
     capacity: float = 1.0  # runs' worth of speed the machine gives at once (a step's)
     # Steps a run executes at once (FRESHNESS_STEP_PARALLEL; 1: Dagster's in-process
-    # executor): a planner variant's chain where run_plan.steps_at_once says so, a peer's
+    # executor): a planner variant's chain where chains.steps_at_once says so, a peer's
     # run only with `step_parallel_peers`. Such a run pays `parallel_start_s` once (its
     # fork server) and each step `step_overhead_s` more (a process and a Spark session).
     step_parallel: int = 1
@@ -752,6 +751,7 @@ def _tick(
         job_runs=len(machine.runs) if chained else None,
         run_cost_s=cond.launch_s + cond.session_s,
         chains=chained,
+        step_parallel=cond.step_parallel,
     )
     for choice in result.ranked:
         machine.waits.max_wait_s[choice.job] = max(
@@ -762,7 +762,7 @@ def _tick(
         for step in choice.chain[1:]:
             paths = frozenset(step.paths) if not step.after else None
             steps.append(_Step(step.job, step.cutoff_us if paths else None, paths))
-        at_once = steps_at_once(choice, cond.step_parallel)
+        at_once = steps_at_once(choice.chain, cond.step_parallel)
         machine.launch(_Run(steps, frozenset(choice.jobs), 0.0, 0.0, at_once=at_once), now_s)
         machine.subsets += int(choice.is_subset)
         if on_launch is not None:

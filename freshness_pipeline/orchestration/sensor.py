@@ -35,7 +35,7 @@ from freshness_pipeline.hudi.metadata import TableNotFound
 from freshness_pipeline.jobs.run_phases import RUN_COST_PHASES
 from freshness_pipeline.orchestration import history
 from freshness_pipeline.orchestration.resources import HudiMetadataResource
-from freshness_pipeline.scheduling.chains import plan_runs
+from freshness_pipeline.scheduling.chains import plan_runs, steps_at_once
 from freshness_pipeline.scheduling.clustering import TABLE_TAG as CLUSTERING_TABLE_TAG
 from freshness_pipeline.scheduling.cost_model import (
     DEFAULT_PRIOR,
@@ -60,7 +60,6 @@ from freshness_pipeline.scheduling.run_plan import (
     RunPlan,
     StepPlan,
     run_config_of,
-    steps_at_once,
 )
 from freshness_pipeline.scheduling.staleness_target import StalenessTarget, staleness_s
 from freshness_pipeline.scheduling.tick_report import describe_tick, observations_due
@@ -273,10 +272,10 @@ def run_request(
 ) -> RunRequest:
     """The run of a decision: its planned asset's config and tags, and for a chained run
     every other step with its part of the plan in its own op config, and its steps side
-    by side where the chain is wide enough (`run_plan.steps_at_once`)."""
+    by side where the chain is wide enough (`chains.steps_at_once`)."""
     plan_record = RunPlan.from_choice(choice, t_dones[choice.job], cost, attempt, arrival_sources)
     steps = StepPlan.of_chain(choice, t_dones)
-    at_once = steps_at_once(choice, step_parallel)
+    at_once = steps_at_once(choice.chain, step_parallel)
     tags = plan_record.tags()
     if at_once > 1:
         tags[AT_ONCE_TAG] = str(at_once)
@@ -347,6 +346,7 @@ def plan_tick(
             settings.cost_prior.run_cost_s if settings.cost_prior else DEFAULT_RUN_COST_S,
         ),
         chains=settings.plans_chains,
+        step_parallel=settings.step_parallel,
     )
     requests = [
         run_request(

@@ -55,11 +55,6 @@ VISIBLE_TAGS = (
     AGING_TAG,
     AT_ONCE_TAG,
 )
-# A chained run executes its steps side by side (a process each: Dagster's multiprocess
-# executor, forked from a server that imported the definitions once) only where at least
-# this many can go at once: each step's process pays its start and a Spark session (about
-# 2 s) and the run its fork server (a few s), which two steps side by side do not win back.
-MIN_WIDTH_AT_ONCE = 3
 
 
 def files_text(chosen: int, pending: int) -> str:
@@ -398,30 +393,10 @@ def chained_steps(tags: Mapping[str, str]) -> tuple[str, ...]:
     return tuple(s for s in tags.get(CHAINED_TAG, "").split(",") if s)
 
 
-def chain_width(choice: JobChoice) -> int:
-    """The most steps of a chain that can go at once: the steps at one depth, a step one
-    below the deepest of its parents in the chain (`ChainStep.after`)."""
-    depth: dict[str, int] = {}
-    for step in choice.chain:  # in dependency order: a step's parents come before it
-        depth[step.job] = 1 + max((depth.get(p, -1) for p in step.after), default=-1)
-    counts: dict[int, int] = {}
-    for level in depth.values():
-        counts[level] = counts.get(level, 0) + 1
-    return max(counts.values(), default=1)
-
-
-def steps_at_once(choice: JobChoice, limit: int) -> int:
-    """How many of the run's steps go side by side: up to `limit` (FRESHNESS_STEP_PARALLEL)
-    where the chain is at least MIN_WIDTH_AT_ONCE wide; otherwise one after another in the
-    run's own process."""
-    width = chain_width(choice)
-    return min(limit, width) if limit > 1 and width >= MIN_WIDTH_AT_ONCE else 1
-
-
 def execution_config(at_once: int) -> dict[str, Any]:
     """The run config that selects the run's executor (orchestration/step_executor.py):
     nothing for one step at a time (in process, the default), else `at_once` step
-    processes started from a fork server."""
+    processes started from a fork server (`chains.steps_at_once` says how many)."""
     if at_once <= 1:
         return {}
     multiprocess = {"max_concurrent": at_once, "start_method": {"forkserver": {}}}
