@@ -37,7 +37,7 @@ export FRESHNESS_JARS_DIR := $(abspath $(JARS_DIR))
 export DAGSTER_HOME ?= $(abspath .dagster_home)
 
 .PHONY: setup demo demo-kafka test test-fast lint typecheck format bench-ingest bench-kafka-ingest bench-growth bench-tick bench-handoff \
-	bench-tick-real bench-overhead bench-chains bench-launch bench-memory bench-lineage experiment experiment-long experiment-chains experiment-bursty experiment-packed tune-interval \
+	bench-tick-real bench-overhead bench-steps-at-once bench-chains bench-launch bench-memory bench-lineage experiment experiment-long experiment-chains experiment-bursty experiment-packed tune-interval \
 	experiment-wide tune-interval-wide experiment-recovery experiment-recovery-wide \
 	simulate simulate-aging simulate-published simulate-wide model-check-wide model-check-recovery model-check-recovery-wide first-materializations chaos soak soak-no-clustering \
 	clean-data postgres chromium demo-cluster demo-cluster-secure test-ui
@@ -206,6 +206,11 @@ bench-tick-real: setup
 
 bench-overhead: setup
 	$(VENV)/bin/python -m freshness_pipeline.bench.run_overhead
+
+# A wide chain (enriched_features and the views below it) one step after another against
+# three at a time, side by side on a throwaway wide lakehouse (about 20 minutes).
+bench-steps-at-once: setup
+	$(VENV)/bin/python -m freshness_pipeline.bench.steps_at_once
 
 bench-chains: setup
 	$(VENV)/bin/python -m freshness_pipeline.bench.chain_plan --jobs 30
