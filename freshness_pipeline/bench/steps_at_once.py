@@ -1,13 +1,14 @@
 """A wide chain's steps one after another against side by side (FRESHNESS_STEP_PARALLEL).
 
     python -m freshness_pipeline.bench.steps_at_once [--rounds 3] [--at-once 3]
-        [--select 'enriched_features*']
+        [--select 'enriched_features*'] [--upstream '*market_features']
 
 On a throwaway lakehouse holding the wide lakehouse of `experiment/wide.py` (seed 1, the
 six market jobs and the declared ones), through a Spark service on a free port: after a
 first materialization of every table (not measured), each round lands the same amount of
-new stream, ingests it, and materializes `--select` (by default enriched_features and
-every view below it, the chain the wide campaign's runs spend most of their time in) with
+new stream, ingests it, refreshes `--upstream` (the tables above the chain, not measured),
+and materializes `--select` (by default enriched_features and every view below it, the
+chain the wide campaign's runs spend most of their time in) with
 `dagster asset materialize`, in the run's process (the default) and with the run config
 that puts `--at-once` steps side by side (`run_plan.execution_config`), the two in turn,
 alternating which goes first. Prints each run's wall time and the steps' own times
@@ -30,6 +31,7 @@ from pathlib import Path
 
 from freshness_pipeline.config.settings import PROJECT_ROOT, Settings, child_environment, run_main
 from freshness_pipeline.runtime.dagster_instance import open_instance
+from freshness_pipeline.runtime.stack import exit_on_signals
 from freshness_pipeline.scheduling.run_plan import execution_config
 
 SIDES = ("in order", "at once")
@@ -72,6 +74,9 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--rounds", type=int, default=3, help="runs per side")
     parser.add_argument("--at-once", type=int, default=3, help="steps side by side")
     parser.add_argument("--select", default="enriched_features*", help="what each run refreshes")
+    parser.add_argument(
+        "--upstream", default="*market_features", help="refreshed before each run, not measured"
+    )
     parser.add_argument("--land", type=int, default=10, help="stream seconds landed per run")
     parser.add_argument("--json", help="also write the figures to this file")
     return parser
@@ -79,6 +84,7 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str], settings: Settings) -> int:
     args = _parser().parse_args(argv)
+    exit_on_signals()  # SIGTERM unwinds: the Spark service and the driver stop
     if args.at_once < 2:
         raise SystemExit("--at-once must be at least 2 (1 is the in-order side)")
     from freshness_pipeline.experiment.wide import write_wide
@@ -119,6 +125,7 @@ def main(argv: list[str], settings: Settings) -> int:
                 for side in SIDES if i % 2 == 0 else tuple(reversed(SIDES)):
                     feeder.land(args.land)
                     feeder.ingest()
+                    _materialize(env, home, args.upstream, {})
                     seconds = _materialize(env, home, args.select, configs[side])
                     count, summed, processes = _last_run_steps(home, service.settings)
                     wall[side].append(seconds)
