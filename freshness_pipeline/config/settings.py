@@ -409,7 +409,9 @@ SETTINGS: tuple[Setting, ...] = (
             "them in processes of their own, forked from a server that imported the "
             "definitions once (Dagster's multiprocess executor), each with its own Spark "
             "session; 1: one after another in the run's process (every other run, the "
-            "peers' and a hand materialization, always does)",
+            "peers' and a hand materialization, always does). For a backend with cores to "
+            "spare: on 2 cores a step is CPU-bound and three at once save about 10 % of a "
+            "wide chain's time (docs/BENCHMARKS.md)",
             "an integer of at least 1", _int_at_least(1)),
     Setting("FRESHNESS_COST_PRIOR", None,
             "a JSON file of cost coefficients the sensor starts from until a job has run a "
