@@ -29,7 +29,9 @@ so the experiment's comparison isolates the choice of u and the order.
 
 Selection is greedy in the policy's order: the best chain of each root, given the tables
 already taken (running, or in a chain chosen this tick); after each pick the rest are
-planned again without its tables. Chosen chains share no table and K bounds runs in
+planned again without its tables. A root that another root's best chain refreshes as a
+descendant is not a candidate of its own (that chain moves it further); its wait goes to
+that chain for aging (`_unsubsumed`). Chosen chains share no table and K bounds runs in
 flight. A job in a running or chosen chain is refreshed by it, after its parents in it,
 and is never launched alone on a parent's old commit meanwhile. A job whose parent is
 being refreshed by a run that does not include it may move up to that parent's current
@@ -78,8 +80,9 @@ MIN_SETS = 4
 MAX_CO_ROOTS = 3  # other runnable parents of the root's descendants a run may take along
 # A run executes its steps side by side (FRESHNESS_STEP_PARALLEL above 1: a process each,
 # forked from a server that imported the definitions once) only where at least this many
-# can go at once: each step's process pays its start and a Spark session (about 2 s) and
-# the run its fork server (a few s), which two steps side by side do not win back.
+# can go at once: each step's process pays its start and a Spark session (about 1 s
+# measured, docs/BENCHMARKS.md) and the run its fork server (a few s), which two steps
+# side by side do not win back.
 MIN_WIDTH_AT_ONCE = 3
 
 
@@ -453,8 +456,8 @@ def _unsubsumed(
     market_features and enriched_features out of the aggregates' run, which then stopped
     at the aggregates, and market_features' next run read the whole backlog half a
     minute later. So a subsumed root's wait goes to the runs that refresh it
-    (`JobChoice.carried_wait_s`): aging puts one of them first in its place, and no job
-    waits longer than it would have. A table never materialized keeps its own first run
+    (`JobChoice.carried_wait_s`): aging puts one of them first in its place, so aging
+    still bounds its wait. A table never materialized keeps its own first run
     (`first_runs_first`)."""
     above: dict[str, list[str]] = {}  # a descendant -> the roots whose best run has it
     for root, choice in best.items():
