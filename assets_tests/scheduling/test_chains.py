@@ -8,7 +8,7 @@ from dataclasses import replace
 import pytest
 
 from freshness_pipeline.scheduling.chains import MAX_CUTOFFS, Graph, plan_chains
-from freshness_pipeline.scheduling.planner import CostModel, JobState, PendingInput, age, plan
+from freshness_pipeline.scheduling.planner import CostModel, JobState, PendingInput, plan
 
 S = 1_000_000
 NOW = 10_000 * S
@@ -266,38 +266,3 @@ def test_with_steps_side_by_side_a_wide_runs_e_counts_each_depth_once_per_lane()
     assert run.cost_s == pytest.approx(5.0 + 4 / 2 + 2 + 2 + 8 / 3)
     with pytest.raises(ValueError, match="step_parallel"):
         plan_chains(states, 1, NOW, step_parallel=0)
-
-
-def test_a_root_that_a_run_above_it_refreshes_further_gives_that_run_its_wait():
-    # After an outage (as the real recovery campaign's seed 1 had it): the aggregates 300 s
-    # behind their raw tables with a backlog (dear steps), market_features and the tables
-    # below it 20 s behind the aggregates' old commits, all waiting past the aging bound,
-    # market_features longest. Aging alone would launch market_features first on the old
-    # commits and so take it, and the tables below it, out of the aggregates' run.
-    marks: dict[str, int | None] = {"trade_raw": NOW - 5 * S, "price_raw": NOW - 5 * S}
-    marks |= {"trade_aggr": NOW - 300 * S, "price_aggr": NOW - 300 * S}
-    marks |= {j: NOW - 320 * S for j in INPUTS if j not in marks}
-    dear = CostModel(a_s=30.0, b_s_per_byte=0.0, c_s_per_file=0.0)
-    since = {"market_features": NOW - 270 * S, "trade_aggr": NOW - 200 * S}
-    states = [
-        replace(s, pending_since_us=since.get(s.job, NOW - 150 * S))
-        for s in pipeline(marks, {"trade_aggr": dear, "price_aggr": dear})
-    ]
-    assert {s.job: s for s in states}["market_features"].pending  # runnable on old commits
-    result = plan_chains(states, 3, NOW, max_wait_s=120, run_cost_s=5.0)
-    (run,) = result.launches  # one run refreshes all six; nothing else is left to run
-    assert set(run.jobs) == set(INPUTS) and run.job in ("trade_aggr", "price_aggr")
-    assert (run.carried_from, run.carried_wait_s) == ("market_features", pytest.approx(270))
-    # aging ranks a run by the wait it carries (here eta's order gave it the slot anyway)
-    other = replace(run, job="other", chain=(), carried_from="", carried_wait_s=0.0)
-    (first, second) = age([other, run], states, 120)
-    assert first is not other and first.aged == (
-        "market_features in it waited 270 s, past the 120 s bound"
-    )
-    # without aging, the same: market_features is not a root while a run above has it
-    plain = plan_chains(states, 3, NOW, run_cost_s=5.0)
-    assert [set(r.jobs) for r in plain.launches] == [set(INPUTS)]
-    # a table never materialized keeps its own first run
-    first = pipeline(marks | {"industry_spike": None}, {"trade_aggr": dear, "price_aggr": dear})
-    launched = plan_chains(first, 3, NOW, first_runs_first=True, run_cost_s=5.0).launches
-    assert "industry_spike" in {r.job for r in launched}

@@ -29,9 +29,7 @@ so the experiment's comparison isolates the choice of u and the order.
 
 Selection is greedy in the policy's order: the best chain of each root, given the tables
 already taken (running, or in a chain chosen this tick); after each pick the rest are
-planned again without its tables. A root that another root's best chain refreshes as a
-descendant is not a candidate of its own (that chain moves it further); its wait goes to
-that chain for aging (`_unsubsumed`). Chosen chains share no table and K bounds runs in
+planned again without its tables. Chosen chains share no table and K bounds runs in
 flight. A job in a running or chosen chain is refreshed by it, after its parents in it,
 and is never launched alone on a parent's old commit meanwhile. A job whose parent is
 being refreshed by a run that does not include it may move up to that parent's current
@@ -416,7 +414,7 @@ def plan_chains(
                 best.pop(job, None)
             elif job not in best or _touches(best[job], fresh):
                 best[job] = best_chain(base, bases, search, rules, run_cost_s, step_parallel)
-        options = _unsubsumed(best, by_job, max_wait_s, first_runs_first)
+        options = list(best.values())
         if not options:
             break
         ranked = rules.rank(options, jobs, now_us, seed)
@@ -440,55 +438,6 @@ def plan_chains(
     launched = {c.job for c in launches}
     rest = rules.rank([b for j, b in bases.items() if j not in launched], jobs, now_us, seed)
     return Plan(now_us, policy, free, tuple(launches), tuple(skipped), (*launches, *rest))
-
-
-def _unsubsumed(
-    best: Mapping[str, JobChoice],
-    by_job: Mapping[str, JobState],
-    max_wait_s: float | None,
-    first_runs_first: bool,
-) -> list[JobChoice]:
-    """Each root's best run, but not a root that another root's best run refreshes as a
-    descendant: that run moves it further (to its parents' new commits, not their old
-    ones), and a run of its own now would take it, and the tables below it, out of that
-    run for as long as it lasts. After an outage every job had waited past the aging
-    bound, and aging put market_features first, on its parents' old commits: it took
-    market_features and enriched_features out of the aggregates' run, which then stopped
-    at the aggregates, and market_features' next run read the whole backlog half a
-    minute later. So a subsumed root's wait goes to the runs that refresh it
-    (`JobChoice.carried_wait_s`): aging puts one of them first in its place, so aging
-    still bounds its wait. A table never materialized keeps its own first run
-    (`first_runs_first`)."""
-    above: dict[str, list[str]] = {}  # a descendant -> the roots whose best run has it
-    for root, choice in best.items():
-        for step in choice.chain:
-            if step.after:
-                above.setdefault(step.job, []).append(root)
-    dropped = {
-        job
-        for job in best
-        if job in above and not (first_runs_first and by_job[job].t_done_us is None)
-    }
-
-    def kept_above(job: str) -> set[str]:
-        """The kept roots whose runs refresh `job`, through dropped roots in between."""
-        found: set[str] = set()
-        for root in above.get(job, ()):
-            found |= kept_above(root) if root in dropped else {root}
-        return found
-
-    carried: dict[str, JobChoice] = {}  # a kept root -> the longest-waiting root it takes
-    for job in dropped:
-        for root in kept_above(job):
-            if root not in carried or best[job].waited_s > carried[root].waited_s:
-                carried[root] = best[job]
-    return [
-        replace(c, carried_from=carried[job].job, carried_wait_s=carried[job].waited_s)
-        if job in carried and max_wait_s is not None and carried[job].waited_s > max_wait_s
-        else c
-        for job, c in best.items()
-        if job not in dropped
-    ]
 
 
 def _touches(choice: JobChoice, fresh: set[str]) -> bool:

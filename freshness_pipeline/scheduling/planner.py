@@ -153,10 +153,6 @@ class JobChoice:
     candidates: tuple[Candidate, ...]
     waited_s: float = 0.0  # runnable and not launched for this long (`waited_s`)
     aged: str = ""  # why it was ranked ahead of the policy's order; "": it was not
-    # A descendant's wait this run takes over for aging (chains._unsubsumed): the run
-    # refreshes it, so it goes first in its place. "": none.
-    carried_from: str = ""
-    carried_wait_s: float = 0.0
     # A chained run (chains.py): every step, the root first, in dependency order; gain_s,
     # cost_s and eta are then the whole run's, with `run_cost_s` (L) counted once in
     # cost_s. Empty: the published plan, one table per run, gain and cost its own.
@@ -542,19 +538,15 @@ def age(
     aged: list[JobChoice] = []
     rest: list[JobChoice] = []
     for choice in ranked:
-        carried = choice.carried_wait_s > choice.waited_s
-        if max_wait_s is not None and max(choice.waited_s, choice.carried_wait_s) > max_wait_s:
-            who = f"{choice.carried_from} in it waited" if carried else "waited"
-            wait = choice.carried_wait_s if carried else choice.waited_s
-            reason = f"{who} {wait:.0f} s, past the {max_wait_s:g} s bound"
+        if max_wait_s is not None and choice.waited_s > max_wait_s:
+            reason = f"waited {choice.waited_s:.0f} s, past the {max_wait_s:g} s bound"
             aged.append(replace(choice, aged=reason))
         elif first_runs_first and by_job[choice.job].t_done_us is None:
             reason = f"first materialization, waited {choice.waited_s:.0f} s"
             aged.append(replace(choice, aged=reason))
         else:
             rest.append(choice)
-    # stable: equal waits keep the policy's order
-    aged.sort(key=lambda c: -max(c.waited_s, c.carried_wait_s))
+    aged.sort(key=lambda c: -c.waited_s)  # stable: equal waits keep the policy's order
     return aged + rest
 
 
