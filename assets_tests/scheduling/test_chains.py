@@ -8,7 +8,7 @@ from dataclasses import replace
 import pytest
 
 from freshness_pipeline.scheduling.chains import MAX_CUTOFFS, Graph, plan_chains
-from freshness_pipeline.scheduling.planner import CostModel, JobState, PendingInput, plan
+from freshness_pipeline.scheduling.planner import CostModel, JobState, PendingInput, age, plan
 
 S = 1_000_000
 NOW = 10_000 * S
@@ -266,3 +266,36 @@ def test_with_steps_side_by_side_a_wide_runs_e_counts_each_depth_once_per_lane()
     assert run.cost_s == pytest.approx(5.0 + 4 / 2 + 2 + 2 + 8 / 3)
     with pytest.raises(ValueError, match="step_parallel"):
         plan_chains(states, 1, NOW, step_parallel=0)
+
+
+def test_a_waiting_root_that_a_run_above_it_refreshes_hands_its_aging_to_that_run():
+    # After an outage (the real recovery campaign's seed 1): the aggregates 300 s behind
+    # their raw tables with a backlog (dear steps), market_features and the tables below
+    # it 20 s behind the aggregates' old commits, all past the aging bound, market_features
+    # longest. Aging used to launch market_features first on the old commits, taking it
+    # and the tables below it out of the aggregates' runs.
+    marks: dict[str, int | None] = {"trade_raw": NOW - 5 * S, "price_raw": NOW - 5 * S}
+    marks |= {"trade_aggr": NOW - 300 * S, "price_aggr": NOW - 300 * S}
+    marks |= {j: NOW - 320 * S for j in INPUTS if j not in marks}
+    dear = CostModel(a_s=30.0, b_s_per_byte=0.0, c_s_per_file=0.0)
+    since = {"market_features": NOW - 270 * S}
+    states = [
+        replace(s, pending_since_us=since.get(s.job, NOW - 150 * S))
+        for s in pipeline(marks, {"trade_aggr": dear, "price_aggr": dear})
+    ]
+    assert {s.job: s for s in states}["market_features"].pending  # runnable on old commits
+    first = plan_chains(states, 3, NOW, max_wait_s=120, run_cost_s=5.0).launches[0]
+    assert first.job in ("trade_aggr", "price_aggr") and "market_features" in first.jobs
+    assert (first.carried_from, first.carried_wait_s) == ("market_features", pytest.approx(270))
+    # ranked by the wait it carries; the root that handed it on is not aged by its own
+    other = replace(first, job="other", chain=(), carried_from="", carried_wait_s=0.0)
+    handed = replace(other, job="market_features", waited_s=270.0, wait_carried_to="x")
+    ranked = age([handed, other, first], states, 120)
+    assert ranked[0] is not other and ranked[0].job == first.job
+    assert ranked[0].aged == "market_features in it waited 270 s, past the 120 s bound"
+    # then the other run, aged by its own wait; the root that handed its wait on comes last
+    assert [c.job for c in ranked[1:]] == ["other", "market_features"]
+    assert ranked[1].aged == "waited 150 s, past the 120 s bound" and not ranked[2].aged
+    # without aging nothing is handed on
+    plain = plan_chains(states, 3, NOW, run_cost_s=5.0).launches
+    assert not any(c.carried_from or c.wait_carried_to for c in plain)

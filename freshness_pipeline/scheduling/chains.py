@@ -414,7 +414,7 @@ def plan_chains(
                 best.pop(job, None)
             elif job not in best or _touches(best[job], fresh):
                 best[job] = best_chain(base, bases, search, rules, run_cost_s, step_parallel)
-        options = list(best.values())
+        options = _carry_waits(best, max_wait_s)
         if not options:
             break
         ranked = rules.rank(options, jobs, now_us, seed)
@@ -438,6 +438,57 @@ def plan_chains(
     launched = {c.job for c in launches}
     rest = rules.rank([b for j, b in bases.items() if j not in launched], jobs, now_us, seed)
     return Plan(now_us, policy, free, tuple(launches), tuple(skipped), (*launches, *rest))
+
+
+def _carry_waits(best: Mapping[str, JobChoice], max_wait_s: float | None) -> list[JobChoice]:
+    """Each root's best run, where a root past the aging bound that another root's best
+    run refreshes as a descendant hands its wait to that run: aging puts that run first
+    in its place (it moves the root further, to its parents' new commits), not the root's
+    own run on its parents' old ones. After an outage every job had waited past the bound,
+    and aging put market_features first on the aggregates' old commits: it took
+    market_features and the tables below it out of the aggregates' runs, and its next run
+    came 90 s later. The root stays a candidate in the policy's order; only its aging
+    moves. (Dropping such roots as candidates altogether made the recovery one run of
+    every table, 80-100 s, that held them all: Max-Benefit's P rose 15 %.)"""
+    if max_wait_s is None:
+        return list(best.values())
+    above = _refreshed_by(best)
+    handing = {job for job, c in best.items() if job in above and c.waited_s > max_wait_s}
+
+    def takers(job: str) -> set[str]:
+        """The roots that age in `job`'s place, through roots that hand on their own."""
+        found: set[str] = set()
+        for root in above.get(job, ()):
+            found |= takers(root) if root in handing else {root}
+        return found
+
+    carried: dict[str, JobChoice] = {}  # a taker -> the longest-waiting root it ages for
+    handed: dict[str, str] = {}
+    for job in handing:
+        to = takers(job)
+        handed[job] = ",".join(sorted(to))
+        for root in to:
+            if root not in carried or best[job].waited_s > carried[root].waited_s:
+                carried[root] = best[job]
+    found = []
+    for job, choice in best.items():
+        if job in handed:
+            choice = replace(choice, wait_carried_to=handed[job])
+        if job in carried:
+            giver = carried[job]
+            choice = replace(choice, carried_from=giver.job, carried_wait_s=giver.waited_s)
+        found.append(choice)
+    return found
+
+
+def _refreshed_by(best: Mapping[str, JobChoice]) -> dict[str, list[str]]:
+    """A descendant in some root's best run -> those roots."""
+    above: dict[str, list[str]] = {}
+    for root, choice in best.items():
+        for step in choice.chain:
+            if step.after:
+                above.setdefault(step.job, []).append(root)
+    return above
 
 
 def _touches(choice: JobChoice, fresh: set[str]) -> bool:

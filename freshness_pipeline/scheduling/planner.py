@@ -153,6 +153,12 @@ class JobChoice:
     candidates: tuple[Candidate, ...]
     waited_s: float = 0.0  # runnable and not launched for this long (`waited_s`)
     aged: str = ""  # why it was ranked ahead of the policy's order; "": it was not
+    # Aging across a chain (chains._carry_waits): the run another root's chain refreshes
+    # this one in, which ages in its place ("": none), and the longest wait past the bound
+    # of a root this run refreshes, with that root's name.
+    wait_carried_to: str = ""
+    carried_from: str = ""
+    carried_wait_s: float = 0.0
     # A chained run (chains.py): every step, the root first, in dependency order; gain_s,
     # cost_s and eta are then the whole run's, with `run_cost_s` (L) counted once in
     # cost_s. Empty: the published plan, one table per run, gain and cost its own.
@@ -538,15 +544,21 @@ def age(
     aged: list[JobChoice] = []
     rest: list[JobChoice] = []
     for choice in ranked:
-        if max_wait_s is not None and choice.waited_s > max_wait_s:
-            reason = f"waited {choice.waited_s:.0f} s, past the {max_wait_s:g} s bound"
+        own = 0.0 if choice.wait_carried_to else choice.waited_s
+        carried = choice.carried_wait_s > own
+        if max_wait_s is not None and max(own, choice.carried_wait_s) > max_wait_s:
+            who = f"{choice.carried_from} in it waited" if carried else "waited"
+            reason = (
+                f"{who} {max(own, choice.carried_wait_s):.0f} s, past the {max_wait_s:g} s bound"
+            )
             aged.append(replace(choice, aged=reason))
         elif first_runs_first and by_job[choice.job].t_done_us is None:
             reason = f"first materialization, waited {choice.waited_s:.0f} s"
             aged.append(replace(choice, aged=reason))
         else:
             rest.append(choice)
-    aged.sort(key=lambda c: -c.waited_s)  # stable: equal waits keep the policy's order
+    # stable: equal waits keep the policy's order
+    aged.sort(key=lambda c: -max(c.carried_wait_s, 0.0 if c.wait_carried_to else c.waited_s))
     return aged + rest
 
 
