@@ -289,7 +289,7 @@ def test_a_waiting_root_that_a_run_above_it_refreshes_hands_its_aging_to_that_ru
     assert (first.carried_from, first.carried_wait_s) == ("market_features", pytest.approx(270))
     # ranked by the wait it carries; the root that handed it on is not aged by its own
     other = replace(first, job="other", chain=(), carried_from="", carried_wait_s=0.0)
-    handed = replace(other, job="market_features", waited_s=270.0, wait_carried_to="x")
+    handed = replace(other, job="market_features", waited_s=270.0, hands_wait_on=True)
     ranked = age([handed, other, first], states, 120)
     assert ranked[0] is not other and ranked[0].job == first.job
     assert ranked[0].aged == "market_features in it waited 270 s, past the 120 s bound"
@@ -298,4 +298,4 @@ def test_a_waiting_root_that_a_run_above_it_refreshes_hands_its_aging_to_that_ru
     assert ranked[1].aged == "waited 150 s, past the 120 s bound" and not ranked[2].aged
     # without aging nothing is handed on
     plain = plan_chains(states, 3, NOW, run_cost_s=5.0).launches
-    assert not any(c.carried_from or c.wait_carried_to for c in plain)
+    assert not any(c.carried_from or c.hands_wait_on for c in plain)

@@ -137,12 +137,6 @@ POLICY_VARIANTS = {
         "beyond the thesis: a wide chain's steps three at a time, each in its own process "
         "(chains.steps_at_once)",
     ),
-    "random_at_once": Variant(
-        "random_at_once",
-        "random",
-        {"FRESHNESS_STEP_PARALLEL": "3"},
-        "Random with a wide chain's steps three at a time, as pmb_at_once",
-    ),
     "fixed_order_subsets": Variant(
         "fixed_order_subsets",
         "fixed_order_pmb",

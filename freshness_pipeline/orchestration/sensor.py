@@ -56,9 +56,9 @@ from freshness_pipeline.scheduling.planner import (
 )
 from freshness_pipeline.scheduling.run_plan import (
     ASSET_TAG,
-    AT_ONCE_TAG,
     RunPlan,
     StepPlan,
+    execution_tags,
     run_config_of,
 )
 from freshness_pipeline.scheduling.staleness_target import StalenessTarget, staleness_s
@@ -276,14 +276,11 @@ def run_request(
     plan_record = RunPlan.from_choice(choice, t_dones[choice.job], cost, attempt, arrival_sources)
     steps = StepPlan.of_chain(choice, t_dones)
     at_once = steps_at_once(choice.chain, step_parallel)
-    tags = plan_record.tags()
-    if at_once > 1:
-        tags[AT_ONCE_TAG] = str(at_once)
     return RunRequest(
         run_key=plan_record.run_key,
         asset_selection=[AssetKey(name) for name in choice.jobs],
         run_config=run_config_of(plan_record, steps, at_once),
-        tags=tags,
+        tags={**plan_record.tags(), **execution_tags(at_once)},
     )
 
 

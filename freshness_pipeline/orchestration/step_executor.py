@@ -31,8 +31,8 @@ MODES = {"in_process": in_process_executor, "multiprocess": multiprocess_executo
 
 
 def _requirements(config):
-    mode = next(iter(config)) if config else "in_process"
-    return MODES[mode].get_requirements(config.get(mode, {}) if config else {})
+    ((mode, sub),) = (config or {"in_process": {}}).items()
+    return MODES[mode].get_requirements(sub or {})
 
 
 @executor(

@@ -291,8 +291,10 @@ def chain_width(chain: Sequence[ChainStep]) -> int:
 def steps_at_once(chain: Sequence[ChainStep], limit: int) -> int:
     """How many of a run's steps go side by side: up to `limit` (FRESHNESS_STEP_PARALLEL)
     where the run is at least MIN_WIDTH_AT_ONCE wide; otherwise one after another."""
+    if limit <= 1:
+        return 1  # the default: no depth to work out (best_chain asks per candidate set)
     width = chain_width(chain)
-    return min(limit, width) if limit > 1 and width >= MIN_WIDTH_AT_ONCE else 1
+    return min(limit, width) if width >= MIN_WIDTH_AT_ONCE else 1
 
 
 def chain_cost_s(chain: Sequence[ChainStep], run_cost_s: float, limit: int = 1) -> float:
@@ -301,8 +303,8 @@ def chain_cost_s(chain: Sequence[ChainStep], run_cost_s: float, limit: int = 1) 
     at_once = steps_at_once(chain, limit)
     if at_once == 1:
         return run_cost_s + sum(step.cost_s for step in chain)
-    by_depth: dict[int, list[float]] = {}
     depths = _depths(chain)
+    by_depth: dict[int, list[float]] = {}
     for step in chain:
         by_depth.setdefault(depths[step.job], []).append(step.cost_s)
     return run_cost_s + sum(sum(costs) / min(at_once, len(costs)) for costs in by_depth.values())
@@ -463,17 +465,14 @@ def _carry_waits(best: Mapping[str, JobChoice], max_wait_s: float | None) -> lis
         return found
 
     carried: dict[str, JobChoice] = {}  # a taker -> the longest-waiting root it ages for
-    handed: dict[str, str] = {}
-    for job in handing:
-        to = takers(job)
-        handed[job] = ",".join(sorted(to))
-        for root in to:
+    for job in (j for j in best if j in handing):  # the plan's order: ties go the same way
+        for root in takers(job):
             if root not in carried or best[job].waited_s > carried[root].waited_s:
                 carried[root] = best[job]
     found = []
     for job, choice in best.items():
-        if job in handed:
-            choice = replace(choice, wait_carried_to=handed[job])
+        if job in handing:
+            choice = replace(choice, hands_wait_on=True)
         if job in carried:
             giver = carried[job]
             choice = replace(choice, carried_from=giver.job, carried_wait_s=giver.waited_s)

@@ -153,10 +153,10 @@ class JobChoice:
     candidates: tuple[Candidate, ...]
     waited_s: float = 0.0  # runnable and not launched for this long (`waited_s`)
     aged: str = ""  # why it was ranked ahead of the policy's order; "": it was not
-    # Aging across a chain (chains._carry_waits): the run another root's chain refreshes
-    # this one in, which ages in its place ("": none), and the longest wait past the bound
-    # of a root this run refreshes, with that root's name.
-    wait_carried_to: str = ""
+    # Aging across a chain (chains._carry_waits): whether another root's run, which
+    # refreshes this one, ages in its place; and the longest wait past the bound of a
+    # root this run refreshes, with that root's name.
+    hands_wait_on: bool = False
     carried_from: str = ""
     carried_wait_s: float = 0.0
     # A chained run (chains.py): every step, the root first, in dependency order; gain_s,
@@ -164,6 +164,11 @@ class JobChoice:
     # cost_s. Empty: the published plan, one table per run, gain and cost its own.
     chain: tuple[ChainStep, ...] = ()
     run_cost_s: float = 0.0
+
+    @property
+    def aging_wait_s(self) -> float:
+        """The wait aging ranks it by: its own (unless handed on) or one it carries."""
+        return max(0.0 if self.hands_wait_on else self.waited_s, self.carried_wait_s)
 
     @property
     def is_subset(self) -> bool:
@@ -544,21 +549,18 @@ def age(
     aged: list[JobChoice] = []
     rest: list[JobChoice] = []
     for choice in ranked:
-        own = 0.0 if choice.wait_carried_to else choice.waited_s
-        carried = choice.carried_wait_s > own
-        if max_wait_s is not None and max(own, choice.carried_wait_s) > max_wait_s:
+        wait = choice.aging_wait_s
+        if max_wait_s is not None and wait > max_wait_s:
+            carried = choice.carried_from and wait == choice.carried_wait_s
             who = f"{choice.carried_from} in it waited" if carried else "waited"
-            reason = (
-                f"{who} {max(own, choice.carried_wait_s):.0f} s, past the {max_wait_s:g} s bound"
-            )
+            reason = f"{who} {wait:.0f} s, past the {max_wait_s:g} s bound"
             aged.append(replace(choice, aged=reason))
         elif first_runs_first and by_job[choice.job].t_done_us is None:
             reason = f"first materialization, waited {choice.waited_s:.0f} s"
             aged.append(replace(choice, aged=reason))
         else:
             rest.append(choice)
-    # stable: equal waits keep the policy's order
-    aged.sort(key=lambda c: -max(c.carried_wait_s, 0.0 if c.wait_carried_to else c.waited_s))
+    aged.sort(key=lambda c: -c.aging_wait_s)  # stable: equal waits keep the policy's order
     return aged + rest
 
 

@@ -403,6 +403,11 @@ def execution_config(at_once: int) -> dict[str, Any]:
     return {"execution": {"config": {"multiprocess": multiprocess}}}
 
 
+def execution_tags(at_once: int) -> dict[str, str]:
+    """The tag a run with its steps side by side carries; none otherwise."""
+    return {AT_ONCE_TAG: str(at_once)} if at_once > 1 else {}
+
+
 def run_config_of(plan: RunPlan, steps: Sequence[StepPlan], at_once: int = 1) -> dict[str, Any]:
     """A sensor run's config: its planned asset's, each other step's part, and its
     executor when its steps go side by side."""
