@@ -239,3 +239,48 @@ def test_a_report_goes_beside_its_raw_data_unless_told_where(monkeypatch, tmp_pa
     assert cli.main([*base, "--out", str(tmp_path), "--report-dir", str(tmp_path / "r")]) == 0
     assert cli.main(base) == 0
     assert written == [tmp_path / "report", tmp_path / "r", PROJECT_ROOT / "docs/results/long"]
+
+
+def test_check_of_a_folder_takes_the_inputs_its_own_jobs_read(tmp_path, capsys, monkeypatch):
+    """FRESHNESS_INPUTS declares the folder's input; FRESHNESS_JOBS is unset (the market
+    jobs), which read no input of that name: check FOLDER judges the folder's jobs."""
+    folder = tmp_path / "mine"
+    folder.mkdir()
+    (folder / "per_account.sql").write_text(
+        "/* freshness\ninputs: [txns]\nkey: [day, account_id]\nevent_time: day\n"
+        "merge: recompute_touched_groups\n*/\n"
+        "SELECT account_id, day, sum(amount) AS amount, max(arrival_ts) AS arrival_ts "
+        "FROM group_rows GROUP BY account_id, day\n"
+    )
+    inputs = tmp_path / "inputs.toml"
+    inputs.write_text(f'[inputs.txns]\nuri = "{tmp_path / "theirs"}"\n')
+    monkeypatch.delenv("FRESHNESS_JOBS", raising=False)
+    monkeypatch.setenv("FRESHNESS_INPUTS", str(inputs))
+    monkeypatch.setenv("FRESHNESS_LAKEHOUSE", str(tmp_path / "tables"))
+    assert cli.main(["check", str(folder)]) == 1
+    out = capsys.readouterr().out.splitlines()
+    assert (
+        out[0]
+        == f"per_account.sql: per_account: reads txns: no Hudi table at {tmp_path / 'theirs'}"
+    )
+
+
+def test_jobs_only_is_refused_for_jobs_that_read_the_market(tmp_path, capsys, monkeypatch):
+    """The market jobs read the raw tables, which only the market stream writes: --jobs-only
+    refuses them, naming each, before anything starts."""
+    monkeypatch.delenv("FRESHNESS_JOBS", raising=False)
+    monkeypatch.setenv("FRESHNESS_LAKEHOUSE", str(tmp_path / "tables"))
+    assert cli.main(["demo", "--jobs-only"]) == 2
+    err = capsys.readouterr().err
+    assert "trade_aggr: trade_raw" in err and "price_aggr: price_raw" in err, err
+    assert "market_features" not in err  # it reads the aggregates, which are jobs
+
+
+def test_dagsters_storage_migrations_stay_off_the_console(tmp_path, capsys, monkeypatch):
+    """Every opened instance logs its alembic migration steps at INFO: dozens of lines in
+    a demo's first minutes, between the ones a user needs."""
+    import logging
+
+    monkeypatch.setenv("FRESHNESS_LAKEHOUSE", str(tmp_path / "tables"))
+    cli.main(["check"])
+    assert logging.getLogger("alembic.runtime.migration").getEffectiveLevel() >= logging.WARNING

@@ -131,7 +131,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
 def cmd_spark_service(args: argparse.Namespace) -> int:
     from freshness_pipeline.runtime.spark_service import SparkService, service_config
 
-    config = service_config(args.settings, PROJECT_ROOT / ".lakehouse" / "logs")
+    config = service_config(args.settings, args.settings.state_dir / "logs")
     stop = StopFlag()
     with SparkService(config) as service:
         print(
@@ -263,7 +263,7 @@ def _experiment_config(
     from freshness_pipeline.experiment.harness import ExperimentConfig
 
     return ExperimentConfig(
-        out_dir=Path(args.out or PROJECT_ROOT / ".lakehouse" / "experiments" / args.mode).resolve(),
+        out_dir=Path(args.out or args.settings.state_dir / "experiments" / args.mode).resolve(),
         variants=variants,
         seeds=tuple(int(s) for s in (args.seeds or mode["seeds"]).split(",")),
         duration_s=int(args.duration or mode["duration"]),
@@ -354,6 +354,23 @@ def cmd_demo(args: argparse.Namespace) -> int:
         print("Starting Postgres and the Spark master and worker...", flush=True)
         profile = ClusterProfile(settings).start()
         env = profile.env
+    market_readers = jobs_reading_the_market(settings)
+    if args.jobs_only and market_readers:
+        print(
+            "freshness demo --jobs-only: without the market stream nothing writes what "
+            f"these jobs read: {market_readers}",
+            file=sys.stderr,
+        )
+        return 2
+    market = not args.jobs_only and bool(market_readers)
+    if not market:
+        # Your own tables only: the raw tables' clustering has nothing to cluster.
+        env = {**env, "FRESHNESS_CLUSTERING_TABLES": "none"}
+        print(
+            f"Your jobs only ({', '.join(settings.jobs)}): no market stream, no company "
+            "master, no clustering.",
+            flush=True,
+        )
     config = StackConfig(
         stream=_stream_config(args),
         speedup=args.speedup,
@@ -364,9 +381,11 @@ def cmd_demo(args: argparse.Namespace) -> int:
         port=args.port,
         dagster_home=profile.dagster_home if profile else None,
         env={**env, "FRESHNESS_SOURCE": settings.source},
+        market=market,
     )
     stack = Stack(config, settings)
-    print("Starting the Spark service and loading the company master (about 30 s)...", flush=True)
+    what = "loading the company master" if market else "Dagster"
+    print(f"Starting the Spark service and {what} (about 30 s)...", flush=True)
     start_stack(stack, profile)
     spark = stack.spark_url or "a local Spark per run (--spark local)"
     stack_settings = stack.settings
@@ -375,9 +394,11 @@ def cmd_demo(args: argparse.Namespace) -> int:
         if stack_settings.source == "kafka"
         else str(stack_settings.landing_dir)
     )
+    if not market:
+        source = "none (your inputs: " + ", ".join(_external_inputs(stack_settings)) + ")"
     print(
         f"\nLakehouse:  {stack_settings.lakehouse_root}\nStream in:  {source}\n"
-        f"Logs:       {config.logs_dir}\nSpark:      {spark} (master "
+        f"Logs:       {stack.config.logs_dir}\nSpark:      {spark} (master "
         f"{stack_settings.spark_master})\n"
         f"Dagster:    {stack_settings.postgres_url or 'SQLite'} in {stack.dagster_home}\n"
         f"Dagster UI: http://{args.host}:{args.port}\n"
@@ -394,7 +415,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
                 print(event, flush=True)
             replay = dict(stack.exited()).get("replay")
             if replay:
-                print(f"replay exited with code {replay}; see {config.logs_dir / 'replay.log'}")
+                print(f"replay exited with code {replay}; see {stack.config.logs_dir}/replay.log")
                 failed = replay
             if failed or (deadline and time.monotonic() >= deadline):
                 break
@@ -409,6 +430,28 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return failed
 
 
+def jobs_reading_the_market(settings) -> str:
+    """The jobs that read a table only the market stream writes (the raw tables and the
+    company master, where not declared someone else's in FRESHNESS_INPUTS), as
+    `job: table` pairs; empty: the jobs need no market stream."""
+    from freshness_pipeline.catalog.tables import MASTER_TABLE, RAW_TABLES
+
+    inputs = settings.lakehouse.inputs
+    ours = {t for t in (*RAW_TABLES, MASTER_TABLE) if not (t in inputs and inputs[t].external)}
+    pairs = [
+        f"{name}: {table}"
+        for name, spec in settings.jobs.items()
+        for table in (*spec.inputs, *spec.dimensions)
+        if table in ours and table not in settings.jobs
+    ]
+    return "; ".join(pairs)
+
+
+def _external_inputs(settings) -> list[str]:
+    inputs = settings.lakehouse.inputs
+    return [f"{name} at {d.location.spark}" for name, d in inputs.items() if d.external] or ["none"]
+
+
 def cmd_lineage(args: argparse.Namespace) -> int:
     """Prints the six job assets' column lineage (no Spark, no server)."""
     from freshness_pipeline.jobs.lineage import render
@@ -420,10 +463,6 @@ def cmd_lineage(args: argparse.Namespace) -> int:
 def cmd_check(args: argparse.Namespace) -> int:
     """Checks a folder of job declarations (FRESHNESS_JOBS unless one is given) against
     themselves and the tables they read, without running anything: one line per problem."""
-    from pathlib import Path
-
-    from freshness_pipeline.catalog.declaration import DeclarationError
-    from freshness_pipeline.catalog.jobs import laid_out, load_jobs
     from freshness_pipeline.jobs.check import (
         change_problems,
         check_jobs,
@@ -433,27 +472,37 @@ def cmd_check(args: argparse.Namespace) -> int:
     )
 
     settings = args.settings
-    try:
-        jobs = (
-            laid_out(load_jobs(Path(args.folder).resolve()), settings.layout)
-            if args.folder
-            else dict(settings.jobs)
-        )
-    except DeclarationError as exc:
-        problems = [str(p) for p in exc.problems]
-    else:
-        schemas, problems = input_schemas(jobs, settings.lakehouse)
-        problems += [str(p) for p in check_jobs(jobs, schemas)]
-        problems += [str(p) for p in layout_problems(jobs, settings.lakehouse)]
-        changes = input_changes(jobs, settings.lakehouse)
-        problems += [str(p) for p in change_problems(jobs, changes)]
-    for line in problems:
-        print(line)
+    # With a folder, the settings (FRESHNESS_INPUTS among them) were built for its jobs
+    # (_setting_flags), after its declarations loaded (main): settings.jobs are its jobs.
+    jobs = dict(settings.jobs)
+    schemas, problems = input_schemas(jobs, settings.lakehouse)
+    problems += [str(p) for p in check_jobs(jobs, schemas)]
+    problems += [str(p) for p in layout_problems(jobs, settings.lakehouse)]
+    changes = input_changes(jobs, settings.lakehouse)
+    problems += [str(p) for p in change_problems(jobs, changes)]
     if problems:
-        print(f"{len(problems)} problem(s)", file=sys.stderr)
-        return 1
+        return _print_problems(problems)
     print(f"{len(jobs)} job(s) checked, no problem: {', '.join(jobs)}")
     return 0
+
+
+def _declaration_problems(folder: Path) -> list[str]:
+    """A folder's declaration problems, one line each (none: it loads)."""
+    from freshness_pipeline.catalog.declaration import DeclarationError
+    from freshness_pipeline.catalog.jobs import load_jobs
+
+    try:
+        load_jobs(folder.expanduser().resolve())
+    except DeclarationError as exc:
+        return [str(p) for p in exc.problems]
+    return []
+
+
+def _print_problems(problems: list[str]) -> int:
+    for line in problems:
+        print(line)
+    print(f"{len(problems)} problem(s)", file=sys.stderr)
+    return 1
 
 
 def cmd_rebuild(args: argparse.Namespace) -> int:
@@ -535,6 +584,13 @@ def _add_demo(sub) -> None:
         help="with --profile cluster: the servers as a firm runs them (a CA made for them, "
         "TLS Postgres, HTTPS object store, spark.authenticate, SASL_SSL Kafka; "
         "FRESHNESS_CLUSTER_SECURE)",
+    )
+    demo.add_argument(
+        "--jobs-only",
+        action="store_true",
+        help="only your own jobs (FRESHNESS_JOBS) over tables someone else writes "
+        "(FRESHNESS_INPUTS): no market stream, no company master, no clustering of tables "
+        "the project does not write; the default when your jobs read no market table",
     )
     demo.set_defaults(func=cmd_demo)
 
@@ -772,10 +828,17 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    # Dagster's storage migrations log each step at INFO whenever an instance is opened:
+    # dozens of lines between the ones a user needs.
+    logging.getLogger("alembic").setLevel(logging.WARNING)
     parser = build_parser()
     args = parser.parse_args(argv)
     if hasattr(args, "burst_every"):
         _check_stream_args(parser, args)
+    if getattr(args, "func", None) is cmd_check and args.folder:
+        problems = _declaration_problems(Path(args.folder))
+        if problems:  # each on a line of its own, before the settings are built on them
+            return _print_problems(problems)
     try:
         # Built once per command, from the environment with the flags that are settings.
         args.settings = load_settings(overrides=_setting_flags(args))
@@ -802,6 +865,8 @@ def _setting_flags(args: argparse.Namespace) -> dict[str, str | None]:
         flags["FRESHNESS_SOURCE"] = args.source
     if getattr(args, "secure", False):
         flags["FRESHNESS_CLUSTER_SECURE"] = "true"
+    if getattr(args, "func", None) is cmd_check and args.folder:
+        flags["FRESHNESS_JOBS"] = str(Path(args.folder).expanduser().resolve())
     return flags
 
 

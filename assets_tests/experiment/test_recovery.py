@@ -4,6 +4,7 @@ states the targets of the wide and recovery conditions."""
 
 from __future__ import annotations
 
+import gzip
 from pathlib import Path
 
 import pytest
@@ -17,11 +18,16 @@ from freshness_pipeline.experiment.harness import (
     variant_env,
 )
 from freshness_pipeline.experiment.report import (
+    HOLD_PHASES,
     RECOVERY_TARGETS,
     TARGETS,
     WIDE_TARGETS,
+    backlog_cleared_s,
+    hold_phase_rows,
+    hold_phase_sums,
     job_specs,
     recovery_rows,
+    summed_staleness,
     targets_of,
 )
 from freshness_pipeline.experiment.staleness import Sample
@@ -112,3 +118,46 @@ def test_recovery_rows_judge_the_time_ratio_only_when_every_seed_recovered():
     lines, verdicts = recovery_rows(runs, order, config)
     assert verdicts == {} and any("no value" in line for line in lines)
     assert "| dagster_eager | 100 | - | - |" in lines
+
+
+def _totals(*pairs: tuple[float, float]) -> list[tuple[int, float]]:
+    return [(START_US + int(at_s * 1e6), total) for at_s, total in pairs]
+
+
+def test_the_hold_cuts_p_into_phases_and_the_backlog_is_worked_off_at_the_level_it_began():
+    totals = _totals((10, 100), (59, 120), (60, 130), (299, 400), (300, 450), (419, 140),
+                     (420, 125), (599, 110))  # fmt: skip
+    assert list(hold_phase_sums(totals, START_US, (60.0, 300.0)).values()) == [
+        220,  # before the hold
+        530,  # the hold
+        590,  # the first 120 s after it
+        235,  # the rest
+    ]
+    assert list(hold_phase_sums(totals, START_US, (60.0, 300.0))) == list(HOLD_PHASES)
+    # the level when the hold began is 130 (the sample at 60 s): first back at or below it
+    # 120 s after the hold's end
+    assert backlog_cleared_s(totals, START_US, (60.0, 300.0)) == pytest.approx(120.0)
+    assert backlog_cleared_s(totals[:-2], START_US, (60.0, 300.0)) is None
+    assert backlog_cleared_s(totals[3:], START_US, (60.0, 300.0)) is None  # no level before
+
+
+def test_the_report_sets_each_variants_phases_beside_its_backlog(tmp_path):
+    def run(variant: str, seed: int, rows: list[tuple[float, float, float]]) -> dict:
+        folder = tmp_path / f"seed{seed}" / variant
+        folder.mkdir(parents=True)
+        with gzip.open(folder / "samples.csv.gz", "wt") as handle:
+            handle.write("at_us,table,watermark_us,staleness_s,floor_s\n")
+            for at_s, a, b in rows:
+                at_us = START_US + int(at_s * 1e6)
+                handle.write(f"{at_us},t0,,{a},0\n{at_us},t1,,{b},0\n")
+        return {"variant": variant, "seed": seed, "dir": folder, "start_us": START_US}
+
+    quick = [(50, 10, 10), (200, 300, 300), (320, 5, 10)]
+    slow = [(50, 10, 10), (200, 300, 300), (320, 200, 200), (500, 10, 20)]
+    runs = [run("pmb", 1, quick), run("pmb", 2, quick), run("random", 1, slow)]
+    runs.append(run("random", 2, quick[:2]))  # never back within the window
+    pair = [{"at_us": "1", "staleness_s": "2"}, {"at_us": "1", "staleness_s": "3"}]
+    assert summed_staleness(pair) == [(1, 5.0)]
+    lines = hold_phase_rows(runs, ["pmb", "random"], {"hold_s": [60, 300]})
+    assert "| pmb | 0.0 | 0.6 | 0.0 | 0.0 | 20 |" in lines
+    assert "| random | 0.0 | 0.6 | 0.2 | 0.0 | - |" in lines

@@ -148,3 +148,60 @@ def test_a_merge_that_cannot_take_a_row_back_is_refused(tmp_path):
     assert (
         "its merge (partial_aggregates) cannot take a deleted row's contribution back" in lines_[0]
     )
+
+
+TXNS = {
+    "txn_id": "string",
+    "account_id": "string",
+    "amount": "double",
+    "txn_datetime": "timestamp",
+    "arrival_ts": "timestamp",
+}
+PER_DAY = "inputs: [txns]\nkey: [day, account_id]\nevent_time: day\nmerge: recompute_touched_groups"
+PER_DAY_SQL = (
+    "SELECT account_id, to_date(txn_datetime) AS day, sum(amount) AS amount, "
+    "max(arrival_ts) AS arrival_ts FROM group_rows GROUP BY account_id, to_date(txn_datetime)"
+)
+
+
+def test_a_computed_group_column_without_groups_is_refused_naming_it(tmp_path):
+    """A run finds the groups it touches from each input row: `day` is no column of txns,
+    so every run would fail (UNRESOLVED_COLUMN day) unless `groups` says how it follows."""
+    job(tmp_path, "per_day", PER_DAY, PER_DAY_SQL)
+    (line,) = [str(p) for p in check_jobs(load_jobs(tmp_path), {"txns": TXNS})]
+    assert line.startswith(
+        "per_day.sql: per_day: column day: a key column that is not a column of txns"
+    ), line
+    assert "`groups`" in line
+    job(tmp_path, "per_day", PER_DAY + '\ngroups: {day: "to_date(txn_datetime)"}', PER_DAY_SQL)
+    assert check_jobs(load_jobs(tmp_path), {"txns": TXNS}) == []
+    job(tmp_path, "per_day", PER_DAY + '\ngroups: {day: "to_date(txn_time)"}', PER_DAY_SQL)
+    assert [str(p) for p in check_jobs(load_jobs(tmp_path), {"txns": TXNS})] == [
+        "per_day.sql: per_day: column day: `groups` computes it from txn_time, not a column of txns"
+    ]
+
+
+def test_a_declared_arrival_column_the_input_lacks_is_refused(tmp_path):
+    from freshness_pipeline.config.settings import load_settings
+    from freshness_pipeline.jobs.check import input_schemas
+
+    job(tmp_path, "per_day", PER_DAY + '\ngroups: {day: "to_date(txn_datetime)"}', PER_DAY_SQL)
+    inputs = tmp_path / "inputs.toml"
+    inputs.write_text('[inputs.txns]\nuri = "/theirs/txns"\narrival_column = "ingested_at"\n')
+    settings = load_settings(
+        {
+            "FRESHNESS_JOBS": str(tmp_path),
+            "FRESHNESS_INPUTS": str(inputs),
+            "FRESHNESS_LAKEHOUSE": str(tmp_path / "tables"),
+        }
+    )
+    columns = {k: v for k, v in TXNS.items() if k != "arrival_ts"}  # their table's own
+    _, problems = input_schemas(settings.jobs, settings.lakehouse, lambda _t: dict(columns))
+    assert problems == [
+        "per_day.sql: per_day: reads txns: its declared arrival_column 'ingested_at' "
+        "(FRESHNESS_INPUTS) is not a column of the table at /theirs/txns (it has account_id, "
+        "amount, txn_datetime, txn_id)"
+    ]
+    columns["ingested_at"] = "timestamp"
+    _, problems = input_schemas(settings.jobs, settings.lakehouse, lambda _t: dict(columns))
+    assert problems == []

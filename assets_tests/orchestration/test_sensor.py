@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import re
-
 import dagster as dg
 import pytest
 from dagster._core.test_utils import create_run_for_test
@@ -110,7 +108,11 @@ def test_first_tick_launches_the_aggregates_and_explains_the_rest():
     assert sorted(r.tags[ASSET_TAG] for r in requests) == ["price_aggr", "trade_aggr"]
     reasons = {s.job: s.reason for s in result.skipped}
     assert reasons["market_features"].startswith("waiting for upstream")
-    assert reasons["sector_vwap"].startswith("waiting for upstream")
+    # each input without data named, with where it was looked for
+    assert reasons["sector_vwap"] == (
+        "waiting for upstream: enriched_features has no data yet "
+        "(No Hudi table at /lake/enriched_features)"
+    )
     request = next(r for r in requests if r.tags[ASSET_TAG] == "trade_aggr")
     config = request.run_config["ops"]["trade_aggr"]["config"]
     plan = RunPlan.from_run(request)
@@ -202,13 +204,12 @@ def test_nothing_pending_is_an_explicit_skip_through_the_sensor():
     assert "trade_aggr: waits: no pending data" in message
     assert "market_features: waits: no pending data" in message
     assert "enriched_features: waits: waiting for upstream" in message
-    # The tick history's row shows the cursor: the decision in one line.
-    # (the fake watermarks are from 2023, so both aggregates are far past the target)
-    assert re.fullmatch(
-        r"idle; past target: price_aggr \d+ s, trade_aggr \d+ s; "
-        r"3 no pending data, 3 waiting for upstream",
-        result.cursor or "",
-    ), result.cursor
+    # The tick history's row shows the cursor: the decision in one line. (The fake
+    # watermarks are from 2023, but both aggregates hold all their raw tables hold: caught
+    # up, not late.)
+    assert result.cursor == "idle; 3 no pending data, 3 waiting for upstream", result.cursor
+    assert "trade_aggr: waits: no pending data; staleness " in message
+    assert "caught up with its inputs" in message
 
 
 def test_sensor_emits_run_requests_over_several_ticks():
@@ -387,6 +388,21 @@ def test_staleness_observations_carry_the_samplers_staleness_and_the_target():
         assert recorded[0].asset_observation.metadata["staleness_s"].value == 100.0
 
 
+def test_a_caught_up_table_over_a_quiet_input_is_observed_as_caught_up():
+    """The asset page's staleness points say how far the table is behind its inputs: a
+    table holding all its inputs hold reads as caught up however old their newest row."""
+    target = StalenessTarget()
+    t_done = {"trade_aggr": T0, "price_aggr": T0}
+    staleness = {"trade_aggr": 23_018_156.0, "price_aggr": 400.0}
+    lag = {"trade_aggr": 0.0, "price_aggr": 30.0}
+    events = staleness_observations(T0 + 100 * US_PER_S, None, t_done, staleness, target, lag)
+    meta = {e.asset_key.to_user_string(): e.metadata for e in events}
+    assert meta["trade_aggr"]["staleness_state"].value == "caught up"
+    assert meta["trade_aggr"]["lag_behind_inputs_s"].value == 0.0
+    assert meta["price_aggr"]["staleness_state"].value == "fail"
+    assert meta["price_aggr"]["lag_behind_inputs_s"].value == 30.0
+
+
 def test_the_sensor_records_staleness_on_its_first_tick():
     # (which later ticks record is observations_due's, tested in test_tick_report)
     lake = raw_lake()
@@ -400,7 +416,17 @@ def test_the_sensor_records_staleness_on_its_first_tick():
         )
     recorded = {e.asset_key.to_user_string(): e.metadata for e in first.asset_events}
     assert sorted(recorded) == ["price_aggr", "trade_aggr"]
-    assert recorded["trade_aggr"]["staleness_state"].value == "fail"  # a 2023 watermark
+    # a 2023 watermark at its inputs' own: caught up, 0 s behind them
+    assert recorded["trade_aggr"]["staleness_state"].value == "caught up"
+    assert recorded["trade_aggr"]["lag_behind_inputs_s"].value == 0.0
+    lake.add(FakeTable("trade_aggr", T0))  # 60 s behind trade_raw: past the target
+    with dg.instance_for_test() as instance:
+        first = sensor_def(
+            dg.build_sensor_context(instance=instance, resources={"hudi_meta": lake})
+        )
+    recorded = {e.asset_key.to_user_string(): e.metadata for e in first.asset_events}
+    assert recorded["trade_aggr"]["staleness_state"].value == "fail"
+    assert recorded["trade_aggr"]["lag_behind_inputs_s"].value == 60.0
 
 
 @pytest.mark.parametrize(

@@ -45,10 +45,16 @@ def _add(instance: dg.DagsterInstance, status: dg.DagsterRunStatus) -> str:
     return run.run_id
 
 
-def test_drain_cancels_its_queued_runs_and_ignores_older_ones(tmp_path: Path):
+def _dagster_home(tmp_path: Path) -> Path:
+    """A Dagster home with the project's dagster.yaml."""
     home = tmp_path / "dagster_home"
     home.mkdir()
     (home / "dagster.yaml").write_text((PROJECT_ROOT / "dagster.yaml").read_text())
+    return home
+
+
+def test_drain_cancels_its_queued_runs_and_ignores_older_ones(tmp_path: Path):
+    home = _dagster_home(tmp_path)
     stack = Stack(StackConfig(dagster_home=home, logs_dir=tmp_path / "logs"), load_settings())
     with dg.DagsterInstance.from_config(str(home)) as instance:
         old_queued = _add(instance, dg.DagsterRunStatus.QUEUED)
@@ -68,9 +74,7 @@ def test_drain_cancels_its_queued_runs_and_ignores_older_ones(tmp_path: Path):
 
 
 def test_drain_waits_for_its_started_runs_up_to_the_timeout(tmp_path: Path):
-    home = tmp_path / "dagster_home"
-    home.mkdir()
-    (home / "dagster.yaml").write_text((PROJECT_ROOT / "dagster.yaml").read_text())
+    home = _dagster_home(tmp_path)
     stack = Stack(StackConfig(dagster_home=home, logs_dir=tmp_path / "logs"), load_settings())
     stack.started_at = datetime.now(UTC)
     time.sleep(0.05)
@@ -79,6 +83,25 @@ def test_drain_waits_for_its_started_runs_up_to_the_timeout(tmp_path: Path):
     began = time.monotonic()
     stack.drain_runs(timeout_s=3)
     assert 3 <= time.monotonic() - began < 15
+
+
+def test_drain_does_not_wait_for_a_run_whose_worker_is_gone(tmp_path: Path, monkeypatch):
+    """A run whose worker was killed stays STARTED in Dagster; the drain marks it failed
+    instead of waiting its whole timeout for it."""
+    from freshness_pipeline.runtime import stack as stack_module
+
+    home = _dagster_home(tmp_path)
+    stack = Stack(StackConfig(dagster_home=home, logs_dir=tmp_path / "logs"), load_settings())
+    stack.started_at = datetime.now(UTC)
+    time.sleep(0.05)
+    with dg.DagsterInstance.from_config(str(home)) as instance:
+        lost = _add(instance, dg.DagsterRunStatus.STARTED)
+    monkeypatch.setattr(stack_module, "run_worker_pid", lambda _instance, _run_id: 4_000_000)
+    began = time.monotonic()
+    stack.drain_runs(timeout_s=60)
+    assert time.monotonic() - began < 15
+    with dg.DagsterInstance.from_config(str(home)) as instance:
+        assert instance.get_run_by_id(lost).status == dg.DagsterRunStatus.FAILURE
 
 
 def test_bad_scheduler_settings_are_refused_before_anything_starts(tmp_path: Path):
@@ -98,9 +121,7 @@ def test_bad_scheduler_settings_are_refused_before_anything_starts(tmp_path: Pat
 def test_pool_slots_of_ended_runs_are_freed_at_once(tmp_path: Path):
     """A run killed outright keeps its `hudi_writer/<asset>` slot until someone frees it;
     the supervisor frees it as soon as the run has ended, and leaves live runs' slots."""
-    home = tmp_path / "dagster_home"
-    home.mkdir()
-    (home / "dagster.yaml").write_text((PROJECT_ROOT / "dagster.yaml").read_text())
+    home = _dagster_home(tmp_path)
     with dg.DagsterInstance.from_config(str(home)) as instance:
         storage = instance.event_log_storage
         dead = _add(instance, dg.DagsterRunStatus.FAILURE)
@@ -158,9 +179,7 @@ def test_a_run_that_ended_as_its_worker_exited_is_not_marked_lost(tmp_path: Path
     RUN_SUCCESS between the two stays a success; one still started is marked failed."""
     from freshness_pipeline.runtime import stack
 
-    home = tmp_path / "dagster_home"
-    home.mkdir()
-    (home / "dagster.yaml").write_text((PROJECT_ROOT / "dagster.yaml").read_text())
+    home = _dagster_home(tmp_path)
     before = datetime.now(UTC)
     with dg.DagsterInstance.from_config(str(home)) as instance:
         finished = _add(instance, dg.DagsterRunStatus.STARTED)

@@ -3,6 +3,7 @@ fault files, liveness of a pid, and the sensor's wait while the Spark service is
 
 from __future__ import annotations
 
+import os
 import random
 import socket
 import subprocess
@@ -22,7 +23,7 @@ from freshness_pipeline.ops.chaos import (
 )
 from freshness_pipeline.orchestration.resources import HudiMetadataResource
 from freshness_pipeline.orchestration.sensor import build_sensor, service_down
-from freshness_pipeline.runtime import faults
+from freshness_pipeline.runtime import faults, stack
 from freshness_pipeline.runtime.stack import pid_alive
 
 
@@ -95,6 +96,21 @@ def test_pid_alive_sees_a_killed_child_as_gone():
     child.kill()
     child.wait()
     assert not pid_alive(child.pid)
+
+
+def test_pid_alive_sees_a_process_reaped_while_its_stat_is_read_as_gone(monkeypatch):
+    class Vanishing:
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return False
+
+        def read(self):
+            raise ProcessLookupError(3, "No such process")
+
+    monkeypatch.setattr(stack, "open", lambda *a, **k: Vanishing(), raising=False)
+    assert not pid_alive(os.getpid())
 
 
 class Unused(HudiMetadataResource):

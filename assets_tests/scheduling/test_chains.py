@@ -268,6 +268,34 @@ def test_with_steps_side_by_side_a_wide_runs_e_counts_each_depth_once_per_lane()
         plan_chains(states, 1, NOW, step_parallel=0)
 
 
+def test_a_first_run_that_a_run_above_it_refreshes_hands_its_place_to_that_run():
+    # The start of the real recovery campaign's seed 1 (pmb): both aggregates had committed
+    # once, market_features had never run. first_runs_first put market_features' own run
+    # first on those commits, and from then on its runs and the aggregates' alternated,
+    # each on the other's old commits.
+    marks: dict[str, int | None] = {"trade_raw": NOW - 5 * S, "price_raw": NOW - 5 * S}
+    marks |= {"trade_aggr": NOW - 20 * S, "price_aggr": NOW - 20 * S}
+    marks |= {j: None for j in INPUTS if j not in marks}
+    states = [replace(s, pending_since_us=NOW - 10 * S) for s in pipeline(marks)]
+    assert {s.job: s for s in states}["market_features"].pending  # runnable on them
+    result = plan_chains(states, 3, NOW, max_wait_s=120, first_runs_first=True, run_cost_s=5.0)
+    first = result.launches[0]
+    assert first.job in ("trade_aggr", "price_aggr") and "market_features" in first.jobs
+    assert first.carried_first_run == "market_features"
+    assert first.aged == "first materialization of market_features in it"
+    assert all(c.job != "market_features" for c in result.launches)
+    # the root that handed its place on is not aged by its own first run
+    handed = replace(first, job="market_features", chain=(), hands_wait_on=True)
+    handed = replace(handed, carried_first_run="", aged="")
+    other = replace(handed, job="trade_aggr", hands_wait_on=False)
+    ranked = age([handed, other], states, 120, first_runs_first=True)
+    assert [c.job for c in ranked] == ["market_features", "trade_aggr"]
+    assert not any(c.aged for c in ranked)
+    # without first_runs_first nothing is handed on
+    plain = plan_chains(states, 3, NOW, max_wait_s=120, run_cost_s=5.0).launches
+    assert not any(c.carried_first_run or c.hands_wait_on for c in plain)
+
+
 def test_a_waiting_root_that_a_run_above_it_refreshes_hands_its_aging_to_that_run():
     # After an outage (the real recovery campaign's seed 1): the aggregates 300 s behind
     # their raw tables with a backlog (dear steps), market_features and the tables below

@@ -50,8 +50,30 @@ def test_prior_until_enough_history():
     assert fit_cost_model(runs(5.0, 1e-9, 0.1, n=4)).source == "level"
     assert fit_cost_model(runs(5.0, 1e-9, 0.1, n=3), mode="two_term").source == "level"
     assert fit_cost_model(runs(5.0, 1e-9, 0.1, n=4), mode="two_term").source == "fit"
-    # a level is never negative
-    assert fit_cost_model([RunSample(10 * GIB, 1, 1.0)]).model.a_s == 0.0
+
+
+def test_runs_cheaper_than_the_slopes_alone_scale_the_prior_to_meet_them():
+    """A backlog's runs can cost less than the prior's per-file and per-byte terms alone;
+    no fixed term meets them, so the prior is scaled (its split between fixed and per-file
+    cost kept), and the model estimates the median run at what it took."""
+    prior = DEFAULT_PRIOR  # 20 s + 10 s/GiB + 0.05 s/file
+    backlog = [RunSample(8 * 1024**2, 900, 11.3), RunSample(9 * 1024**2, 950, 24.9)]
+    fit = fit_cost_model(backlog, prior=prior)
+    assert fit.source == "level"
+    expected = [run.seconds / prior.estimate(run.scan_bytes, run.files) for run in backlog]
+    scale = sum(expected) / 2  # the median of two
+    assert fit.model.a_s == pytest.approx(prior.a_s * scale)
+    assert fit.model.c_s_per_file == pytest.approx(prior.c_s_per_file * scale)
+    assert fit.model.b_s_per_byte == pytest.approx(prior.b_s_per_byte * scale)
+    assert 0 < fit.model.a_s < prior.a_s
+    one = fit_cost_model([RunSample(10 * GIB, 1, 1.0)])
+    assert one.model.a_s > 0 and one.model.estimate(10 * GIB, 1) == pytest.approx(1.0)
+    # a prior with no fixed term and a run it gives no cost: scaled on the runs it costs
+    flat = DEFAULT_PRIOR.__class__(0.0, 0.0, 0.05)
+    mixed = [RunSample(0, 0, 3.0), RunSample(0, 900, 9.0), RunSample(0, 800, 10.0)]
+    assert fit_cost_model(mixed, prior=flat).model.c_s_per_file == pytest.approx(
+        0.05 * ((9.0 / 45.0 + 10.0 / 40.0) / 2)
+    )
 
 
 def test_robust_to_outliers_and_nonnegative():

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from freshness_pipeline.scheduling.planner import MIB, CostModel, JobState, PendingInput, plan
 from freshness_pipeline.scheduling.staleness_target import StalenessTarget
-from freshness_pipeline.scheduling.tick_report import describe_tick, observations_due
+from freshness_pipeline.scheduling.tick_report import describe_tick, input_lag_s, observations_due
 from freshness_pipeline.scheduling.units import US_PER_S
 
 T0 = 1_700_000_000 * US_PER_S
@@ -89,3 +89,29 @@ def test_a_table_crossing_its_warn_or_fail_line_is_recorded_at_once():
     ]
     no_warning = StalenessTarget(fail_s=300, warn_fraction=0)
     assert observations_due(now, previous, staleness, no_warning) == ["market_features"]
+
+
+def test_a_table_that_reflects_all_its_inputs_hold_reads_as_caught_up_not_past_target():
+    """An input that stopped changing leaves its reader's staleness growing for ever
+    (METHOD 1 is now minus the newest arrival it reflects); its lag behind the inputs is 0,
+    and the tick says caught up instead of PAST its target, and does not count it late."""
+    result = plan([state(job, 0) for job in JOBS], k=3, now_us=T0)
+    staleness = {"trade_aggr": 23_018_156.0, "price_aggr": 400.0, "market_features": 200.0}
+    lag = {
+        "trade_aggr": input_lag_s(T0, T0),  # caught up
+        "price_aggr": input_lag_s(T0, T0 + 90 * US_PER_S),  # 90 s behind
+        "market_features": None,  # its inputs not read this tick
+    }
+    report = describe_tick(result, staleness, TARGET, JOBS, lag)
+    trade, price, features = report.lines
+    assert trade.endswith(
+        "staleness 23018156 s, caught up with its inputs (nothing newer has arrived in them)"
+    )
+    assert price.endswith("staleness 400 s, PAST its 300 s target, 90 s behind its inputs")
+    assert features.endswith("staleness 200 s, past the 150 s warning")
+    assert report.past_target == ("price_aggr 400 s",)
+    assert TARGET.state(23_018_156.0, 0.0) == "caught up"
+    assert TARGET.state(10.0, 0.0) == "pass"  # fresh is fresh, caught up or not
+    assert TARGET.state(400.0, 1.0) == "fail"
+    assert input_lag_s(T0 + US_PER_S, T0) == 0.0  # never negative
+    assert input_lag_s(None, T0) is None

@@ -274,6 +274,10 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("FRESHNESS_LANDING", "<checkout>/.lakehouse/landing",
             "landing folder shared by the replayer and ingestion", "a folder",
             _folder),
+    Setting("FRESHNESS_STATE_DIR", "<checkout>/.lakehouse",
+            "folder of the project's own files beside the tables: the processes' logs, the "
+            "Spark service's working folder (its Connect artifacts), experiment and chaos "
+            "runs unless told where", "a folder", _folder),
     Setting("FRESHNESS_JARS_DIR", "<checkout>/.cache/jars",
             "folder of the Hudi bundle, the Spark Connect jar and our Hudi guard jar",
             "a folder", _folder),
@@ -648,6 +652,7 @@ class Settings:
     lakehouse: Lakehouse
     landing_dir: Path
     jars_dir: Path
+    state_dir: Path = PROJECT_ROOT / ".lakehouse"  # logs, the Spark service's folder, runs
     profile: str = "local"
     cluster_lakehouse: str = "folder"
     cluster_secure: bool = False
@@ -764,6 +769,7 @@ def load_settings(
         lakehouse=_lakehouse(values, s3),
         landing_dir=values["FRESHNESS_LANDING"],
         jars_dir=values["FRESHNESS_JARS_DIR"],
+        state_dir=values["FRESHNESS_STATE_DIR"],
         profile=values["FRESHNESS_PROFILE"],
         cluster_lakehouse=values["FRESHNESS_CLUSTER_LAKEHOUSE"],
         cluster_secure=values["FRESHNESS_CLUSTER_SECURE"],

@@ -11,6 +11,7 @@ P per variant with spread over seeds and ratios (table 4.6), summed staleness ov
 
 from __future__ import annotations
 
+import bisect
 import csv
 import functools
 import gzip
@@ -19,7 +20,7 @@ import statistics
 import sys
 import tempfile
 from collections import defaultdict
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -927,6 +928,84 @@ def recovery_rows(runs: list[dict], order: list[str], config: Mapping) -> tuple[
     return [*lines, ""], verdicts
 
 
+# After the hold, the first stretch (the backlog's runs) apart from the rest of the window.
+AFTER_HOLD_S = 120.0
+HOLD_PHASES = ("before the hold", "the hold", f"first {AFTER_HOLD_S:g} s after", "the rest")
+
+
+def summed_staleness(rows: Iterable[Mapping[str, str]]) -> list[tuple[int, float]]:
+    """Per sampling instant, the staleness summed over the tables: (at_us, seconds)."""
+    totals: dict[int, float] = defaultdict(float)
+    for row in rows:
+        totals[int(row["at_us"])] += float(row["staleness_s"])
+    return sorted(totals.items())
+
+
+def hold_phase_sums(
+    totals: Iterable[tuple[int, float]], start_us: int, hold_s: tuple[float, float]
+) -> dict[str, float]:
+    """P cut into the window's phases: before the hold, the hold, the first AFTER_HOLD_S
+    after it, and the rest (seconds of summed staleness, one sample a second)."""
+    bounds = (hold_s[0], hold_s[1], hold_s[1] + AFTER_HOLD_S)
+    found = dict.fromkeys(HOLD_PHASES, 0.0)
+    for at_us, total in totals:
+        at_s = (at_us - start_us) / US_PER_S
+        found[HOLD_PHASES[bisect.bisect_right(bounds, at_s)]] += total
+    return found
+
+
+def backlog_cleared_s(
+    totals: Sequence[tuple[int, float]], start_us: int, hold_s: tuple[float, float]
+) -> float | None:
+    """Seconds from the hold's end until the summed staleness was first back at or below
+    its value when the hold began (the backlog worked off, on a lakehouse whose tables are
+    never all within a fixed target at once); None: not within the window."""
+    begin_us = start_us + int(hold_s[0] * US_PER_S)
+    end_us = start_us + int(hold_s[1] * US_PER_S)
+    level = next((total for at_us, total in reversed(totals) if at_us <= begin_us), None)
+    if level is None:
+        return None
+    for at_us, total in totals:
+        if at_us >= end_us and total <= level:
+            return (at_us - end_us) / US_PER_S
+    return None
+
+
+def hold_phase_rows(runs: list[dict], order: list[str], config: Mapping) -> list[str]:
+    """Where each variant's staleness went, phase by phase, and when its backlog was
+    worked off (mean over seeds)."""
+    hold = (float(config["hold_s"][0]), float(config["hold_s"][1]))
+    sums: dict[str, list[dict[str, float]]] = defaultdict(list)
+    cleared: dict[str, list[float | None]] = defaultdict(list)
+    for run in runs:
+        if not samples_path(run["dir"]).exists():
+            continue
+        totals = summed_staleness(_samples(run["dir"]))
+        sums[run["variant"]].append(hold_phase_sums(totals, run["start_us"], hold))
+        cleared[run["variant"]].append(backlog_cleared_s(totals, run["start_us"], hold))
+    lines = [
+        "### Where the staleness went",
+        "",
+        f"P per phase of the window (mean over seeds, thousands of table-seconds): before "
+        f"the hold, the hold, the first {AFTER_HOLD_S:g} s after it (the backlog's runs) and "
+        "the rest. Backlog worked off: seconds from the hold's end until the summed "
+        "staleness was first back at or below its value when the hold began ('-': not "
+        "within the window in some seed).",
+        "",
+        "| variant | " + " | ".join(HOLD_PHASES) + " | backlog worked off (s) |",
+        "|---|" + "---|" * (len(HOLD_PHASES) + 1),
+    ]
+    for variant in (v for v in order if sums.get(v)):
+        cells = [
+            f"{statistics.mean(s[name] for s in sums[variant]) / 1000:,.1f}" for name in HOLD_PHASES
+        ]
+        times = cleared[variant]
+        done = [t for t in times if t is not None]
+        mean = f"{statistics.mean(done):.0f}" if done and len(done) == len(times) else "-"
+        lines.append(f"| {variant} | " + " | ".join(cells) + f" | {mean} |")
+    return [*lines, ""]
+
+
 RUN_COST_TEXT = (
     "From the Dagster run records: queue and launch is creation to run start (the "
     "daemon's queue, a new run-worker process, code load); run is start to end. A "
@@ -1016,7 +1095,7 @@ def write_report(exp_dir: Path, report_dir: Path) -> dict:
     targets, verdicts = target_rows(order, stats, targets_of(config))
     if config.get("hold_s"):
         recovery, recovered = recovery_rows(runs, order, config)
-        targets += ["", *recovery]
+        targets += ["", *recovery, *hold_phase_rows(runs, order, config)]
         verdicts.update(recovered)
     lines = [*setting_rows(exp_dir, facts, runs), *p_rows(order, stats), *targets]
     six = config.get("wide_seed") is None and not config.get("hold_s")

@@ -17,6 +17,7 @@ from sqlglot import exp
 from freshness_pipeline.catalog.declaration import ARRIVAL_COLUMN, Problem
 from freshness_pipeline.catalog.jobs import JobSpec
 from freshness_pipeline.jobs.lineage_model import LineageError
+from freshness_pipeline.jobs.merge_sql import key_expressions
 from freshness_pipeline.jobs.sql import partial_sql
 
 # The aggregate a column's rule expects to find in the SELECT, where one is visible there.
@@ -182,6 +183,17 @@ def input_schemas(
                 schema = columns_of(table)
             else:
                 schema = schema_of(lakehouse.metadata(table))
+            declared = lakehouse.inputs.get(table) if hasattr(lakehouse, "inputs") else None
+            column = declared.arrival_column if declared and declared.external else None
+            if column and column not in schema:
+                # every run would fail reading it (external_read.py reads it from each
+                # commit's files)
+                problems.append(
+                    f"{reader.declaration.file}: {reader.name}: reads {table}: its declared "
+                    f"arrival_column {column!r} (FRESHNESS_INPUTS) is not a column of the "
+                    f"table at {lakehouse.table_uri(table)} (it has "
+                    f"{', '.join(sorted(schema))})"
+                )
             if table not in dimensions:
                 # the runner gives every input row its arrival (external_read.py for
                 # someone else's table: the declared column or its commit's completion)
@@ -258,6 +270,8 @@ def check_jobs(
                 Problem(decl.file, name, f"reads {table}: no such table and no job writes it")
             )
         own = select_problems(spec)
+        if spec.kind != "merge" and not unknown:
+            own += group_problems(spec, schemas[spec.inputs[0]])
         problems += own
         if unknown or own:
             schemas[name] = {}  # its readers are checked against nothing more than this
@@ -268,6 +282,40 @@ def check_jobs(
             problems.append(_lineage_problem(spec, exc))
             continue
         schemas[name] = {c.name: c.type for c in derived.columns}
+    return problems
+
+
+def group_problems(spec: JobSpec, input_schema: Mapping[str, str]) -> list[Problem]:
+    """A recompute_touched_groups run finds the groups its input rows touch by computing
+    every key column from an input row (merge_sql.key_expressions): the input's column of
+    that name, or the SQL declared for it in `groups`. A column that is neither would fail
+    every run with UNRESOLVED_COLUMN, after the sensor launched it."""
+    decl = spec.declaration
+    declared = dict(decl.groups)
+    problems = []
+    for key, sql in key_expressions(decl):
+        try:
+            tree = sqlglot.parse_one(sql, read="spark")
+        except sqlglot.errors.ParseError as exc:
+            text = " ".join(str(exc).split())
+            problems.append(
+                Problem(decl.file, decl.name, f"`groups` SQL does not parse: {text}", key)
+            )
+            continue
+        missing = sorted({c.name for c in tree.find_all(exp.Column)} - set(input_schema))
+        if not missing:
+            continue
+        source = decl.inputs[0]
+        if key in declared:
+            message = f"`groups` computes it from {', '.join(missing)}, not a column of {source}"
+        else:
+            message = (
+                f"a key column that is not a column of {source}: a run finds the groups it "
+                f"touches from each input row, so declare how it follows from one in "
+                f'`groups` (e.g. `groups: {{{key}: "to_date(<a column of {source}>)"}}`; '
+                "docs/JOBS.md)"
+            )
+        problems.append(Problem(decl.file, decl.name, message, key))
     return problems
 
 

@@ -62,7 +62,11 @@ from freshness_pipeline.scheduling.run_plan import (
     run_config_of,
 )
 from freshness_pipeline.scheduling.staleness_target import StalenessTarget, staleness_s
-from freshness_pipeline.scheduling.tick_report import describe_tick, observations_due
+from freshness_pipeline.scheduling.tick_report import (
+    describe_tick,
+    input_lag_s,
+    observations_due,
+)
 from freshness_pipeline.scheduling.timefmt import iso
 from freshness_pipeline.scheduling.units import US_PER_S
 
@@ -192,17 +196,28 @@ def job_state(
     except TableNotFound:
         t_done = None
     marks: list[tuple[str, int | None]] = []
+    missing: list[tuple[str, str]] = []  # an input with no table: where it was looked for
     metas = {}
     for table in spec.inputs:
         try:
             metas[table] = hudi_meta.table(table)
             marks.append((table, metas[table].watermark_us()))
-        except TableNotFound:
+        except TableNotFound as exc:
             marks.append((table, None))
+            missing.append((table, " ".join(str(exc).split())[:300]))
         except Exception as exc:  # noqa: BLE001 - one unreadable input stops only its readers
             return _blocked(spec, t_done, cost, running, table, exc)
     if any(mark is None for _, mark in marks):
-        return JobState(spec.name, t_done, None, (), cost.model, running, inputs=tuple(marks))
+        return JobState(
+            spec.name,
+            t_done,
+            None,
+            (),
+            cost.model,
+            running,
+            inputs=tuple(marks),
+            no_data=tuple(missing),
+        )
     pending: list[PendingInput] = []
     committed: list[int] = []  # when each pending file's rows began to land
     for table, meta in metas.items():
@@ -289,12 +304,20 @@ class TickOutcome:
     plan: Plan
     requests: list[RunRequest]
     t_done_us: dict[str, int | None]  # each job's watermark as this tick read it
+    # each job's inputs' watermark (the smallest): the newest arrival it could reflect
+    cap_us: dict[str, int | None] = field(default_factory=dict)
 
     def staleness_s(self, now_us: int) -> dict[str, float | None]:
         """METHOD 1 per job (the sampler's definition); None: no watermark yet."""
         return {
             job: None if t_done is None else staleness_s(now_us, t_done)
             for job, t_done in self.t_done_us.items()
+        }
+
+    def lag_s(self) -> dict[str, float | None]:
+        """How far each table is behind what its inputs hold (tick_report.input_lag_s)."""
+        return {
+            job: input_lag_s(t_done, self.cap_us.get(job)) for job, t_done in self.t_done_us.items()
         }
 
 
@@ -356,7 +379,7 @@ def plan_tick(
         )
         for c in result.launches
     ]
-    return TickOutcome(result, requests, read.t_dones)
+    return TickOutcome(result, requests, read.t_dones, {st.job: st.cap_us for st in states})
 
 
 @dataclass
@@ -430,24 +453,25 @@ def staleness_observations(
     t_done_us: Mapping[str, int | None],
     staleness: Mapping[str, float | None],
     target: StalenessTarget,
+    lag_s: Mapping[str, float | None] | None = None,
 ) -> list[AssetObservation]:
-    """Each table's staleness as an observation, for the tables due (tick_report)."""
+    """Each table's staleness as an observation, for the tables due (tick_report), with
+    its lag behind its inputs where the tick read them."""
     due = observations_due(now_us, previous_tick_us, staleness, target)
     events = []
     for job in due:
         seconds = staleness[job]
         assert seconds is not None  # observations_due skips tables without a watermark
-        events.append(
-            AssetObservation(
-                asset_key=AssetKey(job),
-                metadata={
-                    "staleness_s": MetadataValue.float(round(seconds, 3)),
-                    "staleness_state": target.state(seconds),
-                    "staleness_target_s": MetadataValue.float(float(target.fail_s)),
-                    "watermark": iso(t_done_us[job], "milliseconds"),
-                },
-            )
-        )
+        lag = (lag_s or {}).get(job)
+        metadata = {
+            "staleness_s": MetadataValue.float(round(seconds, 3)),
+            "staleness_state": target.state(seconds, lag),
+            "staleness_target_s": MetadataValue.float(float(target.fail_s)),
+            "watermark": iso(t_done_us[job], "milliseconds"),
+        }
+        if lag is not None:
+            metadata["lag_behind_inputs_s"] = MetadataValue.float(round(lag, 3))
+        events.append(AssetObservation(asset_key=AssetKey(job), metadata=metadata))
     return events
 
 
@@ -510,7 +534,8 @@ def build_sensor(
         now_us = int(time.time() * US_PER_S)
         outcome = plan_tick(hudi_meta, context.instance, settings, now_us, jobs.values())
         staleness = outcome.staleness_s(now_us)
-        report = describe_tick(outcome.plan, staleness, target, list(jobs))
+        lag = outcome.lag_s()
+        report = describe_tick(outcome.plan, staleness, target, list(jobs), lag)
         for line in report.lines:
             context.log.info(line)
         if report.past_target:
@@ -525,6 +550,7 @@ def build_sensor(
             outcome.t_done_us,
             staleness,
             target,
+            lag,
         )
         if not outcome.requests:
             return SensorResult(

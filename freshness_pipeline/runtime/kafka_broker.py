@@ -182,8 +182,15 @@ def server_properties(config: KafkaBrokerConfig, controller_port: int) -> str:
 
 
 def new_cluster_id() -> str:
-    """A Kafka cluster id: 16 random bytes, URL-safe base64 without padding."""
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    """A Kafka cluster id: 16 random bytes, URL-safe base64 without padding.
+
+    One id in 64 would start with '-', which kafka-storage's argument parser reads as an
+    option ("argument --cluster-id/-t: expected one argument"); Kafka's own
+    Uuid.randomUuid draws again in that case, and so do we."""
+    while True:
+        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not cluster_id.startswith("-"):
+            return cluster_id
 
 
 def java_command(config: KafkaBrokerConfig, main_class: str, *args: str) -> list[str]:

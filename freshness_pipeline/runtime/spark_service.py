@@ -248,8 +248,15 @@ class SparkService(ServerProcess):
         if bind:
             env["SPARK_LOCAL_IP"] = bind  # read by the JVM before any setting
         log = config.log_path.open("ab")
+        # In its own folder: Spark Connect writes its sessions' artifacts (artifacts/spark-*)
+        # under the working directory, which would otherwise be wherever it was started.
         self.process = subprocess.Popen(
-            argv, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True
+            argv,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env=env,
+            cwd=config.state_dir,
+            start_new_session=True,
         )
         log.close()
         deadline = time.monotonic() + timeout_s

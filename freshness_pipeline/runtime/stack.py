@@ -20,7 +20,7 @@ import sys
 import tempfile
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -168,10 +168,14 @@ class StackConfig:
     host: str = "127.0.0.1"
     port: int = 3000
     dagster_home: Path | None = None
-    logs_dir: Path = PROJECT_ROOT / ".lakehouse" / "logs"
+    logs_dir: Path | None = None  # None: the settings' state folder's logs/
     # The children's variables beyond the settings' own (SPARK_LOCAL_IP, ...); a setting's
     # name here (FRESHNESS_POLICY, the lakehouse) changes the stack's settings for its run.
     env: dict[str, str] = field(default_factory=dict)
+    # The market stream: the company master loaded, the stream replayed and ingested into
+    # the raw tables. Off: a pipeline of only your own jobs over tables someone else
+    # writes (the Spark service and Dagster alone).
+    market: bool = True
 
 
 def in_flight_filter(since: datetime):
@@ -194,7 +198,9 @@ def pid_alive(pid: int) -> bool:
     try:
         with open(f"/proc/{pid}/stat") as handle:
             return handle.read().split(") ", 1)[1][:1] not in ("Z", "X")
-    except (FileNotFoundError, IndexError):
+    except (OSError, IndexError):
+        # A process reaped between the open and the read fails the read with ESRCH
+        # (ProcessLookupError), not FileNotFoundError.
         return False
 
 
@@ -255,6 +261,8 @@ class Stack:
     """One running system; `start()` returns once every child is up (or raises)."""
 
     def __init__(self, config: StackConfig, settings: Settings) -> None:
+        if config.logs_dir is None:
+            config = replace(config, logs_dir=settings.state_dir / "logs")
         self.config = config
         # One Settings value for every child: the caller's, with the config's changes; it
         # gains the Spark service's and the broker's addresses as they start.
@@ -291,8 +299,9 @@ class Stack:
         try:
             self._prepare_dagster_home(settings)
             self._start_spark_service()
-            self._start_kafka_broker()
-            self._load_master()
+            if self.config.market:
+                self._start_kafka_broker()
+                self._load_master()
             self._start_children()
         except BaseException:
             self.stop()
@@ -405,9 +414,10 @@ class Stack:
         # guarantee rests on a killed ingestor's half-done commit dying with it, which a
         # shared server (that finishes work for a vanished client) would not give.
         # (_child_env leaves FRESHNESS_SPARK_REMOTE out of ingestion's environment.)
-        self._spawn(
-            "ingest", self._cli("ingest", "--commit-interval", str(cfg.commit_interval_s)), 120
-        )
+        if cfg.market:
+            self._spawn(
+                "ingest", self._cli("ingest", "--commit-interval", str(cfg.commit_interval_s)), 120
+            )
         self._replay_argv = self._cli(*replay)
         bin_dir = Path(sys.executable).parent
         workspace = str(PROJECT_ROOT / "workspace.yaml")
@@ -432,6 +442,8 @@ class Stack:
             # Stopped after the daemon and the drain of its runs: the run workers are the
             # code server's children.
             self.children.append(self.children.pop(self._child_index("code-server")))
+        if not cfg.market:
+            return
         # The stream starts once ingestion's Spark is up, so landed files do not pile up
         # behind a starting JVM (the first commit would otherwise be a burst).
         self._wait_for_log("ingest", INGEST_READY, timeout_s=240)
@@ -695,6 +707,8 @@ class Stack:
                 )
             while waiting and time.monotonic() < deadline:
                 time.sleep(1)
+                # A run whose worker was killed would stay STARTED until the deadline.
+                fail_runs_without_worker(instance, self.started_at)
                 waiting = instance.get_runs(active)
             if waiting:
                 log.warning(

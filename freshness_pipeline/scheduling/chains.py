@@ -46,7 +46,7 @@ from __future__ import annotations
 
 import bisect
 import itertools
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from freshness_pipeline.scheduling.cost_model import DEFAULT_RUN_COST_S
@@ -406,6 +406,7 @@ def plan_chains(
         else:
             skipped.append(outcome)
     taken = {state.job for state in jobs if state.running}
+    first_runs = {s.job for s in jobs if s.t_done_us is None} if first_runs_first else set()
     launches: list[JobChoice] = []
     best: dict[str, JobChoice] = {}  # each root's best run given `taken`
     fresh: set[str] = set()  # tables taken by the last pick
@@ -416,7 +417,7 @@ def plan_chains(
                 best.pop(job, None)
             elif job not in best or _touches(best[job], fresh):
                 best[job] = best_chain(base, bases, search, rules, run_cost_s, step_parallel)
-        options = _carry_waits(best, max_wait_s)
+        options = _carry_waits(best, max_wait_s, first_runs)
         if not options:
             break
         ranked = rules.rank(options, jobs, now_us, seed)
@@ -442,20 +443,26 @@ def plan_chains(
     return Plan(now_us, policy, free, tuple(launches), tuple(skipped), (*launches, *rest))
 
 
-def _carry_waits(best: Mapping[str, JobChoice], max_wait_s: float | None) -> list[JobChoice]:
-    """Each root's best run, where a root past the aging bound that another root's best
-    run refreshes as a descendant hands its wait to that run: aging puts that run first
-    in its place (it moves the root further, to its parents' new commits), not the root's
-    own run on its parents' old ones. After an outage every job had waited past the bound,
-    and aging put market_features first on the aggregates' old commits: it took
-    market_features and the tables below it out of the aggregates' runs, and its next run
-    came 90 s later. The root stays a candidate in the policy's order; only its aging
-    moves. (Dropping such roots as candidates altogether made the recovery one run of
-    every table, 80-100 s, that held them all: Max-Benefit's P rose 15 %.)"""
-    if max_wait_s is None:
+def _carry_waits(
+    best: Mapping[str, JobChoice], max_wait_s: float | None, first_runs: Collection[str] = ()
+) -> list[JobChoice]:
+    """Each root's best run, where a root that aging would put first (past the aging
+    bound, or never materialized: `first_runs`) and that another root's best run refreshes
+    as a descendant hands its aging to that run: aging puts that run first in its place
+    (it moves the root further, to its parents' new commits), not the root's own run on
+    its parents' old ones. After an outage every job had waited past the bound, and aging
+    put market_features first on the aggregates' old commits: it took market_features and
+    the tables below it out of the aggregates' runs, and its next run came 90 s later. At
+    the start, market_features' first materialization went first the same way, and its
+    runs and the aggregates' alternated from then on, each on the other's old commits.
+    The root stays a candidate in the policy's order; only its aging moves. (Dropping
+    such roots as candidates altogether made the recovery one run of every table,
+    80-100 s, that held them all: Max-Benefit's P rose 15 %.)"""
+    if max_wait_s is None and not first_runs:
         return list(best.values())
     above = _refreshed_by(best)
-    handing = {job for job, c in best.items() if job in above and c.waited_s > max_wait_s}
+    past = {j for j, c in best.items() if max_wait_s is not None and c.waited_s > max_wait_s}
+    handing = {job for job in best if job in above and (job in past or job in first_runs)}
 
     def takers(job: str) -> set[str]:
         """The roots that age in `job`'s place, through roots that hand on their own."""
@@ -465,18 +472,26 @@ def _carry_waits(best: Mapping[str, JobChoice], max_wait_s: float | None) -> lis
         return found
 
     carried: dict[str, JobChoice] = {}  # a taker -> the longest-waiting root it ages for
+    firsts: dict[str, str] = {}  # a taker -> a never-materialized root it ages for
     for job in (j for j in best if j in handing):  # the plan's order: ties go the same way
         for root in takers(job):
-            if root not in carried or best[job].waited_s > carried[root].waited_s:
+            waited = best[job].waited_s
+            if job in past and (root not in carried or waited > carried[root].waited_s):
                 carried[root] = best[job]
+            if job in first_runs:
+                firsts.setdefault(root, job)
     found = []
     for job, choice in best.items():
-        if job in handing:
-            choice = replace(choice, hands_wait_on=True)
-        if job in carried:
-            giver = carried[job]
-            choice = replace(choice, carried_from=giver.job, carried_wait_s=giver.waited_s)
-        found.append(choice)
+        giver = carried.get(job)
+        found.append(
+            replace(
+                choice,
+                hands_wait_on=job in handing,
+                carried_from=giver.job if giver else "",
+                carried_wait_s=giver.waited_s if giver else 0.0,
+                carried_first_run=firsts.get(job, ""),
+            )
+        )
     return found
 
 

@@ -134,19 +134,45 @@ def _solve_nonnegative(x: np.ndarray, y: np.ndarray) -> np.ndarray:
             return np.zeros(x.shape[1])
 
 
+def _median(values: Sequence[float]) -> float:
+    ordered = sorted(values)
+    middle = len(ordered) // 2
+    return ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
+
+
 def _level(prior: CostModel, mode: CostMode, recent: Sequence[RunSample]) -> FittedCost:
-    """Too few runs to fit every term: the prior's per-byte and per-file slopes, with its
-    fixed term moved to what the runs measured (the median residual). A job's fixed cost
-    is most of a small run here, and the built-in 20 s guess can be off several-fold, so
-    one or two measured runs are worth more than the guess."""
-    residuals = sorted(
-        s.seconds - prior.b_s_per_byte * s.scan_bytes - prior.c_s_per_file * s.files for s in recent
+    """Too few runs to fit every term: the prior moved to what the runs measured. A job's
+    fixed cost is most of a small run here, and the built-in 20 s guess can be off
+    several-fold, so one or two measured runs are worth more than the guess.
+
+    Runs dearer than the prior's slopes alone predict keep those slopes and move the fixed
+    term to the median residual. Runs cheaper than that (a backlog of 900 files at 0.05
+    s/file is 45 s; such runs took 11-25 s) cannot be met by a fixed term, which is never
+    negative: the whole prior is scaled by the median of measured over estimated, so the
+    model meets its runs and keeps the prior's split between a run's fixed and per-file
+    cost. Clamping the fixed term at 0 instead (the rule before) put a level's estimates
+    at 1.65x the steps they planned (median; 1.33x scaled, the wide recovery campaign's
+    steps replayed by bench/cost_fit.py) and made a prefix of a backlog look as cheap per
+    file as all of it, with nothing fixed to share out."""
+    level = _median(
+        [
+            s.seconds - prior.b_s_per_byte * s.scan_bytes - prior.c_s_per_file * s.files
+            for s in recent
+        ]
     )
-    middle = len(residuals) // 2
-    level = (
-        residuals[middle] if len(residuals) % 2 else (residuals[middle - 1] + residuals[middle]) / 2
-    )
-    model = CostModel(max(0.0, level), prior.b_s_per_byte, prior.c_s_per_file)
+    if level >= 0:
+        model = CostModel(level, prior.b_s_per_byte, prior.c_s_per_file)
+    else:
+        # (A run the prior gives no cost cannot say by how much; one run at least is
+        # dearer under the slopes than it took, so the list is never empty.)
+        scale = _median(
+            [
+                s.seconds / estimate
+                for s in recent
+                if (estimate := prior.estimate(s.scan_bytes, s.files)) > 0
+            ]
+        )
+        model = CostModel(prior.a_s * scale, prior.b_s_per_byte * scale, prior.c_s_per_file * scale)
     errors = [s.seconds - model.estimate(s.scan_bytes, s.files) for s in recent]
     rmse = float(np.sqrt(np.mean(np.square(errors))))
     return FittedCost(model, mode, "level", len(recent), rmse)

@@ -109,6 +109,9 @@ class JobState:
     # Why an input cannot be read (a missing arrival column, a file format we cannot
     # read, a corrupt footer): the job waits, named with the reason; the others go on.
     blocked: str | None = None
+    # Why each input without a watermark has none, as the reader said it (e.g. "no Hudi
+    # table at s3://..."): the tick names the table and the reason, not only "no data".
+    no_data: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -154,11 +157,13 @@ class JobChoice:
     waited_s: float = 0.0  # runnable and not launched for this long (`waited_s`)
     aged: str = ""  # why it was ranked ahead of the policy's order; "": it was not
     # Aging across a chain (chains._carry_waits): whether another root's run, which
-    # refreshes this one, ages in its place; and the longest wait past the bound of a
-    # root this run refreshes, with that root's name.
+    # refreshes this one, ages in its place; the longest wait past the bound of a root
+    # this run refreshes, with that root's name; and a never-materialized root it
+    # refreshes (its first materialization, with first_runs_first).
     hands_wait_on: bool = False
     carried_from: str = ""
     carried_wait_s: float = 0.0
+    carried_first_run: str = ""
     # A chained run (chains.py): every step, the root first, in dependency order; gain_s,
     # cost_s and eta are then the whole run's, with `run_cost_s` (L) counted once in
     # cost_s. Empty: the published plan, one table per run, gain and cost its own.
@@ -450,6 +455,18 @@ def choose(state: JobState, policy: Policy, now_us: int | None = None) -> JobCho
     return choose_job(state, policy, get_policy(policy), now_us)
 
 
+def _no_data(state: JobState) -> str:
+    """Which inputs have no data yet, and why where the reader said."""
+    why = dict(state.no_data)
+    empty = [table for table, mark in state.inputs if mark is None] or list(why)
+    if not empty:
+        return "an input table has no data yet"
+    return "; ".join(
+        f"{table} has no data yet ({why[table]})" if table in why else f"{table} has no data yet"
+        for table in empty
+    )
+
+
 def choose_job(
     state: JobState, name: Policy, rules: SchedulingPolicy, now_us: int | None
 ) -> JobChoice | Skip:
@@ -465,7 +482,7 @@ def choose_job(
             f"backing off after {state.failed_runs} failed run(s): retry in {wait_s:.0f} s",
         )
     if state.cap_us is None:
-        return Skip(state.job, "waiting for upstream: an input table has no data yet")
+        return Skip(state.job, f"waiting for upstream: {_no_data(state)}")
     rows = candidates(state, pipeline=rules.uses_downstream)
     if not state.pending and not rows:
         return Skip(state.job, "no pending data")
@@ -555,8 +572,11 @@ def age(
             who = f"{choice.carried_from} in it waited" if carried else "waited"
             reason = f"{who} {wait:.0f} s, past the {max_wait_s:g} s bound"
             aged.append(replace(choice, aged=reason))
-        elif first_runs_first and by_job[choice.job].t_done_us is None:
+        elif first_runs_first and by_job[choice.job].t_done_us is None and not choice.hands_wait_on:
             reason = f"first materialization, waited {choice.waited_s:.0f} s"
+            aged.append(replace(choice, aged=reason))
+        elif first_runs_first and choice.carried_first_run:
+            reason = f"first materialization of {choice.carried_first_run} in it"
             aged.append(replace(choice, aged=reason))
         else:
             rest.append(choice)

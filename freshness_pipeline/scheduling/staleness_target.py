@@ -17,7 +17,7 @@ from freshness_pipeline.scheduling.units import US_PER_S
 # (dagster/_core/definitions/freshness.py, TimeWindowFreshnessPolicy.from_timedeltas).
 MIN_WINDOW_S = 60
 
-TargetState = Literal["pass", "warn", "fail", "no data yet"]
+TargetState = Literal["pass", "warn", "fail", "no data yet", "caught up"]
 
 
 @dataclass(frozen=True)
@@ -52,15 +52,20 @@ class StalenessTarget:
         """Staleness at which a table warns; None: no warning, only pass or fail."""
         return self.fail_s * self.warn_fraction if self.warn_fraction else None
 
-    def state(self, staleness_s: float | None) -> TargetState:
-        """Where a table of this staleness stands (None: it has no watermark yet)."""
+    def state(self, staleness_s: float | None, lag_s: float | None = None) -> TargetState:
+        """Where a table of this staleness stands (None: it has no watermark yet). With
+        `lag_s`, how far it is behind what its inputs hold: a table past the warning that
+        reflects everything its inputs hold is `caught up` (its inputs went quiet; no run
+        can make it fresher), not failing."""
         if staleness_s is None:
             return "no data yet"
         if staleness_s >= self.fail_s:
-            return "fail"
-        if self.warn_s is not None and staleness_s >= self.warn_s:
-            return "warn"
-        return "pass"
+            state: TargetState = "fail"
+        elif self.warn_s is not None and staleness_s >= self.warn_s:
+            state = "warn"
+        else:
+            return "pass"
+        return "caught up" if lag_s is not None and lag_s <= 0 else state
 
     def describe(self) -> str:
         warn = f", warn past {self.warn_s:g} s" if self.warn_s is not None else ""

@@ -57,15 +57,32 @@ class TickReport:
         return f"Past the staleness target: {', '.join(self.past_target)}."
 
 
-def staleness_words(staleness_s: float | None, target: StalenessTarget) -> str:
-    state = target.state(staleness_s)
+def input_lag_s(t_done_us: int | None, cap_us: int | None) -> float | None:
+    """How far a table is behind what its inputs hold: their watermark (the newest arrival
+    it could reflect) minus its own, in seconds; 0: caught up. None: either is unknown.
+    Staleness (METHOD 1) keeps growing over an input that went quiet; this does not."""
+    if t_done_us is None or cap_us is None:
+        return None
+    return max(0.0, (cap_us - t_done_us) / US_PER_S)
+
+
+def staleness_words(
+    staleness_s: float | None, target: StalenessTarget, lag_s: float | None = None
+) -> str:
+    state = target.state(staleness_s, lag_s)
     if staleness_s is None:
         return "no watermark yet (never refreshed)"
+    behind = "" if lag_s is None else f", {lag_s:.0f} s behind its inputs"
+    if state == "caught up":
+        return (
+            f"staleness {staleness_s:.0f} s, caught up with its inputs (nothing newer has "
+            "arrived in them)"
+        )
     if state == "fail":
-        return f"staleness {staleness_s:.0f} s, PAST its {target.fail_s} s target"
+        return f"staleness {staleness_s:.0f} s, PAST its {target.fail_s} s target{behind}"
     if state == "warn":
-        return f"staleness {staleness_s:.0f} s, past the {target.warn_s:g} s warning"
-    return f"staleness {staleness_s:.0f} s"
+        return f"staleness {staleness_s:.0f} s, past the {target.warn_s:g} s warning{behind}"
+    return f"staleness {staleness_s:.0f} s{behind}"
 
 
 def _launch_words(choice: JobChoice, rank: int, runnable: int) -> str:
@@ -113,8 +130,11 @@ def describe_tick(
     staleness_s: Mapping[str, float | None],
     target: StalenessTarget,
     jobs: Sequence[str],
+    lag_s: Mapping[str, float | None] | None = None,
 ) -> TickReport:
-    """The tick's decision for each of `jobs` (pipeline order), with its staleness."""
+    """The tick's decision for each of `jobs` (pipeline order), with its staleness and,
+    where known, its lag behind its inputs (`input_lag_s`)."""
+    lag_s = lag_s or {}
     ranked = {c.job: i + 1 for i, c in enumerate(result.ranked)}
     launched = {c.job: c for c in result.launches}
     in_run = {d: c for c in result.launches for d in c.descendants}
@@ -134,8 +154,9 @@ def describe_tick(
                 # Aged but still without a slot: it takes the next one that frees.
                 words += f", {choice.aged}" if choice.aged else f", waited {choice.waited_s:.0f} s"
         seconds = staleness_s.get(job)
-        lines.append(f"{job}: {words}; {staleness_words(seconds, target)}")
-        if target.state(seconds) == "fail":
+        lag = lag_s.get(job)
+        lines.append(f"{job}: {words}; {staleness_words(seconds, target, lag)}")
+        if target.state(seconds, lag) == "fail":
             late.append(f"{job} {seconds:.0f} s")
     waits = Counter(
         _short(skipped[j]) for j in jobs if j not in launched and j not in in_run and j in skipped
