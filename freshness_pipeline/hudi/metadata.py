@@ -436,6 +436,20 @@ class HudiTableMetadata:
         """The newest completed clustering on the active timeline."""
         return next((c for c in reversed(self.commits()) if c.is_clustering), None)
 
+    def uncompleted_instants(self) -> list[str]:
+        """Instants requested or inflight and not completed, oldest first: writes in
+        progress or failed and not yet rolled back. Hudi's own reader counts the files of
+        one older than the table's first completed commit as committed ("before the
+        timeline starts": a write killed in a table's first commit, until its lazy
+        rollback); hudi-rs and this module do not."""
+        completed = self._completion_times()
+        found = set()
+        for name in self._timeline_names():
+            instant, _, rest = name.partition(".")
+            if rest.endswith(("requested", "inflight")) and instant not in completed:
+                found.add(instant)
+        return sorted(found)
+
     def pending_clustering(self, now_s: float | None = None) -> list[PendingInstant]:
         """Clustering instants requested or inflight and not completed, oldest first, each
         with the age of its heartbeat file (None: none; the clustering's driver beats while

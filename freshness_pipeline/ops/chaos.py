@@ -491,7 +491,7 @@ def compare_with_oracles(
         settings, master="local[2]", remote="", app_name="chaos_oracle"
     )
     try:
-        expected = batch_recompute(spark, lakehouse.table_uri, scratch)
+        expected = batch_recompute(spark, lakehouse.table_uri, scratch, lakehouse.metadata)
         for job in JOBS:
             if found[job].get("unreadable"):
                 continue  # counted as lost whole above; Spark cannot read it either
