@@ -26,12 +26,21 @@ SETTINGS = ClusteringSettings(tables=("price_raw",), min_files=4, max_span_s=60)
 class FakeRawTable(FakeTable):
     """A raw table of twelve 10-second commits, one small file each, in partition A."""
 
-    def __init__(self, name, pending=()):
+    def __init__(self, name, pending=(), uncompleted=()):
         super().__init__(name, T0 + 120 * US_PER_S)
         self.pending = list(pending)
+        self.uncompleted = list(uncompleted)
 
     def latest_commit(self):
         return Commit("00000000000000012", "00000000000000012", "commit", "INSERT", (), {}, {})
+
+    def commits(self):
+        return [
+            Commit(f"{n:017d}", f"{n:017d}", "commit", "INSERT", (), {}, {}) for n in range(1, 13)
+        ]
+
+    def uncompleted_instants(self):
+        return [*self.uncompleted, *(p[0] for p in self.pending)]
 
     def last_clustering(self):
         return None
@@ -50,9 +59,9 @@ class FakeRawTable(FakeTable):
         return out
 
 
-def lake(read_up_to_s: int = 120, pending=()) -> FakeHudiMetadata:
+def lake(read_up_to_s: int = 120, pending=(), uncompleted=()) -> FakeHudiMetadata:
     fake = FakeHudiMetadata()
-    fake.add(FakeRawTable("price_raw", pending))
+    fake.add(FakeRawTable("price_raw", pending, uncompleted))
     fake.add(FakeTable("price_aggr", T0 + read_up_to_s * US_PER_S))
     return fake
 
@@ -137,3 +146,21 @@ def test_a_clustering_run_takes_a_slot_from_the_jobs():
         )
     assert len(requests) == 1
     assert any("1 clustering" in s.reason for s in result.skipped)
+
+
+def test_a_write_killed_in_the_tables_first_commit_holds_the_clustering_back():
+    """Hudi reads the files of a failed write older than the table's first completed commit
+    as committed until its lazy rollback: a clustering would keep its rows."""
+    with dg.instance_for_test() as instance:
+        decisions, requests = evaluate_clustering(
+            lake(uncompleted=["00000000000000000"]), instance, SETTINGS, T0
+        )
+        assert requests == []
+        assert "a write killed in the table's first commit (00000000000000000)" in (
+            decisions[0].reason
+        )
+        # a failed write after the first commit is not read as committed: no wait for it
+        _, requests = evaluate_clustering(
+            lake(uncompleted=["00000000000000005"]), instance, SETTINGS, T0
+        )
+        assert len(requests) == 1

@@ -219,6 +219,11 @@ def table_state(
             f"a run of {table} is active: clustering waits for it (Hudi refuses upserts "
             f"into groups under clustering; pool {writer_pool(table)})"
         )
+    if active is None and (killed := killed_first_writes(meta)):
+        active = (
+            f"a write killed in the table's first commit ({', '.join(killed)}) is not rolled "
+            "back yet: Hudi would cluster its files as committed rows"
+        )
     failed, last_failure_us = failure_streak(instance, table)
     retry_after = None
     if failed and last_failure_us is not None:
@@ -236,6 +241,19 @@ def table_state(
         retry_after_us=retry_after,
     )
     return state, latest.instant if latest else None
+
+
+def killed_first_writes(meta) -> list[str]:
+    """Uncompleted writes older than the table's first completed commit, clusterings
+    aside: Hudi reads their files as committed ("before the timeline starts") until the
+    lazy rollback of failed writes removes them, so a clustering then would keep their
+    rows (a killed first ingestion commit's events, re-ingested since, twice)."""
+    commits = meta.commits()
+    if not commits:
+        return []
+    clustering = {p[0] for p in meta.pending_clustering()}  # (instant, ...)
+    first = commits[0].instant
+    return [i for i in meta.uncompleted_instants() if i < first and i not in clustering]
 
 
 def evaluate_clustering(
