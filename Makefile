@@ -37,7 +37,7 @@ export FRESHNESS_JARS_DIR := $(abspath $(JARS_DIR))
 export DAGSTER_HOME ?= $(abspath .dagster_home)
 
 .PHONY: setup demo demo-kafka test test-fast lint typecheck format bench-ingest bench-kafka-ingest bench-growth bench-tick bench-handoff \
-	bench-tick-real bench-overhead bench-steps-at-once bench-chains bench-cost-fit bench-launch bench-memory bench-lineage experiment experiment-long experiment-chains experiment-bursty experiment-packed tune-interval \
+	bench-tick-real bench-overhead bench-steps-at-once bench-chains bench-cost-fit bench-launch profile-service bench-memory bench-lineage experiment experiment-long experiment-chains experiment-bursty experiment-packed tune-interval \
 	experiment-wide tune-interval-wide experiment-recovery experiment-recovery-wide \
 	simulate simulate-aging simulate-published simulate-wide model-check-wide model-check-recovery model-check-recovery-wide first-materializations chaos soak soak-no-clustering \
 	clean-data postgres chromium demo-cluster demo-cluster-secure test-ui
@@ -232,6 +232,11 @@ bench-memory: setup
 # sensor plans on and the one before it (CAMPAIGN: a campaign's runs folder).
 bench-cost-fit: setup
 	$(VENV)/bin/python -m freshness_pipeline.bench.cost_fit $(or $(CAMPAIGN),docs/results/recovery-wide/runs)
+
+# Where the JVMs' CPU goes: the demo's pipeline watched through one window after a warm-up,
+# each JVM's threads by kind (/proc) and a Java Flight Recording's hottest frames.
+profile-service: setup
+	$(VENV)/bin/python -m freshness_pipeline.bench.jvm_profile --warmup $(or $(WARMUP),30) --seconds $(or $(WINDOW),300)
 
 bench-lineage: setup
 	$(VENV)/bin/python -m freshness_pipeline.bench.lineage_load --rounds 21

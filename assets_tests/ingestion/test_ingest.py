@@ -67,6 +67,8 @@ def test_quarantine_watermark_and_checkpoint(spark, lakehouse: Settings):
     ingestor = Ingestor(spark, lakehouse, IngestConfig(max_files_per_commit=2))
     results = ingestor.ingest_once() + ingestor.ingest_once()
     assert [r.stream for r in results] == ["price", "trade", "price", "trade"]
+    # each commit's Spark work, as ingestion's JVM counted it (hudi/step_cpu.py)
+    assert all(r.cpu["tasks"] >= 1 and r.cpu["task_cpu_s"] > 0 for r in results), results
     assert ingestor.ingest_once() == []  # everything landed is committed
     assert list_landed(lakehouse.landing_dir, "price") == []  # and cleaned up
 

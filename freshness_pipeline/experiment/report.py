@@ -496,6 +496,50 @@ def phase_rows(runs: list[dict], jobs: Collection[str] = JOBS.keys()) -> list[st
     return lines
 
 
+CPU_TEXT = (
+    "Each step records what it cost in the JVM that ran it (hudi/step_cpu.py, the JVM's "
+    "own counters): its Spark tasks' executor CPU, and the whole JVM's CPU, JIT "
+    "compilation and GC while it ran (the driver's planning, code generation and Hudi's "
+    "own work, and whatever ran beside it in that JVM). Per variant and job: the steps "
+    "measured, the median of each, and the window's sum of the JVM's CPU over them."
+)
+CPU_FIELDS = ("task_cpu_s", "jvm_cpu_s", "jvm_jit_s", "jvm_gc_s")
+
+
+def step_cpu_rows(
+    runs: list[dict], order: list[str], jobs: Collection[str] = JOBS.keys()
+) -> list[str]:
+    """Per variant and job, the medians of each step's CPU fields (successful runs)."""
+    found: dict[tuple[str, str], list[dict]] = {}
+    for run in runs:
+        for r in _runs(run["dir"]):
+            if r["status"] != "SUCCESS":
+                continue
+            for job, meta in (r.get("metadata_by_asset") or {}).items():
+                if job in jobs and "cpu_jvm_cpu_s" in meta:
+                    found.setdefault((run["variant"], job), []).append(meta)
+    if not found:
+        return ["No step recorded its CPU (runs recorded before steps measured it)."]
+    lines = [
+        "| variant | job | steps | task CPU (s) | JVM CPU (s) | JIT (s) | GC (s) | JVM CPU, sum |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for variant in order:
+        for job in jobs:
+            steps = found.get((variant, job))
+            if not steps:
+                continue
+            cells = [
+                f"{statistics.median(float(m.get('cpu_' + f, 0)) for m in steps):.2f}"
+                for f in CPU_FIELDS
+            ]
+            total = sum(float(m["cpu_jvm_cpu_s"]) for m in steps)
+            lines.append(
+                f"| {variant} | {job} | {len(steps)} | " + " | ".join(cells) + f" | {total:.1f} |"
+            )
+    return lines
+
+
 def refreshes_of(run_record: dict) -> int:
     """Job refreshes a run did: one for a sensor run; for a peer's run of several assets,
     those that did work (an asset with nothing pending commits nothing)."""
@@ -1043,6 +1087,12 @@ def detail_rows(
         PHASES_TEXT,
         "",
         *phase_rows(runs, specs.keys()),
+        "",
+        "### What a step costs in its JVM (median per step, successful runs)",
+        "",
+        CPU_TEXT,
+        "",
+        *step_cpu_rows(runs, order, specs.keys()),
         "",
         "## Summed staleness over time (figure 4.3)",
         "",

@@ -13,10 +13,11 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from freshness_pipeline.catalog.tables import MASTER_TABLE, REJECTS_TABLE, STREAM_TABLE, STREAMS
 from freshness_pipeline.config.settings import Settings
+from freshness_pipeline.hudi import step_cpu
 from freshness_pipeline.hudi.commit_keys import (
     ARRIVAL_MAX_KEY,
     ARRIVAL_MIN_KEY,
@@ -79,6 +80,8 @@ class CommitResult:
     rejects: int
     checkpoint: int
     seconds: float
+    # what the commit's Spark work cost in ingestion's JVM (hudi/step_cpu.py); {}: unknown
+    cpu: Mapping[str, float] = field(default_factory=dict)
 
 
 def raw_schema(stream: str):
@@ -186,7 +189,9 @@ class Ingestor:
             self.reader.read_ahead(following, lambda: self.checkpoint(following)[0])
         if batch.rejects:
             self._write_rejects(batch.rejects)
-        self._write_raw(stream, batch, {CHECKPOINT_KEY: new_checkpoint}, watermark)
+        with step_cpu.tagged(self.spark) as tag:
+            self._write_raw(stream, batch, {CHECKPOINT_KEY: new_checkpoint}, watermark)
+        cpu = step_cpu.take(self.spark, tag)
         if not self.config.keep_landed:
             remove_ingested(self.settings.landing_dir, stream, new_checkpoint)
         result = CommitResult(
@@ -196,8 +201,14 @@ class Ingestor:
             len(batch.rejects),
             new_checkpoint,
             time.monotonic() - started,
+            cpu,
         )
-        log.info("ingested %s (%d files validated ahead)", result, self.reader.reused_files[stream])
+        log.info(
+            "ingested %s (%d files validated ahead): %s",
+            result,
+            self.reader.reused_files[stream],
+            step_cpu.cpu_text(cpu),
+        )
         return result
 
     def _write_raw(

@@ -18,6 +18,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 
 from freshness_pipeline.catalog.jobs import JobSpec
+from freshness_pipeline.hudi import step_cpu
 from freshness_pipeline.hudi.changes import change_window, commit_window
 from freshness_pipeline.hudi.commit_keys import (
     ARRIVAL_MAX_KEY,
@@ -85,6 +86,9 @@ class RunReport:
     connect_calls: Mapping[str, int] = field(default_factory=dict)
     connect_call_s: float = 0.0
     connect_by_kind: str = ""
+    # What the step cost in the JVM that ran it (hudi/step_cpu.py): its tasks' CPU, run
+    # and GC time, and the whole JVM's CPU, JIT and GC while it ran; empty: not measured
+    cpu: Mapping[str, float] = field(default_factory=dict)
 
 
 def _drop_views(spark, names: list[str]) -> None:
@@ -349,7 +353,7 @@ class JobRunner:
         """`keep_result`: a later step of the run reads this table; its committed rows
         are kept for it (when exact, jobs/handoff.py)."""
         _await_release(self.spark)
-        with watching(self.spark) as self._calls:
+        with watching(self.spark) as self._calls, step_cpu.tagged(self.spark) as tag:
             try:
                 report = self._run(spec, resolved, fail_before_commit, keep_result)
             except Exception:
@@ -361,6 +365,8 @@ class JobRunner:
                 # a run Dagster reports as failed, racing its retry. Cancel it there.
                 self._interrupt_service_work()
                 raise
+        # After the commit, outside the run's counted round trips: one query.
+        report = replace(report, cpu=step_cpu.take(self.spark, tag))
         # The commit is done: the views go in the background (a round trip each), and the
         # next run on this session waits for them before it registers its own.
         _release_later(self.spark, sorted(self._views))

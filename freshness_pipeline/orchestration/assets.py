@@ -27,6 +27,7 @@ from pydantic import Field
 from freshness_pipeline.catalog.jobs import JOBS, JobSpec
 from freshness_pipeline.hudi.commit_keys import APPROXIMATE_SOURCES
 from freshness_pipeline.hudi.metadata import TableNotFound
+from freshness_pipeline.hudi.step_cpu import cpu_metadata
 from freshness_pipeline.jobs.lineage import asset_lineage, declared_lineage, to_markdown
 from freshness_pipeline.jobs.lineage_model import AssetLineage, LineageError
 from freshness_pipeline.jobs.run_config import (
@@ -267,6 +268,7 @@ def report_metadata(report: RunReport, resolved: ResolvedRun) -> dict[str, objec
         # inputs read from an earlier step's rows kept in this run (jobs/handoff.py)
         "inputs_in_memory": ", ".join(report.inputs_in_memory) or "none",
         **connect_metadata(report),
+        **cpu_metadata(report.cpu),
     }
 
 

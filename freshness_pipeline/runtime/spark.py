@@ -133,6 +133,9 @@ def hudi_spark_conf(
         "spark.sql.shuffle.partitions": "4",
         "spark.default.parallelism": "4",
         "spark.ui.enabled": "false",
+        # Each step's CPU as the JVM counts it, summed per step tag (jvm/StepCpu.java in our
+        # guard jar, hudi/step_cpu.py): a listener's work per task, no UI needed.
+        "spark.extraListeners": "io.freshness.hudi.StepCpu",
         "spark.ui.showConsoleProgress": "false",
         "spark.driver.memory": "2g",
         # A run reads an explicit list of files; listing them is cheap locally, and Spark's

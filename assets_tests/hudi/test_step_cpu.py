@@ -1,0 +1,100 @@
+"""A step's CPU as its JVM counts it: the tag, the one query after the commit, the
+metadata (fakes); and one real step through Spark with its tasks' CPU recorded."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from assets_tests.jobs.conftest import StreamFeeder
+from freshness_pipeline.catalog.jobs import JOBS
+from freshness_pipeline.config.settings import Settings
+from freshness_pipeline.hudi import step_cpu
+from freshness_pipeline.hudi.lakehouse import Lakehouse
+from freshness_pipeline.jobs.run_config import resolve_run
+from freshness_pipeline.jobs.runner import JobRunner
+
+
+class FakeContext:
+    def __init__(self) -> None:
+        self.tags: list[str] = []
+
+    def addJobTag(self, tag: str) -> None:  # noqa: N802 - pyspark's name
+        self.tags.append(tag)
+
+    def removeJobTag(self, tag: str) -> None:  # noqa: N802 - pyspark's name
+        self.tags.remove(tag)
+
+
+class FakeSession:
+    """A local session: job tags on its SparkContext, `sql` answering the one query."""
+
+    def __init__(self, answer: str | Exception) -> None:
+        self.sparkContext = FakeContext()
+        self.answer = answer
+        self.queries: list[str] = []
+
+    def sql(self, text: str):
+        self.queries.append(text)
+        answer = self.answer
+        if isinstance(answer, Exception):
+            raise answer
+
+        class Result:
+            def collect(self):
+                return [{"cpu": answer}]
+
+        return Result()
+
+
+def test_a_step_is_tagged_while_it_runs_and_its_costs_read_once():
+    spark = FakeSession('{"tasks": 4, "task_cpu_s": 0.5, "task_run_s": 0.8, "jvm_cpu_s": 1.25}')
+    with step_cpu.tagged(spark) as tag:
+        assert spark.sparkContext.tags == [tag] and tag.startswith("freshness-step-")
+    assert spark.sparkContext.tags == []
+    cpu = step_cpu.take(spark, tag)
+    assert spark.queries == [f"SELECT reflect('io.freshness.hudi.StepCpu', 'take', '{tag}') AS cpu"]
+    assert cpu == {"tasks": 4.0, "task_cpu_s": 0.5, "task_run_s": 0.8, "jvm_cpu_s": 1.25}
+    assert step_cpu.cpu_metadata(cpu) == {
+        "cpu_tasks": 4,
+        "cpu_task_cpu_s": 0.5,
+        "cpu_task_run_s": 0.8,
+        "cpu_jvm_cpu_s": 1.25,
+    }
+
+
+def test_a_jvm_that_cannot_say_gives_nothing_and_the_run_says_so():
+    assert step_cpu.take(FakeSession(RuntimeError("ClassNotFoundException StepCpu")), "t") == {}
+    # a counter the JVM does not keep comes back negative: left out
+    assert step_cpu.take(FakeSession('{"tasks": 1, "jvm_jit_s": -1.0}'), "t") == {"tasks": 1.0}
+    assert step_cpu.cpu_metadata({}) == {
+        "cpu": "not measured (no Spark task under the step's tag in this JVM)"
+    }
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("where", ["local", "service"])
+def test_a_real_step_records_its_tasks_cpu_and_the_jvms(spark, request, tmp_path: Path, where):
+    """On a run's own local Spark, and through the shared Spark service (a Connect
+    session's tag becomes part of its jobs' tags there)."""
+    settings = Settings(
+        Lakehouse.parse(str(tmp_path / "tables")),
+        tmp_path / "landing",
+        Path(".cache/jars"),
+        "local[2]",
+    )
+    feeder = StreamFeeder(spark, settings, seed=6)
+    feeder.land(2)
+    feeder.ingest()
+    spec = JOBS["trade_aggr"]
+    files = [p.uri for p in feeder.meta("trade_raw").pending_files(None)]
+    session = spark if where == "local" else request.getfixturevalue("connect_spark")
+    resolved = resolve_run(spec, files, None, feeder.meta)
+    report = JobRunner(session, settings.table_uri).run(spec, resolved)
+    cpu = report.cpu
+    assert cpu["tasks"] >= 1, cpu
+    assert cpu["task_cpu_s"] > 0 and cpu["task_run_s"] > 0, cpu
+    # the JVM's own CPU over the step covers its tasks' (they ran in it) and the driver's
+    assert cpu["jvm_cpu_s"] >= cpu["task_cpu_s"], cpu
+    assert step_cpu.take(session, "freshness-step-unknown") == {"tasks": 0.0}
