@@ -35,6 +35,7 @@ from freshness_pipeline.catalog.tables import RAW_TABLES
 from freshness_pipeline.config.scheduler_settings import DEFAULT_INTERVAL_S, MIN_TICK_S
 from freshness_pipeline.config.settings import PROJECT_ROOT, Settings, is_setting, shown_path
 from freshness_pipeline.experiment.calibration import CALIBRATION_SEED, cost_prior_from_runs
+from freshness_pipeline.experiment.machine_budget import BudgetSampler
 from freshness_pipeline.experiment.progress import Progress
 from freshness_pipeline.experiment.report import MATERIALIZED_AT, SAMPLES_FILE
 from freshness_pipeline.experiment.staleness import Sample, StalenessSampler, total_staleness
@@ -351,8 +352,11 @@ def run_variant(
     log.info("seed %d, %s: starting the stack in %s", seed, variant.name, run_dir)
     start_stack(stack, profile)
     samplers: list[StalenessSampler] = []
+    budget = BudgetSampler()  # every process's CPU, read from the window's start
     try:
-        start_us, decision = _measure_window(config, stack, run_dir, lakehouse, progress, samplers)
+        start_us, decision = _measure_window(
+            config, stack, run_dir, lakehouse, progress, samplers, budget
+        )
     except BaseException:
         stack.stop()
         if profile:
@@ -360,6 +364,7 @@ def run_variant(
         raise
     finally:
         samples = samplers[0].stop() if samplers else []
+        cpu_by_kind = budget.stop()
     # Runs in flight at the window's end finish (the stop drains them); they count as
     # runs, not as staleness: the samples stopped above. The report tells them apart by
     # their end time against start_us + window_s.
@@ -370,6 +375,7 @@ def run_variant(
         summary = _collect(config, variant, seed, run_dir, lakehouse, stack, samples, start_us)
         summary["commit"] = commit
         summary["layout"] = config.layout or "declared"
+        summary["cpu_by_kind_s"] = cpu_by_kind  # machine_budget.py, through the window
         if config.hold_s is not None:
             summary["recovered_s"] = recovered_s(
                 samples, start_us, config.hold_s[1], config.recovery_target_s
@@ -443,6 +449,7 @@ def _measure_window(
     lakehouse: Path,
     progress: Progress,
     samplers: list[StalenessSampler],
+    budget: BudgetSampler | None = None,
 ) -> tuple[int, dict | None]:
     """Waits for the first commit of both raw tables, then samples staleness for the
     window (the sampler goes into `samplers`, so the caller stops it whatever happens);
@@ -459,6 +466,8 @@ def _measure_window(
         time.sleep(0.5)
     start_us = int(time.time() * US_PER_S)
     samplers.append(StalenessSampler(read, start_us, specs=stack.settings.jobs).start())
+    if budget is not None:
+        budget.start()
     progress.window_opened()
     opened = time.monotonic()
     deadline = opened + config.window_s

@@ -26,6 +26,7 @@ from pathlib import Path
 
 from freshness_pipeline.catalog.jobs import JOBS, JobSpec
 from freshness_pipeline.config.settings import shown_path
+from freshness_pipeline.experiment.machine_budget import budget_rows
 from freshness_pipeline.experiment.wide import wide_jobs, write_wide
 from freshness_pipeline.jobs.run_phases import PHASES, from_metadata, median_phases
 from freshness_pipeline.scheduling.run_plan import ASSET_TAG, RunPlan
@@ -504,6 +505,28 @@ CPU_TEXT = (
     "measured, the median of each, and the window's sum of the JVM's CPU over them."
 )
 CPU_FIELDS = ("task_cpu_s", "jvm_cpu_s", "jvm_jit_s", "jvm_gc_s")
+BUDGET_TEXT = (
+    "Every process's CPU through the window, read from /proc every 5 s "
+    "(experiment/machine_budget.py), by kind of process: CPU-seconds, mean over seeds, "
+    "and the share of the machine (cores x window)."
+)
+
+
+def machine_budget_rows(runs: list[dict], order: list[str]) -> list[str]:
+    """Per variant, the mean over seeds of each kind's CPU-seconds in the window."""
+    by_variant: dict[str, list[dict]] = {}
+    for run in runs:
+        if run.get("cpu_by_kind_s"):
+            by_variant.setdefault(run["variant"], []).append(run)
+    if not by_variant:
+        return ["No run sampled its processes' CPU (runs recorded before that)."]
+    rows = []
+    for variant in (v for v in order if v in by_variant):
+        found = by_variant[variant]
+        kinds = {k for r in found for k in r["cpu_by_kind_s"]}
+        mean = {k: statistics.mean(r["cpu_by_kind_s"].get(k, 0.0) for r in found) for k in kinds}
+        rows.append((variant, mean, statistics.mean(r.get("window_s", 0) for r in found)))
+    return budget_rows(rows)
 
 
 def step_cpu_rows(
@@ -1087,6 +1110,12 @@ def detail_rows(
         PHASES_TEXT,
         "",
         *phase_rows(runs, specs.keys()),
+        "",
+        "### Where the machine went",
+        "",
+        BUDGET_TEXT,
+        "",
+        *machine_budget_rows(runs, order),
         "",
         "### What a step costs in its JVM (median per step, successful runs)",
         "",
