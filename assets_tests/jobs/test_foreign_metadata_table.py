@@ -21,7 +21,7 @@ from freshness_pipeline.jobs.external_read import read_external
 
 pytestmark = pytest.mark.spark
 
-ROUNDS = 3
+ROUNDS = 2
 TIMEOUT_S = 240  # a round takes about 15 s; a deadlock never ends
 
 WITH_STATS = {
