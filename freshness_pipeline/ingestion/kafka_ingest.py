@@ -16,10 +16,11 @@ import logging
 import time
 from collections.abc import Mapping
 from concurrent.futures import Future, ThreadPoolExecutor, wait
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from freshness_pipeline.catalog.tables import STREAM_TABLE, STREAMS
 from freshness_pipeline.config.settings import Settings
+from freshness_pipeline.hudi import step_cpu
 from freshness_pipeline.hudi.metadata import HudiTableMetadata, TableNotFound
 from freshness_pipeline.hudi.streamer_checkpoint import (
     STREAMER_CHECKPOINT_KEY,
@@ -45,6 +46,8 @@ class KafkaCommitResult:
     rejects: int
     checkpoint: str
     seconds: float
+    # what the commit's Spark work cost in ingestion's JVM (hudi/step_cpu.py); {}: unknown
+    cpu: Mapping[str, float] = field(default_factory=dict)
 
 
 def table_checkpoint(settings: Settings, stream: str) -> tuple[TopicCheckpoint | None, int | None]:
@@ -175,7 +178,10 @@ class KafkaIngestor(Ingestor):
         batch = read.batch
         if batch.rejects:
             self._write_rejects(batch.rejects)
-        self._write_raw(stream, batch, {STREAMER_CHECKPOINT_KEY: str(read.checkpoint)}, watermark)
+        with step_cpu.tagged(self.spark) as tag:
+            checkpoint_key = {STREAMER_CHECKPOINT_KEY: str(read.checkpoint)}
+            self._write_raw(stream, batch, checkpoint_key, watermark)
+        cpu = step_cpu.take(self.spark, tag)
         result = KafkaCommitResult(
             stream,
             read.messages,
@@ -183,8 +189,9 @@ class KafkaIngestor(Ingestor):
             len(batch.rejects),
             str(read.checkpoint),
             time.monotonic() - started,
+            cpu,
         )
-        log.info("ingested %s", result)
+        log.info("ingested %s: %s", result, step_cpu.cpu_text(cpu))
         return result
 
     def landed_files(self) -> int:
