@@ -74,10 +74,9 @@ def test_a_jvm_that_cannot_say_gives_nothing_and_the_run_says_so():
 
 
 @pytest.mark.spark
-@pytest.mark.parametrize("where", ["local", "service"])
-def test_a_real_step_records_its_tasks_cpu_and_the_jvms(spark, request, tmp_path: Path, where):
-    """On a run's own local Spark, and through the shared Spark service (a Connect
-    session's tag becomes part of its jobs' tags there)."""
+def test_a_real_step_records_its_tasks_cpu_and_the_jvms(spark, connect_spark, tmp_path: Path):
+    """Through the shared Spark service, as runs go (a Connect session's tag becomes part
+    of its jobs' tags there); a local session's job tags: ingestion/test_ingest.py."""
     settings = Settings(
         Lakehouse.parse(str(tmp_path / "tables")),
         tmp_path / "landing",
@@ -89,7 +88,7 @@ def test_a_real_step_records_its_tasks_cpu_and_the_jvms(spark, request, tmp_path
     feeder.ingest()
     spec = JOBS["trade_aggr"]
     files = [p.uri for p in feeder.meta("trade_raw").pending_files(None)]
-    session = spark if where == "local" else request.getfixturevalue("connect_spark")
+    session = connect_spark
     resolved = resolve_run(spec, files, None, feeder.meta)
     report = JobRunner(session, settings.table_uri).run(spec, resolved)
     cpu = report.cpu

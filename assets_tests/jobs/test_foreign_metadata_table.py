@@ -1,18 +1,15 @@
-"""Someone else's merge-on-read table with a metadata table and column stats (Hudi's
-defaults for a table version 9 writer that turns the index on), read by two runs side by
-side through the shared Spark service, one Connect session each, as two run workers do.
+"""Someone else's table with a metadata table and column stats (Hudi's defaults for a
+table version 9 writer that turns the index on), read as a run reads it.
 
 Hudi's data skipping loads the column stats by persisting and unpersisting a Dataset
 (HoodieCatalystUtils.withPersistedDataset under ColumnStatsIndexSupport.loadTransposed);
 two such loads at once in one Spark application deadlocked in Spark's CacheManager (each
 execute thread holding one CachedRDDBuilder's monitor and waiting for the other's), and
 both runs hung until their workers were killed. external_read turns data skipping off for
-inputs; this test reads through it, side by side, round after round."""
+inputs. Two runs side by side over such a table through the service, to the exact answer:
+runtime/test_own_jobs.py."""
 
 from __future__ import annotations
-
-import os
-import threading
 
 import pytest
 
@@ -20,9 +17,6 @@ from freshness_pipeline.hudi.metadata import HudiTableMetadata
 from freshness_pipeline.jobs.external_read import read_external
 
 pytestmark = pytest.mark.spark
-
-ROUNDS = 2
-TIMEOUT_S = 240  # a round takes about 15 s; a deadlock never ends
 
 WITH_STATS = {
     "hoodie.table.name": "their_txns",
@@ -65,84 +59,6 @@ def write_txns_with_column_stats(spark, uri: str) -> None:
         frame.write.format("hudi").options(**WITH_STATS).option(
             "hoodie.datasource.write.operation", "upsert"
         ).mode("append").save(uri)
-
-
-PER_ACCOUNT = """/* freshness
-inputs: [txns]
-key: [day, account_id]
-event_time: day
-merge: recompute_touched_groups
-groups: {day: "to_date(txn_datetime)"}
-*/
-SELECT account_id, to_date(txn_datetime) AS day, CAST(sum(amount) AS DOUBLE) AS amount,
-       max(arrival_ts) AS arrival_ts
-FROM group_rows GROUP BY account_id, to_date(txn_datetime)
-"""
-
-
-def test_two_runs_read_a_table_with_column_stats_side_by_side(
-    spark_service, connect_spark, tmp_path, monkeypatch
-):
-    """Two jobs over the table, each run in a thread of its own with its own Connect
-    session, round after round, each round into a fresh lakehouse (so every run has the
-    whole table to read): the runner's own cached views beside Hudi's column stats loads,
-    as two run workers have them."""
-    # the Connect client's builder: the session's local JVM (the `spark` fixture) would
-    # make pyspark.sql.SparkSession refuse a remote one
-    from pyspark.sql.connect.session import SparkSession
-
-    from freshness_pipeline.config.settings import load_settings
-    from freshness_pipeline.jobs.run_config import resolve_run
-    from freshness_pipeline.jobs.runner import JobRunner
-
-    uri = str(tmp_path / "their_txns")
-    write_txns_with_column_stats(connect_spark, uri)
-    assert (tmp_path / "their_txns" / ".hoodie" / "metadata" / "column_stats").is_dir()
-    jobs = tmp_path / "jobs"
-    jobs.mkdir()
-    (jobs / "per_account.sql").write_text(PER_ACCOUNT)
-    (jobs / "per_region.sql").write_text(PER_ACCOUNT.replace("account_id", "region"))
-    inputs = tmp_path / "inputs.toml"
-    inputs.write_text(f'[inputs.txns]\nuri = "{uri}"\n')
-    monkeypatch.setenv("FRESHNESS_JOBS", str(jobs))
-    monkeypatch.setenv("FRESHNESS_INPUTS", str(inputs))
-
-    errors: list[BaseException] = []
-    done: list[str] = []
-
-    def run(job: str) -> None:
-        # a session of its own, as each run worker opens one on the service
-        session = SparkSession.builder.remote(spark_service.url).create()
-        try:
-            for round_ in range(ROUNDS):
-                lakehouse = {"FRESHNESS_LAKEHOUSE": str(tmp_path / f"lake{round_}")}
-                settings = load_settings({**os.environ, **lakehouse})
-                lake, spec = settings.lakehouse, settings.jobs[job]
-                files = [p.uri for p in lake.metadata("txns").pending_files(None)]
-                cutoff = lake.metadata("txns").watermark_us()
-                resolved = resolve_run(spec, files, cutoff, lake.metadata)
-                JobRunner(session, lake).run(spec, resolved)
-                done.append(job)
-        except BaseException as exc:  # noqa: BLE001 - reported by the test's thread
-            errors.append(exc)
-        finally:
-            session.stop()
-
-    threads = [
-        threading.Thread(target=run, args=(job,), daemon=True)
-        for job in ("per_account", "per_region")
-    ]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(TIMEOUT_S)
-    hung = [t for t in threads if t.is_alive()]
-    assert not hung, f"{len(hung)} of two side-by-side runs still running after {TIMEOUT_S} s"
-    assert not errors, errors
-    assert sorted(done) == sorted(["per_account", "per_region"] * ROUNDS)
-    expected = connect_spark.read.format("hudi").load(uri).selectExpr("account_id").distinct()
-    ours = connect_spark.read.format("hudi").load(str(tmp_path / "lake0" / "per_account"))
-    assert ours.selectExpr("account_id").distinct().count() == expected.count()
 
 
 def _hudi_index_log(spark):
