@@ -27,17 +27,17 @@ def _thread(proc: Path, pid: int, tid: int, name: str, utime: int, stime: int) -
 def test_threads_cpu_is_grouped_by_kind_between_two_samples(tmp_path):
     proc = tmp_path / "proc"
     _thread(proc, 7, 8, "C2 CompilerThre", 100, 20)
-    _thread(proc, 7, 9, "Executor task launch worker for task 3.0", 50, 0)
+    _thread(proc, 7, 9, "Executor task l", 50, 0)  # /proc cuts names at 15 characters
     _thread(proc, 7, 10, "G1 Conc#0", 10, 0)
     before = thread_ticks(7, proc)
     assert before == {
         "8 C2 CompilerThre": 120,
-        "9 Executor task launch worker for task 3.0": 50,
+        "9 Executor task l": 50,
         "10 G1 Conc#0": 10,
     }
     _thread(proc, 7, 8, "C2 CompilerThre", 300, 20)  # +200 ticks
-    _thread(proc, 7, 11, "Executor task launch worker for task 4.0", 100, 100)  # born since
-    _thread(proc, 7, 12, "SparkConnectExecuteThread_opId=x", 30, 0)
+    _thread(proc, 7, 11, "Executor task l", 100, 100)  # born since
+    _thread(proc, 7, 12, "SparkConnectExe", 30, 0)
     after = thread_ticks(7, proc)
     assert ticks_by_kind(before, after, hz=100) == {
         "jit": 2.0,

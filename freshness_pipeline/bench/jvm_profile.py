@@ -25,14 +25,15 @@ from pathlib import Path
 
 from freshness_pipeline.config.settings import Settings, run_main
 
-# A thread's kind, by its name (the first pattern that matches), for the CPU budget.
+# A thread's kind, by its name (the first pattern that matches), for the CPU budget. /proc
+# gives a thread's name cut to 15 characters ("Executor task l", "C2 CompilerThre").
 THREAD_KINDS: tuple[tuple[str, str], ...] = (
     ("jit", r"^C[12] CompilerThre|^CompilerThre|^C1 |^C2 "),
     ("gc", r"^G1 |^GC Thread|^GC |^VM Periodic|^Parallel GC|^G1Conc|^G1Refine|^G1Service"),
     ("vm", r"^VM Thread|^Service Thread|^Monitor Defl|^Signal Dispatch|^Common-Clean"),
-    ("spark tasks", r"^Executor task launch|^executor-heartbeater|^task-result-getter"),
+    ("spark tasks", r"^Executor task|^executor-heart|^task-result-get"),
     ("spark connect", r"^SparkConnect|^grpc-|^spark-connect"),
-    ("spark scheduler", r"^dag-scheduler|^spark-listener|^SparkListenerBus|^dispatcher-"),
+    ("spark scheduler", r"^dag-scheduler|^spark-listener|^SparkListenerBu|^dispatcher-"),
     ("jfr", r"^JFR "),
 )
 PACKAGES = ("io.freshness", "org.apache.hudi", "org.apache.parquet", "org.apache.spark")
