@@ -28,6 +28,19 @@ def test_command_runs_our_launcher_bound_to_the_setting(tmp_path: Path):
     assert f"{BIND_ADDRESS_CONF}=0.0.0.0" in server_command(wide)
 
 
+def test_the_drivers_take_the_extra_jvm_options_and_the_step_listener(tmp_path: Path):
+    """FRESHNESS_SPARK_JAVA_OPTIONS reaches the service's JVM (e.g. a JIT setting to
+    measure), after the options the project needs; every driver counts its steps' CPU."""
+    settings = load_settings({"FRESHNESS_SPARK_JAVA_OPTIONS": "-XX:TieredStopAtLevel=1"})
+    argv = server_command(SparkServiceConfig(settings=settings, state_dir=tmp_path))
+    options = next(a for a in argv if a.startswith("spark.driver.extraJavaOptions="))
+    assert options.startswith("spark.driver.extraJavaOptions=-Duser.timezone=UTC ")
+    assert "-XX:TieredStopAtLevel=1" in options
+    assert "spark.extraListeners=io.freshness.hudi.StepCpu" in argv
+    plain = server_command(SparkServiceConfig(settings=load_settings({}), state_dir=tmp_path))
+    assert not any("TieredStopAtLevel" in a for a in plain)
+
+
 @pytest.mark.parametrize(
     ("address", "loopback"),
     [

@@ -232,7 +232,9 @@ def main(argv: list[str], base: Settings) -> int:
             f"`python -m freshness_pipeline.bench.jvm_profile --warmup {args.warmup:g} "
             f"--seconds {args.seconds:g} --rate {args.rate:g}`, "
             f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {os.cpu_count()} cores: "
-            "the demo's pipeline (market stream, six jobs, PMB), watched after the warm-up.",
+            "the demo's pipeline (market stream, six jobs, PMB), watched after the warm-up; "
+            f"drivers' extra JVM options: {base.spark_java_options or 'none'} "
+            "(FRESHNESS_SPARK_JAVA_OPTIONS).",
             "",
         ]
         for name, pid in jvms.items():

@@ -351,6 +351,10 @@ SETTINGS: tuple[Setting, ...] = (
             "other machines too (anyone who reaches it can run SQL)", "an IP address", _text),
     Setting("FRESHNESS_SPARK_SERVICE_MEMORY", "4g", "driver memory of the local Spark service",
             "a JVM size such as 4g", _jvm_size),
+    Setting("FRESHNESS_SPARK_JAVA_OPTIONS", None,
+            "extra JVM options for the Spark drivers the project starts (the service, "
+            "ingestion's, a run's own), e.g. JIT or GC settings to measure "
+            "(`make profile-service`); unset: the JVM's defaults", "JVM options", _text),
     Setting("FRESHNESS_POSTGRES_URL", None,
             "Dagster's storage (runs, event log, schedules) in this Postgres database; unset: "
             "SQLite in DAGSTER_HOME (the cluster profile starts a local Postgres)",
@@ -675,6 +679,7 @@ class Settings:
     layout: str | None = None  # the declared layout the jobs' tables take (FRESHNESS_LAYOUT)
     spark_service_port: int = 15002
     spark_service_memory: str = "4g"
+    spark_java_options: str | None = None  # appended to the drivers' JVM options
     spark_service_bind: str = "127.0.0.1"
     scheduler: SchedulerSettings = field(default_factory=SchedulerSettings)
     staleness_target: StalenessTarget = field(default_factory=StalenessTarget)
@@ -790,6 +795,7 @@ def load_settings(
         handoff=values["FRESHNESS_HANDOFF"],
         spark_service_port=values["FRESHNESS_SPARK_SERVICE_PORT"],
         spark_service_memory=values["FRESHNESS_SPARK_SERVICE_MEMORY"],
+        spark_java_options=values["FRESHNESS_SPARK_JAVA_OPTIONS"] or None,
         spark_service_bind=values["FRESHNESS_SPARK_SERVICE_BIND"],
         scheduler=_scheduler_settings(values),
         staleness_target=_staleness_target(values),

@@ -160,6 +160,9 @@ def hudi_spark_conf(
         # manager ports listen on loopback only (Spark's default is the machine's address).
         conf["spark.driver.host"] = conf["spark.driver.bindAddress"] = LOOPBACK
     conf.update(lakehouse_spark_conf(settings))
+    if settings.spark_java_options:
+        key = "spark.driver.extraJavaOptions"
+        conf[key] = f"{conf[key]} {settings.spark_java_options}"
     if settings.spark_auth_secret:
         # the secret itself travels in the environment (SPARK_AUTH_SECRET_ENV)
         conf["spark.authenticate"] = "true"
