@@ -9,6 +9,7 @@ from pathlib import Path
 from freshness_pipeline.bench.jvm_profile import (
     execution_samples,
     java_pids,
+    recorded_samples,
     report_rows,
     thread_kind,
     thread_ticks,
@@ -79,12 +80,7 @@ def test_the_hottest_frames_of_a_real_flight_recording(tmp_path):
         check=True,
         capture_output=True,
     )
-    text = subprocess.run(
-        ["jfr", "print", "--events", "jdk.ExecutionSample", str(recording)],
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout.splitlines()
+    text = recorded_samples(recording)
     samples = list(execution_samples(text))
     assert samples and all(s.thread for s in samples)
     total, top, _ = top_frames(samples)

@@ -115,6 +115,16 @@ def top_frames(
     return total, top.most_common(n), ours.most_common(n)
 
 
+def recorded_samples(path: Path) -> list[str]:
+    """A recording's execution samples as `jfr print` shows them (execution_samples)."""
+    return subprocess.run(
+        ["jfr", "print", "--events", "jdk.ExecutionSample", str(path)],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.splitlines()
+
+
 def jfr_command(pid: int, *args: str) -> list[str]:
     return ["jcmd", str(pid), *args]
 
@@ -244,12 +254,7 @@ def main(argv: list[str], base: Settings) -> int:
                 check=True,
                 capture_output=True,
             )
-            text = subprocess.run(
-                ["jfr", "print", "--events", "jdk.ExecutionSample", str(path)],
-                check=True,
-                capture_output=True,
-                text=True,
-            ).stdout.splitlines()
+            text = recorded_samples(path)
             lines += report_rows(name, seconds, ticks_by_kind(before[name], after[name], hz), text)
     finally:
         stack.stop()

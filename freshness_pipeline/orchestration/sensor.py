@@ -208,16 +208,7 @@ def job_state(
         except Exception as exc:  # noqa: BLE001 - one unreadable input stops only its readers
             return _blocked(spec, t_done, cost, running, table, exc)
     if any(mark is None for _, mark in marks):
-        return JobState(
-            spec.name,
-            t_done,
-            None,
-            (),
-            cost.model,
-            running,
-            inputs=tuple(marks),
-            no_data=tuple(missing),
-        )
+        return _waiting(spec, t_done, cost, running, tuple(marks), no_data=tuple(missing))
     pending: list[PendingInput] = []
     committed: list[int] = []  # when each pending file's rows began to land
     for table, meta in metas.items():
@@ -265,6 +256,21 @@ def _blocked(
 ) -> JobState:
     """A job whose input `table` cannot be read: it waits, saying which input and why."""
     reason = " ".join(f"{type(exc).__name__}: {exc}".split())[:300]
+    blocked = f"input {table} cannot be read ({reason})"
+    return _waiting(spec, t_done, cost, running, ((table, None),), blocked=blocked)
+
+
+def _waiting(
+    spec: JobSpec,
+    t_done: int | None,
+    cost: FittedCost,
+    running: bool,
+    inputs: tuple[tuple[str, int | None], ...],
+    blocked: str | None = None,
+    no_data: tuple[tuple[str, str], ...] = (),
+) -> JobState:
+    """A job with nothing to plan until its inputs change, and why: an input that cannot
+    be read (`blocked`), or inputs without data and the readers' words (`no_data`)."""
     return JobState(
         spec.name,
         t_done,
@@ -272,8 +278,9 @@ def _blocked(
         (),
         cost.model,
         running,
-        inputs=((table, None),),
-        blocked=f"input {table} cannot be read ({reason})",
+        inputs=inputs,
+        blocked=blocked,
+        no_data=no_data,
     )
 
 
