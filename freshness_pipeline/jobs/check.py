@@ -183,7 +183,7 @@ def input_schemas(
                 schema = columns_of(table)
             else:
                 schema = schema_of(lakehouse.metadata(table))
-            declared = lakehouse.inputs.get(table) if hasattr(lakehouse, "inputs") else None
+            declared = lakehouse.inputs.get(table)
             column = declared.arrival_column if declared and declared.external else None
             if column and column not in schema:
                 # every run would fail reading it (external_read.py reads it from each
