@@ -287,6 +287,7 @@ def _experiment_config(
         hold_s=hold,
         recovery_target_s=args.recovery_target,
         drain_s=args.drain,
+        warmup_s=args.warmup,
     )
 
 
@@ -677,6 +678,14 @@ def _add_experiment(sub) -> None:
         metavar="SECONDS",
         help="after the window, how long the stop waits for runs in flight (they count as "
         "runs, not staleness; one still running then is cut off)",
+    )
+    experiment.add_argument(
+        "--warmup",
+        type=float,
+        default=0.0,
+        metavar="SECONDS",
+        help="a warm service: the stack runs the pipeline this long before the window opens "
+        "(a deployment's steady state rather than a fresh JVM's first minutes)",
     )
     experiment.add_argument("--speedup", type=float, default=1.0)
     experiment.add_argument("--universe-size", type=int, default=DEFAULT_UNIVERSE_SIZE)

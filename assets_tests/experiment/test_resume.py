@@ -117,3 +117,21 @@ def test_a_bursty_stream_is_recorded_under_its_own_name(tmp_path: Path):
     assert bursty.stat().st_size > 2 * steady.stat().st_size
     spiky = replace(base, burst_every_s=30, burst_s=5, burst_factor=20.0, spike_symbols=3)
     assert harness.record(spiky, 1).name == "stream-seed1-2s-20eps-burst30s5x20-spikes3.jsonl.gz"
+
+
+def test_a_warm_up_is_a_condition_and_lengthens_the_stream_by_itself(tmp_path: Path):
+    base = ExperimentConfig(
+        out_dir=tmp_path,
+        variants=(POLICY_VARIANTS["pmb"],),
+        seeds=(1,),
+        duration_s=2,
+        rate=20.0,
+        speedup=2.0,
+        universe_size=50,
+    )
+    warm = replace(base, warmup_s=3.0)
+    assert "warmup_s" not in harness._conditions(base)  # earlier runs still match
+    assert harness._conditions(warm)["warmup_s"] == 3.0
+    # 3 wall seconds at speedup 2 are 6 event seconds more before the window's 2
+    assert harness.record(warm, 1).name == "stream-seed1-8s-20eps.jsonl.gz"
+    assert harness.record(base, 1).name == "stream-seed1-2s-20eps.jsonl.gz"

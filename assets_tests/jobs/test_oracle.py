@@ -68,28 +68,21 @@ def _temp_views(spark) -> list[str]:
     ]
 
 
-@pytest.mark.parametrize(
-    ("seed", "backend", "raw_packing"),
-    [(12, "service", False), (13, "local", True)],
-    ids=["shared-spark-service", "raw-tables-packed-local-spark"],
-)
-def test_oracle_holds_under_random_schedules(
-    request, lakehouse, tmp_path, seed, backend, raw_packing
-):
-    """Through the shared Spark service (Spark Connect) and on a local Spark session:
-    every read, cache, temp view and Hudi write of the jobs works on both. The local one
-    runs with the raw tables packed (FRESHNESS_RAW_PACKING, the published regime): a
+SEED = 12
+
+
+def test_oracle_holds_under_random_schedules(request, lakehouse, tmp_path):
+    """Through the shared Spark service (Spark Connect), with the raw tables packed
+    (FRESHNESS_RAW_PACKING) and the jobs' published layout: the thesis's regime whole. A
     pending raw file then also holds rows the jobs have already read, which the arrival
-    filter must leave out. (Backend and packing are independent, so two runs cover each
-    value of both; a third, local and unpacked, added two minutes of CI and nothing the
-    other two miss.)"""
-    spark = request.getfixturevalue("spark" if backend == "local" else "connect_spark")
+    filter must leave out. (Runs on a local Spark session are in jobs/test_run_config,
+    test_stale_plan, test_rebuild and experiment/test_wide_spark; a second seeded run on
+    one, unpacked, took three minutes of CI and found nothing this one misses.)"""
+    spark = request.getfixturevalue("connect_spark")
+    seed = SEED
     rng = random.Random(seed)
-    jobs = JOBS
-    if raw_packing:
-        # the thesis's regime whole: packed raw files and the jobs' published layout
-        lakehouse = dataclasses.replace(lakehouse, raw_packing=True)
-        jobs = laid_out(JOBS, "published")
+    lakehouse = dataclasses.replace(lakehouse, raw_packing=True)
+    jobs = laid_out(JOBS, "published")
     feeder = StreamFeeder(spark, lakehouse, seed=seed)
     # Every committed result is kept, as in one long run: a later run whose window over a
     # table is exactly a kept one reads it from memory (jobs/handoff.py), the rest from Hudi.
@@ -159,12 +152,9 @@ def test_oracle_holds_under_random_schedules(
             )
         report = runner.run(spec, resolved, keep_result=True)
         assert watermark(feeder, job) == resolved.cutoff_us
-        # Each round trip to the service counted (none on a local session); the write is one.
-        if backend == "service":
-            assert report.connect_calls["read"] > 0 and report.connect_call_s > 0, report
-            assert "command:write_operation" in report.connect_by_kind, report.connect_by_kind
-        else:
-            assert report.connect_calls == {}, report.connect_calls
+        # Each round trip to the service counted; the write is one.
+        assert report.connect_calls["read"] > 0 and report.connect_call_s > 0, report
+        assert "command:write_operation" in report.connect_by_kind, report.connect_by_kind
         # A shared service keeps the session after the run: nothing of the run stays in it
         # (the views go in the background, once the run has committed).
         runner.wait_for_release()
@@ -174,10 +164,9 @@ def test_oracle_holds_under_random_schedules(
 
     kinds = {entry.split()[0] for entry in log}
     assert {"ingest", "full", "subset", "fail", "empty"} <= kinds, log
-    if raw_packing:
-        # Packing rewrote files: a raw table's latest files hold several commits' rows.
-        groups = feeder.meta("trade_raw").latest_file_slices()
-        assert len(groups) <= 26, len(groups)  # at most one file per symbol partition
+    # Packing rewrote files: a raw table's latest files hold several commits' rows.
+    groups = feeder.meta("trade_raw").latest_file_slices()
+    assert len(groups) <= 26, len(groups)  # at most one file per symbol partition
 
     # Drain: the last landed second reaches both raw tables with the same arrival stamp.
     feeder.land(2)
@@ -189,36 +178,34 @@ def test_oracle_holds_under_random_schedules(
         assert not resolved.nothing_to_do
         runner.run(jobs[job], resolved, keep_result=True)
         assert watermark(feeder, job) == final, job
-    if backend == "service":
-        # Once more, every table caught up: each job's window over its parents is exactly
-        # the parents' last runs, so every input that is a job's table is read from memory.
-        feeder.land(2)
-        feeder.ingest()
-        final = watermark(feeder, "trade_raw")
-        for job in ORDER:
-            resolved = resolve_run(jobs[job], [], None, feeder.meta)
-            report = runner.run(jobs[job], resolved, keep_result=True)
-            assert watermark(feeder, job) == final, job
-            jobs_read = tuple(t for t in JOBS[job].inputs if t in JOBS)
-            assert report.inputs_in_memory == jobs_read, (job, report.inputs_in_memory)
-        # (listing the session's views while the last run's are dropped would race)
-        runner.wait_for_release()
-        assert {t.name for t in spark.catalog.listTables() if t.isTemporary} >= {
-            f"{HANDOFF_PREFIX}{job}" for job in ORDER if any(job in JOBS[j].inputs for j in ORDER)
-        }
+    # Once more, every table caught up: each job's window over its parents is exactly
+    # the parents' last runs, so every input that is a job's table is read from memory.
+    feeder.land(2)
+    feeder.ingest()
+    final = watermark(feeder, "trade_raw")
+    for job in ORDER:
+        resolved = resolve_run(jobs[job], [], None, feeder.meta)
+        report = runner.run(jobs[job], resolved, keep_result=True)
+        assert watermark(feeder, job) == final, job
+        jobs_read = tuple(t for t in JOBS[job].inputs if t in JOBS)
+        assert report.inputs_in_memory == jobs_read, (job, report.inputs_in_memory)
+    # (listing the session's views while the last run's are dropped would race)
+    runner.wait_for_release()
+    assert {t.name for t in spark.catalog.listTables() if t.isTemporary} >= {
+        f"{HANDOFF_PREFIX}{job}" for job in ORDER if any(job in JOBS[j].inputs for j in ORDER)
+    }
     handoffs.release(spark)
     runner.wait_for_release()
     assert _temp_views(spark) == [] and not [
         t for t in spark.catalog.listTables() if t.name.startswith(HANDOFF_PREFIX)
     ]
-    if backend == "service":
-        # The service's cache is shared by all sessions and outlives them: no run may
-        # leave an entry in it (`df.cache()` through Connect left one per SQL with a CTE).
-        service = request.getfixturevalue("spark_service")
-        histogram = class_histogram(service.process.pid)
-        assert histogram is not None, "no JVM found under the Spark service"
-        cached = parse_class_histogram(histogram).get(CACHED_DATA, (0, 0))[0]
-        assert cached == 0, f"{cached} cache entries left in the Spark service"
+    # The service's cache is shared by all sessions and outlives them: no run may
+    # leave an entry in it (`df.cache()` through Connect left one per SQL with a CTE).
+    service = request.getfixturevalue("spark_service")
+    histogram = class_histogram(service.process.pid)
+    assert histogram is not None, "no JVM found under the Spark service"
+    cached = parse_class_histogram(histogram).get(CACHED_DATA, (0, 0))[0]
+    assert cached == 0, f"{cached} cache entries left in the Spark service"
 
     expected = batch_recompute(spark, lakehouse.table_uri, tmp_path / "oracle", jobs=jobs)
     for job in ORDER:

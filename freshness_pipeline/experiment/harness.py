@@ -244,6 +244,10 @@ class ExperimentConfig:
     # How long the stop waits for runs in flight after the window (the samples have
     # stopped: they count as runs, not staleness); one still running then is cut off.
     drain_s: float = 240.0
+    # A warm service: the stack runs the pipeline this long (wall seconds, after the first
+    # raw commits) before the window opens, so the window sees a deployment's steady state
+    # (JIT done, caches full) rather than a fresh JVM's first minutes.
+    warmup_s: float = 0.0
 
     def __post_init__(self) -> None:
         if self.hold_s is not None:
@@ -288,14 +292,15 @@ def record(config: ExperimentConfig, seed: int) -> Path:
         if stream.bursty
         else ""
     ) + (f"-spikes{stream.spike_symbols}" if stream.spiky else "")
-    name = f"stream-seed{seed}-{config.duration_s}s-{config.rate:.0f}eps{bursts}.jsonl.gz"
+    seconds = config.duration_s + round(config.warmup_s * config.speedup)
+    name = f"stream-seed{seed}-{seconds}s-{config.rate:.0f}eps{bursts}.jsonl.gz"
     path = config.out_dir / name
     if not path.exists():
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(".tmp")
         # 60 s more than the window: the window opens at the first raw commit, a few
         # seconds after the stream starts, and must not see the stream run dry.
-        count = record_stream(stream, config.duration_s + STREAM_MARGIN_S, tmp)
+        count = record_stream(stream, seconds + STREAM_MARGIN_S, tmp)
         tmp.rename(path)
         log.info("recorded %d events to %s", count, path)
     return path
@@ -373,8 +378,12 @@ def run_variant(
     try:
         stack.stop(drain_timeout_s=config.drain_s)
         summary = _collect(config, variant, seed, run_dir, lakehouse, stack, samples, start_us)
-        summary["commit"] = commit
-        summary["layout"] = config.layout or "declared"
+        # the drivers' extra JVM options too: a JIT or GC setting measured side by side
+        summary.update(
+            commit=commit,
+            layout=config.layout or "declared",
+            spark_java_options=settings.spark_java_options,
+        )
         summary["cpu_by_kind_s"] = cpu_by_kind  # machine_budget.py, through the window
         if config.hold_s is not None:
             summary["recovered_s"] = recovered_s(
@@ -464,6 +473,12 @@ def _measure_window(
         if time.monotonic() > ready_by:
             raise RuntimeError(f"no raw commit within 300 s; see {run_dir / 'logs'}")
         time.sleep(0.5)
+    if config.warmup_s:
+        progress.say(f"warming the stack up for {config.warmup_s:g} s before the window")
+        warm_until = time.monotonic() + config.warmup_s
+        while time.monotonic() < warm_until:
+            _raise_if_crashed(stack, run_dir)
+            time.sleep(0.5)
     start_us = int(time.time() * US_PER_S)
     samplers.append(StalenessSampler(read, start_us, specs=stack.settings.jobs).start())
     if budget is not None:
@@ -479,9 +494,7 @@ def _measure_window(
             (stack.pause if holding else stack.resume)("dagster")
             progress.say("daemon stopped: the hold begins" if holding else "daemon back")
             hold.pop(0)
-        crashed = [(n, c) for n, c in stack.exited() if n != "replay" or c]
-        if crashed:
-            raise RuntimeError(f"{crashed} exited during the run; see {run_dir / 'logs'}")
+        _raise_if_crashed(stack, run_dir)
         if time.monotonic() >= decision_at:
             # From halfway on, every 15 s; keep the richest candidate table seen (at
             # one instant all jobs may be running or waiting).
@@ -492,6 +505,12 @@ def _measure_window(
         progress.tick()
         time.sleep(0.5)
     return start_us, decision
+
+
+def _raise_if_crashed(stack: Stack, run_dir: Path) -> None:
+    crashed = [(n, c) for n, c in stack.exited() if n != "replay" or c]
+    if crashed:
+        raise RuntimeError(f"{crashed} exited during the run; see {run_dir / 'logs'}")
 
 
 def _richness(decision: dict | None) -> int:
@@ -734,6 +753,8 @@ def _conditions(config: ExperimentConfig) -> dict:
     if config.hold_s is not None:
         conditions["hold_s"] = list(config.hold_s)
         conditions["recovery_target_s"] = config.recovery_target_s
+    if config.warmup_s:
+        conditions["warmup_s"] = config.warmup_s  # only then: earlier runs still match
     return conditions
 
 
