@@ -71,6 +71,8 @@ def ingestion_archival_options(clustered: bool) -> dict[str, str]:
     }
 
 
+BOOKKEEPING_PARALLELISM = 2
+
 # What every writer of a table sets alike, table services (clustering) included: a
 # clustering's own clean must keep as many file versions as the writers' cleans do.
 SHARED_OPTIONS = {
@@ -97,6 +99,24 @@ SHARED_OPTIONS = {
     # once archival moves the timeline's start past the failed instant Hudi reads them as
     # committed (chaos run 6: 1,322 price_raw rows twice, from one orphan file).
     "hoodie.write.markers.type": "DIRECT",
+    **{
+        # Hudi spreads each piece of a commit's bookkeeping over one Spark task per
+        # partition: listing partitions, planning the clean, listing and deleting the
+        # markers, reading the keys of each base file for the index. A task ships the
+        # table's Hadoop configuration (about a thousand entries, each decompressed on
+        # arrival), so on a 26-partition table a commit of a few thousand rows ran 200-600
+        # tasks whose work was a few file listings. Two tasks each (the machine's cores)
+        # do the same work.
+        key: str(BOOKKEEPING_PARALLELISM)
+        for key in (
+            "hoodie.markers.delete.parallelism",
+            "hoodie.finalize.write.parallelism",
+            "hoodie.simple.index.parallelism",
+            "hoodie.bloom.index.parallelism",
+            "hoodie.rollback.parallelism",
+            "hoodie.archive.delete.parallelism",
+        )
+    },
 }
 
 
