@@ -100,16 +100,21 @@ def test_bursts_are_a_condition_and_a_stream_of_their_own(tmp_path: Path):
     )
 
 
-def test_a_bursty_stream_is_recorded_under_its_own_name(tmp_path: Path):
-    base = ExperimentConfig(
-        out_dir=tmp_path,
+def _tiny(out_dir: Path, speedup: float = 1.0) -> ExperimentConfig:
+    """Two event seconds at 20 events/s: a stream recorded in a moment."""
+    return ExperimentConfig(
+        out_dir=out_dir,
         variants=(POLICY_VARIANTS["pmb"],),
         seeds=(1,),
         duration_s=2,
         rate=20.0,
-        speedup=1.0,
+        speedup=speedup,
         universe_size=50,
     )
+
+
+def test_a_bursty_stream_is_recorded_under_its_own_name(tmp_path: Path):
+    base = _tiny(tmp_path)
     steady = harness.record(base, 1)
     bursty = harness.record(replace(base, burst_every_s=30, burst_s=5, burst_factor=20.0), 1)
     assert steady.name == "stream-seed1-2s-20eps.jsonl.gz"
@@ -120,15 +125,7 @@ def test_a_bursty_stream_is_recorded_under_its_own_name(tmp_path: Path):
 
 
 def test_a_warm_up_is_a_condition_and_lengthens_the_stream_by_itself(tmp_path: Path):
-    base = ExperimentConfig(
-        out_dir=tmp_path,
-        variants=(POLICY_VARIANTS["pmb"],),
-        seeds=(1,),
-        duration_s=2,
-        rate=20.0,
-        speedup=2.0,
-        universe_size=50,
-    )
+    base = _tiny(tmp_path, speedup=2.0)
     warm = replace(base, warmup_s=3.0)
     assert "warmup_s" not in harness._conditions(base)  # earlier runs still match
     assert harness._conditions(warm)["warmup_s"] == 3.0

@@ -19,6 +19,10 @@ input, what the layout and the index change in that:
   makes needless; no embedded timeline server; Snappy instead of the default codec; a clean
   planned every fifth commit, not every one; Hudi's write shuffles in one task, not two;
   Parquet pages of 128 KiB, not 1 MiB; the session's shuffles in two partitions, not four);
+- `published_no_combine`: the published layout without the de-duplication before the upsert;
+- `published_hudi_parallelism`, `hour_hudi_parallelism`: Hudi's own parallelism for a
+  commit's bookkeeping (markers, finalize, the index's key reads: one task per partition or
+  file) where every other mode has hudi/write.py's two tasks;
 - `hour_rli`: by event hour with Hudi 1.1's non-global record-level index (the key's file
   group looked up in the metadata table, which it turns on);
 - `bloom`, `bucket`, `mor`, `mor_bucket`: the published partitions with the BLOOM index,
@@ -79,6 +83,7 @@ def modes(buckets: int) -> dict[str, dict[str, str]]:
         "none": {},
         # Hudi settings for small runs, each alone on the declared layout
         "hour_no_combine": {"hoodie.combine.before.upsert": "false"},
+        "published_no_combine": {"hoodie.combine.before.upsert": "false"},
         "hour_no_timeline_server": {"hoodie.embed.timeline.server": "false"},
         "hour_snappy": {"hoodie.parquet.compression.codec": "snappy"},
         "hour_clean_every_5": {"hoodie.clean.max.commits": "5"},
