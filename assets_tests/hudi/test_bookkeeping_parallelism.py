@@ -10,8 +10,11 @@ import string
 
 import pytest
 
-from freshness_pipeline.bench.write_modes import HUDI_BOOKKEEPING_DEFAULTS
-from freshness_pipeline.hudi.write import BOOKKEEPING_PARALLELISM, SHARED_OPTIONS
+from freshness_pipeline.hudi.write import (
+    BOOKKEEPING_PARALLELISM,
+    HUDI_BOOKKEEPING_DEFAULTS,
+    SHARED_OPTIONS,
+)
 
 pytestmark = pytest.mark.spark
 

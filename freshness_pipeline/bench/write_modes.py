@@ -54,21 +54,10 @@ from pathlib import Path
 from freshness_pipeline.catalog.declaration import Partition, with_layout
 from freshness_pipeline.catalog.jobs import JobSpec
 from freshness_pipeline.config.settings import Settings, run_main
+from freshness_pipeline.hudi.write import HUDI_BOOKKEEPING_DEFAULTS
 
 BUCKET = {"hoodie.index.type": "BUCKET", "hoodie.index.bucket.engine": "SIMPLE"}
 MOR = {"hoodie.datasource.write.table.type": "MERGE_ON_READ"}
-
-
-# Hudi 1.1's defaults for what hudi/write.py SHARED_OPTIONS narrows to two tasks (0: Hudi
-# derives it from the input, one task per file or partition)
-HUDI_BOOKKEEPING_DEFAULTS = {
-    "hoodie.markers.delete.parallelism": "100",
-    "hoodie.finalize.write.parallelism": "200",
-    "hoodie.simple.index.parallelism": "0",
-    "hoodie.bloom.index.parallelism": "0",
-    "hoodie.rollback.parallelism": "100",
-    "hoodie.archive.delete.parallelism": "100",
-}
 
 
 def modes(buckets: int) -> dict[str, dict[str, str]]:
@@ -275,14 +264,19 @@ def main(argv: list[str], settings: Settings) -> int:
     )
     print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for mode, seconds, phases in summarize(runs):
-        cells = [f"{phases[p]:.2f}" if p in phases else "-" for p in PHASES]
-        cells[-3] = cells[-3].removesuffix(".00")  # a count
+        cells = [_cell(phases, p) for p in PHASES]
         print(
             f"| `{mode}` | {len(runs[mode])} | {seconds:.2f} | {seconds / base:.2f} | "
             + " | ".join(cells)
             + f" | {read_s[mode]:.2f} | {'yes' if equal[mode] else '**no**'} |"
         )
     return 0 if all(equal.values()) else 1
+
+
+def _cell(phases: dict[str, float], name: str) -> str:
+    if name not in phases:
+        return "-"
+    return f"{phases[name]:.0f}" if name == "cpu_tasks" else f"{phases[name]:.2f}"
 
 
 PHASES = (

@@ -72,6 +72,16 @@ def ingestion_archival_options(clustered: bool) -> dict[str, str]:
 
 
 BOOKKEEPING_PARALLELISM = 2
+# Hudi 1.1's own values of what SHARED_OPTIONS narrows to BOOKKEEPING_PARALLELISM (0: Hudi
+# derives it from the input, one task per file or partition)
+HUDI_BOOKKEEPING_DEFAULTS = {
+    "hoodie.markers.delete.parallelism": "100",
+    "hoodie.finalize.write.parallelism": "200",
+    "hoodie.simple.index.parallelism": "0",
+    "hoodie.bloom.index.parallelism": "0",
+    "hoodie.rollback.parallelism": "100",
+    "hoodie.archive.delete.parallelism": "100",
+}
 
 # What every writer of a table sets alike, table services (clustering) included: a
 # clustering's own clean must keep as many file versions as the writers' cleans do.
@@ -99,24 +109,13 @@ SHARED_OPTIONS = {
     # once archival moves the timeline's start past the failed instant Hudi reads them as
     # committed (chaos run 6: 1,322 price_raw rows twice, from one orphan file).
     "hoodie.write.markers.type": "DIRECT",
-    **{
-        # Hudi spreads each piece of a commit's bookkeeping over one Spark task per
-        # partition: listing partitions, planning the clean, listing and deleting the
-        # markers, reading the keys of each base file for the index. A task ships the
-        # table's Hadoop configuration (about a thousand entries, each decompressed on
-        # arrival), so on a 26-partition table a commit of a few thousand rows ran 200-600
-        # tasks whose work was a few file listings. Two tasks each (the machine's cores)
-        # do the same work.
-        key: str(BOOKKEEPING_PARALLELISM)
-        for key in (
-            "hoodie.markers.delete.parallelism",
-            "hoodie.finalize.write.parallelism",
-            "hoodie.simple.index.parallelism",
-            "hoodie.bloom.index.parallelism",
-            "hoodie.rollback.parallelism",
-            "hoodie.archive.delete.parallelism",
-        )
-    },
+    # Hudi spreads each piece of a commit's bookkeeping over one Spark task per partition:
+    # listing and deleting the markers, finalizing, reading the keys of each base file for
+    # the index. A task ships the table's Hadoop configuration (about a thousand entries,
+    # each decompressed on arrival), so on a 26-partition table a commit of a few thousand
+    # rows ran 200-600 tasks whose work was a few file listings. Two tasks each (the
+    # machine's cores) do the same work.
+    **{key: str(BOOKKEEPING_PARALLELISM) for key in HUDI_BOOKKEEPING_DEFAULTS},
 }
 
 
