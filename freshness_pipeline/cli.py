@@ -109,6 +109,12 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     check_object_store(args.settings)  # a bad S3 lakehouse fails here, before Spark starts
     # Always its own Spark driver, never the shared service (see stack.py for why).
     spark = build_spark_session(args.settings, app_name="ingestion", remote="")
+    if args.load_master is not None:
+        from freshness_pipeline.ingestion.master import load_company_master
+
+        # The stack's way: the master is written while the Spark service and Dagster start
+        # beside it, and ingestion (which reads its symbols next) needs it first anyway.
+        load_company_master(spark, args.settings, args.load_master)
     # After Spark: PySpark's own SIGINT handler cancels running jobs; ours lets the
     # current commit finish instead.
     stop = StopFlag()
@@ -620,6 +626,13 @@ def _add_ingest(sub) -> None:
     ingest.add_argument("--commit-interval", type=float, default=10.0)
     ingest.add_argument("--max-files", type=int, default=120, help="landed files per commit")
     ingest.add_argument("--once", action="store_true", help="one cycle, then exit")
+    ingest.add_argument(
+        "--load-master",
+        type=int,
+        metavar="UNIVERSE_SIZE",
+        help="first load the company master of this many companies (as load-master does; "
+        "skipped when the table already holds them), in ingestion's own Spark",
+    )
     ingest.add_argument(
         "--max-messages", type=int, default=200_000, help="Kafka messages per commit and topic"
     )

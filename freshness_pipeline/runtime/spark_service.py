@@ -229,6 +229,11 @@ class SparkService(ServerProcess):
         return self.config.url
 
     def start(self, timeout_s: float = 180.0) -> SparkService:
+        return self.launch().wait_ready(timeout_s)
+
+    def launch(self) -> SparkService:
+        """Starts the server's process and returns at once (wait_ready waits for it), so a
+        caller can start other processes while the JVM comes up."""
         config = self.config
         refuse_open_bind(config.bind_address, config.settings.spark_service_open)
         if port_is_open(config.host, config.port):
@@ -259,6 +264,11 @@ class SparkService(ServerProcess):
             start_new_session=True,
         )
         log.close()
+        return self
+
+    def wait_ready(self, timeout_s: float = 180.0) -> SparkService:
+        config = self.config
+        assert self.process is not None, "launch() first"
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             if self.process.poll() is not None:

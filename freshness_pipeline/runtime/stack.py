@@ -298,10 +298,11 @@ class Stack:
         self.started_at = datetime.now(UTC)
         try:
             self._prepare_dagster_home(settings)
-            self._start_spark_service()
+            # The Spark service's JVM, ingestion's (which loads the company master) and the
+            # code server come up side by side; Dagster starts once all three are ready.
+            self._launch_spark_service()
             if self.config.market:
                 self._start_kafka_broker()
-                self._load_master()
             self._start_children()
         except BaseException:
             self.stop()
@@ -333,7 +334,7 @@ class Stack:
         if not dagster_yaml.exists():
             dagster_yaml.symlink_to(PROJECT_ROOT / "dagster.yaml")
 
-    def _start_spark_service(self) -> None:
+    def _launch_spark_service(self) -> None:
         if self.settings.spark_remote:
             log.info("using the Spark service at %s", self.settings.spark_remote)
             return
@@ -343,13 +344,19 @@ class Stack:
         settings = self.settings
         config = service_config(settings, self.config.logs_dir)
         log.info("starting the shared Spark service on %s", config.url)
-        self.service = SparkService(config).start()
+        self.service = SparkService(config).launch()
         self.settings = settings.changed({"FRESHNESS_SPARK_REMOTE": config.url})
+
+    def _await_spark_service(self) -> None:
+        if self.service is None:
+            return
+        self.service.wait_ready()
+        config = self.service.config
         # A hand `dagster asset materialize` with this DAGSTER_HOME uses it too.
         assert self.service.process is not None
         announce(
             self.dagster_home,
-            ServiceAnnouncement(config.url, self.service.process.pid, settings.lakehouse_root),
+            ServiceAnnouncement(config.url, self.service.process.pid, self.settings.lakehouse_root),
         )
 
     @property
@@ -382,19 +389,6 @@ class Stack:
     def _cli(self, *args: str) -> list[str]:
         return [sys.executable, "-m", "freshness_pipeline.cli", *args]
 
-    def _load_master(self) -> None:
-        cfg = self.config
-        loader = subprocess.run(
-            self._cli("load-master", "--universe-size", str(cfg.stream.universe_size)),
-            env=self.env,
-            cwd=PROJECT_ROOT,
-            preexec_fn=default_signals,
-            capture_output=True,
-            text=True,
-        )
-        if loader.returncode != 0:
-            raise RuntimeError(f"loading the company master failed:\n{loader.stderr[-3000:]}")
-
     def _start_children(self) -> None:
         cfg = self.config
         replay = [
@@ -415,9 +409,9 @@ class Stack:
         # shared server (that finishes work for a vanished client) would not give.
         # (_child_env leaves FRESHNESS_SPARK_REMOTE out of ingestion's environment.)
         if cfg.market:
-            self._spawn(
-                "ingest", self._cli("ingest", "--commit-interval", str(cfg.commit_interval_s)), 120
-            )
+            ingest = ["ingest", "--commit-interval", str(cfg.commit_interval_s)]
+            ingest += ["--load-master", str(cfg.stream.universe_size)]
+            self._spawn("ingest", self._cli(*ingest), 120)
         self._replay_argv = self._cli(*replay)
         bin_dir = Path(sys.executable).parent
         workspace = str(PROJECT_ROOT / "workspace.yaml")
@@ -435,6 +429,12 @@ class Stack:
         else:
             daemon_workspace = self._start_code_server(bin_dir)
             dagster = [str(bin_dir / "dagster-daemon"), "run", "-w", str(daemon_workspace)]
+        self._await_spark_service()
+        if cfg.market:
+            # Dagster starts once the company master is in (its runs join it), and the
+            # stream once ingestion's Spark is up, so landed files do not pile up behind a
+            # starting JVM (the first commit would otherwise be a burst).
+            self._wait_for_log("ingest", INGEST_READY, timeout_s=240)
         # Run from DAGSTER_HOME so dagster does not mistake the checkout's dagster.yaml for
         # a second instance config (the one in DAGSTER_HOME is a link to it).
         self._spawn("dagster", dagster, 60)  # cwd: DAGSTER_HOME (_child_cwd)
@@ -444,9 +444,6 @@ class Stack:
             self.children.append(self.children.pop(self._child_index("code-server")))
         if not cfg.market:
             return
-        # The stream starts once ingestion's Spark is up, so landed files do not pile up
-        # behind a starting JVM (the first commit would otherwise be a burst).
-        self._wait_for_log("ingest", INGEST_READY, timeout_s=240)
         self._spawn("replay", self._replay_argv, 15)
         # stop order: the stream first, then ingestion, then Dagster
         self.children.insert(0, self.children.pop())
