@@ -102,13 +102,18 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     from freshness_pipeline.runtime.spark import build_spark_session
 
     config = IngestConfig(
-        commit_interval_s=args.commit_interval, max_files_per_commit=args.max_files
+        commit_interval_s=args.commit_interval,
+        max_files_per_commit=args.max_files,
+        **({"clean_every": args.clean_every} if args.clean_every is not None else {}),
     )
     from freshness_pipeline.runtime.object_store import check_object_store
 
     check_object_store(args.settings)  # a bad S3 lakehouse fails here, before Spark starts
-    # Always its own Spark driver, never the shared service (see stack.py for why).
-    spark = build_spark_session(args.settings, app_name="ingestion", remote="")
+    # Its own Spark driver, or with FRESHNESS_INGEST_SPARK=service the Spark service's
+    # (FRESHNESS_SPARK_REMOTE): each commit is fenced by its checkpoint, so a batch a killed
+    # ingestor left running there is committed once (hudi/write.py).
+    own = args.settings.ingest_spark == "own" or not args.settings.spark_remote
+    spark = build_spark_session(args.settings, app_name="ingestion", remote="" if own else None)
     if args.load_master is not None:
         from freshness_pipeline.ingestion.master import load_company_master
 
@@ -626,6 +631,13 @@ def _add_ingest(sub) -> None:
     ingest.add_argument("--commit-interval", type=float, default=10.0)
     ingest.add_argument("--max-files", type=int, default=120, help="landed files per commit")
     ingest.add_argument("--once", action="store_true", help="one cycle, then exit")
+    ingest.add_argument(
+        "--clean-every",
+        type=int,
+        default=None,
+        help="clean a raw table (old file versions, failed writes) in one commit of this "
+        "many (default: ingestion's own, IngestConfig.clean_every)",
+    )
     ingest.add_argument(
         "--load-master",
         type=int,

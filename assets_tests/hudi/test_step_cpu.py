@@ -1,9 +1,11 @@
-"""A step's CPU as its JVM counts it: the tag, the one query after the commit, the
-metadata (fakes); and one real step through Spark with its tasks' CPU recorded."""
+"""A step's CPU as its JVM counts it: the tag, the one read after the commit (a query
+through Spark Connect, a call into a local session's JVM), the metadata (fakes); and one
+real step through Spark with its tasks' CPU recorded."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -16,9 +18,26 @@ from freshness_pipeline.jobs.run_config import resolve_run
 from freshness_pipeline.jobs.runner import JobRunner
 
 
+class FakeListener:
+    """The listener class as the gateway shows it: `take` answers or raises."""
+
+    def __init__(self, answer: str | Exception) -> None:
+        self.answer = answer
+        self.taken: list[str] = []
+
+    def take(self, tag: str) -> str:
+        self.taken.append(tag)
+        if isinstance(self.answer, Exception):
+            raise self.answer
+        return self.answer
+
+
 class FakeContext:
-    def __init__(self) -> None:
+    def __init__(self, listener: FakeListener) -> None:
         self.tags: list[str] = []
+        # spark.sparkContext._jvm.io.freshness.hudi.StepCpu
+        hudi = SimpleNamespace(StepCpu=listener)
+        self._jvm = SimpleNamespace(io=SimpleNamespace(freshness=SimpleNamespace(hudi=hudi)))
 
     def addJobTag(self, tag: str) -> None:  # noqa: N802 - pyspark's name
         self.tags.append(tag)
@@ -28,24 +47,15 @@ class FakeContext:
 
 
 class FakeSession:
-    """A local session: job tags on its SparkContext, `sql` answering the one query."""
+    """A local session: job tags on its SparkContext, the listener reached through the
+    gateway to its JVM (no query)."""
 
     def __init__(self, answer: str | Exception) -> None:
-        self.sparkContext = FakeContext()
-        self.answer = answer
-        self.queries: list[str] = []
+        self.listener = FakeListener(answer)
+        self.sparkContext = FakeContext(self.listener)
 
     def sql(self, text: str):
-        self.queries.append(text)
-        answer = self.answer
-        if isinstance(answer, Exception):
-            raise answer
-
-        class Result:
-            def collect(self):
-                return [{"cpu": answer}]
-
-        return Result()
+        raise AssertionError(f"a local session's costs are read without a query: {text}")
 
 
 def test_a_step_is_tagged_while_it_runs_and_its_costs_read_once():
@@ -54,7 +64,7 @@ def test_a_step_is_tagged_while_it_runs_and_its_costs_read_once():
         assert spark.sparkContext.tags == [tag] and tag.startswith("freshness-step-")
     assert spark.sparkContext.tags == []
     cpu = step_cpu.take(spark, tag)
-    assert spark.queries == [f"SELECT reflect('io.freshness.hudi.StepCpu', 'take', '{tag}') AS cpu"]
+    assert spark.listener.taken == [tag]
     assert cpu == {"tasks": 4.0, "task_cpu_s": 0.5, "task_run_s": 0.8, "jvm_cpu_s": 1.25}
     assert step_cpu.cpu_metadata(cpu) == {
         "cpu_tasks": 4,

@@ -14,8 +14,10 @@ import pytest
 
 from assets_tests.conftest import child_env
 from freshness_pipeline.config.settings import Settings
-from freshness_pipeline.hudi.commit_keys import CHECKPOINT_KEY
+from freshness_pipeline.hudi.commit_keys import CHECKPOINT_BEFORE_KEY, CHECKPOINT_KEY
 from freshness_pipeline.hudi.metadata import HudiTableMetadata
+from freshness_pipeline.hudi.streamer_checkpoint import STREAMER_CHECKPOINT_KEY
+from freshness_pipeline.hudi.write import STALE_CHECKPOINT_MARKER
 from freshness_pipeline.ingestion.ingest import IngestConfig, Ingestor
 from freshness_pipeline.ingestion.master import load_company_master
 from freshness_pipeline.ingestion.validate import REJECT_REASONS, validate_record
@@ -95,6 +97,61 @@ def test_quarantine_watermark_and_checkpoint(spark, lakehouse: Settings):
     assert sample["raw_line"] and sample["landing_file"] and sample["detail"]
 
 
+def test_one_commit_in_clean_every_cleans(spark, lakehouse: Settings, monkeypatch):
+    """Each stream's first commit cleans, then one in `clean_every`; the others commit
+    their rows and checkpoint alike."""
+    import freshness_pipeline.ingestion.ingest as ingest
+
+    load_company_master(spark, lakehouse, UNIVERSE)
+    land(lakehouse, seconds=3, rate=200, malformed=0.0)
+    cleaned: dict[str, list[str]] = {}
+    real = ingest.raw_write_options
+
+    def seen(settings, table, metadata, clean=True):
+        options = real(settings, table, metadata, clean=clean)
+        cleaned.setdefault(table, []).append(options["hoodie.clean.automatic"])
+        return options
+
+    monkeypatch.setattr(ingest, "raw_write_options", seen)
+    ingestor = Ingestor(spark, lakehouse, IngestConfig(max_files_per_commit=1, clean_every=2))
+    while ingestor.ingest_once():
+        pass
+    assert cleaned == {t: ["true", "false", "true"] for t in ("price_raw", "trade_raw")}
+    for table in ("price_raw", "trade_raw"):
+        commits = HudiTableMetadata(lakehouse.table_uri(table)).commits()
+        assert [c.extra[CHECKPOINT_KEY] for c in commits] == ["0", "1", "2"]
+    with pytest.raises(ValueError, match="clean_every must be at least 1"):
+        IngestConfig(clean_every=0)
+
+
+def test_a_batch_read_twice_commits_once(spark, lakehouse: Settings):
+    """Two ingestors that read the same batch from the same checkpoint (a killed one whose
+    write a shared Spark server finishes, and its restart): the second commit is refused
+    under the table's lock (jvm/CheckpointConflictResolutionStrategy.java), Hudi rolls its
+    files back, and the rows are in the table once. Both sources' checkpoint keys."""
+    load_company_master(spark, lakehouse, UNIVERSE)
+    land(lakehouse, seconds=2, rate=200, malformed=0.0)
+    ingestor = Ingestor(spark, lakehouse, IngestConfig(max_files_per_commit=1, keep_landed=True))
+    sources = {
+        "price": lambda end: {CHECKPOINT_KEY: end},
+        "trade": lambda end: {STREAMER_CHECKPOINT_KEY: f"trade_topic,0:{end}"},
+    }
+    for stream, position in sources.items():
+        table = f"{stream}_raw"
+        first = ingestor.reader.read(stream, -1).batch
+        ingestor._write_raw(stream, first, {**position(0), CHECKPOINT_BEFORE_KEY: ""}, None)
+        rows = table_counts(spark, lakehouse, table)
+        with pytest.raises(Exception, match=STALE_CHECKPOINT_MARKER):
+            ingestor._write_raw(stream, first, {**position(0), CHECKPOINT_BEFORE_KEY: ""}, None)
+        assert table_counts(spark, lakehouse, table) == rows  # the first batch once
+        # from the table's checkpoint, the next batch commits
+        before = str(position(0).popitem()[1])
+        second = ingestor.reader.read(stream, 0).batch
+        ingestor._write_raw(stream, second, {**position(1), CHECKPOINT_BEFORE_KEY: before}, None)
+        count, distinct = table_counts(spark, lakehouse, table)
+        assert count == distinct == rows[0] + second.row_count
+
+
 def test_missing_master_is_a_clear_error(spark, lakehouse: Settings):
     with pytest.raises(FileNotFoundError, match="company_master.*load-master"):
         Ingestor(spark, lakehouse)
@@ -113,10 +170,18 @@ def _inflight(table_path: Path) -> bool:
     return False
 
 
-def test_exactly_once_across_killed_ingestion(spark, lakehouse: Settings):
+@pytest.mark.parametrize("ingest_spark", ["own", "service"])
+def test_exactly_once_across_killed_ingestion(request, spark, lakehouse: Settings, ingest_spark):
+    """Killed with -9 twice in the middle of a commit. With its own Spark driver the
+    commit dies with it; through the Spark service the server may finish it after the
+    client is gone, while the next ingestor reads the same batch: the checkpoint fence
+    lets one of the two commit."""
     load_company_master(spark, lakehouse, UNIVERSE)
     expected = land(lakehouse, seconds=12, rate=300, malformed=0.02, seed=7)
     env = child_env(lakehouse)
+    env["FRESHNESS_INGEST_SPARK"] = ingest_spark
+    if ingest_spark == "service":
+        env["FRESHNESS_SPARK_REMOTE"] = request.getfixturevalue("spark_service").url
     argv = [
         sys.executable,
         "-m",

@@ -1,4 +1,5 @@
-"""Which writer archives a raw table's timeline (pure: the options of an ingestion commit).
+"""The options of an ingestion commit (pure): which writer archives a raw table's timeline,
+which commits clean, and the fence on the checkpoint.
 
 A clustering's file groups read the commit metadata of every instant of the timeline it
 loaded at its start; an ingestion commit that archived meanwhile failed it (soak of
@@ -6,6 +7,8 @@ loaded at its start; an ingestion commit that archived meanwhile failed it (soak
 runs, and ingestion keeps only a far backstop horizon."""
 
 from __future__ import annotations
+
+import pytest
 
 from freshness_pipeline.config.settings import load_settings
 from freshness_pipeline.hudi.write import (
@@ -42,3 +45,33 @@ def test_without_clustering_ingestion_archives_as_every_writer_does():
         assert options["hoodie.keep.max.commits"] == str(ARCHIVE_KEEP_MAX_COMMITS)
         assert options["hoodie.allow.empty.commit"] == "true"
         assert options["hoodie.write.concurrency.mode"] == "optimistic_concurrency_control"
+
+
+def test_a_commit_between_cleans_leaves_cleaning_to_a_later_one():
+    settings = load_settings({"FRESHNESS_CLUSTERING_TABLES": "none"})
+    cleaning = raw_write_options(settings, "price_raw", METADATA)
+    assert cleaning["hoodie.clean.automatic"] == "true"
+    between = raw_write_options(settings, "price_raw", METADATA, clean=False)
+    assert between["hoodie.clean.automatic"] == "false"
+    # the same horizon either way: a later clean keeps as many file versions
+    assert between["hoodie.clean.commits.retained"] == cleaning["hoodie.clean.commits.retained"]
+    assert {k: v for k, v in between.items() if k != "hoodie.clean.automatic"} == {
+        k: v for k, v in cleaning.items() if k != "hoodie.clean.automatic"
+    }
+
+
+def test_an_ingestion_commit_is_fenced_by_its_checkpoint():
+    from freshness_pipeline.hudi.write import (
+        STALE_CHECKPOINT_STRATEGY,
+        STALE_PLAN_STRATEGY,
+        concurrent_writer_options,
+    )
+
+    settings = load_settings({"FRESHNESS_CLUSTERING_TABLES": "none"})
+    options = raw_write_options(settings, "trade_raw", METADATA)
+    assert options["hoodie.write.lock.conflict.resolution.strategy"] == STALE_CHECKPOINT_STRATEGY
+    with pytest.raises(ValueError, match="either"):
+        concurrent_writer_options(None, guard=True, checkpoint_fence=True)
+    assert concurrent_writer_options(None)["hoodie.write.lock.conflict.resolution.strategy"] == (
+        STALE_PLAN_STRATEGY
+    )

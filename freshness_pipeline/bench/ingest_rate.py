@@ -2,6 +2,8 @@
 
     python -m freshness_pipeline.bench.ingest_rate [--rate 15000] [--backlog-s 60] [--live-s 300]
         [--rounds 3]
+    python -m freshness_pipeline.bench.ingest_rate --rounds 0 --rate 300 --live-s 300
+        (the live run alone, on a fresh JVM: what ingestion costs a deployment at a rate)
 
 1. Capacity: land `backlog_s` seconds of stream at `rate` at once, then ingest it in
    commits of `batch_s` landed seconds each; prints events/s and seconds per commit,
@@ -9,7 +11,10 @@
 2. Live: the replayer (a separate process) lands `rate` events/s in real time while the
    ingestion loop commits every `commit_interval` s; prints events/s committed, the
    arrival-to-commit latency per commit (median, p95), the backlog left at the end, the
-   throughput between the first and last commit and the backlog after each cycle.
+   throughput between the first and last commit and the backlog after each cycle, and
+   what it cost: the ingestion JVM's CPU over the window in cores (from /proc, the JIT's
+   and GC's threads included) and per commit, with the commits' own Spark tasks and CPU
+   as each commit records them (hudi/step_cpu.py), first and second half apart.
 The lakehouse is a temporary folder; nothing of the project's own data is touched.
 """
 
@@ -35,18 +40,36 @@ def main(argv: list[str], settings: Settings) -> int:
     parser.add_argument("--live-s", type=float, default=300.0)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--commit-interval", type=float, default=10.0)
+    parser.add_argument(
+        "--clean-every", type=int, default=None, help="IngestConfig.clean_every (live run)"
+    )
+    parser.add_argument(
+        "--hudi-bookkeeping-defaults",
+        action="store_true",
+        help="Hudi's own parallelism for a commit's bookkeeping (the code before "
+        "hudi/write.py narrowed it), to compare side by side",
+    )
     args = parser.parse_args(argv)
+    if args.hudi_bookkeeping_defaults:
+        from freshness_pipeline.hudi.write import HUDI_BOOKKEEPING_DEFAULTS, SHARED_OPTIONS
+
+        SHARED_OPTIONS.update(HUDI_BOOKKEEPING_DEFAULTS)  # this process only
 
     from freshness_pipeline.bench.common import temp_lakehouse
-    from freshness_pipeline.hudi.commit_keys import CHECKPOINT_KEY
-    from freshness_pipeline.hudi.metadata import HudiTableMetadata
-    from freshness_pipeline.ingestion.ingest import IngestConfig, Ingestor
-    from freshness_pipeline.stream.generator import StreamConfig
-    from freshness_pipeline.stream.landing import list_landed
-    from freshness_pipeline.stream.replayer import VirtualClock, generated_batches, land_instantly
 
     settings, spark = temp_lakehouse("bench_ingest_", settings)
     print(f"machine: {os.cpu_count()} cores; ingestion on its own Spark driver")
+    if args.rounds > 0:
+        _capacity(spark, settings, args)
+    _live(spark, settings, args)
+    spark.stop()
+    return 0
+
+
+def _capacity(spark, settings: Settings, args: argparse.Namespace) -> None:
+    from freshness_pipeline.ingestion.ingest import IngestConfig, Ingestor
+    from freshness_pipeline.stream.generator import StreamConfig
+    from freshness_pipeline.stream.replayer import VirtualClock, generated_batches, land_instantly
 
     # 1. capacity on a backlog, read-ahead off and on in turn (side by side, one run)
     batches = generated_batches(StreamConfig(seed=1, rate=args.rate))
@@ -97,7 +120,22 @@ def main(argv: list[str], settings: Settings) -> int:
         f"{statistics.median(capacity[True]) / statistics.median(capacity[False]):.3f}"
     )
 
-    # 2. live at the target rate
+
+def _live(spark, settings: Settings, args: argparse.Namespace) -> None:
+    """2. live at the target rate"""
+    from freshness_pipeline.bench.jvm_profile import java_pids
+    from freshness_pipeline.experiment.machine_budget import read_processes
+    from freshness_pipeline.hudi.commit_keys import CHECKPOINT_KEY
+    from freshness_pipeline.hudi.metadata import HudiTableMetadata
+    from freshness_pipeline.ingestion.ingest import IngestConfig, Ingestor
+    from freshness_pipeline.stream.landing import list_landed
+
+    jvms = java_pids(os.getpid())
+
+    def jvm_ticks() -> int:
+        processes = read_processes()
+        return sum(processes[pid].ticks for pid in jvms if pid in processes)
+
     env = child_environment(settings)
     replayer = subprocess.Popen(
         [
@@ -117,12 +155,21 @@ def main(argv: list[str], settings: Settings) -> int:
         stderr=subprocess.DEVNULL,
     )
     stop = threading.Event()
-    live = Ingestor(spark, settings, IngestConfig(commit_interval_s=args.commit_interval))
+    cadence = {"clean_every": args.clean_every} if args.clean_every else {}
+    live = Ingestor(
+        spark, settings, IngestConfig(commit_interval_s=args.commit_interval, **cadence)
+    )
+    print(
+        f"live: clean every {live.config.clean_every} commit(s); Hudi's bookkeeping "
+        f"parallelism {'as Hudi has it' if args.hudi_bookkeeping_defaults else 'narrowed'}"
+    )
     latencies: list[float] = []
     commit_ends: list[tuple[float, int]] = []
     pending: list[int] = []
     committed = 0
+    commit_cpu: list[dict[str, float]] = []
     window_start = time.monotonic()
+    ticks_start = jvm_ticks()
 
     def loop() -> None:
         nonlocal committed
@@ -134,6 +181,7 @@ def main(argv: list[str], settings: Settings) -> int:
                 if result is None:
                     continue
                 committed += result.rows + result.rejects
+                commit_cpu.append(dict(result.cpu or {}))
                 commit_ends.append((time.monotonic(), result.rows + result.rejects))
                 oldest = min(us for seq, us in before.items() if seq <= result.checkpoint)
                 latencies.append(time.time() - oldest / US_PER_S)
@@ -150,6 +198,8 @@ def main(argv: list[str], settings: Settings) -> int:
     landed_end = time.monotonic()
     stop.set()
     worker.join()
+    jvm_cpu_s = (jvm_ticks() - ticks_start) / os.sysconf("SC_CLK_TCK")
+    jvm_window = time.monotonic() - window_start
     backlog = sum(
         sum(1 for _ in f.path.open())
         for s in ("price", "trade")
@@ -178,8 +228,30 @@ def main(argv: list[str], settings: Settings) -> int:
             f"commit; seconds of stream pending after each cycle: {pending}; max first "
             f"half {max(pending[:half], default=0)}, second half {max(pending[half:])}"
         )
-    spark.stop()
-    return 0
+    print(
+        f"live, cost: the ingestion JVM used {jvm_cpu_s:.1f} CPU-s in {jvm_window:.0f} s = "
+        f"{jvm_cpu_s / jvm_window:.2f} core ({jvm_cpu_s / max(1, len(commit_cpu)):.2f} "
+        f"CPU-s per commit, {len(commit_cpu)} commits)"
+    )
+    half = len(commit_cpu) // 2
+    for name, part in (("first half", commit_cpu[:half]), ("second half", commit_cpu[half:])):
+        print(f"live, per commit, {name}: {_median_cpu(part)}")
+
+
+def _median_cpu(commits: list[dict[str, float]]) -> str:
+    """Medians of what each commit recorded: its Spark tasks, their CPU, the JVM's CPU
+    while it ran and the JIT's part of it."""
+    if not commits:
+        return "no commits"
+
+    def median(key: str) -> float:
+        return statistics.median(c.get(key, 0.0) for c in commits)
+
+    return (
+        f"{median('tasks'):.0f} tasks, tasks' CPU {median('task_cpu_s'):.2f} s, JVM CPU "
+        f"{median('jvm_cpu_s'):.2f} s (JIT {median('jvm_jit_s'):.2f} s) over {len(commits)} "
+        "commits (medians)"
+    )
 
 
 if __name__ == "__main__":

@@ -44,6 +44,7 @@ from freshness_pipeline.scheduling.staleness_target import MIN_WINDOW_S, Stalene
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 
 SPARK_MODES = ("service", "local")
+INGEST_SPARKS = ("own", "service")
 SPARK_AUTH_SECRET_ENV = "_SPARK_AUTH_SECRET"  # Spark's own variable for spark.authenticate
 SSLMODES = ("disable", "allow", "prefer", "require", "verify-ca", "verify-full")
 SOURCES = ("landing", "kafka")  # where ingestion reads the stream and the replayer writes it
@@ -333,6 +334,11 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("FRESHNESS_SPARK_MODE", "service",
             "`service`: the demo starts a local shared Spark service; `local`: every run "
             "starts its own Spark", " or ".join(SPARK_MODES), _choice(SPARK_MODES)),
+    Setting("FRESHNESS_INGEST_SPARK", "own",
+            "`own`: ingestion runs its own Spark driver (a second JVM); `service`: it commits "
+            "through the Spark service the runs use (FRESHNESS_SPARK_REMOTE or the stack's), "
+            "one JVM for both; each commit is fenced by its checkpoint either way",
+            " or ".join(INGEST_SPARKS), _choice(INGEST_SPARKS)),
     Setting("FRESHNESS_RUN_START", "forkserver",
             "how a code server starts a run's process: `forkserver`: a fork of one process "
             "that imported the definitions once (`run_start.py`); `spawn`: Dagster's own, a "
@@ -674,6 +680,7 @@ class Settings:
     postgres_sslrootcert: Path | None = None
     spark_remote: str | None = None
     spark_mode: str = "service"  # the shared Spark service (spark_service.py) or "local"
+    ingest_spark: str = "own"  # ingestion's own Spark driver, or the Spark service's
     run_start: str = "forkserver"  # how a code server starts runs (run_start.py)
     handoff: bool = False  # a chain's steps read their parents' rows from memory (handoff.py)
     layout: str | None = None  # the declared layout the jobs' tables take (FRESHNESS_LAYOUT)
@@ -791,6 +798,7 @@ def load_settings(
         postgres_sslrootcert=values["FRESHNESS_POSTGRES_SSLROOTCERT"],
         spark_remote=values["FRESHNESS_SPARK_REMOTE"] or None,
         spark_mode=values["FRESHNESS_SPARK_MODE"],
+        ingest_spark=values["FRESHNESS_INGEST_SPARK"],
         run_start=values["FRESHNESS_RUN_START"],
         handoff=values["FRESHNESS_HANDOFF"],
         spark_service_port=values["FRESHNESS_SPARK_SERVICE_PORT"],

@@ -26,6 +26,9 @@ WATERMARK_KEY = "freshness.watermark_us"
 ARRIVAL_MIN_KEY = "freshness.arrival_min_us"
 ARRIVAL_MAX_KEY = "freshness.arrival_max_us"
 CHECKPOINT_KEY = "freshness.landing_checkpoint"
+# An ingestion commit's checkpoint before its batch ("" for none): the stale-checkpoint
+# fence (hudi/write.py STALE_CHECKPOINT_STRATEGY) compares it with the table's.
+CHECKPOINT_BEFORE_KEY = "freshness.checkpoint_before"
 # A job's commits also say the index they were written with (Hudi keeps no record of it,
 # and a table's files are laid out for one: a bucket index names its files by bucket).
 INDEX_KEY = "freshness.index"

@@ -4,7 +4,8 @@ The runner tags the step's Spark jobs (`tagged`): a tag on a Spark Connect sessi
 along with each request (no round trip); on a local session it is a job tag of the
 SparkContext. After the commit one query (`take`) reads what the tag's tasks cost
 (executor CPU, run and GC time, deserialization) and what the whole JVM spent while the
-step ran (process CPU, JIT compilation, GC), and forgets the tag. Measuring never fails a
+step ran (process CPU, JIT compilation, GC), and forgets the tag (on a local session, a
+call into its JVM). Measuring never fails a
 run: a JVM without the listener, or an executor in another JVM (a Spark cluster), gives
 nothing, and the run says so.
 """
@@ -59,8 +60,14 @@ def tagged(spark) -> Iterator[str]:
 def take(spark, tag: str) -> dict[str, float]:
     """The tag's costs (FIELDS), read once: empty when they cannot be read here."""
     try:
-        row = spark.sql(f"SELECT reflect('{LISTENER_CLASS}', 'take', '{tag}') AS cpu").collect()
-        found = json.loads(row[0]["cpu"])
+        if _is_connect(spark):
+            query = f"SELECT reflect('{LISTENER_CLASS}', 'take', '{tag}') AS cpu"
+            text = spark.sql(query).collect()[0]["cpu"]
+        else:
+            # In this process's own JVM: a call through the gateway, not a Spark job
+            # (a query plan and a task per commit, in what it measures).
+            text = spark.sparkContext._jvm.io.freshness.hudi.StepCpu.take(tag)
+        found = json.loads(text)
     except Exception as exc:  # noqa: BLE001 - a measurement never fails a committed run
         log.warning("the step's CPU could not be read (%s)", " ".join(str(exc).split())[:200])
         return {}

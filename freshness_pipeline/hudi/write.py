@@ -175,14 +175,24 @@ def write_options(
 # STALE_PLAN_MARKER.
 STALE_PLAN_STRATEGY = "io.freshness.hudi.WatermarkConflictResolutionStrategy"
 STALE_PLAN_MARKER = "STALE_PLAN"
+# An ingestion commit commits only if its table's checkpoint is still the one it read its
+# batch from (jvm/CheckpointConflictResolutionStrategy.java), the same way: a batch read
+# twice (a killed ingestor whose write a shared Spark server finishes, and its restart)
+# commits once; the other's error names STALE_CHECKPOINT_MARKER.
+STALE_CHECKPOINT_STRATEGY = "io.freshness.hudi.CheckpointConflictResolutionStrategy"
+STALE_CHECKPOINT_MARKER = "STALE_CHECKPOINT"
 
 
-def concurrent_writer_options(lock_path: str | None = None, guard: bool = True) -> dict[str, str]:
+def concurrent_writer_options(
+    lock_path: str | None = None, guard: bool = True, checkpoint_fence: bool = False
+) -> dict[str, str]:
     """Optimistic concurrency with a lock provider, for every writer of a table that more
     than one process writes: a derived table (its job runs, a clustering) and a raw table
-    (ingestion and its clustering). `guard` adds our stale-plan check (job runs); without
-    it Hudi's own file-level check decides (ingestion's inserts write new file groups only,
-    so they never conflict with a clustering of old ones).
+    (ingestion and its clustering). `guard` adds our stale-plan check (job runs),
+    `checkpoint_fence` the stale-checkpoint check (ingestion); with neither, Hudi's own
+    file-level check decides (a clustering). Both keep Hudi's check too (ingestion's
+    inserts write new file groups only, so they never conflict with a clustering of old
+    ones).
 
     The provider takes the lock by creating a file, which must be atomic on its file
     system: Hudi refuses s3a for it. `lock_path` (lakehouse.Lakehouse.lock_path: one folder
@@ -200,8 +210,12 @@ def concurrent_writer_options(lock_path: str | None = None, guard: bool = True) 
         # once its heartbeat has expired, not by the next writer (which may be concurrent).
         "hoodie.clean.failed.writes.policy": "LAZY",
     }
+    if guard and checkpoint_fence:
+        raise ValueError("a commit is either a job run's (guard) or ingestion's (fence)")
     if guard:
         options["hoodie.write.lock.conflict.resolution.strategy"] = STALE_PLAN_STRATEGY
+    if checkpoint_fence:
+        options["hoodie.write.lock.conflict.resolution.strategy"] = STALE_CHECKPOINT_STRATEGY
     if lock_path is not None:
         # the scheme is explicit: a bare path would resolve against a cluster's fs.defaultFS
         options["hoodie.write.lock.filesystem.path"] = (

@@ -21,6 +21,7 @@ from freshness_pipeline.hudi import step_cpu
 from freshness_pipeline.hudi.commit_keys import (
     ARRIVAL_MAX_KEY,
     ARRIVAL_MIN_KEY,
+    CHECKPOINT_BEFORE_KEY,
     CHECKPOINT_KEY,
     WATERMARK_KEY,
 )
@@ -64,12 +65,19 @@ class IngestConfig:
     # stack stops the replayer first), for at most this long; the rest waits for the next
     # start, which ingests it exactly once (the checkpoint is in the Hudi commit).
     drain_on_stop_s: float = 90.0
+    # A commit's clean plans over the partitions it may clean, from a listing of them: at
+    # a commit every few seconds most of a commit's Spark tasks. One commit in
+    # `clean_every` of a stream cleans (and rolls back failed writes, LAZY); the rest
+    # only insert. Old file versions wait a few commits longer, never shorter.
+    clean_every: int = 1
 
     def __post_init__(self) -> None:
         if self.commit_interval_s <= 0:
             raise ValueError(f"commit_interval_s must be positive, got {self.commit_interval_s}")
         if self.max_files_per_commit < 1:
             raise ValueError("max_files_per_commit must be at least 1")
+        if self.clean_every < 1:
+            raise ValueError(f"clean_every must be at least 1, got {self.clean_every}")
 
 
 @dataclass(frozen=True)
@@ -121,21 +129,28 @@ def load_symbols(spark, settings: Settings) -> frozenset[str]:
 
 
 def raw_write_options(
-    settings: Settings, table: str, metadata: Mapping[str, object]
+    settings: Settings, table: str, metadata: Mapping[str, object], clean: bool = True
 ) -> dict[str, str]:
-    """The options of one ingestion commit into raw `table`, carrying `metadata`."""
+    """The options of one ingestion commit into raw `table`, carrying `metadata`; with
+    `clean` False the commit leaves cleaning to a later one."""
     options = {
         **write_options(raw_layout(table, settings.raw_packing), "insert", metadata),
         # The raw table has a second writer, its clustering (clustering.py): both write
         # with optimistic concurrency under the table's lock. A failed insert is now
         # rolled back by a later clean once its heartbeat expires (LAZY), not by the
-        # next insert; until then it is an inflight instant no reader sees.
-        **concurrent_writer_options(settings.lakehouse.lock_path(table), guard=False),
+        # next insert; until then it is an inflight instant no reader sees. The commit
+        # goes ahead only from the checkpoint its batch was read from (the metadata's
+        # CHECKPOINT_BEFORE_KEY): a batch is committed once, whoever else read it.
+        **concurrent_writer_options(
+            settings.lakehouse.lock_path(table), guard=False, checkpoint_fence=True
+        ),
         # A clustered table's timeline is archived by its clustering runs (hudi_write).
         **ingestion_archival_options(table in settings.clustering.tables),
     }
     # An all-rejects batch still commits (empty) so the checkpoint moves on.
     options["hoodie.allow.empty.commit"] = "true"
+    if not clean:
+        options["hoodie.clean.automatic"] = "false"
     return options
 
 
@@ -148,6 +163,8 @@ class Ingestor:
         self.reader = LandedBatchReader(
             settings.landing_dir, self.symbols, self.config.max_files_per_commit
         )
+        # commits per stream since this process started: its first commit cleans
+        self._commits: dict[str, int] = {}
 
     def close(self) -> None:
         """Stops the read-ahead thread; the Spark session is the caller's."""
@@ -190,7 +207,11 @@ class Ingestor:
         if batch.rejects:
             self._write_rejects(batch.rejects)
         with step_cpu.tagged(self.spark) as tag:
-            self._write_raw(stream, batch, {CHECKPOINT_KEY: new_checkpoint}, watermark)
+            positions = {
+                CHECKPOINT_KEY: new_checkpoint,
+                CHECKPOINT_BEFORE_KEY: "" if checkpoint < 0 else checkpoint,
+            }
+            self._write_raw(stream, batch, positions, watermark)
         cpu = step_cpu.take(self.spark, tag)
         if not self.config.keep_landed:
             remove_ingested(self.settings.landing_dir, stream, new_checkpoint)
@@ -215,17 +236,18 @@ class Ingestor:
         self,
         stream: str,
         batch: ValidatedBatch,
-        checkpoint: Mapping[str, object],
+        positions: Mapping[str, object],
         watermark: int | None,
     ) -> None:
         """Inserts `batch` into the stream's raw table in one commit whose extra metadata
-        holds `checkpoint` (the source's position after the batch) and the arrivals."""
+        holds `positions` (the source's position after the batch, under the source's
+        checkpoint key, and before it, CHECKPOINT_BEFORE_KEY) and the arrivals."""
         import pandas as pd
 
         table = STREAM_TABLE[stream]
         frame = pd.DataFrame(batch.rows, columns=list(batch.rows))
         arrivals = frame["arrival_ts"]
-        metadata: dict[str, object] = dict(checkpoint)
+        metadata: dict[str, object] = dict(positions)
         if len(frame):
             low, high = int(arrivals.min()), int(arrivals.max())
             metadata[ARRIVAL_MIN_KEY] = low
@@ -239,10 +261,13 @@ class Ingestor:
         if "trade_id" in frame:
             frame["trade_id"] = frame["trade_id"].astype("int64")
         df = self.spark.createDataFrame(frame, schema=raw_schema(stream))
-        options = raw_write_options(self.settings, table, metadata)
+        done = self._commits.get(stream, 0)
+        clean = done % self.config.clean_every == 0
+        options = raw_write_options(self.settings, table, metadata, clean=clean)
         df.write.format("hudi").options(**options).mode("append").save(
             self.settings.table_uri(table)
         )
+        self._commits[stream] = done + 1
 
     def _write_rejects(self, rejects: list[Reject]) -> None:
         import pandas as pd

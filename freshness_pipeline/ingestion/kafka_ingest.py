@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from freshness_pipeline.catalog.tables import STREAM_TABLE, STREAMS
 from freshness_pipeline.config.settings import Settings
 from freshness_pipeline.hudi import step_cpu
+from freshness_pipeline.hudi.commit_keys import CHECKPOINT_BEFORE_KEY
 from freshness_pipeline.hudi.metadata import HudiTableMetadata, TableNotFound
 from freshness_pipeline.hudi.streamer_checkpoint import (
     STREAMER_CHECKPOINT_KEY,
@@ -179,8 +180,11 @@ class KafkaIngestor(Ingestor):
         if batch.rejects:
             self._write_rejects(batch.rejects)
         with step_cpu.tagged(self.spark) as tag:
-            checkpoint_key = {STREAMER_CHECKPOINT_KEY: str(read.checkpoint)}
-            self._write_raw(stream, batch, checkpoint_key, watermark)
+            positions = {
+                STREAMER_CHECKPOINT_KEY: str(read.checkpoint),
+                CHECKPOINT_BEFORE_KEY: str(checkpoint) if checkpoint else "",
+            }
+            self._write_raw(stream, batch, positions, watermark)
         cpu = step_cpu.take(self.spark, tag)
         result = KafkaCommitResult(
             stream,

@@ -404,13 +404,13 @@ class Stack:
             replay += stream_args(cfg.stream)
         if cfg.duration_s is not None:
             replay += ["--duration", str(cfg.duration_s)]
-        # Ingestion keeps its own Spark driver even when a service runs: its exactly-once
-        # guarantee rests on a killed ingestor's half-done commit dying with it, which a
-        # shared server (that finishes work for a vanished client) would not give.
-        # (_child_env leaves FRESHNESS_SPARK_REMOTE out of ingestion's environment.)
-        if cfg.market:
-            ingest = ["ingest", "--commit-interval", str(cfg.commit_interval_s)]
-            ingest += ["--load-master", str(cfg.stream.universe_size)]
+        # Ingestion runs its own Spark driver (FRESHNESS_INGEST_SPARK=own: _child_env leaves
+        # FRESHNESS_SPARK_REMOTE out of its environment), starting beside the service, or
+        # commits through the service once it is up. Either way a commit is fenced by its
+        # checkpoint, so a batch a killed ingestor left running in the service commits once.
+        ingest = ["ingest", "--commit-interval", str(cfg.commit_interval_s)]
+        ingest += ["--load-master", str(cfg.stream.universe_size)]
+        if cfg.market and not self._ingests_through_service:
             self._spawn("ingest", self._cli(*ingest), 120)
         self._replay_argv = self._cli(*replay)
         bin_dir = Path(sys.executable).parent
@@ -430,6 +430,8 @@ class Stack:
             daemon_workspace = self._start_code_server(bin_dir)
             dagster = [str(bin_dir / "dagster-daemon"), "run", "-w", str(daemon_workspace)]
         self._await_spark_service()
+        if cfg.market and self._ingests_through_service:
+            self._spawn("ingest", self._cli(*ingest), 120)
         if cfg.market:
             # Dagster starts once the company master is in (its runs join it), and the
             # stream once ingestion's Spark is up, so landed files do not pile up behind a
@@ -612,8 +614,12 @@ class Stack:
         events += self.fail_orphaned_runs()
         return events
 
+    @property
+    def _ingests_through_service(self) -> bool:
+        return self.settings.ingest_spark == "service" and bool(self.settings.spark_remote)
+
     def _child_env(self, name: str) -> dict[str, str]:
-        if name == "ingest":
+        if name == "ingest" and not self._ingests_through_service:
             own_driver = self.settings.changed({"FRESHNESS_SPARK_REMOTE": None})
             return child_environment(own_driver, extra=self._extra_env)
         if name == "code-server":
