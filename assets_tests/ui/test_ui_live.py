@@ -10,9 +10,9 @@ shortened), and headless Chromium on its webserver while it runs:
 - a job asset's page lists its staleness metadata and plots it over materializations;
 - the asset graph of the running pipeline draws every asset and edge, as defined.
 Every expectation comes from the instance (its ticks, runs and materializations).
-Screenshots go to the session's `ui-screenshots` folder. Then the sensor keeps all six
-tables fresh until the stream has drained, with nothing lost or doubled from topic to
-derived table. (One stack for both: CI's time.)"""
+Screenshots go to the session's `ui-screenshots` folder. (That the stream then drains
+through Kafka into all six tables with nothing lost or doubled is the secure cluster
+profile's test, runtime/test_cluster_profile.py, through Kafka as well: one drain in CI.)"""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
-from assets_tests.conftest import short_stack_config, table_watermark
+from assets_tests.conftest import short_stack_config
 from assets_tests.ui.browser import Page
 from assets_tests.ui.dagster_pages import (
     check_asset_graph,
@@ -36,14 +36,8 @@ from assets_tests.ui.dagster_pages import (
 )
 from assets_tests.ui.webserver import code_locations_loaded, prepare_dagster_home
 from freshness_pipeline.catalog.jobs import JOBS
-from freshness_pipeline.catalog.tables import RAW_TABLES
 from freshness_pipeline.config.settings import load_settings
 from freshness_pipeline.definitions import build_definitions
-from freshness_pipeline.hudi.lakehouse import Lakehouse
-from freshness_pipeline.hudi.metadata import HudiTableMetadata
-from freshness_pipeline.hudi.streamer_checkpoint import STREAMER_CHECKPOINT_KEY
-from freshness_pipeline.ingestion.kafka_ingest import consumer_lag
-from freshness_pipeline.jobs import oracle
 from freshness_pipeline.runtime.spark_service import free_port
 from freshness_pipeline.runtime.stack import Stack
 from freshness_pipeline.scheduling.run_plan import (
@@ -59,7 +53,6 @@ SENSOR_NAME = "freshness_sensor"
 STALENESS_ASSET = "price_aggr"  # first in line: the most materializations soonest
 PLOTTED = ("staleness_s", "staleness_before_s")  # numbers the asset page plots
 LIVE_TIMEOUT_S = 480  # 2 cores: Spark service, ingestion and Dagster start first
-DRAIN_TIMEOUT_S = 480
 
 
 def sensor_materializations(instance: dg.DagsterInstance, asset: str) -> list:
@@ -90,31 +83,6 @@ def wait_for(stack: Stack, what: str, ready, timeout_s: float = LIVE_TIMEOUT_S):
     logs = stack.config.logs_dir / "dagster.log"
     tail = logs.read_text()[-3000:] if logs.exists() else "(no dagster log)"
     raise AssertionError(f"the live stack never produced {what} within {timeout_s} s:\n{tail}")
-
-
-def _settled(lakehouse: Lakehouse) -> bool:
-    """Every job at the smallest final watermark of its inputs (METHOD 5.2). The two
-    topics are consumed separately, so unlike the landing folder (one arrival stamp per
-    landed second for both) the raw tables end at different watermarks."""
-    marks = {t: table_watermark(lakehouse, t) for t in (*RAW_TABLES, *JOBS)}
-    if None in marks.values():
-        return False
-    return all(marks[j] == min(marks[t] for t in spec.inputs) for j, spec in JOBS.items())
-
-
-def _drained(stack: Stack, lakehouse: Lakehouse) -> bool:
-    """Supervising until the stream has ended and every job has settled, with the raw
-    watermarks unchanged over three polls (two ingestion intervals: nothing left to read)."""
-    deadline = time.monotonic() + DRAIN_TIMEOUT_S
-    seen: list[tuple] = []
-    while time.monotonic() < deadline:
-        stack.supervise()
-        if stack.process("replay").poll() is not None and _settled(lakehouse):
-            seen.append(tuple(table_watermark(lakehouse, t) for t in RAW_TABLES))
-            if len(seen) >= 3 and len(set(seen[-3:])) == 1:
-                return True
-        time.sleep(5)
-    return False
 
 
 def test_live_kafka_demo_in_the_browser(
@@ -185,26 +153,6 @@ def test_live_kafka_demo_in_the_browser(
             # 4. The graph of the running pipeline (materialized assets), as defined.
             assets, edges = definitions_graph(build_definitions(load_settings()))
             print(f"asset graph: {check_asset_graph(page, assets, edges)}")
-        # 5. The demo goes on until the stream has drained through all six tables.
-        drained = _drained(stack, settings.lakehouse)
-        # Every message in the topics is in the raw tables (offsets from the broker).
-        lag = {s: consumer_lag(settings, s) for s in ("price", "trade")} if drained else {}
     finally:
-        stack.stop()
-    assert drained, (tmp_path / "logs" / "dagster.log").read_text()[-3000:]
-    assert all(v["total"] == 0 for v in lag.values()), lag
-    # Nothing entered through the landing folder: every raw commit holds Kafka offsets.
-    assert not list((tmp_path / "landing").rglob("*.jsonl"))
-    for table in RAW_TABLES:
-        commits = HudiTableMetadata(settings.lakehouse.table(table)).commits()
-        assert commits and all(STREAMER_CHECKPOINT_KEY in c.extra for c in commits), table
-    # The aggregates equal the independent oracle over everything that went through Kafka:
-    # nothing lost or doubled from topic to derived table. (The joined tables stop at the
-    # earlier raw watermark, where a recomputation cannot tell which partial rows the
-    # aggregates ever held; their exactness is source-independent and is tested on the
-    # landing path: ops/test_chaos, jobs/test_oracle.)
-    differences = oracle.check_lakehouse(
-        settings.lakehouse.table, only=("price_aggr", "trade_aggr")
-    )
-    assert len(differences) == 2
-    assert all(d.equal for d in differences), [d for d in differences if not d.equal]
+        # the pages are checked: runs still in flight are cut off after 30 s, not waited for
+        stack.stop(drain_timeout_s=30)

@@ -28,6 +28,7 @@ from freshness_pipeline.hudi.commit_keys import (
 from freshness_pipeline.hudi.metadata import HudiTableMetadata, TableNotFound
 from freshness_pipeline.hudi.write import (
     RAW_LAYOUTS,
+    STALE_CHECKPOINT_MARKER,
     concurrent_writer_options,
     ingestion_archival_options,
     raw_layout,
@@ -154,6 +155,16 @@ def raw_write_options(
     return options
 
 
+# Commits in a row refused by the checkpoint fence before a cycle gives up (each refusal
+# means someone else moved the checkpoint on, so one retry normally suffices).
+STALE_CHECKPOINT_RETRIES = 3
+
+
+def _stale_reason(message: str) -> str:
+    start = message.find(STALE_CHECKPOINT_MARKER)
+    return message[start:].split("\n")[0][:300]
+
+
 class Ingestor:
     def __init__(self, spark, settings: Settings, config: IngestConfig | None = None) -> None:
         self.spark = spark
@@ -188,6 +199,24 @@ class Ingestor:
         return results
 
     def ingest_stream(self, stream: str) -> CommitResult | None:
+        """Commits the stream's next batch (None: nothing to commit). A batch another
+        ingestor committed first (one killed whose write a shared Spark server finished)
+        is refused by the checkpoint fence; the next batch is read from the new checkpoint."""
+        for _ in range(STALE_CHECKPOINT_RETRIES):
+            try:
+                return self._ingest_stream(stream)
+            except Exception as exc:
+                if STALE_CHECKPOINT_MARKER not in str(exc):
+                    raise
+                log.warning(
+                    "%s: another ingestor committed this batch first; reading on from the "
+                    "table's checkpoint (%s)",
+                    stream,
+                    _stale_reason(str(exc)),
+                )
+        return None
+
+    def _ingest_stream(self, stream: str) -> CommitResult | None:
         if self.settings.is_external(STREAM_TABLE[stream]):
             return None  # a declared input someone else writes (inputs.py): never ours to write
         started = time.monotonic()

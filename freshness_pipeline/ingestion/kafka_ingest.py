@@ -160,7 +160,7 @@ class KafkaIngestor(Ingestor):
             return None
         return read if started_from == (str(checkpoint) if checkpoint else None) else None
 
-    def ingest_stream(self, stream: str) -> KafkaCommitResult | None:  # type: ignore[override]
+    def _ingest_stream(self, stream: str) -> KafkaCommitResult | None:  # type: ignore[override]
         if self.settings.is_external(STREAM_TABLE[stream]):
             return None  # a declared input someone else writes (inputs.py)
         started = time.monotonic()
