@@ -113,6 +113,7 @@ class KafkaIngestor(Ingestor):
         # ahead is used only if its stream's checkpoint has not moved since it started.
         self._pool = ThreadPoolExecutor(1, "kafka-read-ahead") if self.config.read_ahead else None
         self._ahead: dict[str, Future[tuple[str | None, KafkaBatch]]] = {}
+        self._commits: dict[str, int] = {}  # as Ingestor's: which commits clean
 
     def close(self) -> None:
         if self._pool is not None:
