@@ -63,6 +63,19 @@ def table_counts(spark, settings: Settings, table: str) -> tuple[int, int]:
     return df.count(), df.select("event_id").distinct().count()
 
 
+def committed_counts(spark, settings: Settings, table: str) -> tuple[int, int]:
+    """As table_counts, over the committed files only, as the runs read. Hudi's plain
+    reader also counts the files of a failed write older than the table's first completed
+    commit until the lazy rollback of failed writes (jobs/test_failed_first_write.py):
+    through the service, a batch refused by the fence in the table's first commit leaves
+    a whole write's files so."""
+    from freshness_pipeline.jobs.batch_oracle import read_table
+
+    uri = settings.table_uri(table)
+    df = read_table(spark, uri, HudiTableMetadata(uri).uncompleted_instants())
+    return df.count(), df.select("event_id").distinct().count()
+
+
 def test_quarantine_watermark_and_checkpoint(spark, lakehouse: Settings):
     load_company_master(spark, lakehouse, UNIVERSE)
     expected = land(lakehouse, seconds=3, rate=400, malformed=0.05)
@@ -211,7 +224,7 @@ def test_exactly_once_across_killed_ingestion(request, spark, lakehouse: Setting
     while ingestor.ingest_once():
         pass
     for stream, table in (("price", "price_raw"), ("trade", "trade_raw")):
-        rows, distinct = table_counts(spark, lakehouse, table)
+        rows, distinct = committed_counts(spark, lakehouse, table)
         assert rows == distinct == expected[stream][0], table
     rejects = spark.read.format("hudi").load(lakehouse.table_uri("raw_rejects"))
     assert rejects.count() == rejects.select("reject_id").distinct().count()
