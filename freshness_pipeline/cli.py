@@ -112,8 +112,8 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     # Its own Spark driver, or with FRESHNESS_INGEST_SPARK=service the Spark service's
     # (FRESHNESS_SPARK_REMOTE): each commit is fenced by its checkpoint, so a batch a killed
     # ingestor left running there is committed once (hudi/write.py).
-    own = args.settings.ingest_spark == "own" or not args.settings.spark_remote
-    spark = build_spark_session(args.settings, app_name="ingestion", remote="" if own else None)
+    remote = None if args.settings.ingests_through_service else ""
+    spark = build_spark_session(args.settings, app_name="ingestion", remote=remote)
     if args.load_master is not None:
         from freshness_pipeline.ingestion.master import load_company_master
 

@@ -755,6 +755,12 @@ class Settings:
         return self.lakehouse.uri
 
     @property
+    def ingests_through_service(self) -> bool:
+        """Ingestion commits through the Spark service (FRESHNESS_INGEST_SPARK=service and a
+        service to reach), not its own Spark driver."""
+        return self.ingest_spark == "service" and bool(self.spark_remote)
+
+    @property
     def is_local(self) -> bool:
         return self.lakehouse.root.is_local
 

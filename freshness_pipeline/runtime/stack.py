@@ -410,7 +410,7 @@ class Stack:
         # checkpoint, so a batch a killed ingestor left running in the service commits once.
         ingest = ["ingest", "--commit-interval", str(cfg.commit_interval_s)]
         ingest += ["--load-master", str(cfg.stream.universe_size)]
-        if cfg.market and not self._ingests_through_service:
+        if cfg.market and not self.settings.ingests_through_service:
             self._spawn("ingest", self._cli(*ingest), 120)
         self._replay_argv = self._cli(*replay)
         bin_dir = Path(sys.executable).parent
@@ -430,7 +430,7 @@ class Stack:
             daemon_workspace = self._start_code_server(bin_dir)
             dagster = [str(bin_dir / "dagster-daemon"), "run", "-w", str(daemon_workspace)]
         self._await_spark_service()
-        if cfg.market and self._ingests_through_service:
+        if cfg.market and self.settings.ingests_through_service:
             self._spawn("ingest", self._cli(*ingest), 120)
         if cfg.market:
             # Dagster starts once the company master is in (its runs join it), and the
@@ -614,12 +614,8 @@ class Stack:
         events += self.fail_orphaned_runs()
         return events
 
-    @property
-    def _ingests_through_service(self) -> bool:
-        return self.settings.ingest_spark == "service" and bool(self.settings.spark_remote)
-
     def _child_env(self, name: str) -> dict[str, str]:
-        if name == "ingest" and not self._ingests_through_service:
+        if name == "ingest" and not self.settings.ingests_through_service:
             own_driver = self.settings.changed({"FRESHNESS_SPARK_REMOTE": None})
             return child_environment(own_driver, extra=self._extra_env)
         if name == "code-server":
