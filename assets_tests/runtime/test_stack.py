@@ -268,3 +268,27 @@ def test_a_paused_child_stays_down_until_resumed(tmp_path: Path):
         for _, proc, _ in stack.children:
             proc.kill()
             proc.wait()
+
+
+def test_the_instance_storage_is_created_before_any_child_opens_it(tmp_path: Path):
+    """Dagster's SQLite storages created by two processes at once can each stamp a schema
+    version, after which every open fails; the stack creates them before its children,
+    which then open them side by side."""
+    import subprocess
+    import sys
+
+    home = tmp_path / "dagster_home"
+    stack = Stack(StackConfig(dagster_home=home, logs_dir=tmp_path / "logs"), load_settings())
+    stack._prepare_dagster_home(stack.settings)
+    try:
+        for storage in ("history/runs.db", "schedules/schedules.db"):
+            assert (home / storage).exists(), storage
+        opener = (
+            "import dagster as dg; "
+            f"i = dg.DagsterInstance.from_config({str(home)!r}); "
+            "i.get_runs(); i.all_instigator_state(); i.dispose()"
+        )
+        children = [subprocess.Popen([sys.executable, "-c", opener]) for _ in range(3)]
+        assert [child.wait(timeout=120) for child in children] == [0, 0, 0]
+    finally:
+        stack.stop(drain_timeout_s=1)

@@ -328,11 +328,15 @@ class Stack:
                 settings.scheduler.k,
                 settings.postgres_params,
             )
-            return
-        self.dagster_home.mkdir(parents=True, exist_ok=True)
-        dagster_yaml = self.dagster_home / "dagster.yaml"
-        if not dagster_yaml.exists():
-            dagster_yaml.symlink_to(PROJECT_ROOT / "dagster.yaml")
+        else:
+            self.dagster_home.mkdir(parents=True, exist_ok=True)
+            dagster_yaml = self.dagster_home / "dagster.yaml"
+            if not dagster_yaml.exists():
+                dagster_yaml.symlink_to(PROJECT_ROOT / "dagster.yaml")
+        # The instance's storage is created here, once, before any child opens it: SQLite
+        # storages created by two processes at once can each stamp a schema version, and
+        # every later open then fails ("alembic_version has more than one head").
+        self._instance = open_instance(self.dagster_home, settings)
 
     def _launch_spark_service(self) -> None:
         if self.settings.spark_remote:
