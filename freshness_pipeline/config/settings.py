@@ -361,6 +361,12 @@ SETTINGS: tuple[Setting, ...] = (
             "extra JVM options for the Spark drivers the project starts (the service, "
             "ingestion's, a run's own), e.g. JIT or GC settings to measure "
             "(`make profile-service`); unset: the JVM's defaults", "JVM options", _text),
+    Setting("FRESHNESS_SPARK_CODEGEN", "true",
+            "`false`: the Spark drivers the project starts evaluate queries interpreted "
+            "(whole-stage code generation and expression compilation off); a refresh of a few "
+            "thousand rows otherwise compiles 13-76 new Java classes, its cutoffs being "
+            "literals in their code, which the JIT then compiles again; `true`: Spark's "
+            "default, for refreshes of millions of rows", "true or false", _bool),
     Setting("FRESHNESS_POSTGRES_URL", None,
             "Dagster's storage (runs, event log, schedules) in this Postgres database; unset: "
             "SQLite in DAGSTER_HOME (the cluster profile starts a local Postgres)",
@@ -687,6 +693,7 @@ class Settings:
     spark_service_port: int = 15002
     spark_service_memory: str = "4g"
     spark_java_options: str | None = None  # appended to the drivers' JVM options
+    spark_codegen: bool = True  # Spark compiles each query's code (False: interpreted)
     spark_service_bind: str = "127.0.0.1"
     scheduler: SchedulerSettings = field(default_factory=SchedulerSettings)
     staleness_target: StalenessTarget = field(default_factory=StalenessTarget)
@@ -810,6 +817,7 @@ def load_settings(
         spark_service_port=values["FRESHNESS_SPARK_SERVICE_PORT"],
         spark_service_memory=values["FRESHNESS_SPARK_SERVICE_MEMORY"],
         spark_java_options=values["FRESHNESS_SPARK_JAVA_OPTIONS"] or None,
+        spark_codegen=values["FRESHNESS_SPARK_CODEGEN"],
         spark_service_bind=values["FRESHNESS_SPARK_SERVICE_BIND"],
         scheduler=_scheduler_settings(values),
         staleness_target=_staleness_target(values),

@@ -110,6 +110,16 @@ def apply_lakehouse_conf(session: SparkSession, settings: Settings) -> None:
 
 LOOPBACK = "127.0.0.1"
 
+# Queries evaluated without generated code (FRESHNESS_SPARK_CODEGEN=false). Spark inlines a
+# timestamp literal into the Java it generates, so every step, with its own cutoffs, misses
+# the code cache: its stages compile anew in Janino and the JIT then compiles the new
+# classes again. `factoryMode` is the switch Spark's own tests use to run every expression
+# interpreted; it covers projections, predicates and orderings outside whole-stage code.
+INTERPRETED = {
+    "spark.sql.codegen.wholeStage": "false",
+    "spark.sql.codegen.factoryMode": "NO_CODEGEN",
+}
+
 
 def hudi_spark_conf(
     settings: Settings,
@@ -160,6 +170,8 @@ def hudi_spark_conf(
         # manager ports listen on loopback only (Spark's default is the machine's address).
         conf["spark.driver.host"] = conf["spark.driver.bindAddress"] = LOOPBACK
     conf.update(lakehouse_spark_conf(settings))
+    if not settings.spark_codegen:
+        conf.update(INTERPRETED)
     if settings.spark_java_options:
         key = "spark.driver.extraJavaOptions"
         conf[key] = f"{conf[key]} {settings.spark_java_options}"
