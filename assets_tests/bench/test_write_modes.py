@@ -7,6 +7,7 @@ import pytest
 from freshness_pipeline.bench.write_modes import main, modes, rotated, spec_for, summarize
 from freshness_pipeline.catalog.jobs import JOBS
 from freshness_pipeline.config.settings import load_settings
+from freshness_pipeline.runtime.spark import INTERPRETED
 
 
 def test_modes_are_the_published_layout_the_declared_one_and_the_alternatives():
@@ -17,6 +18,9 @@ def test_modes_are_the_published_layout_the_declared_one_and_the_alternatives():
     assert found["hour_bucket"]["hoodie.bucket.index.num.buckets"] == "1"
     assert found["mor"] == {"hoodie.datasource.write.table.type": "MERGE_ON_READ"}
     assert found["mor_bucket"] == {**found["mor"], **found["bucket"]}
+    # session settings, as FRESHNESS_SPARK_CODEGEN=false gives every driver
+    assert found["published_interpreted"] == found["hour_interpreted"] == INTERPRETED
+    assert all(key.startswith("spark.") for key in INTERPRETED)
     spec = JOBS["trade_aggr"]
     assert spec_for(spec, "published").partition_by == "symbol_prefix"
     assert spec_for(spec, "bloom").partition_by == "symbol_prefix"

@@ -20,6 +20,8 @@ input, what the layout and the index change in that:
   planned every fifth commit, not every one; Hudi's write shuffles in one task, not two;
   Parquet pages of 128 KiB, not 1 MiB; the session's shuffles in two partitions, not four);
 - `published_no_combine`: the published layout without the de-duplication before the upsert;
+- `published_interpreted`, `hour_interpreted`: queries evaluated without generated code
+  (FRESHNESS_SPARK_CODEGEN=false), where every other mode compiles Spark's Java per step;
 - `published_hudi_parallelism`, `hour_hudi_parallelism`: Hudi's own parallelism for a
   commit's bookkeeping (markers, finalize, the index's key reads: one task per partition or
   file) where every other mode has hudi/write.py's two tasks;
@@ -33,7 +35,8 @@ Every mode writes its own trade_aggr, all from one lakehouse's trade_raw: a warm
 over `--warmup-s` seconds of stream, then per round `--step-s` new seconds are landed and
 ingested once and each mode's run takes them (the order rotates per round, so machine
 noise spreads over the modes). Per run: the job's wall time and its phases (index lookup
-and file writing from the Hudi timeline), and what reading those timeline marks back
+and file writing from the Hudi timeline), its CPU as the JVM counts it, the Java classes
+Spark compiled for it, and what reading those timeline marks back
 costs (`timing_read`, outside the run's time). At the end, each mode's table must equal the
 `published` one row for row (partition column aside; a mode that changes the result is
 reported, not ranked), and a full snapshot read of each table is timed, since
@@ -61,6 +64,8 @@ MOR = {"hoodie.datasource.write.table.type": "MERGE_ON_READ"}
 
 
 def modes(buckets: int) -> dict[str, dict[str, str]]:
+    from freshness_pipeline.runtime.spark import INTERPRETED
+
     bucket = {**BUCKET, "hoodie.bucket.index.num.buckets": str(buckets)}
     bloom = {"hoodie.index.type": "BLOOM"}
     return {
@@ -94,6 +99,9 @@ def modes(buckets: int) -> dict[str, dict[str, str]]:
         },
         # (`spark.` keys are the session's, set for that mode's runs only)
         "hour_shuffle_2": {"spark.sql.shuffle.partitions": "2"},
+        # queries evaluated without generated code (FRESHNESS_SPARK_CODEGEN=false)
+        "published_interpreted": dict(INTERPRETED),
+        "hour_interpreted": dict(INTERPRETED),
         "bloom": bloom,
         "bucket": bucket,
         "mor": dict(MOR),
@@ -187,6 +195,12 @@ def main(argv: list[str], settings: Settings) -> int:
         return {k: v for k, v in all_modes[mode].items() if k.startswith("spark.")}
 
     runners = {m: JobRunner(spark, uri_of(m), hudi_options(m)) for m in chosen}
+    # Spark's count of the Java classes it compiled (Janino), in this local driver's JVM
+    codegen_metrics = spark.sparkContext._jvm.org.apache.spark.metrics.source.CodegenMetrics
+
+    def compilations() -> int:
+        return int(codegen_metrics.METRIC_COMPILATION_TIME().getCount())
+
     print(
         f"machine: {os.cpu_count()} cores; trade_aggr by {len(chosen)} write modes on one "
         f"input: {args.warmup_s} s warm-up at {args.rate:,.0f} events/s, then {args.rounds} "
@@ -198,16 +212,21 @@ def main(argv: list[str], settings: Settings) -> int:
     def one_run(mode: str) -> dict[str, float]:
         meta = meta_of(mode)
         resolved = resolve_run(spec, [], None, meta)
-        before = {k: spark.conf.get(k) for k in session_options(mode)}
+        before = {k: spark.conf.get(k, None) for k in session_options(mode)}
         for key, value in session_options(mode).items():
             spark.conf.set(key, value)
         try:
+            compiled = compilations()
             started = time.monotonic()
             report = runners[mode].run(spec_for(spec, mode), resolved)
             took = time.monotonic() - started
+            compiled = compilations() - compiled
         finally:
             for key, value in before.items():
-                spark.conf.set(key, value)
+                if value is None:
+                    spark.conf.unset(key)
+                else:
+                    spark.conf.set(key, value)
         # The timeline read that gives a run its write phases, after the run's own
         # (caches as warm as in a run's process, which planned from the same metadata).
         timed = time.monotonic()
@@ -217,7 +236,13 @@ def main(argv: list[str], settings: Settings) -> int:
         if watermark != resolved.cutoff_us:
             raise SystemExit(f"{mode}: watermark {watermark} after a run to {resolved.cutoff_us}")
         cpu = {f"cpu_{k}": v for k, v in report.cpu.items()}  # the step's, as its JVM counts
-        return {"seconds": took, **report.phases, "timing_read": timing_read, **cpu}
+        return {
+            "seconds": took,
+            **report.phases,
+            "timing_read": timing_read,
+            **cpu,
+            "compiles": compiled,
+        }
 
     for mode in chosen:
         warm = one_run(mode)
@@ -260,9 +285,9 @@ def main(argv: list[str], settings: Settings) -> int:
     print(
         "\n| mode | runs | median run (s) | vs published | index_lookup | write_files | "
         "read | transform | timing read | Spark tasks | tasks' CPU (s) | JVM CPU (s) | "
-        "snapshot read (s) | equals published |"
+        "classes compiled | snapshot read (s) | equals published |"
     )
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for mode, seconds, phases in summarize(runs):
         cells = [_cell(phases, p) for p in PHASES]
         print(
@@ -276,7 +301,8 @@ def main(argv: list[str], settings: Settings) -> int:
 def _cell(phases: dict[str, float], name: str) -> str:
     if name not in phases:
         return "-"
-    return f"{phases[name]:.0f}" if name == "cpu_tasks" else f"{phases[name]:.2f}"
+    whole = name in ("cpu_tasks", "compiles")
+    return f"{phases[name]:.0f}" if whole else f"{phases[name]:.2f}"
 
 
 PHASES = (
@@ -288,6 +314,7 @@ PHASES = (
     "cpu_tasks",
     "cpu_task_cpu_s",
     "cpu_jvm_cpu_s",
+    "compiles",
 )
 
 if __name__ == "__main__":
