@@ -22,6 +22,8 @@ input, what the layout and the index change in that:
 - `published_no_combine`: the published layout without the de-duplication before the upsert;
 - `published_interpreted`, `hour_interpreted`: queries evaluated without generated code
   (FRESHNESS_SPARK_CODEGEN=false), where every other mode compiles Spark's Java per step;
+  `published_no_whole_stage`: whole-stage code generation off alone, each operator's
+  expressions still compiled;
 - `published_hudi_parallelism`, `hour_hudi_parallelism`: Hudi's own parallelism for a
   commit's bookkeeping (markers, finalize, the index's key reads: one task per partition or
   file) where every other mode has hudi/write.py's two tasks;
@@ -102,6 +104,8 @@ def modes(buckets: int) -> dict[str, dict[str, str]]:
         # queries evaluated without generated code (FRESHNESS_SPARK_CODEGEN=false)
         "published_interpreted": dict(INTERPRETED),
         "hour_interpreted": dict(INTERPRETED),
+        # whole-stage code off alone (Spark's public switch): expressions still compiled
+        "published_no_whole_stage": {"spark.sql.codegen.wholeStage": "false"},
         "bloom": bloom,
         "bucket": bucket,
         "mor": dict(MOR),
