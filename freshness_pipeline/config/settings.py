@@ -363,9 +363,9 @@ SETTINGS: tuple[Setting, ...] = (
             "(`make profile-service`); unset: the JVM's defaults", "JVM options", _text),
     Setting("FRESHNESS_SPARK_CODEGEN", "true",
             "`false`: the Spark drivers the project starts evaluate queries interpreted "
-            "(whole-stage code generation and expression compilation off); a refresh of a few "
-            "thousand rows otherwise compiles 13-76 new Java classes, its cutoffs being "
-            "literals in their code, which the JIT then compiles again; `true`: Spark's "
+            "(whole-stage code generation and expression compilation off): with Spark's code "
+            "generation each step of the six jobs compiles 13-76 new Java classes, warm or "
+            "not, which the JIT then compiles again (docs/BENCHMARKS.md); `true`: Spark's "
             "default, for refreshes of millions of rows", "true or false", _bool),
     Setting("FRESHNESS_POSTGRES_URL", None,
             "Dagster's storage (runs, event log, schedules) in this Postgres database; unset: "

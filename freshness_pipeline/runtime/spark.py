@@ -110,11 +110,12 @@ def apply_lakehouse_conf(session: SparkSession, settings: Settings) -> None:
 
 LOOPBACK = "127.0.0.1"
 
-# Queries evaluated without generated code (FRESHNESS_SPARK_CODEGEN=false). Spark inlines a
-# timestamp literal into the Java it generates, so every step, with its own cutoffs, misses
-# the code cache: its stages compile anew in Janino and the JIT then compiles the new
-# classes again. `factoryMode` is the switch Spark's own tests use to run every expression
-# interpreted; it covers projections, predicates and orderings outside whole-stage code.
+# Queries evaluated without generated code (FRESHNESS_SPARK_CODEGEN=false). With it, every
+# step of the six jobs compiles 13-76 classes that Spark's code cache has not seen (a bigger
+# cache does not help: the code itself differs from step to step, literals inlined), and the
+# JIT then compiles the new classes again. `factoryMode` is the switch Spark's own tests use
+# to evaluate every expression interpreted (Spark calls it internal); it covers
+# projections, predicates and orderings outside whole-stage code.
 INTERPRETED = {
     "spark.sql.codegen.wholeStage": "false",
     "spark.sql.codegen.factoryMode": "NO_CODEGEN",
