@@ -259,19 +259,22 @@ def test_phases_are_summarized_per_job_over_successful_runs(tmp_path: Path):
 def test_each_steps_cpu_is_summed_per_variant_and_job(tmp_path: Path):
     from freshness_pipeline.experiment.report import step_cpu_rows
 
-    def step(task: float, jvm: float) -> dict:
-        return {
+    def step(task: float, jvm: float, classes: int | None = None) -> dict:
+        found = {
             "cpu_task_cpu_s": task,
             "cpu_jvm_cpu_s": jvm,
             "cpu_jvm_jit_s": 0.5,
             "cpu_jvm_gc_s": 0.1,
         }
+        if classes is not None:  # steps recorded before the count have none
+            found["cpu_jvm_codegen_classes"] = classes
+        return found
 
     runs = []
     for variant, records in {
         "pmb": [
-            {"status": "SUCCESS", "metadata_by_asset": {"trade_aggr": step(1.0, 4.0)}},
-            {"status": "SUCCESS", "metadata_by_asset": {"trade_aggr": step(3.0, 8.0)}},
+            {"status": "SUCCESS", "metadata_by_asset": {"trade_aggr": step(1.0, 4.0, 20)}},
+            {"status": "SUCCESS", "metadata_by_asset": {"trade_aggr": step(3.0, 8.0, 30)}},
             {"status": "FAILURE", "metadata_by_asset": {"trade_aggr": step(90.0, 90.0)}},
         ],
         "dagster_eager": [
@@ -286,8 +289,8 @@ def test_each_steps_cpu_is_summed_per_variant_and_job(tmp_path: Path):
         (run_dir / "runs.json").write_text(json.dumps(records))
         runs.append({"variant": variant, "dir": run_dir})
     rows = step_cpu_rows(runs, ["pmb", "dagster_eager"])
-    assert "| pmb | trade_aggr | 2 | 2.00 | 6.00 | 0.50 | 0.10 | 12.0 |" in rows
-    assert "| dagster_eager | price_aggr | 1 | 2.00 | 5.00 | 0.50 | 0.10 | 5.0 |" in rows
+    assert "| pmb | trade_aggr | 2 | 2.00 | 6.00 | 0.50 | 0.10 | 12.0 | 25 |" in rows
+    assert "| dagster_eager | price_aggr | 1 | 2.00 | 5.00 | 0.50 | 0.10 | 5.0 | - |" in rows
     assert not any("sector_vwap" in row for row in rows)  # a step that did not measure
     assert step_cpu_rows([], ["pmb"])[0].startswith("No step recorded its CPU")
 

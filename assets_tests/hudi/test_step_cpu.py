@@ -74,6 +74,13 @@ def test_a_step_is_tagged_while_it_runs_and_its_costs_read_once():
     }
 
 
+def test_the_classes_spark_generated_are_a_whole_count_in_the_metadata():
+    cpu = step_cpu.take(FakeSession('{"tasks": 2, "jvm_codegen_classes": 29}'), "t")
+    assert cpu == {"tasks": 2.0, "jvm_codegen_classes": 29.0}
+    assert step_cpu.cpu_metadata(cpu) == {"cpu_tasks": 2, "cpu_jvm_codegen_classes": 29}
+    assert "29 classes generated" in step_cpu.cpu_text(cpu)
+
+
 def test_a_jvm_that_cannot_say_gives_nothing_and_the_run_says_so():
     assert step_cpu.take(FakeSession(RuntimeError("ClassNotFoundException StepCpu")), "t") == {}
     # a counter the JVM does not keep comes back negative: left out
@@ -106,4 +113,7 @@ def test_a_real_step_records_its_tasks_cpu_and_the_jvms(spark, connect_spark, tm
     assert cpu["task_cpu_s"] > 0 and cpu["task_run_s"] > 0, cpu
     # the JVM's own CPU over the step covers its tasks' (they ran in it) and the driver's
     assert cpu["jvm_cpu_s"] >= cpu["task_cpu_s"], cpu
+    # Spark's code generation compiled what the step's queries needed (the service runs
+    # with FRESHNESS_SPARK_CODEGEN's default): a count, never negative
+    assert cpu["jvm_codegen_classes"] >= 0, cpu
     assert step_cpu.take(session, "freshness-step-unknown") == {"tasks": 0.0}

@@ -544,8 +544,9 @@ def step_cpu_rows(
     if not found:
         return ["No step recorded its CPU (runs recorded before steps measured it)."]
     lines = [
-        "| variant | job | steps | task CPU (s) | JVM CPU (s) | JIT (s) | GC (s) | JVM CPU, sum |",
-        "|---|---|---|---|---|---|---|---|",
+        "| variant | job | steps | task CPU (s) | JVM CPU (s) | JIT (s) | GC (s) | JVM CPU, sum "
+        "| classes generated |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for variant in order:
         for job in jobs:
@@ -557,10 +558,19 @@ def step_cpu_rows(
                 for f in CPU_FIELDS
             ]
             total = sum(float(m["cpu_jvm_cpu_s"]) for m in steps)
+            # classes Spark's code generation compiled a step (median; steps before it: -)
+            generated = [float(m["cpu_jvm_codegen_classes"]) for m in steps if _has_classes(m)]
+            classes = f"{statistics.median(generated):.0f}" if generated else "-"
             lines.append(
-                f"| {variant} | {job} | {len(steps)} | " + " | ".join(cells) + f" | {total:.1f} |"
+                f"| {variant} | {job} | {len(steps)} | "
+                + " | ".join(cells)
+                + f" | {total:.1f} | {classes} |"
             )
     return lines
+
+
+def _has_classes(meta: dict) -> bool:
+    return "cpu_jvm_codegen_classes" in meta
 
 
 def refreshes_of(run_record: dict) -> int:

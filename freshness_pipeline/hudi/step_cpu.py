@@ -4,7 +4,8 @@ The runner tags the step's Spark jobs (`tagged`): a tag on a Spark Connect sessi
 along with each request (no round trip); on a local session it is a job tag of the
 SparkContext. After the commit one query (`take`) reads what the tag's tasks cost
 (executor CPU, run and GC time, deserialization) and what the whole JVM spent while the
-step ran (process CPU, JIT compilation, GC), and forgets the tag (on a local session, a
+step ran (process CPU, JIT compilation, GC, the classes Spark generated and compiled),
+and forgets the tag (on a local session, a
 call into its JVM). Measuring never fails a
 run: a JVM without the listener, or an executor in another JVM (a Spark cluster), gives
 nothing, and the run says so.
@@ -32,6 +33,7 @@ FIELDS = (
     "jvm_cpu_s",
     "jvm_jit_s",
     "jvm_gc_s",
+    "jvm_codegen_classes",  # classes Spark's code generation compiled (a count)
 )
 
 
@@ -80,6 +82,8 @@ def cpu_metadata(cpu: Mapping[str, float]) -> dict[str, object]:
         return {"cpu": "not measured (no Spark task under the step's tag in this JVM)"}
     metadata: dict[str, object] = {f"cpu_{k}": round(cpu[k], 3) for k in FIELDS if k in cpu}
     metadata["cpu_tasks"] = int(cpu["tasks"])
+    if "jvm_codegen_classes" in cpu:
+        metadata["cpu_jvm_codegen_classes"] = int(cpu["jvm_codegen_classes"])
     return metadata
 
 
@@ -90,5 +94,6 @@ def cpu_text(cpu: Mapping[str, float]) -> str:
     return (
         f"CPU {cpu.get('task_cpu_s', 0):.2f} s in {int(cpu['tasks'])} tasks, "
         f"{cpu.get('jvm_cpu_s', 0):.2f} s in the JVM (JIT {cpu.get('jvm_jit_s', 0):.2f} s, "
-        f"GC {cpu.get('jvm_gc_s', 0):.2f} s)"
+        f"GC {cpu.get('jvm_gc_s', 0):.2f} s, {int(cpu.get('jvm_codegen_classes', 0))} "
+        "classes generated)"
     )

@@ -8,6 +8,7 @@ import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import org.apache.spark.SparkConf;
 import org.apache.spark.executor.TaskMetrics;
+import org.apache.spark.metrics.source.CodegenMetrics;
 import org.apache.spark.scheduler.SparkListener;
 import org.apache.spark.scheduler.SparkListenerJobStart;
 import org.apache.spark.scheduler.SparkListenerStageCompleted;
@@ -20,7 +21,8 @@ import org.apache.spark.scheduler.StageInfo;
  * <p>A driver listener ({@code spark.extraListeners}): a step's Spark jobs carry a job tag of
  * ours ({@code freshness-step-...}, set by the runner for its session); every task of their
  * stages adds its executor CPU, run time, GC time and deserialization CPU to that tag. The
- * first job of a tag also notes the JVM's process CPU, JIT compilation and GC times, so that
+ * first job of a tag also notes the JVM's process CPU, JIT compilation and GC times and the
+ * count of classes Spark's code generation has compiled, so that
  * {@link #take} reports, beside the tasks' own CPU, what the whole JVM spent while the step ran
  * (its driver work: planning, code generation, Hudi's timeline and file listing; and whatever
  * ran beside it). The runner reads it with {@code SELECT reflect('io.freshness.hudi.StepCpu',
@@ -31,7 +33,10 @@ public class StepCpu extends SparkListener {
   static final String PREFIX = "freshness-step-";
   private static final String TAGS = "spark.job.tags";
 
-  /** Per tag: tasks, executor CPU ns, run ms, GC ms, deserialize CPU ns, JVM CPU ns, JIT ms, GC ms at start. */
+  /**
+   * Per tag: tasks, executor CPU ns, run ms, GC ms, deserialize CPU ns, and at the start the
+   * JVM's CPU ns, JIT ms, GC ms and classes compiled by Spark's code generation.
+   */
   private static final Map<String, long[]> BY_TAG = new ConcurrentHashMap<>();
 
   private static final Map<Integer, String> STAGE_TAG = new ConcurrentHashMap<>();
@@ -89,15 +94,19 @@ public class StepCpu extends SparkListener {
   }
 
   private static long[] started() {
-    long[] sums = new long[8];
+    long[] sums = new long[9];
     long[] jvm = jvmNow();
     sums[5] = jvm[0];
     sums[6] = jvm[1];
     sums[7] = jvm[2];
+    sums[8] = jvm[3];
     return sums;
   }
 
-  /** The JVM's process CPU (ns), total JIT compilation (ms) and total GC (ms) so far. */
+  /**
+   * The JVM's process CPU (ns), total JIT compilation (ms), total GC (ms) and the classes
+   * Spark's code generation compiled (Janino: each is then JIT-compiled too) so far.
+   */
   static long[] jvmNow() {
     long cpu = -1;
     java.lang.management.OperatingSystemMXBean os = ManagementFactory.getOperatingSystemMXBean();
@@ -110,12 +119,14 @@ public class StepCpu extends SparkListener {
     for (GarbageCollectorMXBean collector : ManagementFactory.getGarbageCollectorMXBeans()) {
       gc += Math.max(0, collector.getCollectionTime());
     }
-    return new long[] {cpu, compiled, gc};
+    long generated = CodegenMetrics.METRIC_COMPILATION_TIME().getCount();
+    return new long[] {cpu, compiled, gc, generated};
   }
 
   /**
    * A tag's sums as JSON, and the tag forgotten: tasks, task CPU and deserialization CPU (s),
-   * task run and GC time (s), and the JVM's CPU, JIT and GC seconds since the tag's first job.
+   * task run and GC time (s), and the JVM's CPU, JIT and GC seconds and the classes Spark
+   * compiled since the tag's first job.
    * An unknown tag (no Spark job ran under it): {"tasks": 0}.
    */
   public static String take(String tag) {
@@ -129,7 +140,7 @@ public class StepCpu extends SparkListener {
           java.util.Locale.ROOT,
           "{\"tasks\": %d, \"task_cpu_s\": %.6f, \"task_run_s\": %.3f, \"task_gc_s\": %.3f, "
               + "\"task_deserialize_cpu_s\": %.6f, \"jvm_cpu_s\": %.6f, \"jvm_jit_s\": %.3f, "
-              + "\"jvm_gc_s\": %.3f}",
+              + "\"jvm_gc_s\": %.3f, \"jvm_codegen_classes\": %d}",
           sums[0],
           sums[1] / 1e9,
           sums[2] / 1e3,
@@ -137,7 +148,8 @@ public class StepCpu extends SparkListener {
           sums[4] / 1e9,
           jvm[0] < 0 || sums[5] < 0 ? -1.0 : (jvm[0] - sums[5]) / 1e9,
           jvm[1] < 0 || sums[6] < 0 ? -1.0 : (jvm[1] - sums[6]) / 1e3,
-          (jvm[2] - sums[7]) / 1e3);
+          (jvm[2] - sums[7]) / 1e3,
+          jvm[3] - sums[8]);
     }
   }
 }
