@@ -42,15 +42,17 @@ def test_the_drivers_take_the_extra_jvm_options_and_the_step_listener(tmp_path: 
 
 
 def test_the_drivers_evaluate_queries_interpreted_when_codegen_is_off(tmp_path: Path):
-    """FRESHNESS_SPARK_CODEGEN=false reaches the service's command line; on, Spark's own
-    defaults stand (no codegen key is passed at all)."""
+    """FRESHNESS_SPARK_CODEGEN=false reaches the service's command line; on, Spark's
+    generated code with a code cache that holds every job's classes."""
     off = load_settings({"FRESHNESS_SPARK_CODEGEN": "false"})
     argv = server_command(SparkServiceConfig(settings=off, state_dir=tmp_path))
     assert "spark.sql.codegen.wholeStage=false" in argv
     assert "spark.sql.codegen.factoryMode=NO_CODEGEN" in argv
     on = load_settings({"FRESHNESS_SPARK_CODEGEN": "true"})
     argv = server_command(SparkServiceConfig(settings=on, state_dir=tmp_path))
-    assert not any("spark.sql.codegen" in a for a in argv)
+    assert not any("spark.sql.codegen.wholeStage" in a or "factoryMode" in a for a in argv)
+    # the generated classes of every job's steps stay cached (Spark's default keeps 100)
+    assert "spark.sql.codegen.cache.maxEntries=2000" in argv
 
 
 @pytest.mark.parametrize(

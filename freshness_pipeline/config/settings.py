@@ -363,10 +363,10 @@ SETTINGS: tuple[Setting, ...] = (
             "(`make profile-service`); unset: the JVM's defaults", "JVM options", _text),
     Setting("FRESHNESS_SPARK_CODEGEN", "true",
             "`false`: the Spark drivers the project starts evaluate queries interpreted "
-            "(whole-stage code generation and expression compilation off): with Spark's code "
-            "generation each step of the six jobs compiles 13-76 new Java classes, warm or "
-            "not, which the JIT then compiles again (docs/BENCHMARKS.md); `true`: Spark's "
-            "default, for refreshes of millions of rows", "true or false", _bool),
+            "(whole-stage code generation and expression compilation off): no Java compiled "
+            "per query, nor JIT-compiled after it (docs/BENCHMARKS.md); `true`: Spark's "
+            "generated code, its classes kept for 2,000 queries' stages", "true or false",
+            _bool),
     Setting("FRESHNESS_POSTGRES_URL", None,
             "Dagster's storage (runs, event log, schedules) in this Postgres database; unset: "
             "SQLite in DAGSTER_HOME (the cluster profile starts a local Postgres)",

@@ -110,12 +110,13 @@ def apply_lakehouse_conf(session: SparkSession, settings: Settings) -> None:
 
 LOOPBACK = "127.0.0.1"
 
-# Queries evaluated without generated code (FRESHNESS_SPARK_CODEGEN=false). With it, every
-# step of the six jobs compiles 13-76 classes that Spark's code cache has not seen (a bigger
-# cache does not help: the code itself differs from step to step, literals inlined), and the
-# JIT then compiles the new classes again. `factoryMode` is the switch Spark's own tests use
-# to evaluate every expression interpreted (Spark calls it internal); it covers
-# projections, predicates and orderings outside whole-stage code.
+CODEGEN_CACHE_ENTRIES = 2000
+
+# Queries evaluated without generated code (FRESHNESS_SPARK_CODEGEN=false): nothing to
+# compile, nothing for the JIT to compile after it, the tasks' CPU no higher at a few
+# thousand rows a step. `factoryMode` is the switch Spark's own tests use to evaluate every
+# expression interpreted (Spark calls it internal); it covers projections, predicates and
+# orderings outside whole-stage code.
 INTERPRETED = {
     "spark.sql.codegen.wholeStage": "false",
     "spark.sql.codegen.factoryMode": "NO_CODEGEN",
@@ -142,6 +143,13 @@ def hudi_spark_conf(
         "spark.sql.session.timeZone": "UTC",
         "spark.sql.execution.arrow.pyspark.enabled": "true",
         "spark.sql.shuffle.partitions": "4",
+        # Spark keeps the classes it generates for queries in a cache of 100 by default;
+        # the six jobs' steps need about 170 between them (13-44 each, industry_spike
+        # more), so each step found its classes evicted by the others' and compiled them
+        # again, and the JIT after it: 13-76 classes a step, every step. At 2,000: 0-4 a
+        # step once warm (industry_spike 21-47), the JVM's CPU a round about 0.65
+        # (docs/BENCHMARKS.md).
+        "spark.sql.codegen.cache.maxEntries": str(CODEGEN_CACHE_ENTRIES),
         "spark.default.parallelism": "4",
         "spark.ui.enabled": "false",
         # Each step's CPU as the JVM counts it, summed per step tag (jvm/StepCpu.java in our
