@@ -28,6 +28,10 @@ GUARD_JAR := $(JARS_DIR)/freshness-hudi-guard.jar
 # compiled against pyspark's jars and the Connect jar.
 LAUNCHER_SRC := $(wildcard freshness_pipeline/jvm/connect/*.java)
 LAUNCHER_JAR := $(JARS_DIR)/freshness-connect-launcher.jar
+# The service's Java agent: Connect sessions without code of their own share one class
+# loader, so Spark's generated classes are found again (jvm/connect/SharedCode.java).
+AGENT_SRC := $(wildcard freshness_pipeline/jvm/agent/*.java)
+AGENT_JAR := $(JARS_DIR)/freshness-connect-agent.jar
 # The single-node Kafka broker (KRaft) for `freshness demo --source kafka`: kafka_2.13 and
 # its runtime dependencies from Maven Central (infra/kafka/pom.xml) into .cache/kafka.
 KAFKA_VERSION ?= 4.1.1
@@ -114,6 +118,11 @@ $(GUARD_JAR): $(GUARD_SRC) $(HUDI_JAR) $(VENV)/.installed
 $(LAUNCHER_JAR): $(LAUNCHER_SRC) $(CONNECT_JAR) $(VENV)/.installed
 	$(call javac_jar,$(CONNECT_JAR),$(LAUNCHER_SRC))
 
+$(AGENT_JAR): $(AGENT_SRC) $(VENV)/.installed
+	$(call javac_jar,,$(AGENT_SRC))
+	printf 'Premain-Class: freshness.agent.ConnectCodeCacheAgent\n' > $@.manifest
+	jar ufm $@ $@.manifest && rm $@.manifest
+
 $(DAGSTER_HOME)/dagster.yaml: dagster.yaml
 	mkdir -p $(DAGSTER_HOME)
 	ln -sf $(abspath dagster.yaml) $@
@@ -145,7 +154,7 @@ chromium:
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver; \
 	fi
 
-setup: $(VENV)/.installed $(HUDI_JAR) $(CONNECT_JAR) $(GUARD_JAR) $(LAUNCHER_JAR) s3-deps \
+setup: $(VENV)/.installed $(HUDI_JAR) $(CONNECT_JAR) $(GUARD_JAR) $(LAUNCHER_JAR) $(AGENT_JAR) s3-deps \
 	$(DAGSTER_HOME)/dagster.yaml $(KAFKA_STAMP) postgres chromium
 
 demo: setup

@@ -76,3 +76,65 @@ def test_service_answers_sql_and_listens_on_loopback_only(spark_service, connect
     listening = spark_service.listening()
     assert ("127.0.0.1", spark_service.config.port) in listening
     assert_listens_on_loopback_only(listening, "the Spark service")
+
+
+def test_the_service_shares_one_class_loader_only_when_asked(tmp_path: Path):
+    """FRESHNESS_SPARK_SERVICE_SHARED_CODE puts the agent on the service's JVM, built by
+    `make setup` beside the launcher."""
+    on = load_settings({"FRESHNESS_SPARK_SERVICE_SHARED_CODE": "true"})
+    options = next(
+        a
+        for a in server_command(SparkServiceConfig(settings=on, state_dir=tmp_path))
+        if a.startswith("spark.driver.extraJavaOptions=")
+    )
+    agent = options.split("-javaagent:", 1)[1].split()[0]
+    assert agent.endswith("freshness-connect-agent.jar") and Path(agent).is_file()
+    off = load_settings({"FRESHNESS_SPARK_SERVICE_SHARED_CODE": "false"})
+    argv = server_command(SparkServiceConfig(settings=off, state_dir=tmp_path))
+    assert not any("-javaagent:" in a for a in argv)
+
+
+def _classes_compiled(session, query: str) -> tuple[int, list]:
+    from freshness_pipeline.hudi import step_cpu
+
+    with step_cpu.tagged(session) as tag:
+        rows = sorted(tuple(r) for r in session.sql(query).collect())
+    return int(step_cpu.take(session, tag)["jvm_codegen_classes"]), rows
+
+
+@pytest.mark.spark
+def test_a_new_session_finds_the_classes_an_earlier_one_generated(tmp_path: Path):
+    """With the agent, a query's generated classes are compiled once for every Connect
+    session without code of its own (Spark 3.5 gives each session class loaders of its
+    own, so every run compiled its classes again, and each request its driver's); a
+    session that added a Python file keeps Spark's own class loaders and answers alike."""
+    from freshness_pipeline.runtime.spark import build_spark_session
+    from freshness_pipeline.runtime.spark_service import SparkService, free_port
+
+    settings = load_settings({"FRESHNESS_SPARK_SERVICE_SHARED_CODE": "true"})
+    config = SparkServiceConfig(
+        settings=settings, state_dir=tmp_path, port=free_port(), driver_memory="2g"
+    )
+    # a shape no other query of the service compiled: its classes are new at first
+    query = (
+        "SELECT id % 7 AS k, sum(id * 3) AS s, max(id - 11) AS m "
+        "FROM range(0, 5000, 1, 2) GROUP BY id % 7"
+    )
+    runs = []
+    module = tmp_path / "own_code.py"
+    module.write_text("ANSWER = 42\n")
+    with SparkService(config):
+        for own_code in (False, False, True):
+            session = build_spark_session(settings, remote=config.url, app_name="classes")
+            try:
+                if own_code:
+                    session.addArtifacts(str(module), pyfile=True)
+                runs.append(_classes_compiled(session, query))
+            finally:
+                session.stop()
+        log = config.log_path.read_text()
+    assert "ConnectCodeCacheAgent: one class loader for sessions without code" in log
+    (first, rows), (second, again), (_, isolated) = runs
+    assert first > 0, runs
+    assert second == 0, runs
+    assert len(rows) == 7 and rows == again == isolated

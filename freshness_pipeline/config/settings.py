@@ -367,6 +367,13 @@ SETTINGS: tuple[Setting, ...] = (
             "per query, nor JIT-compiled after it (docs/BENCHMARKS.md); `true`: Spark's "
             "generated code, its classes kept for 2,000 queries' stages", "true or false",
             _bool),
+    Setting("FRESHNESS_SPARK_SERVICE_SHARED_CODE", "true",
+            "`true`: the Spark service's Connect sessions that bring no code of their own share "
+            "one class loader, so Spark's generated classes are compiled once, not again in "
+            "every run (Spark 3.5's Connect server gives each session class loaders of its "
+            "own, and Spark's code cache is keyed by them; a Java agent, jvm/agent, routes "
+            "that; docs/BENCHMARKS.md); `false`: Spark's own behaviour",
+            "true or false", _bool),
     Setting("FRESHNESS_POSTGRES_URL", None,
             "Dagster's storage (runs, event log, schedules) in this Postgres database; unset: "
             "SQLite in DAGSTER_HOME (the cluster profile starts a local Postgres)",
@@ -694,6 +701,8 @@ class Settings:
     spark_service_memory: str = "4g"
     spark_java_options: str | None = None  # appended to the drivers' JVM options
     spark_codegen: bool = True  # Spark compiles each query's code (False: interpreted)
+    # the service's Connect sessions without code of their own share one class loader
+    spark_service_shared_code: bool = True
     spark_service_bind: str = "127.0.0.1"
     scheduler: SchedulerSettings = field(default_factory=SchedulerSettings)
     staleness_target: StalenessTarget = field(default_factory=StalenessTarget)
@@ -818,6 +827,7 @@ def load_settings(
         spark_service_memory=values["FRESHNESS_SPARK_SERVICE_MEMORY"],
         spark_java_options=values["FRESHNESS_SPARK_JAVA_OPTIONS"] or None,
         spark_codegen=values["FRESHNESS_SPARK_CODEGEN"],
+        spark_service_shared_code=values["FRESHNESS_SPARK_SERVICE_SHARED_CODE"],
         spark_service_bind=values["FRESHNESS_SPARK_SERVICE_BIND"],
         scheduler=_scheduler_settings(values),
         staleness_target=_staleness_target(values),
