@@ -367,7 +367,7 @@ SETTINGS: tuple[Setting, ...] = (
             "per query, nor JIT-compiled after it (docs/BENCHMARKS.md); `true`: Spark's "
             "generated code, its classes kept for 2,000 queries' stages", "true or false",
             _bool),
-    Setting("FRESHNESS_SPARK_SERVICE_SHARED_CODE", "true",
+    Setting("FRESHNESS_SPARK_SERVICE_SHARED_CODE", "false",
             "`true`: the Spark service's Connect sessions that bring no code of their own share "
             "one class loader, so Spark's generated classes are compiled once, not again in "
             "every run (Spark 3.5's Connect server gives each session class loaders of its "
@@ -702,7 +702,7 @@ class Settings:
     spark_java_options: str | None = None  # appended to the drivers' JVM options
     spark_codegen: bool = True  # Spark compiles each query's code (False: interpreted)
     # the service's Connect sessions without code of their own share one class loader
-    spark_service_shared_code: bool = True
+    spark_service_shared_code: bool = False
     spark_service_bind: str = "127.0.0.1"
     scheduler: SchedulerSettings = field(default_factory=SchedulerSettings)
     staleness_target: StalenessTarget = field(default_factory=StalenessTarget)
