@@ -2,7 +2,6 @@ package io.freshness.hudi;
 
 import java.util.List;
 import java.util.Map;
-import java.util.Objects;
 
 import org.apache.hudi.common.table.timeline.HoodieInstant;
 import org.apache.hudi.common.table.timeline.HoodieTimeline;
@@ -51,16 +50,12 @@ public class CheckpointConflictResolutionStrategy extends FenceConflictResolutio
     String key = CHECKPOINT_KEYS.stream().filter(thisExtra::containsKey).findFirst().orElse(null);
     String current = key == null ? null : currentCheckpoints.get(key);
     // An empty checkpoint_before: the batch was read from a table with no checkpoint yet.
-    String expected = before.isEmpty() ? null : before;
-    if (Objects.equals(expected, current)) {
-      return null;
-    }
-    return "STALE_CHECKPOINT: ingestion read its batch from checkpoint "
-        + (expected == null ? "none" : expected)
-        + " but the table's checkpoint is now "
-        + current
-        + " (commit "
-        + checkpointInstantTime
-        + "); not committing, so no event is written twice";
+    return unlessCurrent(
+        before,
+        current,
+        checkpointInstantTime,
+        "STALE_CHECKPOINT: ingestion read its batch from checkpoint ",
+        " but the table's checkpoint is now ",
+        "no event is written twice");
   }
 }

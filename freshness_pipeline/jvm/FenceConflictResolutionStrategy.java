@@ -4,6 +4,7 @@ import java.io.IOException;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Objects;
 import java.util.Set;
 import java.util.stream.Collectors;
 import java.util.stream.Stream;
@@ -65,6 +66,27 @@ public abstract class FenceConflictResolutionStrategy
   }
 
   /** The newest completed instant of `completed` whose extra metadata has `key`, or null. */
+  /**
+   * Null when the commit was planned on the table's current value, else why it must not
+   * commit: `said` + what it planned on ("none" for an empty value: a table without one
+   * yet) + `now` + the current value and the commit that set it + what refusing keeps.
+   */
+  protected static String unlessCurrent(
+      String planned, String current, String instant, String said, String now, String keeps) {
+    String expected = planned.isEmpty() ? null : planned;
+    if (Objects.equals(expected, current)) {
+      return null;
+    }
+    return said
+        + (expected == null ? "none" : expected)
+        + now
+        + current
+        + " (commit "
+        + instant
+        + "); not committing, so "
+        + keeps;
+  }
+
   protected static HoodieInstant newestWith(HoodieTimeline completed, List<String> keys) {
     return completed
         .getReverseOrderedInstantsByCompletionTime()

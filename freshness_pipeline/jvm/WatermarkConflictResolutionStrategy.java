@@ -2,7 +2,6 @@ package io.freshness.hudi;
 
 import java.util.List;
 import java.util.Map;
-import java.util.Objects;
 
 import org.apache.hudi.common.table.timeline.HoodieInstant;
 import org.apache.hudi.common.table.timeline.HoodieTimeline;
@@ -46,16 +45,12 @@ public class WatermarkConflictResolutionStrategy extends FenceConflictResolution
       return null; // not a job run's commit: Hudi's file-level check alone
     }
     // An empty t_done_before means the run planned on a table with no watermark yet.
-    String expected = planned.isEmpty() ? null : planned;
-    if (Objects.equals(expected, currentWatermark)) {
-      return null;
-    }
-    return "STALE_PLAN: run planned from t_done_us="
-        + (expected == null ? "none" : expected)
-        + " but the table's watermark is now "
-        + currentWatermark
-        + " (commit "
-        + watermarkInstantTime
-        + "); not committing, so no window is counted twice";
+    return unlessCurrent(
+        planned,
+        currentWatermark,
+        watermarkInstantTime,
+        "STALE_PLAN: run planned from t_done_us=",
+        " but the table's watermark is now ",
+        "no window is counted twice");
   }
 }
