@@ -57,11 +57,42 @@ public final class ConnectCodeCacheAgent {
     }
   }
 
-  /** SessionHolder with both calls routed, or null if either is missing. */
+  /**
+   * A call `owner.name()` returning `returns`, inside a method of SessionHolder whose name
+   * starts with `in`, becomes `SharedCode.name(owner)`: the same operand, the same result.
+   */
+  static final class Route {
+    final String in;
+    final String owner;
+    final String name;
+    final String returns;
+    int found;
+
+    Route(String in, String owner, String name, String returns) {
+      this.in = in;
+      this.owner = owner;
+      this.name = name;
+      this.returns = returns;
+    }
+
+    boolean matches(String method, int opcode, String owner, String name, String desc) {
+      return opcode == Opcodes.INVOKEVIRTUAL
+          && method.startsWith(in)
+          && owner.equals(this.owner)
+          && name.equals(this.name)
+          && desc.equals("()" + returns);
+    }
+  }
+
+  /** SessionHolder with both calls routed, or null unless each was found exactly once. */
   static byte[] rewrite(byte[] bytes) {
+    Route[] routes = {
+      new Route("withContextClassLoader", HOLDER, "classloader", "Ljava/lang/ClassLoader;"),
+      new Route(
+          "$anonfun$withContextClassLoader", MANAGER, "state", "Lorg/apache/spark/JobArtifactState;")
+    };
     ClassReader reader = new ClassReader(bytes);
     ClassWriter writer = new ClassWriter(reader, 0);
-    int[] routed = new int[2];
     reader.accept(
         new ClassVisitor(Opcodes.ASM9, writer) {
           @Override
@@ -72,32 +103,29 @@ public final class ConnectCodeCacheAgent {
               @Override
               public void visitMethodInsn(
                   int opcode, String owner, String called, String calledDesc, boolean itf) {
-                if (opcode == Opcodes.INVOKEVIRTUAL
-                    && owner.equals(HOLDER)
-                    && called.equals("classloader")
-                    && calledDesc.equals("()Ljava/lang/ClassLoader;")
-                    && method.equals("withContextClassLoader")) {
-                  routed[0]++;
-                  super.visitMethodInsn(
-                      Opcodes.INVOKESTATIC, SHARED, "classloader",
-                      "(L" + HOLDER + ";)Ljava/lang/ClassLoader;", false);
-                } else if (opcode == Opcodes.INVOKEVIRTUAL
-                    && owner.equals(MANAGER)
-                    && called.equals("state")
-                    && calledDesc.equals("()Lorg/apache/spark/JobArtifactState;")
-                    && method.startsWith("$anonfun$withContextClassLoader")) {
-                  routed[1]++;
-                  super.visitMethodInsn(
-                      Opcodes.INVOKESTATIC, SHARED, "state",
-                      "(L" + MANAGER + ";)Lorg/apache/spark/JobArtifactState;", false);
-                } else {
-                  super.visitMethodInsn(opcode, owner, called, calledDesc, itf);
+                for (Route route : routes) {
+                  if (route.matches(method, opcode, owner, called, calledDesc)) {
+                    route.found++;
+                    super.visitMethodInsn(
+                        Opcodes.INVOKESTATIC,
+                        SHARED,
+                        route.name,
+                        "(L" + route.owner + ";)" + route.returns,
+                        false);
+                    return;
+                  }
                 }
+                super.visitMethodInsn(opcode, owner, called, calledDesc, itf);
               }
             };
           }
         },
         0);
-    return routed[0] == 1 && routed[1] == 1 ? writer.toByteArray() : null;
+    for (Route route : routes) {
+      if (route.found != 1) {
+        return null;
+      }
+    }
+    return writer.toByteArray();
   }
 }
