@@ -268,6 +268,14 @@ def _bool(text: str) -> bool:
     return lowered in ("true", "1", "yes")
 
 
+def _kryo_pool(text: str) -> bool:
+    """True for one pool of Kryo instances per JVM."""
+    lowered = text.strip().lower()
+    if lowered not in ("shared", "spark"):
+        raise ValueError("not shared or spark")
+    return lowered == "shared"
+
+
 SETTINGS: tuple[Setting, ...] = (
     Setting("FRESHNESS_LAKEHOUSE", "<checkout>/.lakehouse/tables",
             "root of the Hudi tables", "a folder, file://..., or s3://bucket/prefix",
@@ -367,6 +375,11 @@ SETTINGS: tuple[Setting, ...] = (
             "per query, nor JIT-compiled after it (docs/BENCHMARKS.md); `true`: Spark's "
             "generated code, its classes kept for 2,000 queries' stages", "true or false",
             _bool),
+    Setting("FRESHNESS_SPARK_KRYO_POOL", "spark",
+            "`shared`: the Spark drivers the project starts keep one pool of Kryo "
+            "serializers per JVM (io.freshness.spark.SharedPoolKryoSerializer); `spark`: "
+            "Spark's own, a pool per task, so every shuffle task builds its Kryo instances "
+            "again (docs/BENCHMARKS.md)", "shared or spark", _kryo_pool),
     Setting("FRESHNESS_SPARK_SERVICE_SHARED_CODE", "false",
             "`true`: the Spark service's Connect sessions that bring no code of their own share "
             "one class loader, so Spark's generated classes are compiled once, not again in "
@@ -703,6 +716,7 @@ class Settings:
     spark_codegen: bool = True  # Spark compiles each query's code (False: interpreted)
     # the service's Connect sessions without code of their own share one class loader
     spark_service_shared_code: bool = False
+    spark_kryo_shared_pool: bool = False  # one pool of Kryo instances per JVM
     spark_service_bind: str = "127.0.0.1"
     scheduler: SchedulerSettings = field(default_factory=SchedulerSettings)
     staleness_target: StalenessTarget = field(default_factory=StalenessTarget)
@@ -828,6 +842,7 @@ def load_settings(
         spark_java_options=values["FRESHNESS_SPARK_JAVA_OPTIONS"] or None,
         spark_codegen=values["FRESHNESS_SPARK_CODEGEN"],
         spark_service_shared_code=values["FRESHNESS_SPARK_SERVICE_SHARED_CODE"],
+        spark_kryo_shared_pool=values["FRESHNESS_SPARK_KRYO_POOL"],
         spark_service_bind=values["FRESHNESS_SPARK_SERVICE_BIND"],
         scheduler=_scheduler_settings(values),
         staleness_target=_staleness_target(values),

@@ -110,6 +110,11 @@ def apply_lakehouse_conf(session: SparkSession, settings: Settings) -> None:
 
 LOOPBACK = "127.0.0.1"
 
+# Spark's Kryo serializer with one pool per JVM (jvm/SharedPoolKryoSerializer.java, in the
+# guard jar): Spark's own keeps its pool in the serializer each task deserializes, so every
+# shuffle task builds its Kryo instances again (FRESHNESS_SPARK_KRYO_POOL=shared).
+SHARED_POOL_SERIALIZER = "io.freshness.spark.SharedPoolKryoSerializer"
+
 CODEGEN_CACHE_ENTRIES = 2000
 
 # Queries evaluated without generated code (FRESHNESS_SPARK_CODEGEN=false): nothing to
@@ -181,6 +186,8 @@ def hudi_spark_conf(
     conf.update(lakehouse_spark_conf(settings))
     if not settings.spark_codegen:
         conf.update(INTERPRETED)
+    if settings.spark_kryo_shared_pool:
+        conf["spark.serializer"] = SHARED_POOL_SERIALIZER
     if settings.spark_java_options:
         key = "spark.driver.extraJavaOptions"
         conf[key] = f"{conf[key]} {settings.spark_java_options}"

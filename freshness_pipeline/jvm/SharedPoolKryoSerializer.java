@@ -1,0 +1,81 @@
+package io.freshness.spark;
+
+import com.esotericsoftware.kryo.Kryo;
+import com.esotericsoftware.kryo.pool.KryoPool;
+import java.util.Map;
+import java.util.UUID;
+import java.util.WeakHashMap;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicLong;
+import org.apache.spark.SparkConf;
+import org.apache.spark.serializer.KryoSerializer;
+
+/**
+ * Spark's Kryo serializer with one pool of Kryo instances per JVM instead of one per task.
+ *
+ * <p>Spark keeps its pool of Kryo instances in a transient field of the serializer. A shuffle's
+ * serializer travels inside every task and is deserialized there, so each task starts with an
+ * empty pool: a map task that writes N reduce partitions at once (Spark's bypass-merge writer
+ * opens a stream per partition) builds N Kryo instances, and each reduce task one more. Building
+ * one registers a few hundred classes (Spark's, Scala's, Hudi's registrar) and makes reflective
+ * instantiators, which generate classes the JIT then compiles and the collector later unloads. In
+ * ingestion's JVM that was a tenth of the CPU samples, with the JIT the largest consumer of all.
+ *
+ * <p>Here every copy of one serializer (the one Spark built from its configuration, and each
+ * task's deserialized copy of it) borrows from the same pool, one per class loader the Kryo
+ * instances resolve classes with (a Spark Connect session may have its own). Kryo instances are
+ * reset on every borrow, as Spark's own pool does, and held by soft references.
+ */
+public class SharedPoolKryoSerializer extends KryoSerializer {
+  private static final long serialVersionUID = 1L;
+
+  /** Pools by the serializer they were made for, then by class loader. */
+  private static final Map<String, Map<ClassLoader, KryoPool>> POOLS = new ConcurrentHashMap<>();
+
+  private static final String SPARK_SERIALIZER = "spark.serializer";
+
+  private static final AtomicLong CREATED = new AtomicLong();
+
+  /** Names the serializer Spark built; every deserialized copy carries the same name. */
+  private final String origin = UUID.randomUUID().toString();
+
+  public SharedPoolKryoSerializer(SparkConf conf) {
+    super(conf);
+    // Hudi's writer refuses a Spark whose spark.serializer names any class but Spark's Kryo
+    // serializer. This is that serializer, pooled differently; Spark builds it from the
+    // configuration its context then keeps, so once built the configuration names the class
+    // Hudi expects (and executors elsewhere build Spark's own, while the shuffles' copies of
+    // this one still pool per JVM).
+    conf.set(SPARK_SERIALIZER, KryoSerializer.class.getName());
+  }
+
+  @Override
+  public KryoPool pool() {
+    ClassLoader loader =
+        defaultClassLoader().isDefined()
+            ? defaultClassLoader().get()
+            : Thread.currentThread().getContextClassLoader();
+    Map<ClassLoader, KryoPool> byLoader =
+        POOLS.computeIfAbsent(origin, key -> new WeakHashMap<>());
+    synchronized (byLoader) {
+      // The factory runs on the borrowing thread, whose class loader is this pool's key (or
+      // this copy's default one), so each Kryo it makes resolves classes the way this key says.
+      return byLoader.computeIfAbsent(
+          loader, key -> new KryoPool.Builder(this::newKryo).softReferences().build());
+    }
+  }
+
+  @Override
+  public Kryo newKryo() {
+    CREATED.incrementAndGet();
+    return super.newKryo();
+  }
+
+  /**
+   * How many Kryo instances this JVM's serializers of this class have built: {@code SELECT
+   * reflect('io.freshness.spark.SharedPoolKryoSerializer', 'created')}.
+   */
+  public static String created() {
+    return Long.toString(CREATED.get());
+  }
+}
