@@ -276,6 +276,14 @@ def _kryo_pool(text: str) -> bool:
     return lowered == "shared"
 
 
+def _local_fs(text: str) -> bool:
+    """True for local file permissions by Java (NioLocalFileSystem)."""
+    lowered = text.strip().lower()
+    if lowered not in ("java", "hadoop"):
+        raise ValueError("not java or hadoop")
+    return lowered == "java"
+
+
 SETTINGS: tuple[Setting, ...] = (
     Setting("FRESHNESS_LAKEHOUSE", "<checkout>/.lakehouse/tables",
             "root of the Hudi tables", "a folder, file://..., or s3://bucket/prefix",
@@ -375,11 +383,16 @@ SETTINGS: tuple[Setting, ...] = (
             "per query, nor JIT-compiled after it (docs/BENCHMARKS.md); `true`: Spark's "
             "generated code, its classes kept for 2,000 queries' stages", "true or false",
             _bool),
-    Setting("FRESHNESS_SPARK_KRYO_POOL", "spark",
+    Setting("FRESHNESS_SPARK_KRYO_POOL", "shared",
             "`shared`: the Spark drivers the project starts keep one pool of Kryo "
             "serializers per JVM (io.freshness.spark.SharedPoolKryoSerializer); `spark`: "
             "Spark's own, a pool per task, so every shuffle task builds its Kryo instances "
             "again (docs/BENCHMARKS.md)", "shared or spark", _kryo_pool),
+    Setting("FRESHNESS_SPARK_LOCAL_FS", "java",
+            "how the Spark drivers the project starts read and set local files' permissions: "
+            "`java` (io.freshness.hadoop.NioLocalFileSystem, a system call); `hadoop`: "
+            "Hadoop's own, which without its native library starts a chmod or ls process "
+            "per file (docs/BENCHMARKS.md)", "java or hadoop", _local_fs),
     Setting("FRESHNESS_SPARK_SERVICE_SHARED_CODE", "false",
             "`true`: the Spark service's Connect sessions that bring no code of their own share "
             "one class loader, so Spark's generated classes are compiled once, not again in "
@@ -716,7 +729,8 @@ class Settings:
     spark_codegen: bool = True  # Spark compiles each query's code (False: interpreted)
     # the service's Connect sessions without code of their own share one class loader
     spark_service_shared_code: bool = False
-    spark_kryo_shared_pool: bool = False  # one pool of Kryo instances per JVM
+    spark_kryo_shared_pool: bool = True  # one pool of Kryo instances per JVM
+    spark_java_local_fs: bool = True  # local file permissions by Java, not chmod/ls processes
     spark_service_bind: str = "127.0.0.1"
     scheduler: SchedulerSettings = field(default_factory=SchedulerSettings)
     staleness_target: StalenessTarget = field(default_factory=StalenessTarget)
@@ -843,6 +857,7 @@ def load_settings(
         spark_codegen=values["FRESHNESS_SPARK_CODEGEN"],
         spark_service_shared_code=values["FRESHNESS_SPARK_SERVICE_SHARED_CODE"],
         spark_kryo_shared_pool=values["FRESHNESS_SPARK_KRYO_POOL"],
+        spark_java_local_fs=values["FRESHNESS_SPARK_LOCAL_FS"],
         spark_service_bind=values["FRESHNESS_SPARK_SERVICE_BIND"],
         scheduler=_scheduler_settings(values),
         staleness_target=_staleness_target(values),

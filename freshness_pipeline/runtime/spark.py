@@ -115,6 +115,12 @@ LOOPBACK = "127.0.0.1"
 # shuffle task builds its Kryo instances again (FRESHNESS_SPARK_KRYO_POOL=shared).
 SHARED_POOL_SERIALIZER = "io.freshness.spark.SharedPoolKryoSerializer"
 
+# Hadoop's local file system with permissions read and set by Java (jvm/NioLocalFileSystem.java,
+# in the guard jar): Hadoop's own, without its native library, starts a chmod process per file
+# it creates and an ls per listed file whose permission is read (FRESHNESS_SPARK_LOCAL_FS).
+LOCAL_FS_CONF = "spark.hadoop.fs.file.impl"
+JAVA_LOCAL_FS = "io.freshness.hadoop.NioLocalFileSystem"
+
 CODEGEN_CACHE_ENTRIES = 2000
 
 # Queries evaluated without generated code (FRESHNESS_SPARK_CODEGEN=false): nothing to
@@ -188,6 +194,12 @@ def hudi_spark_conf(
         conf.update(INTERPRETED)
     if settings.spark_kryo_shared_pool:
         conf["spark.serializer"] = SHARED_POOL_SERIALIZER
+    if settings.spark_java_local_fs and master.startswith("local"):
+        # Spark's launcher lists the jars through the file system before it adds them to
+        # the classpath, so the class is on the JVM's own classpath too. Local masters only:
+        # a cluster's executors start before they fetch our jars.
+        conf[LOCAL_FS_CONF] = JAVA_LOCAL_FS
+        conf["spark.driver.extraClassPath"] = str(find_guard_jar(jars_dir))
     if settings.spark_java_options:
         key = "spark.driver.extraJavaOptions"
         conf[key] = f"{conf[key]} {settings.spark_java_options}"
