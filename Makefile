@@ -24,6 +24,11 @@ S3PROXY_DIR ?= .cache/s3proxy
 S3PROXY_STAMP := $(S3PROXY_DIR)/.installed
 GUARD_SRC := $(wildcard freshness_pipeline/jvm/*.java)
 GUARD_JAR := $(JARS_DIR)/freshness-hudi-guard.jar
+# What our Spark drivers run in place of Spark's and Hadoop's own (a Kryo pool per JVM,
+# local file permissions by Java): Spark and Hadoop only, so a local driver can load it
+# from its own classpath (jvm/spark).
+SPARK_JVM_SRC := $(wildcard freshness_pipeline/jvm/spark/*.java)
+SPARK_JVM_JAR := $(JARS_DIR)/freshness-spark-jvm.jar
 # Spark's Connect server bound to 127.0.0.1 (Spark 3.5's own binds every interface),
 # compiled against pyspark's jars and the Connect jar.
 LAUNCHER_SRC := $(wildcard freshness_pipeline/jvm/connect/*.java)
@@ -115,6 +120,9 @@ endef
 $(GUARD_JAR): $(GUARD_SRC) $(HUDI_JAR) $(VENV)/.installed
 	$(call javac_jar,$(HUDI_JAR),$(GUARD_SRC))
 
+$(SPARK_JVM_JAR): $(SPARK_JVM_SRC) $(VENV)/.installed
+	$(call javac_jar,,$(SPARK_JVM_SRC))
+
 $(LAUNCHER_JAR): $(LAUNCHER_SRC) $(CONNECT_JAR) $(VENV)/.installed
 	$(call javac_jar,$(CONNECT_JAR),$(LAUNCHER_SRC))
 
@@ -154,7 +162,7 @@ chromium:
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver; \
 	fi
 
-setup: $(VENV)/.installed $(HUDI_JAR) $(CONNECT_JAR) $(GUARD_JAR) $(LAUNCHER_JAR) $(AGENT_JAR) s3-deps \
+setup: $(VENV)/.installed $(HUDI_JAR) $(CONNECT_JAR) $(GUARD_JAR) $(SPARK_JVM_JAR) $(LAUNCHER_JAR) $(AGENT_JAR) s3-deps \
 	$(DAGSTER_HOME)/dagster.yaml $(KAFKA_STAMP) postgres chromium
 
 demo: setup

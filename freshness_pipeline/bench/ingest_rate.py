@@ -13,8 +13,9 @@
    arrival-to-commit latency per commit (median, p95), the backlog left at the end, the
    throughput between the first and last commit and the backlog after each cycle, and
    what it cost: the ingestion JVM's CPU over the window in cores (from /proc, the JIT's
-   and GC's threads included) and per commit, with the commits' own Spark tasks and CPU
-   as each commit records them (hudi/step_cpu.py), first and second half apart.
+   and GC's threads included; apart, the processes it started) and per commit, with the
+   commits' own Spark tasks and CPU as each commit records them (hudi/step_cpu.py),
+   first and second half apart.
 The lakehouse is a temporary folder; nothing of the project's own data is touched.
 """
 
@@ -132,9 +133,12 @@ def _live(spark, settings: Settings, args: argparse.Namespace) -> None:
 
     jvms = java_pids(os.getpid())
 
-    def jvm_ticks() -> int:
+    def jvm_ticks() -> tuple[int, int]:
+        """The JVM's own CPU ticks, and those of the processes it started and reaped (a
+        local file system without Hadoop's native library forks chmod and ls)."""
         processes = read_processes()
-        return sum(processes[pid].ticks for pid in jvms if pid in processes)
+        found = [processes[pid] for pid in jvms if pid in processes]
+        return sum(p.ticks for p in found), sum(p.children_ticks for p in found)
 
     env = child_environment(settings)
     replayer = subprocess.Popen(
@@ -198,7 +202,9 @@ def _live(spark, settings: Settings, args: argparse.Namespace) -> None:
     landed_end = time.monotonic()
     stop.set()
     worker.join()
-    jvm_cpu_s = (jvm_ticks() - ticks_start) / os.sysconf("SC_CLK_TCK")
+    ticks_end = jvm_ticks()
+    jvm_cpu_s = (ticks_end[0] - ticks_start[0]) / os.sysconf("SC_CLK_TCK")
+    children_cpu_s = (ticks_end[1] - ticks_start[1]) / os.sysconf("SC_CLK_TCK")
     jvm_window = time.monotonic() - window_start
     backlog = sum(
         sum(1 for _ in f.path.open())
@@ -231,7 +237,8 @@ def _live(spark, settings: Settings, args: argparse.Namespace) -> None:
     print(
         f"live, cost: the ingestion JVM used {jvm_cpu_s:.1f} CPU-s in {jvm_window:.0f} s = "
         f"{jvm_cpu_s / jvm_window:.2f} core ({jvm_cpu_s / max(1, len(commit_cpu)):.2f} "
-        f"CPU-s per commit, {len(commit_cpu)} commits)"
+        f"CPU-s per commit, {len(commit_cpu)} commits), and the processes it started "
+        f"{children_cpu_s:.1f} CPU-s"
     )
     half = len(commit_cpu) // 2
     for name, part in (("first half", commit_cpu[:half]), ("second half", commit_cpu[half:])):

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
 
 
 GUARD_JAR_NAME = "freshness-hudi-guard.jar"
+SPARK_JVM_JAR_NAME = "freshness-spark-jvm.jar"
 
 
 class HudiBundleMissing(RuntimeError):
@@ -56,6 +57,13 @@ def find_guard_jar(jars_dir: Path) -> Path:
     return find_jar(jars_dir, GUARD_JAR_NAME, "Hudi guard jar")
 
 
+def find_spark_jvm_jar(jars_dir: Path) -> Path:
+    """What our drivers run in place of Spark's and Hadoop's own (freshness_pipeline/jvm/
+    spark): Spark and Hadoop classes only, so a local driver loads it from its own
+    classpath."""
+    return find_jar(jars_dir, SPARK_JVM_JAR_NAME, "Spark JVM jar")
+
+
 def s3a_jars(jars_dir: Path) -> list[Path]:
     """Spark's s3a file system: hadoop-aws (the Hadoop of the pyspark wheel) and its SDK."""
     return [
@@ -72,7 +80,7 @@ def s3a_jars(jars_dir: Path) -> list[Path]:
 def hudi_jars(jars_dir: Path, settings: Settings | None = None) -> list[Path]:
     """Every jar a Spark that writes our Hudi tables needs on its classpath (with s3a's
     when the lakehouse is on S3)."""
-    jars = [find_hudi_bundle(jars_dir), find_guard_jar(jars_dir)]
+    jars = [find_hudi_bundle(jars_dir), find_guard_jar(jars_dir), find_spark_jvm_jar(jars_dir)]
     if settings is not None and not settings.is_local:
         jars += s3a_jars(jars_dir)
     return jars
@@ -110,14 +118,15 @@ def apply_lakehouse_conf(session: SparkSession, settings: Settings) -> None:
 
 LOOPBACK = "127.0.0.1"
 
-# Spark's Kryo serializer with one pool per JVM (jvm/SharedPoolKryoSerializer.java, in the
-# guard jar): Spark's own keeps its pool in the serializer each task deserializes, so every
-# shuffle task builds its Kryo instances again (FRESHNESS_SPARK_KRYO_POOL=shared).
+# Spark's Kryo serializer with one pool per JVM (jvm/spark/SharedPoolKryoSerializer.java):
+# Spark's own keeps its pool in the serializer each task deserializes, so every shuffle task
+# built its Kryo instances again (FRESHNESS_SPARK_KRYO_POOL=shared).
 SHARED_POOL_SERIALIZER = "io.freshness.spark.SharedPoolKryoSerializer"
 
-# Hadoop's local file system with permissions read and set by Java (jvm/NioLocalFileSystem.java,
-# in the guard jar): Hadoop's own, without its native library, starts a chmod process per file
-# it creates and an ls per listed file whose permission is read (FRESHNESS_SPARK_LOCAL_FS).
+# Hadoop's local file system with permissions read and set by Java
+# (jvm/spark/NioLocalFileSystem.java): Hadoop's own, without its native library, starts a
+# chmod process per file it creates and an ls per listed file whose permission is read
+# (FRESHNESS_SPARK_LOCAL_FS).
 LOCAL_FS_CONF = "spark.hadoop.fs.file.impl"
 JAVA_LOCAL_FS = "io.freshness.hadoop.NioLocalFileSystem"
 
@@ -196,10 +205,11 @@ def hudi_spark_conf(
         conf["spark.serializer"] = SHARED_POOL_SERIALIZER
     if settings.spark_java_local_fs and master.startswith("local"):
         # Spark's launcher lists the jars through the file system before it adds them to
-        # the classpath, so the class is on the JVM's own classpath too. Local masters only:
-        # a cluster's executors start before they fetch our jars.
+        # the classpath, so the class is on the JVM's own classpath too (its jar holds
+        # nothing that needs Hudi's, which only spark.jars brings). Local masters only: a
+        # cluster's executors start before they fetch our jars.
         conf[LOCAL_FS_CONF] = JAVA_LOCAL_FS
-        conf["spark.driver.extraClassPath"] = str(find_guard_jar(jars_dir))
+        conf["spark.driver.extraClassPath"] = str(find_spark_jvm_jar(jars_dir))
     if settings.spark_java_options:
         key = "spark.driver.extraJavaOptions"
         conf[key] = f"{conf[key]} {settings.spark_java_options}"

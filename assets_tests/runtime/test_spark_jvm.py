@@ -1,0 +1,121 @@
+"""What our Spark drivers run differently from a stock Spark: one pool of Kryo instances per
+JVM (jvm/SharedPoolKryoSerializer.java) and local file permissions by Java
+(jvm/NioLocalFileSystem.java). The settings, the configuration they make, and both on the
+tests' own local Spark writing a real Hudi table."""
+
+from __future__ import annotations
+
+import os
+import string
+from pathlib import Path
+
+import pytest
+
+from freshness_pipeline.config.settings import SettingsError, load_settings
+from freshness_pipeline.hudi.write import raw_layout, write_options
+from freshness_pipeline.runtime.spark import (
+    JAVA_LOCAL_FS,
+    LOCAL_FS_CONF,
+    SHARED_POOL_SERIALIZER,
+    hudi_spark_conf,
+)
+
+SPARK_KRYO = "org.apache.spark.serializer.KryoSerializer"
+
+
+def _conf(env: dict[str, str], master: str = "local[2]") -> dict[str, str]:
+    settings = load_settings(env)
+    return hudi_spark_conf(settings, master, settings.jars_dir)
+
+
+def test_by_default_a_driver_pools_kryo_per_jvm_and_sets_permissions_by_java():
+    conf = _conf({})
+    assert conf["spark.serializer"] == SHARED_POOL_SERIALIZER
+    assert conf[LOCAL_FS_CONF] == JAVA_LOCAL_FS
+    # the launcher lists the jars through the file system before they are on the classpath
+    assert conf["spark.driver.extraClassPath"].endswith("freshness-spark-jvm.jar")
+
+
+def test_spark_and_hadoop_as_they_come_when_asked():
+    conf = _conf({"FRESHNESS_SPARK_KRYO_POOL": "spark", "FRESHNESS_SPARK_LOCAL_FS": "hadoop"})
+    assert conf["spark.serializer"] == SPARK_KRYO
+    assert LOCAL_FS_CONF not in conf and "spark.driver.extraClassPath" not in conf
+
+
+def test_a_cluster_keeps_hadoops_local_file_system():
+    """A cluster's executors start before they fetch our jars: the file system class would
+    not be there."""
+    conf = _conf({}, master="spark://127.0.0.1:7077")
+    assert LOCAL_FS_CONF not in conf and "spark.driver.extraClassPath" not in conf
+    assert conf["spark.serializer"] == SHARED_POOL_SERIALIZER  # travels with the tasks
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [("FRESHNESS_SPARK_KRYO_POOL", "per-task"), ("FRESHNESS_SPARK_LOCAL_FS", "native")],
+)
+def test_an_unknown_choice_is_refused_with_its_setting(name: str, value: str):
+    with pytest.raises(SettingsError, match=name):
+        load_settings({name: value})
+
+
+def _created(spark) -> int:
+    jvm = spark.sparkContext._jvm
+    return int(jvm.io.freshness.spark.SharedPoolKryoSerializer.created())
+
+
+@pytest.mark.spark
+def test_shuffle_tasks_borrow_kryo_instances_the_jvm_already_built(spark, tmp_path: Path):
+    """Two inserts into a raw table of 26 partitions: each shuffles its rows to one task
+    per partition, which with Spark's own pool built its Kryo instances anew. The second
+    builds next to none: the tasks' deserialized serializers borrow from the JVM's pool."""
+    jvm = spark.sparkContext._jvm
+    env_serializer = jvm.org.apache.spark.SparkEnv.get().serializer()
+    assert env_serializer.getClass().getName() == SHARED_POOL_SERIALIZER
+    # what Hudi's writer checks before it writes: Spark's Kryo serializer by name
+    assert spark.sparkContext.getConf().get("spark.serializer") == SPARK_KRYO
+    path = str(tmp_path / "price_raw")
+
+    def insert(start: int) -> None:
+        rows = spark.range(start, start + 520).selectExpr(
+            "concat('e', id) AS event_id",
+            f"substr('{string.ascii_uppercase}', CAST(id % 26 AS INT) + 1, 1) AS symbol_prefix",
+            "current_timestamp() AS arrival_ts",
+            "id AS price",
+        )
+        options = write_options(raw_layout("price_raw"), "insert")
+        rows.write.format("hudi").options(**options).mode("append").save(path)
+
+    before = _created(spark)
+    insert(0)
+    first = _created(spark) - before
+    # a map task writes its 26 partitions' streams at once: at least 26 instances
+    assert first >= 26
+    insert(520)
+    # a task may hold one more at once than any before it did, so allow two
+    assert _created(spark) - before - first <= 2
+    assert spark.read.format("hudi").load(path).count() == 1040
+
+
+@pytest.mark.spark
+def test_local_file_permissions_are_read_and_set_by_java(spark, tmp_path: Path):
+    jvm = spark.sparkContext._jvm
+    hadoop = spark.sparkContext._jsc.hadoopConfiguration()
+    target = tmp_path / "file.txt"
+    target.write_text("x")
+    path = jvm.org.apache.hadoop.fs.Path(target.as_uri())
+    fs = path.getFileSystem(hadoop)
+    assert fs.getClass().getName() == JAVA_LOCAL_FS
+    os.chmod(target, 0o640)
+    assert fs.getFileStatus(path).getPermission().toShort() == 0o640
+    listed = fs.listStatus(jvm.org.apache.hadoop.fs.Path(tmp_path.as_uri()))
+    modes = {s.getPath().getName(): s.getPermission().toShort() for s in listed}
+    assert modes[target.name] == 0o640
+    before = jvm.io.freshness.hadoop.NioLocalFileSystem.Raw.permissionsSet()
+    fs.setPermission(path, jvm.org.apache.hadoop.fs.permission.FsPermission(0o604))
+    assert os.stat(target).st_mode & 0o777 == 0o604
+    assert jvm.io.freshness.hadoop.NioLocalFileSystem.Raw.permissionsSet() == before + 1
+    assert fs.getFileStatus(path).getOwner() == Path(target).owner()
+    missing = jvm.org.apache.hadoop.fs.Path((tmp_path / "gone").as_uri())
+    with pytest.raises(Exception, match="FileNotFoundException"):
+        fs.setPermission(missing, jvm.org.apache.hadoop.fs.permission.FsPermission(0o600))
