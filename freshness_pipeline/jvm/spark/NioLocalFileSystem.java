@@ -49,56 +49,94 @@ public class NioLocalFileSystem extends LocalFileSystem {
 
     @Override
     public FileStatus getFileStatus(Path f) throws IOException {
-      return withPermission(super.getFileStatus(f));
+      return withJavaPermission(super.getFileStatus(f));
     }
 
     @Override
     public FileStatus getFileLinkStatus(Path f) throws IOException {
-      return withPermission(super.getFileLinkStatus(f));
+      return withJavaPermission(super.getFileLinkStatus(f));
     }
 
     @Override
     public FileStatus[] listStatus(Path f) throws IOException {
       FileStatus[] statuses = super.listStatus(f);
       for (int i = 0; i < statuses.length; i++) {
-        statuses[i] = withPermission(statuses[i]);
+        statuses[i] = withJavaPermission(statuses[i]);
       }
       return statuses;
     }
 
-    /**
-     * The status with its permission, owner and group read now, by Java: Hadoop's own status of
-     * a local file reads them on first use, with {@code ls -ld}. A file gone since it was listed
-     * keeps Hadoop's status, which says so when read.
-     */
-    private FileStatus withPermission(FileStatus status) throws IOException {
-      PosixFileAttributes attributes;
-      try {
-        attributes =
-            Files.readAttributes(
-                pathToFile(status.getPath()).toPath(),
-                PosixFileAttributes.class,
-                LinkOption.NOFOLLOW_LINKS);
-      } catch (NoSuchFileException e) {
-        return status;
-      }
-      return new FileStatus(
+    private FileStatus withJavaPermission(FileStatus status) throws IOException {
+      return new JavaPermissionStatus(status, pathToFile(status.getPath()).toPath());
+    }
+
+    /** How many permissions Java has set in this JVM (the tests' view). */
+    public static long permissionsSet() {
+      return PERMISSIONS_SET.get();
+    }
+  }
+
+  /**
+   * A local file's status whose permission, owner and group are read on first use, as Hadoop's
+   * own status of a local file does, but by Java instead of an {@code ls -ld} process. Most
+   * listings (a Hudi timeline's, a partition's) never read them.
+   */
+  static final class JavaPermissionStatus extends FileStatus {
+    private static final long serialVersionUID = 1L;
+    private final transient java.nio.file.Path file;
+    private boolean loaded;
+
+    JavaPermissionStatus(FileStatus status, java.nio.file.Path file) throws IOException {
+      super(
           status.getLen(),
           status.isDirectory(),
           status.getReplication(),
           status.getBlockSize(),
           status.getModificationTime(),
           status.getAccessTime(),
-          fsPermission(attributes.permissions()),
-          attributes.owner().getName(),
-          attributes.group().getName(),
+          null,
+          null,
+          null,
           status.isSymlink() ? status.getSymlink() : null,
           status.getPath());
+      this.file = file;
     }
 
-    /** How many permissions Java has set in this JVM (the tests' view). */
-    public static long permissionsSet() {
-      return PERMISSIONS_SET.get();
+    private synchronized void load() {
+      if (loaded || file == null) {
+        return;
+      }
+      PosixFileAttributes attributes;
+      try {
+        attributes =
+            Files.readAttributes(file, PosixFileAttributes.class, LinkOption.NOFOLLOW_LINKS);
+      } catch (IOException e) {
+        // as Hadoop's own status says when its ls fails
+        throw new RuntimeException(
+            "Error while reading the permissions of " + file + ": " + e, e);
+      }
+      setPermission(fsPermission(attributes.permissions()));
+      setOwner(attributes.owner().getName());
+      setGroup(attributes.group().getName());
+      loaded = true;
+    }
+
+    @Override
+    public FsPermission getPermission() {
+      load();
+      return super.getPermission();
+    }
+
+    @Override
+    public String getOwner() {
+      load();
+      return super.getOwner();
+    }
+
+    @Override
+    public String getGroup() {
+      load();
+      return super.getGroup();
     }
   }
 
