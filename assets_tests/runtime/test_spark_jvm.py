@@ -68,7 +68,8 @@ def _created(spark) -> int:
 def test_shuffle_tasks_borrow_kryo_instances_the_jvm_already_built(spark, tmp_path: Path):
     """Two inserts into a raw table of 26 partitions: each shuffles its rows to one task
     per partition, which with Spark's own pool built its Kryo instances anew. The second
-    builds next to none: the tasks' deserialized serializers borrow from the JVM's pool."""
+    builds next to none: the tasks' deserialized serializers borrow from the JVM's pool
+    (the session's JVM has run other tests' writes before, so the first may build none)."""
     jvm = spark.sparkContext._jvm
     env_serializer = jvm.org.apache.spark.SparkEnv.get().serializer()
     assert env_serializer.getClass().getName() == SHARED_POOL_SERIALIZER
@@ -86,14 +87,12 @@ def test_shuffle_tasks_borrow_kryo_instances_the_jvm_already_built(spark, tmp_pa
         options = write_options(raw_layout("price_raw"), "insert")
         rows.write.format("hudi").options(**options).mode("append").save(path)
 
+    insert(0)  # fills the pool, if the tests before left it short
     before = _created(spark)
-    insert(0)
-    first = _created(spark) - before
-    # a map task writes its 26 partitions' streams at once: at least 26 instances
-    assert first >= 26
     insert(520)
-    # a task may hold one more at once than any before it did, so allow two
-    assert _created(spark) - before - first <= 2
+    # Spark's own pool builds at least one per partition here (26; 48 seen in a fresh
+    # JVM); a task may hold one more at once than any before it did, so allow two
+    assert _created(spark) - before <= 2
     assert spark.read.format("hudi").load(path).count() == 1040
 
 

@@ -6,6 +6,7 @@ import java.util.Map;
 import java.util.UUID;
 import java.util.WeakHashMap;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.atomic.AtomicLong;
 import org.apache.spark.SparkConf;
 import org.apache.spark.serializer.KryoSerializer;
@@ -24,7 +25,7 @@ import org.apache.spark.serializer.KryoSerializer;
  * <p>Here every copy of one serializer (the one Spark built from its configuration, and each
  * task's deserialized copy of it) borrows from the same pool, one per class loader the Kryo
  * instances resolve classes with (a Spark Connect session may have its own). Kryo instances are
- * reset on every borrow, as Spark's own pool does, and held by soft references.
+ * reset on every borrow, as Spark's own pool does.
  */
 public class SharedPoolKryoSerializer extends KryoSerializer {
   private static final long serialVersionUID = 1L;
@@ -33,6 +34,14 @@ public class SharedPoolKryoSerializer extends KryoSerializer {
   private static final Map<String, Map<ClassLoader, KryoPool>> POOLS = new ConcurrentHashMap<>();
 
   private static final String SPARK_SERIALIZER = "spark.serializer";
+
+  /**
+   * Kryo instances a pool keeps between borrows, held strongly: Spark's soft references let a
+   * collection clear the pool whenever the heap is short of free space, and the next shuffle
+   * built its instances again. A task holds one per open stream (one per reduce partition in
+   * Spark's bypass-merge writer); a pool keeps up to this many and drops the rest on release.
+   */
+  private static final int POOLED = 256;
 
   private static final AtomicLong CREATED = new AtomicLong();
 
@@ -61,7 +70,8 @@ public class SharedPoolKryoSerializer extends KryoSerializer {
       // The factory runs on the borrowing thread, whose class loader is this pool's key (or
       // this copy's default one), so each Kryo it makes resolves classes the way this key says.
       return byLoader.computeIfAbsent(
-          loader, key -> new KryoPool.Builder(this::newKryo).softReferences().build());
+          loader,
+          key -> new KryoPool.Builder(this::newKryo).queue(new LinkedBlockingQueue<>(POOLED)).build());
     }
   }
 
