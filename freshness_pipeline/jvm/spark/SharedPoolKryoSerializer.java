@@ -2,9 +2,9 @@ package io.freshness.spark;
 
 import com.esotericsoftware.kryo.Kryo;
 import com.esotericsoftware.kryo.pool.KryoPool;
+import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.UUID;
-import java.util.WeakHashMap;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.atomic.AtomicLong;
@@ -30,8 +30,16 @@ import org.apache.spark.serializer.KryoSerializer;
 public class SharedPoolKryoSerializer extends KryoSerializer {
   private static final long serialVersionUID = 1L;
 
-  /** Pools by the serializer they were made for, then by class loader. */
+  /**
+   * Pools by the serializer they were made for, then by class loader, the most recently used
+   * loaders only. A pooled Kryo instance refers to its class loader, so a pool keeps its loader
+   * alive: a Spark Connect server gives each session a class loader of its own, and the pools of
+   * sessions long gone are dropped with their loaders, the least recently used first.
+   */
   private static final Map<String, Map<ClassLoader, KryoPool>> POOLS = new ConcurrentHashMap<>();
+
+  /** Class loaders a serializer keeps pools for (a local driver uses one). */
+  static final int LOADERS = 8;
 
   private static final String SPARK_SERIALIZER = "spark.serializer";
 
@@ -64,15 +72,39 @@ public class SharedPoolKryoSerializer extends KryoSerializer {
         defaultClassLoader().isDefined()
             ? defaultClassLoader().get()
             : Thread.currentThread().getContextClassLoader();
-    Map<ClassLoader, KryoPool> byLoader =
-        POOLS.computeIfAbsent(origin, key -> new WeakHashMap<>());
+    Map<ClassLoader, KryoPool> byLoader = POOLS.computeIfAbsent(origin, key -> recentLoaders());
     synchronized (byLoader) {
       // The factory runs on the borrowing thread, whose class loader is this pool's key (or
       // this copy's default one), so each Kryo it makes resolves classes the way this key says.
       return byLoader.computeIfAbsent(
           loader,
-          key -> new KryoPool.Builder(this::newKryo).queue(new LinkedBlockingQueue<>(POOLED)).build());
+          key ->
+              new KryoPool.Builder(this::newKryo)
+                  .queue(new LinkedBlockingQueue<>(POOLED))
+                  .build());
     }
+  }
+
+  private static Map<ClassLoader, KryoPool> recentLoaders() {
+    return new LinkedHashMap<ClassLoader, KryoPool>(LOADERS * 2, 0.75f, true) {
+      private static final long serialVersionUID = 1L;
+
+      @Override
+      protected boolean removeEldestEntry(Map.Entry<ClassLoader, KryoPool> eldest) {
+        return size() > LOADERS;
+      }
+    };
+  }
+
+  /** How many pools this JVM keeps, over every serializer of this class (the tests' view). */
+  public static int pools() {
+    int count = 0;
+    for (Map<ClassLoader, KryoPool> byLoader : POOLS.values()) {
+      synchronized (byLoader) {
+        count += byLoader.size();
+      }
+    }
+    return count;
   }
 
   @Override
