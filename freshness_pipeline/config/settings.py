@@ -268,22 +268,6 @@ def _bool(text: str) -> bool:
     return lowered in ("true", "1", "yes")
 
 
-def _kryo_pool(text: str) -> bool:
-    """True for one pool of Kryo instances per JVM."""
-    lowered = text.strip().lower()
-    if lowered not in ("shared", "spark"):
-        raise ValueError("not shared or spark")
-    return lowered == "shared"
-
-
-def _local_fs(text: str) -> bool:
-    """True for local file permissions by Java (NioLocalFileSystem)."""
-    lowered = text.strip().lower()
-    if lowered not in ("java", "hadoop"):
-        raise ValueError("not java or hadoop")
-    return lowered == "java"
-
-
 SETTINGS: tuple[Setting, ...] = (
     Setting("FRESHNESS_LAKEHOUSE", "<checkout>/.lakehouse/tables",
             "root of the Hudi tables", "a folder, file://..., or s3://bucket/prefix",
@@ -387,12 +371,14 @@ SETTINGS: tuple[Setting, ...] = (
             "`shared`: the Spark drivers the project starts keep one pool of Kryo "
             "serializers per JVM (io.freshness.spark.SharedPoolKryoSerializer); `spark`: "
             "Spark's own, a pool per task, so every shuffle task builds its Kryo instances "
-            "again (docs/BENCHMARKS.md)", "shared or spark", _kryo_pool),
+            "again (docs/BENCHMARKS.md)", "shared or spark",
+            _choice(("shared", "spark"))),
     Setting("FRESHNESS_SPARK_LOCAL_FS", "java",
             "how the Spark drivers the project starts read and set local files' permissions: "
             "`java` (io.freshness.hadoop.NioLocalFileSystem, a system call); `hadoop`: "
             "Hadoop's own, which without its native library starts a chmod or ls process "
-            "per file (docs/BENCHMARKS.md)", "java or hadoop", _local_fs),
+            "per file (docs/BENCHMARKS.md)", "java or hadoop",
+            _choice(("java", "hadoop"))),
     Setting("FRESHNESS_SPARK_SERVICE_SHARED_CODE", "false",
             "`true`: the Spark service's Connect sessions that bring no code of their own share "
             "one class loader, so Spark's generated classes are compiled once, not again in "
@@ -856,8 +842,8 @@ def load_settings(
         spark_java_options=values["FRESHNESS_SPARK_JAVA_OPTIONS"] or None,
         spark_codegen=values["FRESHNESS_SPARK_CODEGEN"],
         spark_service_shared_code=values["FRESHNESS_SPARK_SERVICE_SHARED_CODE"],
-        spark_kryo_shared_pool=values["FRESHNESS_SPARK_KRYO_POOL"],
-        spark_java_local_fs=values["FRESHNESS_SPARK_LOCAL_FS"],
+        spark_kryo_shared_pool=values["FRESHNESS_SPARK_KRYO_POOL"] == "shared",
+        spark_java_local_fs=values["FRESHNESS_SPARK_LOCAL_FS"] == "java",
         spark_service_bind=values["FRESHNESS_SPARK_SERVICE_BIND"],
         scheduler=_scheduler_settings(values),
         staleness_target=_staleness_target(values),
