@@ -7,6 +7,7 @@ import subprocess
 from pathlib import Path
 
 from freshness_pipeline.bench.jvm_profile import (
+    delayed_recording,
     execution_samples,
     java_pids,
     recorded_samples,
@@ -74,8 +75,10 @@ BUSY = """public class Busy {
 def test_the_hottest_frames_of_a_real_flight_recording(tmp_path):
     (tmp_path / "Busy.java").write_text(BUSY)
     recording = tmp_path / "busy.jfr"
+    # asked for at start, begun a second later: the way the profile records a warm JVM
+    flag = delayed_recording(None, 1) + f",filename={recording}"
     subprocess.run(
-        ["java", f"-XX:StartFlightRecording=filename={recording},settings=profile", "Busy.java"],
+        ["java", flag, "Busy.java"],
         cwd=tmp_path,
         check=True,
         capture_output=True,
@@ -90,3 +93,10 @@ def test_the_hottest_frames_of_a_real_flight_recording(tmp_path):
     rows = report_rows("Busy", 2.5, {"jit": 0.5, "other": 2.0}, text)
     assert "| other | 2.0 | 80% |" in rows and "| jit | 0.5 | 20% |" in rows
     assert any(r.startswith("| `Busy.work") or r.startswith("| `java.lang.Math") for r in rows)
+
+
+def test_the_recording_is_asked_for_at_start_and_keeps_the_users_options():
+    assert delayed_recording(None, 600) == (
+        "-XX:StartFlightRecording=delay=600s,settings=profile,name=freshness"
+    )
+    assert delayed_recording("-Xmx4g", 0.2).startswith("-Xmx4g -XX:StartFlightRecording=delay=1s,")

@@ -28,6 +28,9 @@ def main(argv: list[str], settings: Settings) -> int:
     parser.add_argument("--probe-s", type=int, default=5)
     parser.add_argument("--sizes", default="1,3,10")
     parser.add_argument("--repeats", type=int, default=2)
+    from freshness_pipeline.runtime.stack import exit_on_signals
+
+    exit_on_signals()  # a kill unwinds, so the Spark service it started stops
     parser.add_argument(
         "--service", action="store_true", help="run the jobs through a shared Spark service"
     )

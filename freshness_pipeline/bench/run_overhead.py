@@ -123,6 +123,9 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: list[str], settings: Settings) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
+    from freshness_pipeline.runtime.stack import exit_on_signals
+
+    exit_on_signals()  # a kill unwinds, so the Spark service and Postgres it started stop
 
     root = Path(tempfile.mkdtemp(prefix="bench_overhead_"))
     os.chmod(root, 0o711)  # the cluster profile's Postgres runs as the `postgres` user
