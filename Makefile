@@ -33,10 +33,10 @@ SPARK_JVM_JAR := $(JARS_DIR)/freshness-spark-jvm.jar
 # compiled against pyspark's jars and the Connect jar.
 LAUNCHER_SRC := $(wildcard freshness_pipeline/jvm/connect/*.java)
 LAUNCHER_JAR := $(JARS_DIR)/freshness-connect-launcher.jar
-# The service's Java agent: Connect sessions without code of their own share one class
-# loader, so Spark's generated classes are found again (jvm/connect/SharedCode.java).
+# The Java agent (jvm/agent): Connect sessions without code of their own share one class
+# loader (the service), Hadoop configurations written for tasks carry no sources (every driver).
 AGENT_SRC := $(wildcard freshness_pipeline/jvm/agent/*.java)
-AGENT_JAR := $(JARS_DIR)/freshness-connect-agent.jar
+AGENT_JAR := $(JARS_DIR)/freshness-agent.jar
 # The single-node Kafka broker (KRaft) for `freshness demo --source kafka`: kafka_2.13 and
 # its runtime dependencies from Maven Central (infra/kafka/pom.xml) into .cache/kafka.
 KAFKA_VERSION ?= 4.1.1
@@ -128,7 +128,7 @@ $(LAUNCHER_JAR): $(LAUNCHER_SRC) $(CONNECT_JAR) $(VENV)/.installed
 
 $(AGENT_JAR): $(AGENT_SRC) $(VENV)/.installed
 	$(call javac_jar,,$(AGENT_SRC))
-	printf 'Premain-Class: freshness.agent.ConnectCodeCacheAgent\n' > $@.manifest
+	printf 'Premain-Class: freshness.agent.FreshnessAgent\n' > $@.manifest
 	jar ufm $@ $@.manifest && rm $@.manifest
 
 $(DAGSTER_HOME)/dagster.yaml: dagster.yaml

@@ -1,12 +1,15 @@
 """What our Spark drivers run differently from a stock Spark: one pool of Kryo instances per
-JVM (jvm/SharedPoolKryoSerializer.java) and local file permissions by Java
-(jvm/NioLocalFileSystem.java). The settings, the configuration they make, and both on the
-tests' own local Spark writing a real Hudi table."""
+JVM (jvm/SharedPoolKryoSerializer.java), local file permissions by Java
+(jvm/NioLocalFileSystem.java) and Hadoop configurations written for tasks without their
+entries' sources (jvm/agent/HadoopConfSources.java). The settings, the configuration they
+make, and each on a real JVM: the first two on the tests' own local Spark writing a real
+Hudi table (whose driver runs the agent too), the agent on a small Java program."""
 
 from __future__ import annotations
 
 import os
 import string
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -17,6 +20,7 @@ from freshness_pipeline.runtime.spark import (
     JAVA_LOCAL_FS,
     LOCAL_FS_CONF,
     SHARED_POOL_SERIALIZER,
+    find_agent_jar,
     hudi_spark_conf,
 )
 
@@ -34,12 +38,21 @@ def test_by_default_a_driver_pools_kryo_per_jvm_and_sets_permissions_by_java():
     assert conf[LOCAL_FS_CONF] == JAVA_LOCAL_FS
     # the launcher lists the jars through the file system before they are on the classpath
     assert conf["spark.driver.extraClassPath"].endswith("freshness-spark-jvm.jar")
+    agent = f"-javaagent:{find_agent_jar(load_settings({}).jars_dir)}=hadoop-conf"
+    assert agent in conf["spark.driver.extraJavaOptions"].split()
 
 
 def test_spark_and_hadoop_as_they_come_when_asked():
-    conf = _conf({"FRESHNESS_SPARK_KRYO_POOL": "spark", "FRESHNESS_SPARK_LOCAL_FS": "hadoop"})
+    conf = _conf(
+        {
+            "FRESHNESS_SPARK_KRYO_POOL": "spark",
+            "FRESHNESS_SPARK_LOCAL_FS": "hadoop",
+            "FRESHNESS_SPARK_CONF_SOURCES": "hadoop",
+        }
+    )
     assert conf["spark.serializer"] == SPARK_KRYO
     assert LOCAL_FS_CONF not in conf and "spark.driver.extraClassPath" not in conf
+    assert "-javaagent" not in conf["spark.driver.extraJavaOptions"]
 
 
 def test_a_cluster_keeps_hadoops_local_file_system():
@@ -52,7 +65,11 @@ def test_a_cluster_keeps_hadoops_local_file_system():
 
 @pytest.mark.parametrize(
     ("name", "value"),
-    [("FRESHNESS_SPARK_KRYO_POOL", "per-task"), ("FRESHNESS_SPARK_LOCAL_FS", "native")],
+    [
+        ("FRESHNESS_SPARK_KRYO_POOL", "per-task"),
+        ("FRESHNESS_SPARK_LOCAL_FS", "native"),
+        ("FRESHNESS_SPARK_CONF_SOURCES", "keep"),
+    ],
 )
 def test_an_unknown_choice_is_refused_with_its_setting(name: str, value: str):
     with pytest.raises(SettingsError, match=name):
@@ -138,3 +155,56 @@ def test_pools_are_kept_for_the_recent_class_loaders_only(spark):
         thread.setContextClassLoader(own)
     serializer.pool()
     assert jvm.io.freshness.spark.SharedPoolKryoSerializer.pools() <= 8
+
+
+# Writes a driver-like Hadoop configuration (every default resource loaded, entries set
+# programmatically) as a task's closure carries it, reads it back as a task does, and
+# prints the size written and whether every entry came back with its value.
+CONF_PROBE = """
+import java.io.*;
+import java.util.*;
+import org.apache.hadoop.conf.Configuration;
+public class ConfProbe {
+  public static void main(String[] a) throws Exception {
+    Configuration conf = new Configuration();
+    conf.addResource("hdfs-default.xml");
+    conf.set("fs.file.impl.disable.cache", "true");
+    ByteArrayOutputStream bytes = new ByteArrayOutputStream();
+    conf.write(new DataOutputStream(bytes));
+    Configuration read = new Configuration(false);
+    read.readFields(new DataInputStream(new ByteArrayInputStream(bytes.toByteArray())));
+    boolean same = conf.size() == read.size();
+    for (Map.Entry<String, String> e : conf) same &= e.getValue().equals(read.getRaw(e.getKey()));
+    System.out.println(conf.size() + " " + bytes.size() + " " + same);
+  }
+}
+"""
+
+
+def _conf_probe(tmp_path: Path, *java_options: str) -> tuple[int, int, bool, str]:
+    import pyspark
+
+    (tmp_path / "ConfProbe.java").write_text(CONF_PROBE)
+    jars = Path(pyspark.__file__).parent / "jars" / "*"
+    done = subprocess.run(
+        ["java", *java_options, "-cp", str(jars), "ConfProbe.java"],
+        cwd=tmp_path,
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    entries, size, same = done.stdout.split()
+    return int(entries), int(size), same == "true", done.stderr
+
+
+def test_a_configuration_is_written_without_its_sources_and_read_back_whole(tmp_path: Path):
+    """Hadoop's own format either way (a JVM without the agent reads it); with the agent
+    no entry carries the gzip streams of its source file names."""
+    agent = f"-javaagent:{find_agent_jar(load_settings({}).jars_dir)}=hadoop-conf"
+    entries, hadoops, same, _ = _conf_probe(tmp_path)
+    assert same and entries > 300  # core-default.xml alone has about 330
+    entries_agent, ours, same_agent, stderr = _conf_probe(tmp_path, agent)
+    assert same_agent and entries_agent == entries
+    assert "HadoopConfSources" not in stderr  # the call was found and rewritten
+    # an entry's sources took an int and a gzip stream (about 30 bytes); now the int alone
+    assert ours < hadoops - 20 * entries, (ours, hadoops, entries)

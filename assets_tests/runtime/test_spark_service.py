@@ -87,11 +87,13 @@ def test_the_service_shares_one_class_loader_only_when_asked(tmp_path: Path):
         for a in server_command(SparkServiceConfig(settings=on, state_dir=tmp_path))
         if a.startswith("spark.driver.extraJavaOptions=")
     )
-    agent = options.split("-javaagent:", 1)[1].split()[0]
-    assert agent.endswith("freshness-connect-agent.jar") and Path(agent).is_file()
+    agents = [a.split("-javaagent:", 1)[1] for a in options.split() if "-javaagent:" in a]
+    connect = [a for a in agents if a.endswith("=connect")]
+    assert len(connect) == 1 and Path(connect[0].split("=")[0]).is_file(), agents
+    assert connect[0].split("=")[0].endswith("freshness-agent.jar")
     off = load_settings({"FRESHNESS_SPARK_SERVICE_SHARED_CODE": "false"})
     argv = server_command(SparkServiceConfig(settings=off, state_dir=tmp_path))
-    assert not any("-javaagent:" in a for a in argv)
+    assert not any("=connect" in a for a in argv)
 
 
 def _classes_compiled(session, query: str) -> tuple[int, list]:

@@ -379,6 +379,13 @@ SETTINGS: tuple[Setting, ...] = (
             "Hadoop's own, which without its native library starts a chmod or ls process "
             "per file (docs/BENCHMARKS.md)", "java or hadoop",
             _choice(("java", "hadoop"))),
+    Setting("FRESHNESS_SPARK_CONF_SOURCES", "drop",
+            "`drop`: the Spark drivers the project starts write Hadoop configurations for "
+            "tasks without each entry's source files (a Java agent, "
+            "freshness_pipeline/jvm/agent/HadoopConfSources.java: Hadoop gzips every "
+            "source name, about a thousand streams for each task Hudi runs); `hadoop`: "
+            "Hadoop's own (docs/BENCHMARKS.md)", "drop or hadoop",
+            _choice(("drop", "hadoop"))),
     Setting("FRESHNESS_SPARK_SERVICE_SHARED_CODE", "false",
             "`true`: the Spark service's Connect sessions that bring no code of their own share "
             "one class loader, so Spark's generated classes are compiled once, not again in "
@@ -717,6 +724,7 @@ class Settings:
     spark_service_shared_code: bool = False
     spark_kryo_shared_pool: bool = True  # one pool of Kryo instances per JVM
     spark_java_local_fs: bool = True  # local file permissions by Java, not chmod/ls processes
+    spark_conf_sources: bool = False  # Hadoop configurations for tasks keep their sources
     spark_service_bind: str = "127.0.0.1"
     scheduler: SchedulerSettings = field(default_factory=SchedulerSettings)
     staleness_target: StalenessTarget = field(default_factory=StalenessTarget)
@@ -844,6 +852,7 @@ def load_settings(
         spark_service_shared_code=values["FRESHNESS_SPARK_SERVICE_SHARED_CODE"],
         spark_kryo_shared_pool=values["FRESHNESS_SPARK_KRYO_POOL"] == "shared",
         spark_java_local_fs=values["FRESHNESS_SPARK_LOCAL_FS"] == "java",
+        spark_conf_sources=values["FRESHNESS_SPARK_CONF_SOURCES"] == "hadoop",
         spark_service_bind=values["FRESHNESS_SPARK_SERVICE_BIND"],
         scheduler=_scheduler_settings(values),
         staleness_target=_staleness_target(values),

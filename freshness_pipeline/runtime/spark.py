@@ -20,6 +20,7 @@ if TYPE_CHECKING:
 
 GUARD_JAR_NAME = "freshness-hudi-guard.jar"
 SPARK_JVM_JAR_NAME = "freshness-spark-jvm.jar"
+AGENT_JAR_NAME = "freshness-agent.jar"
 
 
 class HudiBundleMissing(RuntimeError):
@@ -55,6 +56,13 @@ def find_hudi_bundle(jars_dir: Path) -> Path:
 def find_guard_jar(jars_dir: Path) -> Path:
     """Our Hudi conflict strategy (freshness_pipeline/jvm): a stale plan never commits."""
     return find_jar(jars_dir, GUARD_JAR_NAME, "Hudi guard jar")
+
+
+def find_agent_jar(jars_dir: Path) -> Path:
+    """Our Java agent (jvm/agent, built by `make setup`): `connect` for the service's
+    Connect sessions (FRESHNESS_SPARK_SERVICE_SHARED_CODE), `hadoop-conf` for every driver
+    (FRESHNESS_SPARK_CONF_SOURCES)."""
+    return find_jar(jars_dir, AGENT_JAR_NAME, "Java agent jar")
 
 
 def find_spark_jvm_jar(jars_dir: Path) -> Path:
@@ -210,6 +218,12 @@ def hudi_spark_conf(
         # cluster's executors start before they fetch our jars.
         conf[LOCAL_FS_CONF] = JAVA_LOCAL_FS
         conf["spark.driver.extraClassPath"] = str(find_spark_jvm_jar(jars_dir))
+    if not settings.spark_conf_sources:
+        # Every task of Hudi's reads the table's Hadoop configuration (about a thousand
+        # entries, each entry's source file names in a gzip stream of their own); the agent
+        # writes them as unknown, in Hadoop's own format (docs/BENCHMARKS.md).
+        agent = f"-javaagent:{find_agent_jar(jars_dir)}=hadoop-conf"
+        conf["spark.driver.extraJavaOptions"] += f" {agent}"
     if settings.spark_java_options:
         key = "spark.driver.extraJavaOptions"
         conf[key] = f"{conf[key]} {settings.spark_java_options}"

@@ -24,6 +24,7 @@ from freshness_pipeline.runtime.processes import ServerProcess
 from freshness_pipeline.runtime.spark import (
     deployment_conf,
     driver_secret_env,
+    find_agent_jar,
     find_jar,
     hudi_jars,
     hudi_spark_conf,
@@ -34,7 +35,6 @@ from freshness_pipeline.runtime.spark import (
 CONNECT_SERVER_CLASS = "freshness.connect.LoopbackConnectServer"
 BIND_ADDRESS_CONF = "spark.freshness.connect.bindAddress"
 LAUNCHER_JAR_NAME = "freshness-connect-launcher.jar"
-AGENT_JAR_NAME = "freshness-connect-agent.jar"
 DEFAULT_PORT = 15002
 
 # The default pool is FAIR: jobs of different sessions (runs, ingestion) interleave their
@@ -101,12 +101,6 @@ def find_connect_jar(jars_dir: Path) -> Path:
         "Spark Connect server jar",
         "org.apache.spark:spark-connect_2.12",
     )
-
-
-def find_agent_jar(jars_dir: Path) -> Path:
-    """The service's Java agent (jvm/agent, built by `make setup`): Connect sessions without
-    code of their own share one class loader (FRESHNESS_SPARK_SERVICE_SHARED_CODE)."""
-    return find_jar(jars_dir, AGENT_JAR_NAME, "Spark Connect class-loader agent jar")
 
 
 def find_launcher_jar(jars_dir: Path) -> Path:
@@ -197,7 +191,7 @@ def server_command(config: SparkServiceConfig) -> list[str]:
         }
     )
     if settings.spark_service_shared_code:
-        agent = f"-javaagent:{find_agent_jar(config.jars_dir)}"
+        agent = f"-javaagent:{find_agent_jar(config.jars_dir)}=connect"
         conf["spark.driver.extraJavaOptions"] += f" {agent}"
     connect_jar = find_connect_jar(config.jars_dir)
     launcher_jar = find_launcher_jar(config.jars_dir)
