@@ -1,8 +1,6 @@
 package freshness.agent;
 
-import java.lang.instrument.ClassFileTransformer;
 import java.lang.instrument.Instrumentation;
-import java.security.ProtectionDomain;
 import org.apache.xbean.asm9.ClassReader;
 import org.apache.xbean.asm9.ClassVisitor;
 import org.apache.xbean.asm9.ClassWriter;
@@ -25,36 +23,15 @@ public final class ConnectCodeCacheAgent {
 
   private ConnectCodeCacheAgent() {}
 
-  public static void premain(String args, Instrumentation instrumentation) {
-    instrumentation.addTransformer(new Transformer());
-  }
-
-  static final class Transformer implements ClassFileTransformer {
-    @Override
-    public byte[] transform(
-        ClassLoader loader,
-        String name,
-        Class<?> redefined,
-        ProtectionDomain domain,
-        byte[] bytes) {
-      if (!HOLDER.equals(name)) {
-        return null;
-      }
-      try {
-        byte[] changed = rewrite(bytes);
-        if (changed == null) {
-          System.err.println(
-              "ConnectCodeCacheAgent: " + name + " has not the calls expected (Spark 3.5's "
-                  + "Connect server); each request keeps a class loader of its own");
-        } else {
-          System.err.println("ConnectCodeCacheAgent: one class loader for sessions without code");
-        }
-        return changed;
-      } catch (RuntimeException e) {
-        System.err.println("ConnectCodeCacheAgent: left " + name + " unchanged: " + e);
-        return null;
-      }
-    }
+  static void install(Instrumentation instrumentation) {
+    instrumentation.addTransformer(
+        new FreshnessAgent.OneClass(
+            HOLDER,
+            ConnectCodeCacheAgent::rewrite,
+            "ConnectCodeCacheAgent",
+            "has not the calls expected (Spark 3.5's Connect server); each request keeps a "
+                + "class loader of its own",
+            "one class loader for sessions without code"));
   }
 
   /**

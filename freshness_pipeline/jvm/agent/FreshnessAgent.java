@@ -1,6 +1,9 @@
 package freshness.agent;
 
+import java.lang.instrument.ClassFileTransformer;
 import java.lang.instrument.Instrumentation;
+import java.security.ProtectionDomain;
+import java.util.function.UnaryOperator;
 
 /**
  * The project's Java agent: `-javaagent:freshness-connect-agent.jar=PARTS`, PARTS a
@@ -15,7 +18,7 @@ public final class FreshnessAgent {
     for (String part : (args == null ? "" : args).split(",")) {
       switch (part.trim()) {
         case "connect":
-          ConnectCodeCacheAgent.premain(null, instrumentation);
+          ConnectCodeCacheAgent.install(instrumentation);
           break;
         case "hadoop-conf":
           HadoopConfSources.install(instrumentation);
@@ -23,6 +26,53 @@ public final class FreshnessAgent {
         default:
           System.err.println(
               "FreshnessAgent: unknown part '" + part + "' (expected connect or hadoop-conf)");
+      }
+    }
+  }
+
+  /**
+   * Rewrites one class as it loads: `rewrite` gives its new bytes, or null when the class has
+   * not what it expects (another version), and then the class stays as it is and `who` says
+   * so on stderr, as it does for an error.
+   */
+  static final class OneClass implements ClassFileTransformer {
+    private final String target;
+    private final UnaryOperator<byte[]> rewrite;
+    private final String who;
+    private final String unchanged;
+    private final String changed;
+
+    /** `changed`: said when the rewrite was made, or null to say nothing. */
+    OneClass(
+        String target, UnaryOperator<byte[]> rewrite, String who, String unchanged, String changed) {
+      this.target = target;
+      this.rewrite = rewrite;
+      this.who = who;
+      this.unchanged = unchanged;
+      this.changed = changed;
+    }
+
+    @Override
+    public byte[] transform(
+        ClassLoader loader,
+        String name,
+        Class<?> redefined,
+        ProtectionDomain domain,
+        byte[] bytes) {
+      if (!target.equals(name)) {
+        return null;
+      }
+      try {
+        byte[] result = rewrite.apply(bytes);
+        if (result == null) {
+          System.err.println(who + ": " + name + " " + unchanged);
+        } else if (changed != null) {
+          System.err.println(who + ": " + changed);
+        }
+        return result;
+      } catch (RuntimeException e) {
+        System.err.println(who + ": left " + name + " unchanged: " + e);
+        return null;
       }
     }
   }

@@ -2,9 +2,7 @@ package freshness.agent;
 
 import java.io.DataOutput;
 import java.io.IOException;
-import java.lang.instrument.ClassFileTransformer;
 import java.lang.instrument.Instrumentation;
-import java.security.ProtectionDomain;
 import org.apache.xbean.asm9.ClassReader;
 import org.apache.xbean.asm9.ClassVisitor;
 import org.apache.xbean.asm9.ClassWriter;
@@ -37,38 +35,19 @@ public final class HadoopConfSources {
   private HadoopConfSources() {}
 
   static void install(Instrumentation instrumentation) {
-    instrumentation.addTransformer(new Transformer());
+    instrumentation.addTransformer(
+        new FreshnessAgent.OneClass(
+            CONFIGURATION,
+            HadoopConfSources::rewrite,
+            "HadoopConfSources",
+            "has not the one call expected (Hadoop 3's Configuration.write); configurations "
+                + "keep their sources",
+            null));
   }
 
   /** What Hadoop writes for an entry whose sources are unknown (a null array: the int -1). */
   public static void noSources(DataOutput out, String[] sources) throws IOException {
     out.writeInt(-1);
-  }
-
-  static final class Transformer implements ClassFileTransformer {
-    @Override
-    public byte[] transform(
-        ClassLoader loader,
-        String name,
-        Class<?> redefined,
-        ProtectionDomain domain,
-        byte[] bytes) {
-      if (!CONFIGURATION.equals(name)) {
-        return null;
-      }
-      try {
-        byte[] changed = rewrite(bytes);
-        if (changed == null) {
-          System.err.println(
-              "HadoopConfSources: " + name + " has not the one call expected (Hadoop 3's "
-                  + "Configuration.write); configurations keep their sources");
-        }
-        return changed;
-      } catch (RuntimeException e) {
-        System.err.println("HadoopConfSources: left " + name + " unchanged: " + e);
-        return null;
-      }
-    }
   }
 
   /** Configuration with its `write` writing no sources, or null unless the call was found once. */
