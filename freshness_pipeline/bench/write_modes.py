@@ -27,6 +27,9 @@ input, what the layout and the index change in that:
 - `published_hudi_parallelism`, `hour_hudi_parallelism`: Hudi's own parallelism for a
   commit's bookkeeping (markers, finalize, the index's key reads: one task per partition or
   file) where every other mode has hudi/write.py's two tasks;
+- `hour_spark_records`, `published_spark_records`: rows kept as Spark's own records
+  (`OverwriteWithLatestSparkRecordMerger`) from the query to the file, where every other
+  mode turns each row into an Avro record for Hudi's write;
 - `hour_rli`: by event hour with Hudi 1.1's non-global record-level index (the key's file
   group looked up in the metadata table, which it turns on);
 - `bloom`, `bucket`, `mor`, `mor_bucket`: the published partitions with the BLOOM index,
@@ -63,6 +66,11 @@ from freshness_pipeline.hudi.write import HUDI_BOOKKEEPING_DEFAULTS
 
 BUCKET = {"hoodie.index.type": "BUCKET", "hoodie.index.bucket.engine": "SIMPLE"}
 MOR = {"hoodie.datasource.write.table.type": "MERGE_ON_READ"}
+SPARK_RECORDS = {
+    "hoodie.write.record.merge.custom.implementation.classes": (
+        "org.apache.hudi.OverwriteWithLatestSparkRecordMerger"
+    )
+}
 
 
 def modes(buckets: int) -> dict[str, dict[str, str]]:
@@ -106,6 +114,10 @@ def modes(buckets: int) -> dict[str, dict[str, str]]:
         "hour_interpreted": dict(INTERPRETED),
         # whole-stage code off alone (Spark's public switch): expressions still compiled
         "published_no_whole_stage": {"spark.sql.codegen.wholeStage": "false"},
+        # rows kept as Spark's own (HoodieSparkRecord) from the query to the file, where
+        # every other mode turns each into an Avro record and back
+        "hour_spark_records": dict(SPARK_RECORDS),
+        "published_spark_records": dict(SPARK_RECORDS),
         "bloom": bloom,
         "bucket": bucket,
         "mor": dict(MOR),
@@ -275,10 +287,11 @@ def main(argv: list[str], settings: Settings) -> int:
     base = dict((m, s) for m, s, _ in summarize(runs))["published"]
     print(
         "\n| mode | runs | median run (s) | vs published | index_lookup | write_files | "
-        "read | transform | timing read | Spark tasks | tasks' CPU (s) | JVM CPU (s) | "
-        "classes compiled | snapshot read (s) | equals published |"
+        "read | transform | timing read | Spark tasks | tasks' CPU (s) | their "
+        "deserializing (s) | JVM CPU (s) | its JIT (s) | its GC (s) | classes compiled | "
+        "snapshot read (s) | equals published |"
     )
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    print("|---" * 18 + "|")
     for mode, seconds, phases in summarize(runs):
         cells = [_cell(phases, p) for p in PHASES]
         print(
@@ -304,7 +317,10 @@ PHASES = (
     "timing_read",
     "cpu_tasks",
     "cpu_task_cpu_s",
+    "cpu_task_deserialize_cpu_s",
     "cpu_jvm_cpu_s",
+    "cpu_jvm_jit_s",
+    "cpu_jvm_gc_s",
     "cpu_jvm_codegen_classes",  # the step's own count (StepCpu), classes Spark compiled
 )
 
