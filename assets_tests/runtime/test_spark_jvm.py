@@ -1,8 +1,7 @@
 """What our Spark drivers run differently from a stock Spark: one pool of Kryo instances per
 JVM (jvm/SharedPoolKryoSerializer.java), local file permissions by Java
-(jvm/NioLocalFileSystem.java), Hadoop configurations written for tasks without their
-entries' sources (jvm/agent/HadoopConfSources.java) and parsed once per JVM
-(jvm/agent/HadoopConfCache.java). The settings, the configuration they
+(jvm/NioLocalFileSystem.java) and Hadoop configurations written for tasks without their
+entries' sources (jvm/agent/HadoopConfSources.java). The settings, the configuration they
 make, and each on a real JVM: the first two on the tests' own local Spark writing a real
 Hudi table (whose driver runs the agent too), the agent on a small Java program."""
 
@@ -39,16 +38,8 @@ def test_by_default_a_driver_pools_kryo_per_jvm_and_sets_permissions_by_java():
     assert conf[LOCAL_FS_CONF] == JAVA_LOCAL_FS
     # the launcher lists the jars through the file system before they are on the classpath
     assert conf["spark.driver.extraClassPath"].endswith("freshness-spark-jvm.jar")
-    agent = f"-javaagent:{find_agent_jar(load_settings({}).jars_dir)}"
-    assert f"{agent}=hadoop-conf,hadoop-conf-cache" in conf["spark.driver.extraJavaOptions"].split()
-
-
-def test_each_part_of_the_agent_alone():
-    agent = f"-javaagent:{find_agent_jar(load_settings({}).jars_dir)}"
-    sources = _conf({"FRESHNESS_SPARK_CONF_READ": "task"})["spark.driver.extraJavaOptions"]
-    assert f"{agent}=hadoop-conf" in sources.split()
-    read = _conf({"FRESHNESS_SPARK_CONF_SOURCES": "hadoop"})["spark.driver.extraJavaOptions"]
-    assert f"{agent}=hadoop-conf-cache" in read.split()
+    agent = f"-javaagent:{find_agent_jar(load_settings({}).jars_dir)}=hadoop-conf"
+    assert agent in conf["spark.driver.extraJavaOptions"].split()
 
 
 def test_spark_and_hadoop_as_they_come_when_asked():
@@ -57,7 +48,6 @@ def test_spark_and_hadoop_as_they_come_when_asked():
             "FRESHNESS_SPARK_KRYO_POOL": "spark",
             "FRESHNESS_SPARK_LOCAL_FS": "hadoop",
             "FRESHNESS_SPARK_CONF_SOURCES": "hadoop",
-            "FRESHNESS_SPARK_CONF_READ": "task",
         }
     )
     assert conf["spark.serializer"] == SPARK_KRYO
@@ -79,7 +69,6 @@ def test_a_cluster_keeps_hadoops_local_file_system():
         ("FRESHNESS_SPARK_KRYO_POOL", "per-task"),
         ("FRESHNESS_SPARK_LOCAL_FS", "native"),
         ("FRESHNESS_SPARK_CONF_SOURCES", "keep"),
-        ("FRESHNESS_SPARK_CONF_READ", "cached"),
     ],
 )
 def test_an_unknown_choice_is_refused_with_its_setting(name: str, value: str):
@@ -219,110 +208,3 @@ def test_a_configuration_is_written_without_its_sources_and_read_back_whole(tmp_
     assert "HadoopConfSources" not in stderr  # the call was found and rewritten
     # an entry's sources took an int and a gzip stream (about 30 bytes); now the int alone
     assert ours < hadoops - 20 * entries, (ours, hadoops, entries)
-
-
-# Reads one configuration's bytes three times into fresh configurations, as deserializers
-# do, and once into one that has defaults; prints per read whether every entry came back
-# with its value, whether a change to the first reaches the second, and the agent's counts
-# (hits, misses, reads left to Hadoop) when it runs.
-CONF_CACHE_PROBE = """
-import java.io.*;
-import java.util.*;
-import org.apache.hadoop.conf.Configuration;
-public class ConfCacheProbe {
-  static Configuration read(byte[] bytes, Configuration into) throws IOException {
-    into.readFields(new DataInputStream(new ByteArrayInputStream(bytes)));
-    return into;
-  }
-  static boolean same(Configuration a, Configuration b) {
-    boolean same = a.size() == b.size();
-    for (Map.Entry<String, String> e : a) same &= e.getValue().equals(b.getRaw(e.getKey()));
-    return same;
-  }
-  public static void main(String[] a) throws Exception {
-    Configuration conf = new Configuration();
-    conf.addResource("hdfs-default.xml");
-    conf.set("fs.file.impl.disable.cache", "true");
-    ByteArrayOutputStream out = new ByteArrayOutputStream();
-    conf.write(new DataOutputStream(out));
-    byte[] bytes = out.toByteArray();
-    Configuration first = read(bytes, new Configuration(false));
-    Configuration second = read(bytes, new Configuration(false));
-    first.set("freshness.only.in.first", "1");
-    first.unset("fs.file.impl.disable.cache");
-    Configuration third = read(bytes, new Configuration(false));
-    Configuration withDefaults = read(bytes, new Configuration(true));
-    boolean whole = same(conf, second);
-    conf.set("freshness.other", "2");
-    out.reset();
-    conf.write(new DataOutputStream(out));
-    Configuration other = read(out.toByteArray(), new Configuration(false));
-    String counts = "none";
-    try {
-      Class<?> cache = Class.forName("freshness.agent.HadoopConfCache");
-      counts = Arrays.toString((long[]) cache.getMethod("counts").invoke(null)).replace(" ", "");
-    } catch (ClassNotFoundException e) {
-    }
-    System.out.println(
-        whole + " " + same(second, third) + " " + same(second, withDefaults)
-        + " " + (second.get("freshness.only.in.first") == null)
-        + " " + "true".equals(third.get("fs.file.impl.disable.cache"))
-        + " " + "2".equals(other.get("freshness.other")) + " " + same(second, other)
-        + " " + counts);
-  }
-}
-"""
-
-
-def _conf_cache_probe(tmp_path: Path, *java_options: str) -> tuple[list[bool], str, str]:
-    import pyspark
-
-    (tmp_path / "ConfCacheProbe.java").write_text(CONF_CACHE_PROBE)
-    jars = Path(pyspark.__file__).parent / "jars" / "*"
-    done = subprocess.run(
-        ["java", *java_options, "-cp", str(jars), "ConfCacheProbe.java"],
-        cwd=tmp_path,
-        check=True,
-        capture_output=True,
-        text=True,
-    )
-    *checks, counts = done.stdout.split()
-    return [c == "true" for c in checks], counts, done.stderr
-
-
-def test_a_configuration_is_parsed_once_and_every_reader_gets_its_own(tmp_path: Path):
-    """The same bytes read again are a copy of the first parse, not the parsed object: a
-    change to one reader's configuration reaches no other; a configuration with defaults
-    is read by Hadoop's own code; other bytes are parsed anew."""
-    jar = find_agent_jar(load_settings({}).jars_dir)
-    expected = [True, True, True, True, True, True, False]
-    checks, counts, _ = _conf_cache_probe(tmp_path)
-    assert checks == expected and counts == "none"
-    for parts in ("hadoop-conf-cache", "hadoop-conf,hadoop-conf-cache"):
-        checks, counts, stderr = _conf_cache_probe(tmp_path, f"-javaagent:{jar}={parts}")
-        assert "HadoopConf" not in stderr, stderr  # both rewrites found what they expect
-        assert checks == expected
-        # three fresh reads of one configuration: one parse, two copies; one more for the
-        # other bytes; the one with defaults left to Hadoop
-        assert counts == "[2,2,1]", counts
-
-
-@pytest.mark.spark
-def test_hudi_tasks_read_the_tables_configuration_from_the_jvms_parse(spark, tmp_path: Path):
-    """The tests' own driver runs the agent: a Hudi write's tasks read the table's
-    configuration as copies of one parse, and the table reads back whole."""
-    cache = spark.sparkContext._jvm.freshness.agent.HadoopConfCache
-    before = list(cache.counts())
-    path = str(tmp_path / "price_raw")
-    rows = spark.range(0, 520).selectExpr(
-        "concat('e', id) AS event_id",
-        f"substr('{string.ascii_uppercase}', CAST(id % 26 AS INT) + 1, 1) AS symbol_prefix",
-        "current_timestamp() AS arrival_ts",
-        "id AS price",
-    )
-    options = write_options(raw_layout("price_raw"), "insert")
-    rows.write.format("hudi").options(**options).mode("append").save(path)
-    after = list(cache.counts())
-    hits = after[0] - before[0]
-    assert hits >= 26, (before, after)  # one write task per partition at least
-    assert spark.read.format("hudi").load(path).count() == 520

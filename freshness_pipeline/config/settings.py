@@ -386,13 +386,6 @@ SETTINGS: tuple[Setting, ...] = (
             "source name, about a thousand streams for each task Hudi runs); `hadoop`: "
             "Hadoop's own (docs/BENCHMARKS.md)", "drop or hadoop",
             _choice(("drop", "hadoop"))),
-    Setting("FRESHNESS_SPARK_CONF_READ", "once",
-            "`once`: the Spark drivers the project starts parse the bytes of a Hadoop "
-            "configuration once per JVM and give every task that reads the same bytes its own "
-            "copy (a Java agent, freshness_pipeline/jvm/agent/HadoopConfCache.java: each task "
-            "Hudi runs reads the table's configuration of hundreds of entries); `task`: "
-            "Hadoop's own, every task parses it (docs/BENCHMARKS.md)", "once or task",
-            _choice(("once", "task"))),
     Setting("FRESHNESS_SPARK_SERVICE_SHARED_CODE", "false",
             "`true`: the Spark service's Connect sessions that bring no code of their own share "
             "one class loader, so Spark's generated classes are compiled once, not again in "
@@ -732,7 +725,6 @@ class Settings:
     spark_kryo_shared_pool: bool = True  # one pool of Kryo instances per JVM
     spark_java_local_fs: bool = True  # local file permissions by Java, not chmod/ls processes
     spark_conf_sources: bool = False  # Hadoop configurations for tasks keep their sources
-    spark_conf_read_once: bool = True  # a configuration's bytes parsed once per JVM
     spark_service_bind: str = "127.0.0.1"
     scheduler: SchedulerSettings = field(default_factory=SchedulerSettings)
     staleness_target: StalenessTarget = field(default_factory=StalenessTarget)
@@ -861,7 +853,6 @@ def load_settings(
         spark_kryo_shared_pool=values["FRESHNESS_SPARK_KRYO_POOL"] == "shared",
         spark_java_local_fs=values["FRESHNESS_SPARK_LOCAL_FS"] == "java",
         spark_conf_sources=values["FRESHNESS_SPARK_CONF_SOURCES"] == "hadoop",
-        spark_conf_read_once=values["FRESHNESS_SPARK_CONF_READ"] == "once",
         spark_service_bind=values["FRESHNESS_SPARK_SERVICE_BIND"],
         scheduler=_scheduler_settings(values),
         staleness_target=_staleness_target(values),

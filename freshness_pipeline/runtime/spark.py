@@ -60,9 +60,8 @@ def find_guard_jar(jars_dir: Path) -> Path:
 
 def find_agent_jar(jars_dir: Path) -> Path:
     """Our Java agent (jvm/agent, built by `make setup`): `connect` for the service's
-    Connect sessions (FRESHNESS_SPARK_SERVICE_SHARED_CODE), `hadoop-conf` and
-    `hadoop-conf-cache` for every driver
-    (FRESHNESS_SPARK_CONF_SOURCES, FRESHNESS_SPARK_CONF_READ)."""
+    Connect sessions (FRESHNESS_SPARK_SERVICE_SHARED_CODE), `hadoop-conf` for every driver
+    (FRESHNESS_SPARK_CONF_SOURCES)."""
     return find_jar(jars_dir, AGENT_JAR_NAME, "Java agent jar")
 
 
@@ -219,19 +218,11 @@ def hudi_spark_conf(
         # cluster's executors start before they fetch our jars.
         conf[LOCAL_FS_CONF] = JAVA_LOCAL_FS
         conf["spark.driver.extraClassPath"] = str(find_spark_jvm_jar(jars_dir))
-    # Every task of Hudi's reads the table's Hadoop configuration (hundreds of entries):
-    # the agent writes them without each entry's source file names (a gzip stream each),
-    # in Hadoop's own format, and parses the same bytes once per JVM (docs/BENCHMARKS.md).
-    parts = [
-        part
-        for part, wanted in (
-            ("hadoop-conf", not settings.spark_conf_sources),
-            ("hadoop-conf-cache", settings.spark_conf_read_once),
-        )
-        if wanted
-    ]
-    if parts:
-        agent = f"-javaagent:{find_agent_jar(jars_dir)}={','.join(parts)}"
+    if not settings.spark_conf_sources:
+        # Every task of Hudi's reads the table's Hadoop configuration (about a thousand
+        # entries, each entry's source file names in a gzip stream of their own); the agent
+        # writes them as unknown, in Hadoop's own format (docs/BENCHMARKS.md).
+        agent = f"-javaagent:{find_agent_jar(jars_dir)}=hadoop-conf"
         conf["spark.driver.extraJavaOptions"] += f" {agent}"
     if settings.spark_java_options:
         key = "spark.driver.extraJavaOptions"

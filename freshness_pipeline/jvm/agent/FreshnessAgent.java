@@ -6,11 +6,10 @@ import java.security.ProtectionDomain;
 import java.util.function.UnaryOperator;
 
 /**
- * The project's Java agent: `-javaagent:freshness-agent.jar=PARTS`, PARTS a comma-separated
- * list of `connect` (Spark Connect sessions without code of their own share one class
- * loader: ConnectCodeCacheAgent), `hadoop-conf` (Hadoop configurations written for tasks
- * leave out their entries' sources: HadoopConfSources) and `hadoop-conf-cache` (a
- * configuration's bytes are parsed once per JVM: HadoopConfCache).
+ * The project's Java agent: `-javaagent:freshness-agent.jar=PARTS`, PARTS a
+ * comma-separated list of `connect` (Spark Connect sessions without code of their own share
+ * one class loader: ConnectCodeCacheAgent) and `hadoop-conf` (Hadoop configurations written
+ * for tasks leave out their entries' sources: HadoopConfSources).
  */
 public final class FreshnessAgent {
   private FreshnessAgent() {}
@@ -24,14 +23,9 @@ public final class FreshnessAgent {
         case "hadoop-conf":
           HadoopConfSources.install(instrumentation);
           break;
-        case "hadoop-conf-cache":
-          HadoopConfCache.install(instrumentation);
-          break;
         default:
           System.err.println(
-              "FreshnessAgent: unknown part '"
-                  + part
-                  + "' (expected connect, hadoop-conf or hadoop-conf-cache)");
+              "FreshnessAgent: unknown part '" + part + "' (expected connect or hadoop-conf)");
       }
     }
   }
