@@ -285,13 +285,17 @@ def main(argv: list[str], settings: Settings) -> int:
             print(f"{mode} differs: {missing} missing, {extra} extra: {examples}")
 
     base = dict((m, s) for m, s, _ in summarize(runs))["published"]
-    print(
-        "\n| mode | runs | median run (s) | vs published | index_lookup | write_files | "
-        "read | transform | timing read | Spark tasks | tasks' CPU (s) | their "
-        "deserializing (s) | JVM CPU (s) | its JIT (s) | its GC (s) | classes compiled | "
-        "snapshot read (s) | equals published |"
-    )
-    print("|---" * 18 + "|")
+    columns = [
+        "mode",
+        "runs",
+        "median run (s)",
+        "vs published",
+        *PHASES.values(),
+        "snapshot read (s)",
+        "equals published",
+    ]
+    print("\n| " + " | ".join(columns) + " |")
+    print("|---" * len(columns) + "|")
     for mode, seconds, phases in summarize(runs):
         cells = [_cell(phases, p) for p in PHASES]
         print(
@@ -309,20 +313,22 @@ def _cell(phases: dict[str, float], name: str) -> str:
     return f"{phases[name]:.0f}" if whole else f"{phases[name]:.2f}"
 
 
-PHASES = (
-    "index_lookup",
-    "write_files",
-    "read",
-    "transform",
-    "timing_read",
-    "cpu_tasks",
-    "cpu_task_cpu_s",
-    "cpu_task_deserialize_cpu_s",
-    "cpu_jvm_cpu_s",
-    "cpu_jvm_jit_s",
-    "cpu_jvm_gc_s",
-    "cpu_jvm_codegen_classes",  # the step's own count (StepCpu), classes Spark compiled
-)
+# Each run's figures in the table, by key, with the column's name.
+PHASES = {
+    "index_lookup": "index_lookup",
+    "write_files": "write_files",
+    "read": "read",
+    "transform": "transform",
+    "timing_read": "timing read",
+    "cpu_tasks": "Spark tasks",
+    "cpu_task_cpu_s": "tasks' CPU (s)",
+    "cpu_task_deserialize_cpu_s": "their deserializing (s)",
+    "cpu_jvm_cpu_s": "JVM CPU (s)",
+    "cpu_jvm_jit_s": "its JIT (s)",
+    "cpu_jvm_gc_s": "its GC (s)",
+    # the step's own count (StepCpu), classes Spark compiled
+    "cpu_jvm_codegen_classes": "classes compiled",
+}
 
 if __name__ == "__main__":
     sys.exit(run_main(main))
