@@ -38,7 +38,8 @@ def spark() -> Iterator[object]:
 @pytest.fixture(scope="session")
 def spark_service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
     """One real Spark Connect server (the shared Spark service) for the test session."""
-    from freshness_pipeline.runtime.spark_service import SparkService, SparkServiceConfig, free_port
+    from freshness_pipeline.runtime.ports import free_port
+    from freshness_pipeline.runtime.spark_service import SparkService, SparkServiceConfig
 
     config = SparkServiceConfig(
         settings=load_settings(),

@@ -30,7 +30,7 @@ from freshness_pipeline.ingestion.kafka_reader import consumer_config
 from freshness_pipeline.ingestion.master import load_company_master
 from freshness_pipeline.ingestion.validate import validate_record
 from freshness_pipeline.runtime.kafka_broker import KafkaBroker, KafkaBrokerConfig, create_topics
-from freshness_pipeline.runtime.spark_service import free_port, port_is_open
+from freshness_pipeline.runtime.ports import free_port, port_is_open
 from freshness_pipeline.stream.generator import StreamConfig
 from freshness_pipeline.stream.kafka_sink import KafkaSink
 from freshness_pipeline.stream.replayer import VirtualClock, generated_batches, land_instantly

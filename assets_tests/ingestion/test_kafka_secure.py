@@ -33,7 +33,7 @@ from freshness_pipeline.runtime.kafka_broker import (
     KafkaBroker,
     KafkaBrokerConfig,
 )
-from freshness_pipeline.runtime.spark_service import free_port
+from freshness_pipeline.runtime.ports import free_port
 from freshness_pipeline.runtime.tls import TlsFiles, make_ca
 from freshness_pipeline.stream.kafka_sink import KafkaDeliveryError, KafkaSink
 

@@ -310,7 +310,7 @@ def test_a_short_soak_runs_the_stack_and_writes_its_report(tmp_path: Path, monke
     import sys
 
     from freshness_pipeline.ops.report_sections import write_section
-    from freshness_pipeline.runtime.spark_service import free_port
+    from freshness_pipeline.runtime.ports import free_port
 
     report_file = tmp_path / "RELIABILITY.md"
     write_section(report_file, "soak", "placeholder\n")

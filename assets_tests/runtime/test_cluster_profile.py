@@ -29,7 +29,7 @@ from freshness_pipeline.hudi.streamer_checkpoint import STREAMER_CHECKPOINT_KEY
 from freshness_pipeline.ingestion.kafka_ingest import consumer_lag
 from freshness_pipeline.jobs import oracle
 from freshness_pipeline.runtime.cluster_profile import ClusterProfile
-from freshness_pipeline.runtime.spark_service import free_port
+from freshness_pipeline.runtime.ports import free_port
 from freshness_pipeline.runtime.stack import Stack
 from freshness_pipeline.scheduling.run_plan import RunPlan
 

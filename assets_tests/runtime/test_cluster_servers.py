@@ -15,11 +15,11 @@ import pytest
 from assets_tests.conftest import assert_listens_on_loopback_only
 from freshness_pipeline.config.settings import SettingsError, load_settings
 from freshness_pipeline.runtime.dagster_instance import open_instance, write_instance_yaml
+from freshness_pipeline.runtime.ports import free_port, port_is_open
 from freshness_pipeline.runtime.postgres_server import PostgresConfig, PostgresServer
 from freshness_pipeline.runtime.preflight import PreflightError, preflight
 from freshness_pipeline.runtime.processes import listening_addresses
 from freshness_pipeline.runtime.spark_cluster import SparkCluster, SparkClusterConfig
-from freshness_pipeline.runtime.spark_service import free_port, port_is_open
 from freshness_pipeline.runtime.stack import pid_alive
 from freshness_pipeline.runtime.tls import make_ca
 

@@ -12,10 +12,10 @@ import pytest
 
 from freshness_pipeline.config.settings import SettingsError, load_settings
 from freshness_pipeline.runtime.connect_proxy import ConnectProxy, ProxyConfig
+from freshness_pipeline.runtime.ports import free_port
 from freshness_pipeline.runtime.spark_service import (
     SparkService,
     SparkServiceError,
-    free_port,
     is_loopback,
     refuse_open_bind,
     service_config,

@@ -110,8 +110,9 @@ def test_a_new_session_finds_the_classes_an_earlier_one_generated(tmp_path: Path
     session without code of its own (Spark 3.5 gives each session class loaders of its
     own, so every run compiled its classes again, and each request its driver's); a
     session that added a Python file keeps Spark's own class loaders and answers alike."""
+    from freshness_pipeline.runtime.ports import free_port
     from freshness_pipeline.runtime.spark import build_spark_session
-    from freshness_pipeline.runtime.spark_service import SparkService, free_port
+    from freshness_pipeline.runtime.spark_service import SparkService
 
     settings = load_settings({"FRESHNESS_SPARK_SERVICE_SHARED_CODE": "true"})
     config = SparkServiceConfig(

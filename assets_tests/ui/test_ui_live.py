@@ -38,7 +38,7 @@ from assets_tests.ui.webserver import code_locations_loaded, prepare_dagster_hom
 from freshness_pipeline.catalog.jobs import JOBS
 from freshness_pipeline.config.settings import load_settings
 from freshness_pipeline.definitions import build_definitions
-from freshness_pipeline.runtime.spark_service import free_port
+from freshness_pipeline.runtime.ports import free_port
 from freshness_pipeline.runtime.stack import Stack
 from freshness_pipeline.scheduling.run_plan import (
     ASSET_TAG,

@@ -16,8 +16,8 @@ import urllib.request
 from pathlib import Path
 
 from freshness_pipeline.config.settings import PROJECT_ROOT
+from freshness_pipeline.runtime.ports import free_port
 from freshness_pipeline.runtime.processes import stop_process_group
-from freshness_pipeline.runtime.spark_service import free_port
 from freshness_pipeline.runtime.stack import default_signals
 
 WORKSPACE = PROJECT_ROOT / "workspace.yaml"

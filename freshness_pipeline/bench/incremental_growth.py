@@ -50,11 +50,11 @@ def main(argv: list[str], settings: Settings) -> int:
     ingestor = Ingestor(spark, settings, IngestConfig(max_files_per_commit=30))
     service = None
     if args.service:
+        from freshness_pipeline.runtime.ports import free_port
         from freshness_pipeline.runtime.spark import build_spark_session
         from freshness_pipeline.runtime.spark_service import (
             SparkService,
             SparkServiceConfig,
-            free_port,
         )
 
         port = free_port()

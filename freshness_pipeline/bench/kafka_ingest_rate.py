@@ -40,8 +40,8 @@ def main(argv: list[str], settings: Settings) -> int:
     from freshness_pipeline.ingestion.kafka_ingest import KafkaIngestor
     from freshness_pipeline.ingestion.master import load_company_master
     from freshness_pipeline.runtime.kafka_broker import KafkaBroker, KafkaBrokerConfig
+    from freshness_pipeline.runtime.ports import free_port
     from freshness_pipeline.runtime.spark import build_spark_session
-    from freshness_pipeline.runtime.spark_service import free_port
     from freshness_pipeline.stream.generator import StreamConfig
     from freshness_pipeline.stream.kafka_sink import KafkaSink
     from freshness_pipeline.stream.replayer import VirtualClock, generated_batches, land_instantly

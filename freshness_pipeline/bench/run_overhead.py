@@ -139,8 +139,9 @@ def main(argv: list[str], settings: Settings) -> int:
     from freshness_pipeline.ingestion.feeder import StreamFeeder
     from freshness_pipeline.runtime.cluster_profile import ClusterProfile
     from freshness_pipeline.runtime.dagster_instance import write_instance_yaml
+    from freshness_pipeline.runtime.ports import free_port
     from freshness_pipeline.runtime.spark import build_spark_session
-    from freshness_pipeline.runtime.spark_service import free_port, service_config
+    from freshness_pipeline.runtime.spark_service import service_config
 
     profile = None
     if args.profile == "cluster":

@@ -90,8 +90,9 @@ def main(argv: list[str], settings: Settings) -> int:
     from freshness_pipeline.experiment.wide import write_wide
     from freshness_pipeline.ingestion.feeder import StreamFeeder
     from freshness_pipeline.runtime.dagster_instance import write_instance_yaml
+    from freshness_pipeline.runtime.ports import free_port
     from freshness_pipeline.runtime.spark import build_spark_session
-    from freshness_pipeline.runtime.spark_service import SparkService, free_port, service_config
+    from freshness_pipeline.runtime.spark_service import SparkService, service_config
 
     root = Path(tempfile.mkdtemp(prefix="bench_steps_at_once_"))
     write_wide(root / "wide", 1)

@@ -44,7 +44,7 @@ from freshness_pipeline.hudi.lakehouse import Lakehouse
 from freshness_pipeline.hudi.metadata import HudiTableMetadata, TableNotFound
 from freshness_pipeline.runtime.code_version import UNKNOWN, code_version
 from freshness_pipeline.runtime.dagster_instance import open_instance, write_instance_yaml
-from freshness_pipeline.runtime.spark_service import free_port
+from freshness_pipeline.runtime.ports import free_port
 from freshness_pipeline.scheduling.run_plan import (
     ASSET_TAG,
     LAUNCHED_BY_TAG,

@@ -54,7 +54,7 @@ from freshness_pipeline.hudi.metadata import HudiTableMetadata, TableNotFound
 from freshness_pipeline.ops.report_sections import write_section
 from freshness_pipeline.runtime import faults
 from freshness_pipeline.runtime.code_version import code_version
-from freshness_pipeline.runtime.spark_service import free_port
+from freshness_pipeline.runtime.ports import free_port
 from freshness_pipeline.scheduling.run_plan import RunPlan
 from freshness_pipeline.stream.generator import StreamConfig
 

@@ -488,7 +488,7 @@ def service_down(spark_remote: str | None) -> str | None:
         return None
     from urllib.parse import urlparse
 
-    from freshness_pipeline.runtime.spark_service import port_is_open
+    from freshness_pipeline.runtime.ports import port_is_open
 
     where = urlparse(spark_remote.replace("sc://", "http://", 1))
     if port_is_open(where.hostname or "127.0.0.1", where.port or 15002, timeout=1.0):

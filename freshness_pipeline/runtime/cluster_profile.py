@@ -30,9 +30,9 @@ from pathlib import Path
 from freshness_pipeline.config.settings import PROJECT_ROOT, Settings
 from freshness_pipeline.runtime.kafka_broker import BrokerSecurity, KafkaBroker, KafkaBrokerConfig
 from freshness_pipeline.runtime.object_store import ObjectStoreConfig, ObjectStoreServer
+from freshness_pipeline.runtime.ports import free_port
 from freshness_pipeline.runtime.postgres_server import PostgresConfig, PostgresServer
 from freshness_pipeline.runtime.spark_cluster import HOST, SparkCluster, SparkClusterConfig
-from freshness_pipeline.runtime.spark_service import free_port
 from freshness_pipeline.runtime.tls import TlsFiles, make_ca
 
 log = logging.getLogger("freshness")

@@ -22,8 +22,8 @@ from pathlib import Path
 
 from freshness_pipeline.config.kafka_client import ClientErrors, refused
 from freshness_pipeline.config.settings import KafkaSettings, Settings, child_environment
+from freshness_pipeline.runtime.ports import free_port, port_is_open
 from freshness_pipeline.runtime.processes import ServerProcess
-from freshness_pipeline.runtime.spark_service import free_port, port_is_open
 from freshness_pipeline.runtime.tls import TlsFiles
 
 SCRAM_MECHANISM = "SCRAM-SHA-512"
@@ -129,7 +129,8 @@ class KafkaBrokerConfig:
 def _secure_lines(config: KafkaBrokerConfig, controller_port: int) -> dict[str, str]:
     security = config.security
     assert security is not None
-    host, internal = config.host, config.internal_port or free_port()
+    host = config.host
+    internal = config.internal_port or free_port(avoid={config.port, controller_port})
     tls = security.tls
     lines = {
         "listeners": f"CLIENTS://{host}:{config.port},INTERNAL://{host}:{internal},"
@@ -235,7 +236,8 @@ class KafkaBroker(ServerProcess):
                 f"port {config.port} is already in use; stop what listens there or set "
                 "FRESHNESS_KAFKA_BROKER_PORT to a free port"
             )
-        controller_port = config.controller_port or free_port()
+        # The client port may come from another process: never the same for both listeners.
+        controller_port = config.controller_port or free_port(avoid={config.port})
         config.state_dir.mkdir(parents=True, exist_ok=True)
         properties = config.state_dir / "server.properties"
         properties.write_text(server_properties(config, controller_port))

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import secrets
 import shutil
-import socket
 import subprocess
 import time
 from dataclasses import dataclass
@@ -25,6 +24,7 @@ from urllib.parse import urlsplit
 
 from freshness_pipeline.config.settings import PROJECT_ROOT, child_environment
 from freshness_pipeline.hudi.location import compatible_s3_checksums
+from freshness_pipeline.runtime.ports import free_port, port_is_open
 from freshness_pipeline.runtime.processes import ServerProcess
 from freshness_pipeline.runtime.tls import TlsFiles, server_keystore
 
@@ -72,20 +72,6 @@ class ObjectStoreConfig:
     @property
     def log_path(self) -> Path:
         return self.log_dir / "s3proxy.log"
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def _port_is_open(host: str, port: int, timeout: float = 0.2) -> bool:
-    try:
-        with socket.create_connection((host, port), timeout=timeout):
-            return True
-    except OSError:
-        return False
 
 
 def _java() -> str:
@@ -163,8 +149,8 @@ class ObjectStoreServer(ServerProcess):
     def start(self, timeout_s: float = 60.0) -> ObjectStoreServer:
         config = self.config
         if self.port == 0:
-            self.port = _free_port()
-        elif _port_is_open("127.0.0.1", self.port):
+            self.port = free_port()
+        elif port_is_open("127.0.0.1", self.port):
             raise ObjectStoreError(
                 f"port {self.port} is already in use; stop the other server or use port 0"
             )
@@ -185,7 +171,7 @@ class ObjectStoreServer(ServerProcess):
         )
         log.close()
         deadline = time.monotonic() + timeout_s
-        while not _port_is_open("127.0.0.1", self.port):
+        while not port_is_open("127.0.0.1", self.port):
             if self.process.poll() is not None:
                 raise ObjectStoreError(
                     f"s3proxy exited with code {self.process.returncode} while starting; "
@@ -271,7 +257,7 @@ def check_object_store(settings: Settings, timeout_s: float = 5.0) -> None:
         parts = urlsplit(endpoint if "://" in endpoint else f"http://{endpoint}")
         port = parts.port or (443 if parts.scheme == "https" else 80)
         host = parts.hostname or ""
-        if not _port_is_open(host, port, timeout=timeout_s):
+        if not port_is_open(host, port, timeout=timeout_s):
             raise ObjectStoreError(
                 f"object store endpoint unreachable: nothing answers at {endpoint} "
                 f"(FRESHNESS_S3_ENDPOINT); start the store or fix the endpoint"

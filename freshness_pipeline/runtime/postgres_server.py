@@ -21,8 +21,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from freshness_pipeline.runtime.ports import free_port, port_is_open
 from freshness_pipeline.runtime.processes import ServerProcess
-from freshness_pipeline.runtime.spark_service import free_port, port_is_open
 from freshness_pipeline.runtime.tls import TlsFiles
 
 HOST = "127.0.0.1"

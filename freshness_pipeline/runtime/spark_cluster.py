@@ -23,8 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from freshness_pipeline.config.settings import SPARK_AUTH_SECRET_ENV, child_environment
+from freshness_pipeline.runtime.ports import free_port, port_is_open
 from freshness_pipeline.runtime.processes import stop_process_group
-from freshness_pipeline.runtime.spark_service import free_port, port_is_open
 
 MASTER_CLASS = "org.apache.spark.deploy.master.Master"
 WORKER_CLASS = "org.apache.spark.deploy.worker.Worker"

@@ -13,13 +13,13 @@ ingestion share the cores instead of queueing behind each other's jobs.
 from __future__ import annotations
 
 import ipaddress
-import socket
 import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from freshness_pipeline.config.settings import Settings, child_environment
+from freshness_pipeline.runtime.ports import port_is_open
 from freshness_pipeline.runtime.processes import ServerProcess
 from freshness_pipeline.runtime.spark import (
     deployment_conf,
@@ -106,13 +106,6 @@ def find_connect_jar(jars_dir: Path) -> Path:
 def find_launcher_jar(jars_dir: Path) -> Path:
     """Our Connect server launcher, built by `make setup` (freshness_pipeline/jvm/connect)."""
     return find_jar(jars_dir, LAUNCHER_JAR_NAME, "Spark Connect launcher jar")
-
-
-def free_port() -> int:
-    """A TCP port nothing listens on now (for services started by tests and benchmarks)."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def spark_submit_path() -> Path:
@@ -211,14 +204,6 @@ def server_command(config: SparkServiceConfig) -> list[str]:
         argv += ["--conf", f"{key}={value}"]
     argv.append(str(launcher_jar))
     return argv
-
-
-def port_is_open(host: str, port: int, timeout: float = 0.2) -> bool:
-    try:
-        with socket.create_connection((host, port), timeout=timeout):
-            return True
-    except OSError:
-        return False
 
 
 class SparkService(ServerProcess):
