@@ -114,6 +114,10 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     # ingestor left running there is committed once (hudi/write.py).
     remote = None if args.settings.ingests_through_service else ""
     spark = build_spark_session(args.settings, app_name="ingestion", remote=remote)
+    if args.settings.ingests_through_service:
+        from freshness_pipeline.runtime.spark_service import join_ingest_pool
+
+        join_ingest_pool(spark)  # its commits go before the runs' tasks
     if args.load_master is not None:
         from freshness_pipeline.ingestion.master import load_company_master
 

@@ -78,6 +78,32 @@ def test_service_answers_sql_and_listens_on_loopback_only(spark_service, connect
     assert_listens_on_loopback_only(listening, "the Spark service")
 
 
+@pytest.mark.spark
+def test_ingestions_session_runs_its_jobs_in_its_own_pool(spark_service, connect_spark):
+    """A session that joins ingestion's pool has its jobs scheduled there, and one that
+    leaves it goes back to the runs' default pool (as the service's JVM counts them)."""
+    from freshness_pipeline.hudi.step_cpu import jobs_by_pool
+    from freshness_pipeline.runtime.spark_service import INGEST_POOL, join_ingest_pool
+
+    def jobs() -> dict[str, int]:
+        connect_spark.range(1000).repartition(2).count()  # at least one Spark job
+        return jobs_by_pool(connect_spark)
+
+    before = jobs()
+    assert before.get("default", 0) >= 1, before
+    join_ingest_pool(connect_spark)
+    joined = jobs()
+    assert joined.get(INGEST_POOL, 0) > before.get(INGEST_POOL, 0), (before, joined)
+    assert joined.get("default", 0) == before.get("default", 0), (before, joined)
+    connect_spark.conf.unset("spark.scheduler.pool")
+    left = jobs()
+    assert left.get("default", 0) > joined.get("default", 0), (joined, left)
+    assert left.get(INGEST_POOL, 0) == joined.get(INGEST_POOL, 0), (joined, left)
+    # A pool the allocation file lacks would be made on the fly with no minShare.
+    log = spark_service.config.log_path.read_text(errors="replace")
+    assert f"scheduler pool {INGEST_POOL}, which has not been configured" not in log
+
+
 def test_the_service_shares_one_class_loader_only_when_asked(tmp_path: Path):
     """FRESHNESS_SPARK_SERVICE_SHARED_CODE puts the agent on the service's JVM, built by
     `make setup` beside the launcher."""

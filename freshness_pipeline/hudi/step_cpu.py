@@ -76,6 +76,21 @@ def take(spark, tag: str) -> dict[str, float]:
     return {k: float(found[k]) for k in FIELDS if k in found and float(found[k]) >= 0}
 
 
+def jobs_by_pool(spark) -> dict[str, int]:
+    """Spark jobs the session's JVM has started so far, by FAIR scheduler pool (a Spark
+    Connect session: the service's JVM); empty when the listener is not there."""
+    try:
+        if _is_connect(spark):
+            query = f"SELECT reflect('{LISTENER_CLASS}', 'pools') AS pools"
+            text = spark.sql(query).collect()[0]["pools"]
+        else:
+            text = spark.sparkContext._jvm.io.freshness.hudi.StepCpu.pools()
+        return {str(k): int(v) for k, v in json.loads(text).items()}
+    except Exception as exc:  # noqa: BLE001 - a measurement, never a failure
+        log.warning("jobs by pool could not be read (%s)", " ".join(str(exc).split())[:200])
+        return {}
+
+
 def cpu_metadata(cpu: Mapping[str, float]) -> dict[str, object]:
     """A step's CPU as materialization metadata: `cpu_<field>` numbers, and one line."""
     if not cpu.get("tasks"):

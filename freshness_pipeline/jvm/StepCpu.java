@@ -32,6 +32,10 @@ import org.apache.spark.scheduler.StageInfo;
 public class StepCpu extends SparkListener {
   static final String PREFIX = "freshness-step-";
   private static final String TAGS = "spark.job.tags";
+  private static final String POOL = "spark.scheduler.pool";
+
+  /** Spark jobs started in this JVM, by the FAIR scheduler pool they were submitted to. */
+  private static final Map<String, Long> JOBS_BY_POOL = new ConcurrentHashMap<>();
 
   /**
    * Per tag: tasks, executor CPU ns, run ms, GC ms, deserialize CPU ns, and at the start the
@@ -47,6 +51,8 @@ public class StepCpu extends SparkListener {
 
   @Override
   public void onJobStart(SparkListenerJobStart job) {
+    String pool = job.properties() == null ? null : job.properties().getProperty(POOL);
+    JOBS_BY_POOL.merge(pool == null ? "default" : pool, 1L, Long::sum);
     String tags = job.properties() == null ? null : job.properties().getProperty(TAGS);
     if (tags == null) {
       return;
@@ -151,5 +157,18 @@ public class StepCpu extends SparkListener {
           (jvm[2] - sums[7]) / 1e3,
           jvm[3] - sums[8]);
     }
+  }
+
+  /** Spark jobs started in this JVM so far by scheduler pool, as JSON: {"default": 12, ...}. */
+  public static String pools() {
+    StringBuilder json = new StringBuilder("{");
+    for (Map.Entry<String, Long> entry : new java.util.TreeMap<>(JOBS_BY_POOL).entrySet()) {
+      if (json.length() > 1) {
+        json.append(", ");
+      }
+      json.append('"').append(entry.getKey().replace("\\", "\\\\").replace("\"", "\\\""));
+      json.append("\": ").append(entry.getValue());
+    }
+    return json.append('}').toString();
   }
 }

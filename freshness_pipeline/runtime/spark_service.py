@@ -6,8 +6,9 @@ That fixed cost is the `a` of every job's cost model and a floor under every tab
 staleness, so the demo and the experiment start this service first and point ingestion,
 the company-master loader and every Dagster run at it (`FRESHNESS_SPARK_REMOTE`).
 
-The server runs with FAIR scheduling in its default pool, so K concurrent runs and the
-ingestion share the cores instead of queueing behind each other's jobs.
+The server runs with FAIR scheduling, so K concurrent runs share the cores instead of
+queueing behind each other's jobs; ingestion, when it commits through the service
+(FRESHNESS_INGEST_SPARK=service), has a pool of its own that goes first.
 """
 
 from __future__ import annotations
@@ -37,14 +38,23 @@ BIND_ADDRESS_CONF = "spark.freshness.connect.bindAddress"
 LAUNCHER_JAR_NAME = "freshness-connect-launcher.jar"
 DEFAULT_PORT = 15002
 
-# The default pool is FAIR: jobs of different sessions (runs, ingestion) interleave their
-# tasks instead of the first submitted job holding every core until it ends.
-FAIR_SCHEDULER_XML = """<?xml version="1.0"?>
+# The default pool is FAIR: jobs of different sessions (runs) interleave their tasks
+# instead of the first submitted job holding every core until it ends. Ingestion's session
+# submits to its own pool, whose tasks are offered the cores first (a pool below its
+# minShare goes before any other): a raw commit is small, and every job's watermark waits
+# for it, so it should not queue behind a refresh's tasks.
+INGEST_POOL = "ingest"
+FAIR_SCHEDULER_XML = f"""<?xml version="1.0"?>
 <allocations>
   <pool name="default">
     <schedulingMode>FAIR</schedulingMode>
     <weight>1</weight>
     <minShare>0</minShare>
+  </pool>
+  <pool name="{INGEST_POOL}">
+    <schedulingMode>FIFO</schedulingMode>
+    <weight>1</weight>
+    <minShare>2</minShare>
   </pool>
 </allocations>
 """
@@ -60,6 +70,12 @@ appender.console.layout.pattern = %d{yy/MM/dd HH:mm:ss} %p %c{1}: %m%n%ex
 logger.connect.name = org.apache.spark.sql.connect.service.SparkConnectServer
 logger.connect.level = info
 """
+
+
+def join_ingest_pool(spark) -> None:
+    """Every Spark job this Connect session runs from now on goes to ingestion's pool
+    (Spark copies a session's spark.* settings into each job it runs for the session)."""
+    spark.conf.set("spark.scheduler.pool", INGEST_POOL)
 
 
 LOOPBACK_NAMES = ("localhost",)
