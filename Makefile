@@ -204,59 +204,59 @@ format: setup
 	$(VENV)/bin/ruff check --fix freshness_pipeline assets_tests
 
 bench-ingest: setup
-	$(VENV)/bin/python -m freshness_pipeline.bench.ingest_rate
+	$(VENV)/bin/freshness lab ingest-rate
 
 bench-kafka-ingest: setup
-	$(VENV)/bin/python -m freshness_pipeline.bench.kafka_ingest_rate
+	$(VENV)/bin/freshness lab kafka-ingest-rate
 
 demo-kafka: setup
 	$(VENV)/bin/freshness demo --source kafka
 
 bench-growth: setup
-	$(VENV)/bin/python -m freshness_pipeline.bench.incremental_growth
+	$(VENV)/bin/freshness lab incremental-growth
 
 bench-tick: setup
-	$(VENV)/bin/python -m freshness_pipeline.bench.sensor_tick
+	$(VENV)/bin/freshness lab sensor-tick
 
 bench-tick-real: setup
-	$(VENV)/bin/python -m freshness_pipeline.bench.sensor_tick --real-files 5000
+	$(VENV)/bin/freshness lab sensor-tick --real-files 5000
 
 bench-overhead: setup
-	$(VENV)/bin/python -m freshness_pipeline.bench.run_overhead
+	$(VENV)/bin/freshness lab run-overhead
 
 # A wide chain (enriched_features and the views below it) one step after another against
 # three at a time, side by side on a throwaway wide lakehouse (about 20 minutes).
 bench-steps-at-once: setup
-	$(VENV)/bin/python -m freshness_pipeline.bench.steps_at_once
+	$(VENV)/bin/freshness lab steps-at-once
 
 bench-chains: setup
-	$(VENV)/bin/python -m freshness_pipeline.bench.chain_plan --jobs 30
+	$(VENV)/bin/freshness lab chain-plan --jobs 30
 
 # A chain's children reading their parents' rows from memory against from Hudi, side by
 # side on one input (about 10 minutes; docs/BENCHMARKS.md).
 bench-handoff: setup
-	$(VENV)/bin/python -m freshness_pipeline.bench.handoff
+	$(VENV)/bin/freshness lab handoff
 
 # How a code server starts runs, spawn against forkserver (FRESHNESS_RUN_START), two
 # pairs of 4-minute stacks, alternating (about 25 minutes; docs/BENCHMARKS.md).
 bench-launch: setup
-	$(VENV)/bin/python -m freshness_pipeline.bench.run_launch
+	$(VENV)/bin/freshness lab run-launch
 
 bench-memory: setup
-	$(VENV)/bin/python -m freshness_pipeline.bench.memory --minutes 60
+	$(VENV)/bin/freshness lab memory --minutes 60
 
 # The cost model's estimates against a campaign's measured steps, under the level rule the
 # sensor plans on and the one before it (CAMPAIGN: a campaign's runs folder).
 bench-cost-fit: setup
-	$(VENV)/bin/python -m freshness_pipeline.bench.cost_fit $(or $(CAMPAIGN),docs/results/recovery-wide/runs)
+	$(VENV)/bin/freshness lab cost-fit $(or $(CAMPAIGN),docs/results/recovery-wide/runs)
 
 # Where the JVMs' CPU goes: the demo's pipeline watched through one window after a warm-up,
 # each JVM's threads by kind (/proc) and a Java Flight Recording's hottest frames.
 profile-service: setup
-	$(VENV)/bin/python -m freshness_pipeline.bench.jvm_profile --warmup $(or $(WARMUP),30) --seconds $(or $(WINDOW),300)
+	$(VENV)/bin/freshness lab jvm-profile --warmup $(or $(WARMUP),30) --seconds $(or $(WINDOW),300)
 
 bench-lineage: setup
-	$(VENV)/bin/python -m freshness_pipeline.bench.lineage_load --rounds 21
+	$(VENV)/bin/freshness lab lineage-load --rounds 21
 
 experiment: setup
 	$(VENV)/bin/freshness experiment --mode short
@@ -349,58 +349,58 @@ tune-interval: setup
 
 # 50 faults on a live pipeline, then a drain and both oracles; writes docs/RELIABILITY.md.
 chaos: setup
-	$(VENV)/bin/python -m freshness_pipeline.ops.chaos --faults 50 --duration 1200 \
+	$(VENV)/bin/freshness lab chaos --faults 50 --duration 1200 \
 	  --report docs/RELIABILITY.md
 
 # One hour of the live demo: memory flat, timelines and old file slices bounded, no
 # failed run; writes the soak section of docs/RELIABILITY.md.
 soak: setup
-	$(VENV)/bin/python -m freshness_pipeline.ops.soak --minutes 60 --report docs/RELIABILITY.md
+	$(VENV)/bin/freshness lab soak --minutes 60 --report docs/RELIABILITY.md
 
 # The same hour with clustering off (issue 19: file counts, tick and run times without it;
 # its report is docs/results/soak-no-clustering.md, the soak with it is in RELIABILITY.md).
 soak-no-clustering: setup
-	FRESHNESS_CLUSTERING_TABLES=none $(VENV)/bin/python -m freshness_pipeline.ops.soak \
+	FRESHNESS_CLUSTERING_TABLES=none $(VENV)/bin/freshness lab soak \
 	  --minutes 60 --report docs/results/soak-no-clustering.md --section soak-no-clustering
 
 simulate: setup
-	$(VENV)/bin/python -m freshness_pipeline.experiment.simulate
+	$(VENV)/bin/freshness lab simulate
 
 # Aging on the modelled machine: P, each job's longest wait, all six first materialized by
 # (docs/BENCHMARKS.md, "Aging").
 simulate-aging: setup
-	$(VENV)/bin/python -m freshness_pipeline.experiment.simulate_aging
+	$(VENV)/bin/freshness lab simulate-aging
 
 # After `make clean-data && make demo`: each table's first materialization after the start
 # (SINCE="2026-11-23T22:10:00", the demo's start in UTC; unset: its first run's launch).
 first-materializations:
-	$(VENV)/bin/python -m freshness_pipeline.bench.first_materializations $(if $(SINCE),--since "$(SINCE)")
+	$(VENV)/bin/freshness lab first-materializations $(if $(SINCE),--since "$(SINCE)")
 
 # METHOD 4's conditions (K = 3, 184 s + b/MiB, 14.8k events/s for 3 h, copy-on-write
 # packing) through the model: P(PMB)/P(Random) and P(PMB)/P(Max-Benefit) against the
 # published 0.864 and 0.955, 5 seeds (about 4 minutes on 2 shared cores).
 simulate-published: setup
-	$(VENV)/bin/python -m freshness_pipeline.experiment.published_scale
+	$(VENV)/bin/freshness lab published-scale
 
 # Where the choice matters, by the model, before the real runs: the wide lakehouse of
 # experiment/wide.py (49 tables) and a recovery after a 5-minute hold, against every peer,
 # on the machine as calibrated and with runs near the floor (3 seeds, about 3 minutes).
 simulate-wide: setup
-	$(VENV)/bin/python -m freshness_pipeline.experiment.simulate_wide --seeds 1,2,3 \
+	$(VENV)/bin/freshness lab simulate-wide --seeds 1,2,3 \
 	  --out docs/results/wide/PREDICTIONS.md
 
 # After the real wide campaign: the predictions against the real runs, and the model run
 # again with each step as measured and the machine's concurrency varied (about 2 minutes).
 model-check-wide: setup
-	$(VENV)/bin/python -m freshness_pipeline.experiment.model_check docs/results/wide/runs \
+	$(VENV)/bin/freshness lab model-check docs/results/wide/runs \
 	  --at-once 3 --out docs/results/wide/MODEL-CHECK.md
 
 model-check-recovery: setup
-	$(VENV)/bin/python -m freshness_pipeline.experiment.model_check docs/results/recovery/runs \
+	$(VENV)/bin/freshness lab model-check docs/results/recovery/runs \
 	  --campaign recovery --out docs/results/recovery/MODEL-CHECK.md
 
 model-check-recovery-wide: setup
-	$(VENV)/bin/python -m freshness_pipeline.experiment.model_check \
+	$(VENV)/bin/freshness lab model-check \
 	  docs/results/recovery-wide/runs --campaign recovery-wide \
 	  --out docs/results/recovery-wide/MODEL-CHECK.md
 

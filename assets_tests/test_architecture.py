@@ -27,11 +27,15 @@ LAYERS = (
     "jobs",
     "runtime",
     "orchestration",
-    "experiment",
-    "bench",
-    "ops",
+    # The lab beside the product (experiment and simulators, benchmarks, reliability
+    # campaigns): layered inside as the product is, and never imported by the product.
+    "lab.experiment",
+    "lab.bench",
+    "lab.reliability",
     "",  # the entry points at the top: definitions, cli
 )
+LAB = "lab"
+LAB_ENTRY = "freshness_pipeline.cli"  # the lab's commands are the CLI's
 # Third-party packages the pure method never imports.
 IMPURE = ("dagster", "dagster_pyspark", "dagster_postgres", "pyspark", "hudi", "pyarrow", "pandas")
 MAX_TOP_LEVEL_MODULES = 12
@@ -80,8 +84,24 @@ def imports_of(path: Path, known: set[str], root: Path = ROOT) -> tuple[set[str]
 
 
 def layer_of(module: str) -> str:
-    parts = module.split(".")
-    return parts[1] if len(parts) > 2 or (len(parts) == 2 and parts[1] in LAYERS) else ""
+    """The layer a module sits in: its folder (`hudi`), or its folder and subfolder for a
+    layered folder (`lab.bench`); "" for an entry point at the top."""
+    parts = module.split(".")[1:]
+    for depth in (2, 1):
+        if len(parts) >= depth and ".".join(parts[:depth]) in LAYERS:
+            return ".".join(parts[:depth])
+    return ""
+
+
+def lab_imports(graph: dict[str, set[str]]) -> list[str]:
+    """Every import of the lab by the product (the lab's own entry point aside)."""
+    return [
+        f"{module} imports {target}"
+        for module, targets in sorted(graph.items())
+        if not layer_of(module).startswith(LAB) and module not in (LAB_ENTRY, f"{PACKAGE}.{LAB}")
+        for target in sorted(targets)
+        if layer_of(target).startswith(LAB)
+    ]
 
 
 def import_graph(root: Path = ROOT) -> tuple[dict[str, set[str]], dict[str, set[str]]]:
@@ -149,12 +169,16 @@ def test_every_module_sits_in_a_layer_or_is_an_entry_point(graph):
     top = sorted(m for m in ours if m.count(".") == 1 and layer_of(m) == "")
     assert len(top) <= MAX_TOP_LEVEL_MODULES, top
     folders = {p.name for p in ROOT.iterdir() if p.is_dir() and (p / "__init__.py").exists()}
-    assert folders <= set(LAYERS), f"a package in no layer: {folders - set(LAYERS)}"
+    tops = {layer.split(".")[0] for layer in LAYERS}
+    assert folders <= tops, f"a package in no layer: {folders - tops}"
+    lab = {p.name for p in (ROOT / LAB).iterdir() if p.is_dir() and (p / "__init__.py").exists()}
+    inside = {layer.split(".")[1] for layer in LAYERS if layer.startswith(f"{LAB}.")}
+    assert lab <= inside, f"a lab package in no layer: {lab - inside}"
 
 
 def test_every_layer_package_says_what_it_owns():
-    for layer in LAYERS[:-1]:
-        init = ROOT / layer / "__init__.py"
+    for layer in (*LAYERS[:-1], LAB):
+        init = ROOT.joinpath(*layer.split(".")) / "__init__.py"
         assert init.exists(), f"{layer}/ is not a package"
         assert ast.get_docstring(ast.parse(init.read_text(encoding="utf-8"))), init
 
@@ -162,6 +186,11 @@ def test_every_layer_package_says_what_it_owns():
 def test_no_layer_imports_a_higher_one(graph):
     ours, _ = graph
     assert upward_imports(ours) == []
+
+
+def test_the_product_never_imports_the_lab(graph):
+    ours, _ = graph
+    assert lab_imports(ours) == []
 
 
 def test_no_import_cycle(graph):
@@ -219,8 +248,30 @@ def test_the_checks_find_an_upward_import_a_cycle_and_an_impure_method(tmp_path)
     assert "dagster" in theirs["freshness_pipeline.scheduling.planner"]
 
 
+def test_the_check_finds_the_product_importing_the_lab(tmp_path):
+    package = _write(
+        tmp_path,
+        {
+            "definitions.py": "from freshness_pipeline.lab.bench import tick\n",
+            "cli.py": "from freshness_pipeline.lab.experiment import harness\n",
+            "runtime/stack.py": (
+                "def f():\n    from freshness_pipeline.lab.experiment import harness\n"
+            ),
+            "lab/bench/tick.py": "from freshness_pipeline.lab.experiment import harness\n",
+            "lab/experiment/harness.py": "from freshness_pipeline.runtime import stack\n",
+        },
+    )
+    ours, _ = import_graph(package)
+    assert lab_imports(ours) == [
+        "freshness_pipeline.definitions imports freshness_pipeline.lab.bench.tick",
+        "freshness_pipeline.runtime.stack imports freshness_pipeline.lab.experiment.harness",
+    ]
+    assert layer_of("freshness_pipeline.lab.bench.tick") == "lab.bench"
+    assert layer_of("freshness_pipeline.lab") == ""
+
+
 # Settings are built once, by an entry point, and handed down: the CLI, the definitions a
-# code server or run worker loads, and config.settings.run_main for a `python -m` bench.
+# code server or run worker loads (the lab's commands get theirs from the CLI).
 ENTRY_MODULES = ("freshness_pipeline.definitions", "freshness_pipeline.cli")
 
 

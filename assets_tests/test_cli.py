@@ -66,7 +66,7 @@ def test_the_stack_replays_exactly_the_stream_it_was_given(stream):
 
 
 def test_an_unknown_variant_is_refused_naming_the_peers(capsys, monkeypatch):
-    from freshness_pipeline.experiment import harness
+    from freshness_pipeline.lab.experiment import harness
 
     monkeypatch.setattr(harness, "run_experiment", lambda *a, **k: pytest.fail("ran"))
     assert cli.main(["experiment", "--variants", "pmb,eager"]) == 2
@@ -163,7 +163,7 @@ def test_the_stack_refuses_to_start_on_jobs_that_do_not_check(tmp_path, monkeypa
     ],
 )
 def test_a_bad_hold_is_refused_before_anything_runs(hold, message, capsys, monkeypatch):
-    from freshness_pipeline.experiment import harness
+    from freshness_pipeline.lab.experiment import harness
 
     monkeypatch.setattr(harness, "run_experiment", lambda *a, **k: pytest.fail("ran"))
     argv = ["experiment", "--variants", "pmb", "--duration", "300", "--hold", hold]
@@ -172,7 +172,7 @@ def test_a_bad_hold_is_refused_before_anything_runs(hold, message, capsys, monke
 
 
 def test_the_wide_and_recovery_options_reach_the_experiment(monkeypatch, tmp_path):
-    from freshness_pipeline.experiment import harness, report
+    from freshness_pipeline.lab.experiment import harness, report
 
     seen = []
     monkeypatch.setattr(harness, "run_experiment", lambda config, settings: seen.append(config))
@@ -185,7 +185,7 @@ def test_the_wide_and_recovery_options_reach_the_experiment(monkeypatch, tmp_pat
 
 
 def test_the_interval_peer_takes_the_period_tuned_for_its_conditions(monkeypatch, tmp_path):
-    from freshness_pipeline.experiment import harness, report
+    from freshness_pipeline.lab.experiment import harness, report
 
     seen = []
     monkeypatch.setattr(harness, "run_experiment", lambda config, settings: seen.append(config))
@@ -202,7 +202,7 @@ def test_a_terminated_experiment_unwinds_to_stop_its_stack(monkeypatch, tmp_path
     import os
     import signal
 
-    from freshness_pipeline.experiment import harness
+    from freshness_pipeline.lab.experiment import harness
 
     seen = []
 
@@ -227,7 +227,7 @@ def test_a_report_goes_beside_its_raw_data_unless_told_where(monkeypatch, tmp_pa
     """An experiment kept elsewhere (--out) must not overwrite the report committed for its
     mode under docs/results."""
     from freshness_pipeline.config.settings import PROJECT_ROOT
-    from freshness_pipeline.experiment import harness, report
+    from freshness_pipeline.lab.experiment import harness, report
 
     written = []
     monkeypatch.setattr(harness, "run_experiment", lambda config, settings: None)

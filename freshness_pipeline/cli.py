@@ -28,7 +28,7 @@ from freshness_pipeline.runtime.stack import INGEST_READY, StopFlag
 from freshness_pipeline.stream.universe import DEFAULT_UNIVERSE_SIZE
 
 if TYPE_CHECKING:
-    from freshness_pipeline.experiment.harness import ExperimentConfig
+    from freshness_pipeline.lab.experiment.harness import ExperimentConfig
 
 log = logging.getLogger("freshness")
 
@@ -275,7 +275,7 @@ def _report_dir(args: argparse.Namespace) -> Path:
 def _experiment_config(
     args: argparse.Namespace, mode: dict, variants: tuple, hold: tuple[float, float] | None
 ) -> ExperimentConfig:
-    from freshness_pipeline.experiment.harness import ExperimentConfig
+    from freshness_pipeline.lab.experiment.harness import ExperimentConfig
 
     return ExperimentConfig(
         out_dir=Path(args.out or args.settings.state_dir / "experiments" / args.mode).resolve(),
@@ -307,8 +307,8 @@ def _experiment_config(
 
 
 def cmd_experiment(args: argparse.Namespace) -> int:
-    from freshness_pipeline.experiment.harness import run_experiment, variant_named, with_period
-    from freshness_pipeline.experiment.report import write_report
+    from freshness_pipeline.lab.experiment.harness import run_experiment, variant_named, with_period
+    from freshness_pipeline.lab.experiment.report import write_report
     from freshness_pipeline.runtime.stack import exit_on_signals
 
     # A campaign runs for hours, often in the background: SIGTERM or SIGINT unwinds it, so
@@ -845,6 +845,30 @@ def _add_rebuild(sub) -> None:
     rebuild.set_defaults(func=cmd_rebuild)
 
 
+def cmd_lab(args: argparse.Namespace) -> int:
+    from freshness_pipeline.lab.commands import BY_NAME
+
+    return BY_NAME[args.lab_command].run(args.lab_args, args.settings)
+
+
+def _add_lab(sub) -> None:
+    from freshness_pipeline.lab.commands import COMMANDS
+
+    width = max(len(command.name) for command in COMMANDS)
+    lab = sub.add_parser(
+        "lab",
+        help="the lab: benchmarks, simulators, reports, reliability campaigns",
+        description="Run one of the lab's commands; `freshness lab NAME --help` shows its "
+        "arguments.",
+        epilog="commands:\n" + "\n".join(f"  {c.name.ljust(width)}  {c.summary}" for c in COMMANDS),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    names = [command.name for command in COMMANDS]
+    lab.add_argument("lab_command", choices=names, metavar="NAME", help="a command below")
+    lab.add_argument("lab_args", nargs=argparse.REMAINDER, help="its own arguments")
+    lab.set_defaults(func=cmd_lab)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="freshness", description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -861,6 +885,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_lineage(sub)
     _add_check(sub)
     _add_rebuild(sub)
+    _add_lab(sub)
     return parser
 
 

@@ -15,7 +15,6 @@ from freshness_pipeline.config.settings import (
     SettingsError,
     child_environment,
     load_settings,
-    run_main,
     settings_table,
     shown_path,
 )
@@ -226,18 +225,6 @@ def test_a_report_names_no_folder_of_the_machine(tmp_path):
     assert str(tmp_path) not in outside
 
 
-def test_a_bench_gets_its_settings_from_its_entry_point(monkeypatch, capsys):
-    seen = []
-    monkeypatch.setattr("sys.argv", ["bench", "--rounds", "3"])
-    monkeypatch.setenv("FRESHNESS_TICK_S", "7")
-    assert run_main(lambda argv, settings: seen.append((argv, settings.scheduler.tick_s)) or 0) == 0
-    assert seen == [(["--rounds", "3"], 7)]
-    monkeypatch.setenv("FRESHNESS_TICK_S", "3")  # refused before the bench starts
-    assert run_main(lambda argv, settings: seen.append("ran") or 0) == 2
-    assert "FRESHNESS_TICK_S='3' is not accepted" in capsys.readouterr().err
-    assert seen[-1] != "ran"
-
-
 def test_a_cost_prior_file_is_read_and_a_bad_one_refused(tmp_path):
     good = tmp_path / "prior.json"
     good.write_text(
@@ -259,7 +246,7 @@ def test_a_cost_prior_file_is_read_and_a_bad_one_refused(tmp_path):
 def test_a_cost_prior_may_name_the_declared_jobs_it_runs_beside_the_bundled(tmp_path):
     # The wide experiment's calibration fits every job of FRESHNESS_JOBS, not only the six.
     from freshness_pipeline.catalog.jobs import BUNDLED_JOBS_DIR
-    from freshness_pipeline.experiment.wide import write_wide
+    from freshness_pipeline.lab.experiment.wide import write_wide
 
     write_wide(tmp_path / "wide", 1)
     prior = tmp_path / "prior.json"

@@ -12,13 +12,13 @@ import pytest
 
 from assets_tests.jobs.conftest import StreamFeeder
 from assets_tests.jobs.oracle import ORDER, batch_recompute, differences
-from freshness_pipeline.bench.memory import class_histogram, parse_class_histogram
 from freshness_pipeline.catalog.jobs import JOBS, laid_out
 from freshness_pipeline.hudi.metadata import TableNotFound
 from freshness_pipeline.jobs import oracle as independent_oracle
 from freshness_pipeline.jobs.handoff import HANDOFF_PREFIX, Handoffs
 from freshness_pipeline.jobs.run_config import RunConfigError, resolve_run
 from freshness_pipeline.jobs.runner import InjectedFailure, JobRunner
+from freshness_pipeline.lab.bench.memory import class_histogram, parse_class_histogram
 
 pytestmark = pytest.mark.spark
 

@@ -68,7 +68,7 @@ def test_a_failed_step_stops_only_its_own_descendants():
 
 
 def test_chaos_sees_which_steps_of_a_run_committed():
-    from freshness_pipeline.ops.chaos import _materialized_in
+    from freshness_pipeline.lab.reliability.chaos import _materialized_in
 
     order: list[str] = []
     with dg.instance_for_test() as instance:

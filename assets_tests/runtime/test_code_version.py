@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import subprocess
 
-from freshness_pipeline.experiment.report import _commit_row
+from freshness_pipeline.lab.experiment.report import _commit_row
 from freshness_pipeline.runtime.code_version import UNKNOWN, code_version
 
 

@@ -13,7 +13,7 @@ import dagster as dg
 import pytest
 
 from freshness_pipeline.config.scheduler_settings import SchedulerSettings
-from freshness_pipeline.ops.chaos import (
+from freshness_pipeline.lab.reliability.chaos import (
     FAULT_KINDS,
     GIVE_UP_S,
     ChaosConfig,
@@ -142,7 +142,7 @@ def test_a_commit_already_hit_does_not_draw_a_second_kill(tmp_path):
     # After a kill during trade_aggr's commit its inflight mark stays, young, until rolled
     # back: the restarted service is not committing it, so it is no target any more.
     from freshness_pipeline.hudi.lakehouse import Lakehouse
-    from freshness_pipeline.ops.chaos import _inflight_commit
+    from freshness_pipeline.lab.reliability.chaos import _inflight_commit
 
     lakehouse = Lakehouse.parse(str(tmp_path / "tables"))
     timeline = lakehouse.table("trade_aggr").local_path() / ".hoodie" / "timeline"
@@ -159,7 +159,7 @@ def test_a_commit_already_hit_does_not_draw_a_second_kill(tmp_path):
 def test_raw_duplicates_counts_every_extra_copy_of_an_event():
     import pandas as pd
 
-    from freshness_pipeline.ops.chaos import raw_duplicates
+    from freshness_pipeline.lab.reliability.chaos import raw_duplicates
 
     events = pd.DataFrame({"event_id": ["a", "b", "b", "c", "c", "c"], "size": range(6)})
     doubled, keys = raw_duplicates(events, "event_id")

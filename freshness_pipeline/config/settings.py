@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -1098,18 +1097,6 @@ def child_environment(
         else:
             env[name] = value
     return env
-
-
-def run_main(main: Callable[[list[str], Settings], int]) -> int:
-    """The entry point of a `python -m` bench or campaign: this process's settings, built
-    once here from its environment, handed to its `main` with the command-line arguments.
-    Bad settings stop it before anything starts, with the reason."""
-    try:
-        settings = load_settings()
-    except SettingsError as exc:
-        print(f"{exc}", file=sys.stderr)
-        return 2
-    return main(sys.argv[1:], settings)
 
 
 def settings_table() -> str:

@@ -1,0 +1,1 @@
+"""Tests for freshness_pipeline.lab.reliability."""

@@ -1,1 +1,0 @@
-"""Tests for freshness_pipeline.ops."""

@@ -1,0 +1,334 @@
+"""The model against the real runs: which effects the simulator predicted, which it missed,
+and whether measuring what it assumed closes the gap.
+
+    freshness lab model-check RUNS_DIR [--out FILE]
+        [--campaign wide|recovery|recovery-wide] [--capacities 1,2,3] [--seeds 1,2,3]
+        [--at-once N [--step-overhead-s S] [--parallel-start-s S]]
+
+The predictions (`simulate_wide`, written before the real campaign) assumed two things
+about the machine: each step's work (`simulate_wide.work_factor`, 6 s for a market step and
+multiples for the windows) and that the runs in flight share one run's worth of speed
+(`capacity` 1, fitted on the six-table long mode). This reads a real campaign's runs
+(RUNS_DIR: `seed*/<variant>/summary.json` and `runs.json`, as `freshness experiment`
+keeps them), takes from them each job's measured step (the median over its successful
+runs of the phases after its launch: plan, session, read, transform and the Hudi write)
+and the sensor runs' queue and launch, then runs the model again with those steps at each
+`capacity`, and sets three rows side by side: the prediction as written, the model with
+measured steps, and the real runs, each as P / P0 per variant and PMB's paired ratios
+(and after a hold, the seconds until every table was back within its target). `--campaign`
+names the conditions the runs were made under (`simulate_wide.campaign_conditions`).
+`--at-once N` adds the model at the largest capacity with the sensor's wide chains N steps
+at a time (FRESHNESS_STEP_PARALLEL), each step paying `--step-overhead-s` for its process
+and session and each such run `--parallel-start-s` for its fork server: assumptions until
+a campaign measures them, so that row is a prediction.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import date
+from pathlib import Path
+
+from freshness_pipeline.config.settings import shown_path
+from freshness_pipeline.jobs.run_phases import PHASES, from_metadata
+from freshness_pipeline.lab.experiment.simulate import Conditions, simulate
+from freshness_pipeline.lab.experiment.simulate_wide import (
+    CAMPAIGNS,
+    PAIRS,
+    WIDE_VARIANTS,
+    campaign_conditions,
+)
+from freshness_pipeline.runtime.code_version import code_version
+
+# The phases of a step's own work: what runs after the run is launched and its session up.
+STEP_PHASES = tuple(p for p in PHASES if p not in ("queue_wait", "launch"))
+SENSOR = "freshness_sensor"
+
+
+@dataclass(frozen=True)
+class Row:
+    """One way of arriving at the figures: P / P0 per variant and PMB's paired ratios."""
+
+    label: str
+    p_over_p0: Mapping[str, float]
+    ratios: Mapping[tuple[str, str], float]
+    # After a hold: seconds until every table was within its target (mean over seeds;
+    # None: some seed never got there in the window). Empty: no hold.
+    recovered_s: Mapping[str, float | None] = field(default_factory=dict)
+
+
+def _mean_or_none(values: Sequence[float | None]) -> float | None:
+    if not values or any(v is None for v in values):
+        return None
+    return statistics.mean(v for v in values if v is not None)
+
+
+def _summaries(runs_dir: Path) -> list[tuple[dict, Path]]:
+    found = [
+        (json.loads(path.read_text()), path.parent)
+        for path in sorted(runs_dir.glob("seed*/*/summary.json"))
+    ]
+    if not found:
+        raise FileNotFoundError(f"no finished runs (seed*/<variant>/summary.json) in {runs_dir}")
+    return found
+
+
+def _run_records(run_dir: Path) -> list[dict]:
+    path = run_dir / "runs.json"
+    return json.loads(path.read_text()) if path.exists() else []
+
+
+def measured_steps(runs_dir: Path) -> dict[str, float]:
+    """Per job, the median over its successful runs in every variant of its step's own
+    work (STEP_PHASES summed), in seconds."""
+    steps: dict[str, list[float]] = {}
+    for _, run_dir in _summaries(runs_dir):
+        for record in _run_records(run_dir):
+            if record.get("status") != "SUCCESS":
+                continue
+            for job, metadata in (record.get("metadata_by_asset") or {}).items():
+                phases = from_metadata(metadata)
+                if any(p in phases for p in STEP_PHASES):
+                    steps.setdefault(job, []).append(sum(phases.get(p, 0.0) for p in STEP_PHASES))
+    return {job: statistics.median(values) for job, values in steps.items()}
+
+
+def measured_launch_s(runs_dir: Path) -> float | None:
+    """The median seconds from a successful sensor run's creation to its start (queue and
+    launch)."""
+    waits = [
+        float(r["start"]) - float(r["created"])
+        for summary, run_dir in _summaries(runs_dir)
+        if summary.get("automation") == SENSOR
+        for r in _run_records(run_dir)
+        if r.get("status") == "SUCCESS" and None not in (r.get("start"), r.get("created"))
+    ]
+    return statistics.median(waits) if waits else None
+
+
+def real_row(runs_dir: Path, variants: Sequence[str] = WIDE_VARIANTS) -> Row:
+    """The real runs: P / P0 per variant (mean over seeds) and the paired ratios (mean of
+    the per-seed ratios, over the seeds both variants ran)."""
+    by_seed: dict[int, dict[str, dict]] = {}
+    for summary, _ in _summaries(runs_dir):
+        by_seed.setdefault(int(summary["seed"]), {})[summary["variant"]] = summary
+    levels = {
+        v: statistics.mean(s[v]["P"] / s[v]["P0"] for s in by_seed.values() if v in s)
+        for v in variants
+        if any(v in s for s in by_seed.values())
+    }
+    ratios = {}
+    for a, b in PAIRS:
+        paired = [s[a]["P"] / s[b]["P"] for s in by_seed.values() if a in s and b in s]
+        if paired:
+            ratios[(a, b)] = statistics.mean(paired)
+    recovered = {
+        v: _mean_or_none([s[v]["recovered_s"] for s in by_seed.values() if v in s])
+        for v in levels
+        if any("recovered_s" in s[v] for s in by_seed.values() if v in s)
+    }
+    return Row(f"real runs ({len(by_seed)} seeds)", levels, ratios, recovered)
+
+
+def model_row(
+    label: str, cond: Conditions, seeds: Sequence[int], variants: Sequence[str] = WIDE_VARIANTS
+) -> Row:
+    results = {v: [simulate(cond, v, s) for s in seeds] for v in variants}
+    levels = {v: statistics.mean(r.p / r.p0 for r in rs) for v, rs in results.items()}
+    ratios = {
+        (a, b): statistics.mean(x.p / y.p for x, y in zip(results[a], results[b], strict=True))
+        for a, b in PAIRS
+        if a in results and b in results
+    }
+    recovered = (
+        {v: _mean_or_none([r.recovered_s for r in rs]) for v, rs in results.items()}
+        if cond.hold is not None
+        else {}
+    )
+    return Row(label, levels, ratios, recovered)
+
+
+def with_measured_steps(
+    cond: Conditions, steps: Mapping[str, float], launch_s: float | None, capacity: float
+) -> Conditions:
+    """`cond` with each job's step as measured (a job never measured keeps the model's
+    step), the measured queue and launch, no separate session (the shared service keeps
+    it warm: it is inside the measured steps) and the machine's speed `capacity` runs'
+    worth. The steps' byte and file terms go: the measured medians hold them."""
+    base = dict(cond.work_factors)
+    factors = tuple(
+        (job, steps[job] if job in steps else cond.fixed_s * base.get(job, 1.0))
+        for job in cond.job_specs
+    )
+    return replace(
+        cond,
+        fixed_s=1.0,
+        work_factors=factors,
+        per_mib_s=0.0,
+        per_file_s=0.0,
+        session_s=0.0,
+        launch_s=launch_s if launch_s is not None else cond.launch_s,
+        capacity=capacity,
+    )
+
+
+def markdown(rows: Sequence[Row], variants: Sequence[str] = WIDE_VARIANTS) -> str:
+    head = [f"P/P0 {v}" for v in variants] + [f"{a} / {b}" for a, b in PAIRS]
+    held = any(row.recovered_s for row in rows)
+    if held:
+        head += [f"recovered {v} (s)" for v in variants]
+    lines = [
+        "| figures from | " + " | ".join(head) + " |",
+        "|---|" + "---|" * len(head),
+    ]
+    for row in rows:
+        cells = [f"{row.p_over_p0[v]:.2f}" if v in row.p_over_p0 else "-" for v in variants]
+        cells += [f"{row.ratios[p]:.3f}" if p in row.ratios else "-" for p in PAIRS]
+        if held:
+            cells += [_seconds(row.recovered_s.get(v, None)) for v in variants]
+        lines.append(f"| {row.label} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def _seconds(value: float | None) -> str:
+    return "-" if value is None else f"{value:.0f}"
+
+
+def _recovery_ratio(row: Row) -> float | None:
+    """PMB's time back within the target over eager's; None: either never got there."""
+    pmb, eager = row.recovered_s.get("pmb"), row.recovered_s.get("dagster_eager")
+    return pmb / eager if pmb is not None and eager else None
+
+
+def effects(predicted: Row, real: Row) -> list[str]:
+    """Each effect the predictions state, and whether the real runs show it."""
+
+    def said(row: Row, pair: tuple[str, str], at_most: float) -> bool | None:
+        value = row.ratios.get(pair)
+        return None if value is None else value <= at_most
+
+    def tied(row: Row, pair: tuple[str, str]) -> bool | None:
+        value = row.ratios.get(pair)
+        return None if value is None else abs(value - 1) <= 0.05
+
+    checks = [
+        ("PMB and Max-Benefit leave the same staleness (within 5 %)",
+         tied(predicted, ("pmb", "max_benefit")), tied(real, ("pmb", "max_benefit"))),
+        ("PMB and Random within 5 % of each other",
+         tied(predicted, ("pmb", "random")), tied(real, ("pmb", "random"))),
+        ("PMB within 5 % of Dagster's eager automation",
+         tied(predicted, ("pmb", "dagster_eager")), tied(real, ("pmb", "dagster_eager"))),
+        ("PMB at most 0.60 of eager (the target)",
+         said(predicted, ("pmb", "dagster_eager"), 0.60),
+         said(real, ("pmb", "dagster_eager"), 0.60)),
+        ("PMB at most 0.80 of Random (the target)",
+         said(predicted, ("pmb", "random"), 0.80), said(real, ("pmb", "random"), 0.80)),
+    ]  # fmt: skip
+    if predicted.recovered_s and real.recovered_s:
+        model_time, real_time = _recovery_ratio(predicted), _recovery_ratio(real)
+        checks = [
+            *checks[:3],
+            ("PMB at most 0.90 of Max-Benefit (the target)",
+             said(predicted, ("pmb", "max_benefit"), 0.90),
+             said(real, ("pmb", "max_benefit"), 0.90)),
+            ("PMB back within the target in at most 0.70 of eager's time (the target)",
+             None if model_time is None else model_time <= 0.70,
+             None if real_time is None else real_time <= 0.70),
+        ]  # fmt: skip
+    lines = []
+    for what, model, measured in checks:
+        if model is None or measured is None:
+            continue
+        verdict = "predicted" if model == measured else "missed"
+        lines.append(
+            f"- {what}: model {'yes' if model else 'no'}, real {'yes' if measured else 'no'}"
+            f" ({verdict})"
+        )
+    level = [v for v in real.p_over_p0 if v in predicted.p_over_p0]
+    if level:
+        off = statistics.mean(predicted.p_over_p0[v] / real.p_over_p0[v] for v in level)
+        lines.append(
+            f"- The level of staleness: the model's P / P0 is {off:.2f} times the real one "
+            f"(mean over the variants) ({'predicted' if abs(off - 1) <= 0.25 else 'missed'})"
+        )
+    return lines
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="freshness lab model-check", description=__doc__.split("\n")[0]
+    )
+    parser.add_argument("runs_dir", type=Path)
+    parser.add_argument("--out", type=Path)
+    parser.add_argument("--seeds", default="1,2,3")
+    parser.add_argument("--capacities", default="1,2,3")
+    parser.add_argument("--lakehouse-seed", type=int, default=1)
+    parser.add_argument(
+        "--campaign", choices=CAMPAIGNS, default="wide", help="the conditions the runs had"
+    )
+    parser.add_argument("--at-once", type=int, default=1, help="FRESHNESS_STEP_PARALLEL to model")
+    parser.add_argument("--step-overhead-s", type=float, default=2.0)
+    parser.add_argument("--parallel-start-s", type=float, default=4.0)
+    parser.add_argument(
+        "--interval-s",
+        type=float,
+        help="the interval peer's period, as run (default: 60 s on the wide lakehouse, "
+        "the tuned default on six tables)",
+    )
+    args = parser.parse_args(argv)
+    seeds = [int(s) for s in args.seeds.split(",")]
+    capacities = [float(c) for c in args.capacities.split(",")]
+    real = real_row(args.runs_dir)
+    steps = measured_steps(args.runs_dir)
+    launch_s = measured_launch_s(args.runs_dir)
+    cond = campaign_conditions(args.campaign, args.lakehouse_seed)
+    interval_s = args.interval_s or (60.0 if "wide" in args.campaign else None)
+    if interval_s is not None:
+        cond = replace(cond, interval_s=interval_s)
+    predicted = model_row("the prediction (model's steps, capacity 1)", cond, seeds)
+    rows = [predicted]
+    for capacity in capacities:
+        measured = with_measured_steps(cond, steps, launch_s, capacity)
+        rows.append(model_row(f"measured steps, capacity {capacity:g}", measured, seeds))
+    if args.at_once > 1:
+        top = max(capacities)
+        lever = replace(
+            with_measured_steps(cond, steps, launch_s, top),
+            step_parallel=args.at_once,
+            step_overhead_s=args.step_overhead_s,
+            parallel_start_s=args.parallel_start_s,
+        )
+        label = (
+            f"measured steps, capacity {top:g}, wide chains {args.at_once} steps at a time "
+            f"({args.step_overhead_s:g} s a step, {args.parallel_start_s:g} s a run: assumed)"
+        )
+        rows.append(model_row(label, lever, seeds))
+    rows.append(real)
+    launch = f"{launch_s:.1f} s" if launch_s is not None else "the model's"
+    command = "freshness lab model-check " + " ".join(sys.argv[1:] if argv is None else argv)
+    text = "\n".join(
+        [
+            "# The model against the real runs",
+            "",
+            f"Produced by `{command}` on {date.today().isoformat()}, commit "
+            f"`{code_version()}`: the simulator (seeds {', '.join(map(str, seeds))}) beside "
+            f"the real runs in `{shown_path(args.runs_dir)}`, with the steps of "
+            f"{len(steps)} jobs and the sensor runs' queue and launch ({launch}) as "
+            "measured there. P / P0 is the mean over seeds; a ratio is the mean of the "
+            "per-seed ratios.",
+            "",
+            markdown(rows),
+            "",
+            *effects(predicted, real),
+            "",
+        ]
+    )
+    if args.out:
+        args.out.write_text(text)
+    print(text)
+    return 0

@@ -1,0 +1,1025 @@
+"""A model of the pipeline for the conditions the real system cannot reach here.
+
+The long experiment misses its targets on 2 cores, and its results page names conditions
+that would change the verdict: a smaller fixed cost per run, bursty arrivals, more
+concurrency. Measuring each through the real system costs about an hour a condition, so
+this module answers "which conditions, and how much" first, with the real decision code
+and a modelled machine:
+
+- real: `planner.plan` (every policy), costs fitted by `cost_model.fit_cost_model` from the
+  simulated runs' own history, the sensor's pending-range semantics (METHOD 5.5), the
+  pipeline-aware `downstream_of`, and P / P0 by `staleness.sample_tables`;
+- modelled: ingestion (a raw commit every `commit_interval_s` writing `files_per_commit`
+  new files, every `burst_every`-th commit `burst_factor` times larger; or another
+  `RawLayout`, such as the copy-on-write packing of `published_scale.py`), the machine (a
+  run's work is `fixed_s + per_mib_s * MiB + per_file_s * files` seconds, and the runs in
+  flight share `capacity` runs' worth of speed, processor-sharing, after `launch_s` of
+  queue and process start), and each job's commit (its new rows go to one young file
+  group per partition, which a consumer reads whole, as Hudi's copy-on-write makes it).
+
+Pure Python (no Spark, no Dagster): a 300 s run of one policy takes well under a second;
+a table's commits are kept in arrival order and searched by bisection, so a 3-hour window
+(`published_scale.py`) costs seconds, not the minutes a scan of every commit per tick took.
+It is calibrated against the measured long run in `calibrated()`; its figures are a model's,
+and `docs/results/README.md` quotes them as such.
+"""
+
+from __future__ import annotations
+
+import bisect
+import functools
+import random
+import statistics
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+
+from freshness_pipeline.catalog.jobs import JOBS, JobSpec, downstream_of, laid_out
+from freshness_pipeline.jobs.runner import DERIVED_SMALL_FILE_BYTES
+from freshness_pipeline.lab.experiment.staleness import Sample, sample_tables, total_staleness
+from freshness_pipeline.scheduling.chains import plan_runs, steps_at_once
+from freshness_pipeline.scheduling.cost_model import (
+    CostMode,
+    RunSample,
+    fit_cost_model,
+    typical_input,
+)
+from freshness_pipeline.scheduling.planner import (
+    MIB,
+    CostModel,
+    JobChoice,
+    JobState,
+    PendingInput,
+    Policy,
+    get_policy,
+)
+from freshness_pipeline.scheduling.units import US_PER_S
+
+BASE_US = 1_800_000_000_000_000
+RAW_STREAMS = ("price_raw", "trade_raw")
+PARTITION_GROUPS = 26  # one file group per symbol letter (the published layout)
+# The simulator models the thesis's conditions, calibrated on runs in its layout.
+PUBLISHED_JOBS = laid_out(JOBS, "published")
+
+# name -> (planner policy, cost mode); the same names as the real experiment's variants.
+# Each plans chains (METHOD 8) unless it is in SINGLE_TABLE_VARIANTS or the conditions
+# turn chains off (the published scale and the aging study model one table per run).
+SIM_VARIANTS: dict[str, tuple[Policy, CostMode]] = {
+    "pmb": ("pmb", "three_term"),
+    "max_benefit": ("max_benefit", "three_term"),
+    "random": ("random", "three_term"),
+    "pmb_single": ("pmb", "three_term"),
+    "pmb_serial": ("pmb", "three_term"),
+    "pmb_two_term": ("pmb", "two_term"),
+    "pmb_pipeline": ("pmb_pipeline", "three_term"),
+    "fixed_order_subsets": ("fixed_order_pmb", "three_term"),
+    "fixed_order_full": ("fixed_order_full", "three_term"),
+}
+SINGLE_TABLE_VARIANTS = frozenset({"pmb_single"})
+SERIAL_VARIANTS = frozenset({"pmb_serial"})  # one run in flight (FRESHNESS_RUNS_AT_ONCE=1)
+# What a Dagster user would pick (automation.py): eager automation, and all six every
+# `Conditions.interval_s`; neither reads our planner.
+SIM_PEERS = ("dagster_eager", "interval")
+
+
+@dataclass(frozen=True)
+class Conditions:
+    """Everything the model varies. Defaults: the long experiment's stream and settings."""
+
+    duration_s: int = 300
+    rate_eps: float = 300.0  # events per second, split evenly over the two raw streams
+    commit_interval_s: float = 10.0
+    ingest_lag_s: float = 4.0  # a raw commit lands this long after its newest arrival
+    raw_stagger_s: float = 0.0  # the second raw table's commit lands this much later
+    files_per_commit: int = 26
+    bytes_per_event: int = 60
+    file_overhead_bytes: int = 5_000  # footer, bloom filter, schema: per file
+    burst_every: int = 0  # every n-th raw commit is a burst; 0 = no bursts
+    burst_factor: float = 1.0
+    output_ratio: float = 0.3  # bytes a run adds to its table per new input byte
+    fixed_s: float = 10.0  # a run's work, alone on the machine
+    per_mib_s: float = 0.5
+    per_file_s: float = 0.02
+    capacity: float = 1.0  # runs' worth of speed the machine gives at once (a step's)
+    # Steps a run executes at once (FRESHNESS_STEP_PARALLEL; 1: Dagster's in-process
+    # executor): a planner variant's chain where chains.steps_at_once says so, a peer's
+    # run only with `step_parallel_peers`. Such a run pays `parallel_start_s` once (its
+    # fork server) and each step `step_overhead_s` more (a process and a Spark session).
+    step_parallel: int = 1
+    step_overhead_s: float = 0.0
+    parallel_start_s: float = 0.0
+    step_parallel_peers: bool = False
+    launch_s: float = 6.0  # queue and process start before a run works
+    session_s: float = 0.0  # work a run does once before its first step (Spark session)
+    interval_s: float = 40.0  # the interval peer's period (tuned on seed 99 for the real one)
+    chains: bool = True  # planner variants plan whole runs; False: one table per run
+    runs_at_once: int | None = None  # the planner's own limit on runs in flight; None: K
+    # Eager's in_progress() ends when the asset materializes in its run (Dagster's rule);
+    # False: when the run ends. The calibration brackets the measured eager between them.
+    eager_release: bool = True
+    work_jitter: float = 0.2  # sd of the log of a run's work factor (seeded noise)
+    k: int = 3
+    tick_s: float = 5.0
+    max_wait_s: float | None = None  # the planner's aging bound (planner.age); None: off
+    first_runs_first: bool = False  # planner.age: a never-materialized job goes first
+    trade_share: float = 0.5  # share of the events (and bytes) that go to trade_raw
+    raw_layout: RawLayout | None = None  # None: `files_per_commit` new files per commit
+    # A derived partition's young file group is rewritten until it passes this size.
+    derived_small_file_bytes: int = DERIVED_SMALL_FILE_BYTES
+    output_ratios: tuple[tuple[str, float], ...] = ()  # per job; others use output_ratio
+    # The planner's cost model held fixed (e.g. a published fit); None: fitted online.
+    planner_cost: CostModel | None = None
+    # The jobs, in dependency order (e.g. experiment/wide.py's); None: the six, published.
+    jobs: Mapping[str, JobSpec] | None = field(default=None, compare=False)
+    work_factors: tuple[tuple[str, float], ...] = ()  # per job: a step's work times this
+    # (from, until) seconds into the window: no run is launched (an outage, a deploy);
+    # ingestion goes on, and the scheduler is let go on the backlog at `until`.
+    hold: tuple[float, float] | None = None
+    recovery_target_s: float = 300.0  # after a hold: every table within this staleness
+
+    def __post_init__(self) -> None:
+        positive = (
+            "duration_s",
+            "rate_eps",
+            "commit_interval_s",
+            "capacity",
+            "tick_s",
+            "interval_s",
+        )
+        for name in positive:
+            if getattr(self, name) <= 0:
+                raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
+        if self.k < 1 or self.files_per_commit < 1 or self.step_parallel < 1:
+            raise ValueError("k, files_per_commit and step_parallel must be at least 1")
+        if self.work_jitter < 0:
+            raise ValueError("work_jitter must be >= 0")
+        if self.burst_every < 0 or self.burst_factor <= 0:
+            raise ValueError("burst_every must be >= 0 and burst_factor > 0")
+        if self.max_wait_s is not None and self.max_wait_s <= 0:
+            raise ValueError(f"max_wait_s must be positive or None, got {self.max_wait_s}")
+        if not 0 < self.trade_share < 1:
+            raise ValueError(f"trade_share must be in (0, 1), got {self.trade_share}")
+        if self.derived_small_file_bytes < 0:
+            raise ValueError("derived_small_file_bytes must be >= 0")
+        per_job = (("output_ratios", self.output_ratios), ("work_factors", self.work_factors))
+        for name, pairs in per_job:
+            unknown = sorted({job for job, _ in pairs} - set(self.job_specs))
+            if unknown or any(value < 0 for _, value in pairs):
+                raise ValueError(f"{name}: unknown jobs {unknown} or a negative value")
+        if self.hold is not None and not 0 <= self.hold[0] < self.hold[1]:
+            raise ValueError(f"hold must be (from, until) with 0 <= from < until, got {self.hold}")
+
+    @property
+    def job_specs(self) -> Mapping[str, JobSpec]:
+        return PUBLISHED_JOBS if self.jobs is None else self.jobs
+
+    def output_ratio_of(self, job: str) -> float:
+        return dict(self.output_ratios).get(job, self.output_ratio)
+
+    def work_factor_of(self, job: str) -> float:
+        return dict(self.work_factors).get(job, 1.0)
+
+    def held_at(self, now_s: float) -> bool:
+        return self.hold is not None and self.hold[0] <= now_s < self.hold[1]
+
+
+@dataclass(frozen=True)
+class RawCommitFiles:
+    """The file groups one raw commit writes: `written` holds the new rows' bytes per
+    group, `carried` the older rows a copy-on-write rewrite copies into the group's new
+    file (Hudi's small-file packing), which a reader scans but which are not new."""
+
+    written: Mapping[str, int]
+    carried: Mapping[str, int] = field(default_factory=dict)
+
+
+class RawLayout(ABC):
+    """How a raw table's commits spread over file groups. `writer` returns a fresh,
+    seeded writer per simulated run and table: `writer(index, new_bytes)` gives commit
+    `index`'s files."""
+
+    @abstractmethod
+    def writer(
+        self, table: str, cond: Conditions, seed: int
+    ) -> Callable[[int, int], RawCommitFiles]: ...
+
+
+class NewFilesPerCommit(RawLayout):
+    """Every commit writes `files_per_commit` new files of equal size (the long run's
+    layout: one file per symbol letter, never rewritten)."""
+
+    def writer(
+        self, table: str, cond: Conditions, seed: int
+    ) -> Callable[[int, int], RawCommitFiles]:
+        def commit(index: int, new_bytes: int) -> RawCommitFiles:
+            per_file = new_bytes // cond.files_per_commit
+            return RawCommitFiles(
+                {
+                    f"c{index}-f{i}": per_file + cond.file_overhead_bytes
+                    for i in range(cond.files_per_commit)
+                }
+            )
+
+        return commit
+
+
+@dataclass(frozen=True)
+class SkewedFilesPerCommit(RawLayout):
+    """As NewFilesPerCommit, but file i of a commit holds a share of its bytes in
+    proportion to 1 / (i + 1) ** `skew`: a few heavy symbol letters, many light ones."""
+
+    skew: float = 1.0
+
+    def writer(
+        self, table: str, cond: Conditions, seed: int
+    ) -> Callable[[int, int], RawCommitFiles]:
+        weights = [1 / (i + 1) ** self.skew for i in range(cond.files_per_commit)]
+        total = sum(weights)
+
+        def commit(index: int, new_bytes: int) -> RawCommitFiles:
+            return RawCommitFiles(
+                {
+                    f"c{index}-f{i}": int(new_bytes * w / total) + cond.file_overhead_bytes
+                    for i, w in enumerate(weights)
+                }
+            )
+
+        return commit
+
+
+@dataclass
+class _Commit:
+    arrival_min_us: int
+    arrival_max_us: int
+    groups: tuple[str, ...]
+    added_bytes: int
+    landed_us: int | None = None  # when it committed (the planner's aging clock)
+
+
+@dataclass
+class _Table:
+    commits: list[_Commit] = field(default_factory=list)
+    sizes: dict[str, int] = field(default_factory=dict)  # group -> latest file size
+    versions: dict[str, int] = field(default_factory=dict)  # group -> commits that wrote it
+    generation: dict[str, int] = field(default_factory=dict)  # partition -> current group
+    # Each commit's arrival_max_us, in commit order. Commits arrive in arrival order (a
+    # raw table's by ingestion, a job's by its rising watermark), so a reader's unconsumed
+    # commits are a suffix found by bisection.
+    marks: list[int] = field(default_factory=list)
+
+    @property
+    def watermark_us(self) -> int | None:
+        return self.commits[-1].arrival_max_us if self.commits else None
+
+    def write(
+        self,
+        low_us: int,
+        high_us: int,
+        group_bytes: Mapping[str, int],
+        carried: Mapping[str, int] | None = None,
+    ) -> None:
+        """One commit: `group_bytes` new rows per group; `carried` older rows a
+        copy-on-write rewrite copies into a group's new file (sized, never new)."""
+        if self.marks and high_us < self.marks[-1]:
+            raise ValueError(f"commit up to {high_us} after one up to {self.marks[-1]}")
+        for group, older in (carried or {}).items():
+            self.sizes[group] = self.sizes.get(group, 0) + older
+        for group, added in group_bytes.items():
+            self.sizes[group] = self.sizes.get(group, 0) + added
+            self.versions[group] = self.versions.get(group, 0) + 1
+        self.commits.append(_Commit(low_us, high_us, tuple(group_bytes), sum(group_bytes.values())))
+        self.marks.append(high_us)
+
+    def _unconsumed(self, floor_us: int) -> list[_Commit]:
+        return self.commits[bisect.bisect_right(self.marks, floor_us) :]
+
+    def append(
+        self,
+        low_us: int,
+        high_us: int,
+        per_partition: dict[str, int],
+        small_file_bytes: int = DERIVED_SMALL_FILE_BYTES,
+    ) -> None:
+        """A derived table's commit: new rows go to each partition's young file group
+        until it passes Hudi's small-file limit (`runner.DERIVED_SMALL_FILE_BYTES` in our
+        jobs); then a new group starts and the old one is never rewritten again."""
+        groups = {}
+        for part, added in per_partition.items():
+            gen = self.generation.get(part, 0)
+            if self.sizes.get(f"{part}.{gen}", 0) >= small_file_bytes:
+                gen += 1
+                self.generation[part] = gen
+            groups[f"{part}.{gen}"] = added
+        self.write(low_us, high_us, groups)
+
+    def pending_since(self, t_done_us: int | None) -> int | None:
+        """When the oldest commit a consumer at t_done has not consumed landed (the rule of
+        `HudiTableMetadata.pending_files`' `pending_since_us`)."""
+        floor = -1 if t_done_us is None else t_done_us
+        return next((c.landed_us for c in self.commits if c.arrival_max_us > floor), None)
+
+    def added_between(self, floor_us: int, cutoff_us: int) -> int:
+        """Bytes the commits holding arrivals in (floor, u] added: a run's new input."""
+        return sum(
+            c.added_bytes for c in self._unconsumed(floor_us) if c.arrival_min_us <= cutoff_us
+        )
+
+    def pending(self, table: str, t_done_us: int | None) -> list[PendingInput]:
+        """The same rule as `HudiTableMetadata.pending_files`: a group is pending when an
+        unconsumed commit wrote it; its range spans those commits, clipped above t_done."""
+        floor = -1 if t_done_us is None else t_done_us
+        ranges: dict[str, tuple[int, int]] = {}
+        for commit in self._unconsumed(floor):
+            low = max(commit.arrival_min_us, floor + 1)
+            for group in commit.groups:
+                old = ranges.get(group)
+                ranges[group] = (
+                    (low, commit.arrival_max_us)
+                    if old is None
+                    else (min(old[0], low), max(old[1], commit.arrival_max_us))
+                )
+        return [
+            PendingInput(f"{table}/{g}@{self.versions[g]}", self.sizes[g], lo, hi)
+            for g, (lo, hi) in sorted(ranges.items())
+        ]
+
+
+@dataclass
+class _Step:
+    """One table a run commits: a root with the files its plan chose (`planned`), or a
+    step that reads everything its inputs hold when its turn comes (`planned` None)."""
+
+    job: str
+    cutoff_us: int | None = None
+    files: frozenset[str] | None = None
+
+
+@dataclass
+class _Lane:
+    """A step under way in a run: what it reads and commits, and the work left."""
+
+    job: str
+    cutoff_us: int
+    scan_bytes: int
+    files: int
+    new_bytes: int
+    inputs_low_us: int
+    started_s: float
+    remaining_s: float
+
+
+@dataclass
+class _Run:
+    """A run on the modelled machine: `launch_s` of queue and process start, the session
+    once, then its steps, each committing its own table: one after another (Dagster's
+    in-process executor), or up to `Conditions.step_parallel` at once, a step as soon as
+    its parents in the run have committed (a multiprocess executor)."""
+
+    steps: list[_Step]
+    jobs: frozenset[str]
+    work_at_s: float  # when it starts working (after launch)
+    remaining_s: float  # of the session
+    started: bool = False  # the session is done: its steps are under way
+    lanes: list[_Lane] = field(default_factory=list)  # the steps under way
+    at_once: int = 1  # steps it executes side by side
+
+
+@dataclass(frozen=True)
+class SimResult:
+    variant: str
+    seed: int
+    p: float
+    p0: float
+    runs: int
+    subset_runs: int
+    run_seconds_median: float | None
+    waits: WaitLog | None = None
+    refreshes: int = 0  # tables committed (a chained run commits several)
+    # After a hold: seconds from its end until every table was within the recovery
+    # target (None: no hold, or never within the window).
+    recovered_s: float | None = None
+
+
+@dataclass
+class WaitLog:
+    """Per job: the longest it waited runnable without a slot (the planner's `waited_s`,
+    seen on every tick, so a job that never gets a slot shows its whole wait) and when it
+    was first launched and first committed (seconds into the window; absent: never)."""
+
+    max_wait_s: dict[str, float] = field(default_factory=dict)
+    first_launch_s: dict[str, float] = field(default_factory=dict)
+    first_commit_s: dict[str, float] = field(default_factory=dict)  # first materialization
+
+
+def _raw_commit_bytes(cond: Conditions, index: int, table: str = "trade_raw") -> int:
+    share = cond.trade_share if table == "trade_raw" else 1 - cond.trade_share
+    events = cond.rate_eps * share * cond.commit_interval_s
+    if cond.burst_every and index % cond.burst_every == 0:
+        events *= cond.burst_factor
+    return int(events * cond.bytes_per_event)
+
+
+@dataclass
+class _Machine:
+    """The modelled system during one window: tables, runs in flight and queued, each
+    job's run history, and what the sampler and the result count."""
+
+    cond: Conditions
+    variant: str
+    seed: int
+    tables: dict[str, _Table]
+    history: dict[str, list[RunSample]] = field(default_factory=dict)
+    last_refresh: dict[str, int | None] = field(default_factory=dict)
+    last_request_us: dict[str, int] = field(default_factory=dict)  # eager's "handled"
+    runs: list[_Run] = field(default_factory=list)  # launched: in flight
+    queued: list[_Run] = field(default_factory=list)  # waiting for a slot (peers)
+    waits: WaitLog = field(default_factory=WaitLog)
+    launched: int = 0
+    subsets: int = 0
+    refreshes: int = 0
+
+    def held(self) -> set[str]:
+        """Tables of the runs in flight or queued, until the run ends: what Dagster's
+        eager automation counts as in progress, and what the sensor reads
+        (`sensor.running_jobs`). (Freeing each table once its step committed, so a new run
+        can pipeline behind, was tried here: on the modelled 2-core machine the extra runs
+        in flight share its speed and each pays its fixed cost, and P rose by 20-40 %.)"""
+        return {job for run in (*self.runs, *self.queued) for job in run.jobs}
+
+    def in_progress(self) -> set[str]:
+        """Tables with planned work not yet committed: Dagster's in_progress() for an
+        unpartitioned asset ends when the asset materializes in its run, not when the run
+        ends (CachingInstanceQueryer.get_in_progress_asset_subset), so eager pipelines:
+        it requests an aggregate again while the run that refreshed it is still below."""
+        busy = {job for run in self.queued for job in run.jobs}
+        for run in self.runs:
+            busy |= {step.job for step in run.steps}
+            if not run.started:
+                busy |= set(run.jobs)
+            busy |= {lane.job for lane in run.lanes}
+        return busy
+
+    def writing(self) -> set[str]:
+        return {lane.job for run in self.runs for lane in run.lanes}
+
+    def launch(self, run: _Run, now_s: float) -> None:
+        if len(self.runs) >= self.cond.k:
+            self.queued.append(run)  # the run queue holds it until a slot frees
+            return
+        run.work_at_s = now_s + self.cond.launch_s
+        run.remaining_s = self.cond.session_s
+        if run.at_once > 1:
+            run.remaining_s += self.cond.parallel_start_s
+        self.runs.append(run)
+        self.launched += 1
+        for step in run.steps:
+            self.waits.first_launch_s.setdefault(step.job, now_s)
+
+    def _fill(self, run: _Run, now_s: float, now_us: int) -> None:
+        """Starts the run's steps that can start, up to its parallelism: in order, one at
+        a time, or (parallel) any whose parents in the run have committed. A step waits
+        while another run writes its table (the pool): in order, the run waits with it."""
+        parallel = run.at_once
+        while len(run.lanes) < parallel:
+            ready = self._next_ready(run, parallel > 1)
+            if ready is None:
+                return
+            run.steps.remove(ready)
+            lane = self._lane(ready, now_s, now_us, parallel > 1)
+            if lane is not None:
+                run.lanes.append(lane)
+
+    def _next_ready(self, run: _Run, any_ready: bool) -> _Step | None:
+        writing = self.writing()
+        below = {lane.job for lane in run.lanes}
+        for step in run.steps:
+            inputs = self.cond.job_specs[step.job].inputs
+            if step.job not in writing and not any(t in below for t in inputs):
+                return step
+            if not any_ready:
+                return None
+            below.add(step.job)  # its children in the run wait for it
+        return None
+
+    def _lane(self, step: _Step, now_s: float, now_us: int, overhead: bool) -> _Lane | None:
+        """The step's read as its inputs hold now; None when it has nothing to read."""
+        spec = self.cond.job_specs[step.job]
+        marks = [self.tables[t].watermark_us for t in spec.inputs]
+        if any(m is None for m in marks):
+            return None  # an input has no data yet: the step has nothing to read
+        cap = min(m for m in marks if m is not None)
+        cutoff = cap if step.cutoff_us is None else min(step.cutoff_us, cap)
+        t_done = self.tables[step.job].watermark_us
+        if t_done is not None and cutoff <= t_done:
+            return None  # nothing new: the step ends at once
+        pending = [p for t in spec.inputs for p in self.tables[t].pending(t, t_done)]
+        chosen = [
+            p
+            for p in pending
+            if (step.files is None and p.tmin_us <= cutoff)
+            or (step.files is not None and p.path in step.files)
+        ]
+        scan = sum(p.size_bytes for p in chosen)
+        cond = self.cond
+        work = cond.fixed_s + cond.per_mib_s * scan / MIB + cond.per_file_s * len(chosen)
+        work *= cond.work_factor_of(step.job)
+        # Real runs vary (JIT, GC, disk); seeded per step so a variant replays exactly.
+        noise = random.Random(f"{self.seed}:{step.job}:{now_us}").lognormvariate(
+            0, cond.work_jitter
+        )
+        low = (
+            t_done if t_done is not None else min((p.tmin_us for p in pending), default=cutoff) - 1
+        )
+        new_bytes = sum(self.tables[t].added_between(low, cutoff) for t in spec.inputs)
+        extra = cond.step_overhead_s if overhead else 0.0
+        return _Lane(
+            step.job, cutoff, scan, len(chosen), new_bytes, low, now_s, work * noise + extra
+        )
+
+    def _commit(self, lane: _Lane, now_s: float, now_us: int) -> None:
+        spec = self.cond.job_specs[lane.job]
+        # By symbol letter, a commit writes a young file group in each; by event hour (or
+        # none), one.
+        groups = PARTITION_GROUPS if spec.partition_by == "symbol_prefix" else 1
+        out = int(lane.new_bytes * self.cond.output_ratio_of(lane.job)) // groups
+        out += self.cond.file_overhead_bytes
+        self.tables[lane.job].append(
+            lane.inputs_low_us + 1,
+            lane.cutoff_us,
+            {f"p{i}": out for i in range(groups)},
+            self.cond.derived_small_file_bytes,
+        )
+        self.tables[lane.job].commits[-1].landed_us = now_us
+        self.waits.first_commit_s.setdefault(lane.job, now_s)
+        self.history[lane.job].append(
+            RunSample(lane.scan_bytes, lane.files, now_s - lane.started_s)
+        )
+        self.last_refresh[lane.job] = now_us
+        self.refreshes += 1
+
+    def work(self, now_s: float, now_us: int, dt_s: float) -> None:
+        """dt of the machine: the steps under way (a run in its session counts as one)
+        share `capacity`."""
+        working = [r for r in self.runs if r.work_at_s <= now_s]
+        units = sum(max(1, len(r.lanes)) if r.started else 1 for r in working)
+        share = min(1.0, self.cond.capacity / units) if units else 0.0
+        for run in working:
+            if not run.started:
+                run.remaining_s -= share * dt_s
+                if run.remaining_s > 0:
+                    continue
+                run.started = True
+            else:
+                for lane in list(run.lanes):
+                    lane.remaining_s -= share * dt_s
+                    if lane.remaining_s <= 0:
+                        run.lanes.remove(lane)
+                        self._commit(lane, now_s, now_us)
+            self._fill(run, now_s, now_us)
+            if not run.lanes and not run.steps:
+                self._finish(run, now_s)
+
+    def _finish(self, run: _Run, now_s: float) -> None:
+        self.runs.remove(run)
+        if self.queued:
+            self.launch(self.queued.pop(0), now_s)
+
+
+def simulate(
+    cond: Conditions,
+    variant: str,
+    seed: int = 1,
+    dt_s: float = 0.1,
+    on_launch: Callable[[JobChoice], None] | None = None,
+) -> SimResult:
+    """One variant over one window; deterministic for a given (conditions, variant, seed).
+    `on_launch` sees every launched choice (its candidate table too), for decision counts."""
+    if variant not in SIM_VARIANTS and variant not in SIM_PEERS:
+        known = sorted({*SIM_VARIANTS, *SIM_PEERS})
+        raise ValueError(f"unknown variant {variant!r}; expected one of {known}")
+    jobs = cond.job_specs
+    machine = _Machine(
+        cond,
+        variant,
+        seed,
+        {name: _Table() for name in (*RAW_STREAMS, *jobs)},
+        {job: [] for job in jobs},
+        dict.fromkeys(jobs),
+    )
+    layout = cond.raw_layout or NewFilesPerCommit()
+    raw_writers = {table: layout.writer(table, cond, seed) for table in RAW_STREAMS}
+    samples = []
+    raw_index = dict.fromkeys(RAW_STREAMS, 0)
+    steps = int(round(cond.duration_s / dt_s))
+    tick_every = max(1, int(round(cond.tick_s / dt_s)))
+    interval_every = max(1, int(round(cond.interval_s / dt_s)))
+    sample_every = int(round(1 / dt_s))
+    recovered_s: float | None = None
+    for step in range(1, steps + 1):
+        now_s = step * dt_s
+        now_us = BASE_US + int(round(now_s * US_PER_S))
+        _ingest(machine, raw_writers, raw_index, now_s, now_us)
+        machine.work(now_s, now_us, dt_s)
+        if cond.held_at(now_s):
+            pass  # held: nothing is launched (the runs in flight finish)
+        elif variant == "interval":
+            if step % interval_every == 0:
+                run = _Run([_Step(j) for j in jobs], frozenset(jobs), 0.0, 0.0)
+                machine.launch(_peer_at_once(cond, run), now_s)
+        elif step % tick_every == 0:
+            if variant == "dagster_eager":
+                _eager_tick(machine, now_s, now_us)
+            else:
+                _tick(machine, now_s, now_us, on_launch)
+        if step % sample_every == 0:
+            marks = {name: t.watermark_us for name, t in machine.tables.items()}
+            tick = sample_tables(now_us, BASE_US, marks, jobs, jobs)  # (names, specs)
+            samples.extend(tick)
+            if recovered_s is None:
+                recovered_s = _recovered(cond, tick, now_s)
+    p, p0 = total_staleness(samples)
+    seconds = [s.seconds for h in machine.history.values() for s in h]
+    return SimResult(
+        variant,
+        seed,
+        p,
+        p0,
+        machine.launched,
+        machine.subsets,
+        statistics.median(seconds) if seconds else None,
+        machine.waits,
+        machine.refreshes,
+        recovered_s,
+    )
+
+
+def _ingest(
+    machine: _Machine,
+    raw_writers: Mapping[str, Callable[[int, int], RawCommitFiles]],
+    raw_index: dict[str, int],
+    now_s: float,
+    now_us: int,
+) -> None:
+    """Commit n holds the arrivals of [(n-1)*interval, n*interval); the second raw
+    table's commit lands `raw_stagger_s` after the first's (ingestion commits them one
+    after the other)."""
+    cond = machine.cond
+    for order, table in enumerate(RAW_STREAMS):
+        lag_s = cond.ingest_lag_s + order * cond.raw_stagger_s
+        while (raw_index[table] + 1) * cond.commit_interval_s + lag_s <= now_s + 1e-9:
+            index = raw_index[table] = raw_index[table] + 1
+            low = BASE_US + int((index - 1) * cond.commit_interval_s * US_PER_S)
+            high = BASE_US + int(index * cond.commit_interval_s * US_PER_S) - 1
+            files = raw_writers[table](index, _raw_commit_bytes(cond, index, table))
+            machine.tables[table].write(low, high, files.written, files.carried)
+            machine.tables[table].commits[-1].landed_us = now_us
+
+
+def _recovered(cond: Conditions, tick: Sequence[Sample], now_s: float) -> float | None:
+    """After a hold: seconds since its end, once every table is within the target."""
+    if cond.hold is None or now_s < cond.hold[1]:
+        return None
+    if all(s.staleness_s <= cond.recovery_target_s for s in tick):
+        return now_s - cond.hold[1]
+    return None
+
+
+@functools.lru_cache(maxsize=4096)
+def _fitted(history: tuple[RunSample, ...], cost_mode: CostMode) -> CostModel:
+    """The online fit, once per distinct history: it changes only when a run completes,
+    while the sensor asks every tick (refitting each tick was most of a long run's time)."""
+    return fit_cost_model(history, cost_mode).model
+
+
+def _tick(
+    machine: _Machine,
+    now_s: float,
+    now_us: int,
+    on_launch: Callable[[JobChoice], None] | None = None,
+) -> None:
+    """The sensor: one JobState per job, the planner's plan (chains unless the variant or
+    the conditions say one table per run), the launches."""
+    cond, tables = machine.cond, machine.tables
+    policy, cost_mode = SIM_VARIANTS[machine.variant]
+    chained = cond.chains and machine.variant not in SINGLE_TABLE_VARIANTS
+    held = machine.held()
+    states: list[JobState] = []
+    t_dones: dict[str, int | None] = {}
+    for order, spec in enumerate(cond.job_specs.values()):
+        t_done = tables[spec.name].watermark_us
+        t_dones[spec.name] = t_done
+        marks = tuple((t, tables[t].watermark_us) for t in spec.inputs)
+        known = [m for _, m in marks if m is not None]
+        cap = min(known) if len(known) == len(marks) else None
+        busy = spec.name in held
+        pending = (
+            ()
+            if busy or cap is None
+            else tuple(p for t in spec.inputs for p in tables[t].pending(t, t_done))
+        )
+        history = tuple(machine.history[spec.name])
+        model = cond.planner_cost or _fitted(history, cost_mode)
+        landed = [tables[t].pending_since(t_done) for t in spec.inputs] if pending else []
+        states.append(
+            JobState(
+                spec.name,
+                t_done,
+                cap,
+                pending,
+                model,
+                busy,
+                order=order,
+                last_refresh_us=machine.last_refresh[spec.name],
+                pending_since_us=min((t for t in landed if t is not None), default=None),
+                inputs=marks,
+                step_input=typical_input(history),
+            )
+        )
+    if get_policy(policy).uses_downstream:
+        states = [
+            replace(s, downstream=downstream_of(s.job, t_dones, cond.job_specs)) for s in states
+        ]
+    runs_at_once = 1 if machine.variant in SERIAL_VARIANTS else cond.runs_at_once
+    result = plan_runs(
+        states,
+        cond.k if runs_at_once is None else min(cond.k, runs_at_once),
+        now_us,
+        policy,
+        machine.seed,
+        max_wait_s=cond.max_wait_s,
+        first_runs_first=cond.first_runs_first,
+        job_runs=len(machine.runs) if chained else None,
+        run_cost_s=cond.launch_s + cond.session_s,
+        chains=chained,
+        step_parallel=cond.step_parallel,
+    )
+    for choice in result.ranked:
+        machine.waits.max_wait_s[choice.job] = max(
+            machine.waits.max_wait_s.get(choice.job, 0.0), choice.waited_s
+        )
+    for choice in result.launches:
+        steps = [_Step(choice.job, choice.cutoff_us, frozenset(choice.files))]
+        for step in choice.chain[1:]:
+            paths = frozenset(step.paths) if not step.after else None
+            steps.append(_Step(step.job, step.cutoff_us if paths else None, paths))
+        at_once = steps_at_once(choice.chain, cond.step_parallel)
+        machine.launch(_Run(steps, frozenset(choice.jobs), 0.0, 0.0, at_once=at_once), now_s)
+        machine.subsets += int(choice.is_subset)
+        if on_launch is not None:
+            on_launch(choice)
+
+
+def _eager_tick(machine: _Machine, now_s: float, now_us: int) -> None:
+    """Dagster's AutomationCondition.eager() as its daemon evaluates it each tick: an
+    asset is requested when an input has updated since it was last requested (or it has
+    never run and its inputs exist), it is not in progress and no input is in progress,
+    or missing; a parent requested on the same tick counts as updated. One run takes every
+    requested asset, in dependency order, each step reading all its pending input."""
+    held = machine.in_progress() if machine.cond.eager_release else machine.held()
+    requested: list[str] = []
+    for spec in machine.cond.job_specs.values():
+        if spec.name in held or any(t in held for t in spec.inputs):
+            continue
+        if any(machine.tables[t].watermark_us is None for t in spec.inputs):
+            continue
+        since = machine.last_request_us.get(spec.name, -1)
+        updated = any(
+            t in requested
+            or (
+                machine.tables[t].commits and (machine.tables[t].commits[-1].landed_us or 0) > since
+            )
+            for t in spec.inputs
+        )
+        if updated:
+            requested.append(spec.name)
+    if not requested:
+        return
+    for job in requested:
+        machine.last_request_us[job] = now_us
+    steps = [_Step(job) for job in requested]
+    machine.launch(_peer_at_once(machine.cond, _Run(steps, frozenset(requested), 0.0, 0.0)), now_s)
+
+
+def _peer_at_once(cond: Conditions, run: _Run) -> _Run:
+    if cond.step_parallel_peers:
+        run.at_once = cond.step_parallel
+    return run
+
+
+@dataclass(frozen=True)
+class Row:
+    """One condition's outcome, averaged over seeds."""
+
+    label: str
+    p: dict[str, float]  # variant -> mean P
+    p0: float
+    subset_share: dict[str, float]  # variant -> share of runs that took a subset
+
+    def ratio(self, variant: str, to: str) -> float:
+        return self.p[variant] / self.p[to]
+
+
+def compare(
+    label: str, cond: Conditions, variants: Sequence[str], seeds: Sequence[int] = (1, 2, 3)
+) -> Row:
+    results = [simulate(cond, v, s) for v in variants for s in seeds]
+    p = {v: statistics.mean(r.p for r in results if r.variant == v) for v in variants}
+    p0 = statistics.mean(r.p0 for r in results)
+    share = {}
+    for v in variants:
+        launched = sum(r.runs for r in results if r.variant == v)
+        share[v] = sum(r.subset_runs for r in results if r.variant == v) / max(1, launched)
+    return Row(label, p, p0, share)
+
+
+def calibrated() -> Conditions:
+    """The long experiment on this machine: 300 events/s, commits every 10 s with 26 files
+    each, K = 3, a 5 s tick. A run pays about 3 s of queue and forked launch and a 2 s
+    Spark session once (docs/BENCHMARKS.md, run overhead), then each step about 6 s of
+    job alone; the runs in flight share about one run's speed. Against the long mode of
+    2026-11-25 (docs/results/long, seeds 1-2: P/P0 9.15 for one table per run, 7.53 for
+    eager, 7.20 for the 40 s interval) it gives 10.7, 7.0 and 7.8 over seeds 1-3: the
+    order of the three right, eager's gain over single runs somewhat overstated."""
+    return Conditions(fixed_s=6.0, launch_s=3.0, session_s=2.0)
+
+
+SINGLE_RUN_CALIBRATION = Conditions(chains=False)  # the 2026-11-22 calibration, one table a run
+
+
+def sweep(
+    base: Conditions | None = None, base_label: str = "calibrated: the long run on 2 cores"
+) -> list[tuple[str, Conditions]]:
+    """The conditions the results page names, each varied alone from the calibrated base,
+    then two combinations: where subsets start to pay, and what a 2x-of-P0 system needs."""
+    base = base or calibrated()
+    warm = {"fixed_s": 3.0, "launch_s": 2.0}
+    return [
+        (base_label, base),
+        ("fixed cost per run 3 s, launch 2 s (a warm cluster)", replace(base, **warm)),
+        ("fixed cost per run 1 s, launch 1 s", replace(base, fixed_s=1.0, launch_s=1.0)),
+        ("4x the machine (capacity 4)", replace(base, capacity=4.0)),
+        ("tick 1 s (Dagster's sensor daemon allows 5 s)", replace(base, tick_s=1.0)),
+        ("bursts: every 3rd commit 10x", replace(base, burst_every=3, burst_factor=10.0)),
+        ("rate 10x (3,000 events/s)", replace(base, rate_eps=3000.0)),
+        ("K = 1", replace(base, k=1)),
+        ("K = 6", replace(base, k=6)),
+        (
+            "bursts where a run's bytes matter: every 5th commit 30x, 10 s/MiB, aggregates "
+            "5 % of input, fixed 1 s, launch 1 s, capacity 3, 600 s",
+            replace(
+                base,
+                duration_s=600,
+                burst_every=5,
+                burst_factor=30.0,
+                per_mib_s=10.0,
+                output_ratio=0.05,
+                fixed_s=1.0,
+                launch_s=1.0,
+                capacity=3.0,
+            ),
+        ),
+        (
+            "all fast: fixed 1 s, launch 0.5 s, capacity 4 (tick 5 s)",
+            replace(base, fixed_s=1.0, launch_s=0.5, capacity=4.0),
+        ),
+        (
+            "all fast, and a 1 s tick",
+            replace(base, fixed_s=1.0, launch_s=0.5, capacity=4.0, tick_s=1.0),
+        ),
+    ]
+
+
+def sweep_markdown(rows: Sequence[Row], variants: Sequence[str]) -> str:
+    head = "| condition | " + " | ".join(f"P({v})" for v in variants)
+    head += " | pmb / random | pmb / max_benefit | best / P0 | pmb runs with a subset |"
+    lines = [head, "|" + "---|" * (len(variants) + 5)]
+    for row in rows:
+        best = min(row.p.values())
+        cells = [row.label, *(f"{row.p[v]:,.0f}" for v in variants)]
+        cells += [
+            f"{row.ratio('pmb', 'random'):.3f}",
+            f"{row.ratio('pmb', 'max_benefit'):.3f}",
+            f"{best / row.p0:.1f}",
+            f"{row.subset_share['pmb']:.0%}",
+        ]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+PEER_VARIANTS = (
+    "pmb",
+    "pmb_serial",
+    "max_benefit",
+    "random",
+    "pmb_single",
+    "dagster_eager",
+    "interval",
+)
+
+
+def chain_conditions(base: Conditions | None = None) -> list[tuple[str, Conditions]]:
+    """What the chains issue predicts before the real runs: the calibrated machine, then
+    a run's fixed cost at its 2 s target (launch and session, for every variant alike),
+    then also a step's job at half its cost (the run-cost issue's direction)."""
+    base = base or calibrated()
+    held = replace(base, eager_release=False)
+    target = {"launch_s": 1.0, "session_s": 1.0}
+    staggered = replace(base, raw_stagger_s=2.0)
+    return [
+        ("calibrated: the long mode on 2 cores", base),
+        ("the same, eager's tables held until its run ends", held),
+        ("the raw tables committing 2 s apart (seen in the first real run)", staggered),
+        ("the same, eager's tables held until its run ends", replace(held, raw_stagger_s=2.0)),
+        ("launch + session 2 s a run (the target), all variants", replace(base, **target)),
+        ("the same, eager's tables held until its run ends", replace(held, **target)),
+        ("and a step's job 3 s instead of 6 s", replace(base, fixed_s=3.0, **target)),
+        ("the same, eager's tables held until its run ends", replace(held, fixed_s=3.0, **target)),
+    ]
+
+
+def peer_markdown(
+    conditions: Sequence[tuple[str, Conditions]], seeds: Sequence[int] = (1, 2, 3, 4, 5)
+) -> str:
+    """Per condition: P / P0 of each variant (mean over seeds) and PMB's paired ratios
+    against the peers and against one table per run (mean and sd over seeds)."""
+    head = "| condition | " + " | ".join(f"P/P0 {v}" for v in PEER_VARIANTS)
+    pairs = [(v, to) for v in ("pmb", "pmb_serial") for to in ("dagster_eager", "interval")]
+    pairs.append(("pmb", "pmb_single"))
+    head += " | " + " | ".join(f"{v} / {to}" for v, to in pairs) + " |"
+    lines = [head, "|" + "---|" * (len(PEER_VARIANTS) + len(pairs) + 1)]
+    for label, cond in conditions:
+        results = {v: [simulate(cond, v, s) for s in seeds] for v in PEER_VARIANTS}
+        cells = [label]
+        cells += [f"{statistics.mean(r.p / r.p0 for r in results[v]):.2f}" for v in PEER_VARIANTS]
+        for variant, to in pairs:
+            ratios = [a.p / b.p for a, b in zip(results[variant], results[to], strict=True)]
+            sd = statistics.stdev(ratios) if len(ratios) > 1 else 0.0
+            cells.append(f"{statistics.mean(ratios):.3f} ({sd:.3f})")
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+CAPACITIES = (1.0, 1.4, 2.0)
+
+
+def capacity_markdown(seeds: Sequence[int] = (1, 2, 3, 4, 5)) -> str:
+    """How many runs PMB should keep in flight, by the machine's capacity (runs' worth of
+    speed at once), with the raw tables committing 2 s apart: P / P0 of chained PMB with
+    1, 2 and K = 3 runs in flight against the peers (mean over seeds)."""
+    base = replace(calibrated(), raw_stagger_s=2.0)
+    columns = [("pmb, K = 3", "pmb", None), ("pmb, 2 at once", "pmb", 2)]
+    columns += [("pmb, 1 at once", "pmb", 1), ("dagster_eager", "dagster_eager", None)]
+    columns.append(("interval", "interval", None))
+    lines = ["| capacity | " + " | ".join(f"P/P0 {c[0]}" for c in columns) + " |"]
+    lines.append("|" + "---|" * (len(columns) + 1))
+    for capacity in CAPACITIES:
+        cells = [f"{capacity:g}"]
+        for _, variant, at_once in columns:
+            cond = replace(base, capacity=capacity, runs_at_once=at_once)
+            results = [simulate(cond, variant, seed) for seed in seeds]
+            cells.append(f"{statistics.mean(r.p / r.p0 for r in results):.2f}")
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    import argparse
+
+    parser = argparse.ArgumentParser(
+        prog="freshness lab simulate",
+        description="Sweep the conditions that would change the experiment's verdict, with "
+        "the real planner and cost model on a modelled machine; prints a Markdown table.",
+    )
+    parser.add_argument("--seeds", default="1,2,3", help="comma-separated")
+    parser.add_argument("--variants", default=",".join(SIM_VARIANTS))
+    parser.add_argument(
+        "--peers",
+        action="store_true",
+        help="instead: PMB with chains against the peers and one table per run (the "
+        "prediction docs/results/long/REPORT.md quotes)",
+    )
+    parser.add_argument(
+        "--capacity",
+        action="store_true",
+        help="instead: PMB with 1, 2 and K runs in flight against the peers, by the "
+        "machine's capacity (docs/results/long/PREDICTION.md, second revision)",
+    )
+    args = parser.parse_args(argv)
+    if args.capacity:
+        print(capacity_markdown(tuple(int(s) for s in args.seeds.split(",") if s)))
+        return 0
+    if args.peers:
+        seeds_given = tuple(int(s) for s in args.seeds.split(",") if s)
+        print(peer_markdown(chain_conditions(), seeds_given))
+        return 0
+    seeds = [int(s) for s in args.seeds.split(",") if s]
+    variants = [v for v in args.variants.split(",") if v]
+    for required in ("pmb", "max_benefit", "random"):
+        if required not in variants:
+            parser.error(f"--variants must include {required} (the ratios need it)")
+    unknown = sorted(set(variants) - set(SIM_VARIANTS))
+    if unknown:
+        parser.error(f"unknown variants {unknown}; expected some of {sorted(SIM_VARIANTS)}")
+    rows = [compare(label, cond, variants, seeds) for label, cond in sweep()]
+    print(sweep_markdown(rows, variants))
+    return 0
