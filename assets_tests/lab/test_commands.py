@@ -31,10 +31,12 @@ def test_command_names_are_unique_and_listed_in_the_help(capsys):
 
 def test_a_lab_command_gets_the_clis_settings_and_bad_ones_stop_it(monkeypatch, capsys):
     seen: list[object] = []
+    def main(argv: list[str], settings) -> int:
+        seen.append((argv, settings.scheduler.tick_s))
+        return 0
+
     probe = types.ModuleType("probe")
-    setattr(
-        probe, "main", lambda argv, settings: seen.append((argv, settings.scheduler.tick_s)) or 0
-    )
+    probe.main = main
     monkeypatch.setitem(sys.modules, f"{commands.PACKAGE}.probe", probe)
     command = LabCommand("probe", "probe", "a probe")
     monkeypatch.setattr(commands, "COMMANDS", (command,))
