@@ -31,6 +31,7 @@ def test_command_names_are_unique_and_listed_in_the_help(capsys):
 
 def test_a_lab_command_gets_the_clis_settings_and_bad_ones_stop_it(monkeypatch, capsys):
     seen: list[object] = []
+
     def main(argv: list[str], settings) -> int:
         seen.append((argv, settings.scheduler.tick_s))
         return 0
