@@ -186,6 +186,7 @@ def test_the_wide_and_recovery_options_reach_the_experiment(monkeypatch, tmp_pat
 
 def test_the_interval_peer_takes_the_period_tuned_for_its_conditions(monkeypatch, tmp_path):
     from freshness_pipeline.lab.experiment import harness, report
+    from freshness_pipeline.lab.experiment.variants import VARIANTS
 
     seen = []
     monkeypatch.setattr(harness, "run_experiment", lambda config, settings: seen.append(config))
@@ -194,7 +195,7 @@ def test_the_interval_peer_takes_the_period_tuned_for_its_conditions(monkeypatch
     assert cli.main([*argv, "--interval-period", "90"]) == 0
     pmb, interval = seen[0].variants
     assert interval.env["FRESHNESS_INTERVAL_S"] == "90" and "every 90 s" in interval.note
-    assert pmb == harness.POLICY_VARIANTS["pmb"]
+    assert pmb == VARIANTS["pmb"]
     assert cli.main([*argv, "--interval-period", "1"]) == 2  # below the sensor's minimum
 
 

@@ -218,11 +218,10 @@ def cmd_kafka_broker(args: argparse.Namespace) -> int:
 
 
 EXPERIMENT_MODES = {
-    # short: CI-friendly, a few minutes. long: every variant, three seeds; about 6.5 minutes
-    # per variant and seed (the window plus start, drain and stop), so about 3.9 hours for
-    # its 12 variants (the peers dagster_eager and interval, and the aging and clustering
-    # ablations, included), or one seed at a time with the same --out (the report pools
-    # what the folder holds).
+    # short: CI-friendly, a few minutes. long: the thesis's variants, ours beyond it and the
+    # peers, three seeds; about 6.5 minutes per variant and seed (the window plus start,
+    # drain and stop), or one seed at a time with the same --out (the report pools what the
+    # folder holds).
     # Both at 300 events/s with 10 s ingestion commits: on 2 cores a higher rate leaves the
     # derived jobs' runs waiting on ingestion's JVM (docs/results/README.md).
     "short": {
@@ -307,8 +306,9 @@ def _experiment_config(
 
 
 def cmd_experiment(args: argparse.Namespace) -> int:
-    from freshness_pipeline.lab.experiment.harness import run_experiment, variant_named, with_period
+    from freshness_pipeline.lab.experiment.harness import run_experiment
     from freshness_pipeline.lab.experiment.report import write_report
+    from freshness_pipeline.lab.experiment.variants import variant_named, with_period
     from freshness_pipeline.runtime.stack import exit_on_signals
 
     # A campaign runs for hours, often in the background: SIGTERM or SIGINT unwinds it, so
@@ -665,10 +665,13 @@ def _add_experiment(sub) -> None:
         help="the jobs' table layout (FRESHNESS_LAYOUT) for every run: the modes reproduce "
         "the thesis on `published`; '' for each declaration's own",
     )
+    from freshness_pipeline.lab.experiment.variants import INTERVAL_PREFIX, PEERS, VARIANTS
+
+    ours = [name for name in VARIANTS if name not in PEERS]
     experiment.add_argument(
         "--variants",
-        help="comma-separated (default: the mode's); peers: dagster_eager, interval (the "
-        "tuned period) or interval_<seconds>",
+        help=f"comma-separated (default: the mode's), of {', '.join(ours)}; peers: "
+        f"{', '.join(PEERS)} (the tuned period) or {INTERVAL_PREFIX}<seconds>",
     )
     experiment.add_argument("--seeds", help="comma-separated stream and policy seeds")
     experiment.add_argument("--duration", type=int, help="event-time seconds of stream per run")

@@ -8,6 +8,7 @@ import pytest
 
 from freshness_pipeline.lab.experiment.calibration import cost_prior_from_runs
 from freshness_pipeline.lab.experiment.report import MATERIALIZED_AT, _cost_prior_row
+from freshness_pipeline.lab.experiment.variants import variant_named
 
 
 def _run(i: int, job: str, files: int, seconds: float, launch: bool = True) -> dict:
@@ -75,7 +76,7 @@ def test_calibrate_runs_pmb_on_its_own_seed_and_folder_and_keeps_a_prior_of_this
     monkeypatch.setattr(harness, "code_version", lambda: "abc1234")
     config = harness.ExperimentConfig(
         out_dir=tmp_path / "raw",
-        variants=(harness.variant_named("pmb"),),
+        variants=(variant_named("pmb"),),
         seeds=(1,),
         duration_s=60,
         rate=300.0,
@@ -104,7 +105,7 @@ def test_calibrate_runs_pmb_on_its_own_seed_and_folder_and_keeps_a_prior_of_this
     # and every variant's stack then starts from it
     env = harness.variant_env(
         dataclasses.replace(config, cost_prior=path),
-        harness.variant_named("pmb"),
+        variant_named("pmb"),
         1,
         tmp_path,
     )

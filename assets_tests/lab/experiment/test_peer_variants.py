@@ -12,14 +12,12 @@ import pytest
 from freshness_pipeline.catalog.jobs import JOBS
 from freshness_pipeline.config.settings import load_settings
 from freshness_pipeline.lab.experiment.harness import (
-    POLICY_VARIANTS,
-    TUNED_INTERVAL_S,
     ExperimentConfig,
     job_assets_of,
     launcher_of,
     variant_env,
-    variant_named,
 )
+from freshness_pipeline.lab.experiment.variants import TUNED_INTERVAL_S, VARIANTS, variant_named
 from freshness_pipeline.scheduling.run_plan import ASSET_TAG
 
 
@@ -69,7 +67,7 @@ def test_no_clustering_ablation_is_pmb_with_the_raw_tables_never_clustered(tmp_p
 
 
 def test_variant_names():
-    assert variant_named("dagster_eager") is POLICY_VARIANTS["dagster_eager"]
+    assert variant_named("dagster_eager") is VARIANTS["dagster_eager"]
     assert variant_named("interval_20").is_peer and not variant_named("pmb").is_peer
     for bad in ("interval_2", "interval_x", "eager"):
         with pytest.raises(KeyError, match="interval_<seconds, at least 5>"):

@@ -11,7 +11,6 @@ import pytest
 
 from freshness_pipeline.catalog.jobs import BUNDLED_JOBS_DIR, JOBS
 from freshness_pipeline.lab.experiment.harness import (
-    POLICY_VARIANTS,
     ExperimentConfig,
     _conditions,
     recovered_s,
@@ -31,6 +30,7 @@ from freshness_pipeline.lab.experiment.report import (
     targets_of,
 )
 from freshness_pipeline.lab.experiment.staleness import Sample
+from freshness_pipeline.lab.experiment.variants import VARIANTS
 
 START_US = 1_000_000_000_000
 
@@ -55,7 +55,7 @@ def test_recovered_is_the_first_instant_after_the_hold_with_every_table_within_t
 def _config(tmp_path: Path, **changes) -> ExperimentConfig:
     base = dict(
         out_dir=tmp_path,
-        variants=(POLICY_VARIANTS["pmb"],),
+        variants=(VARIANTS["pmb"],),
         seeds=(1,),
         duration_s=600,
         rate=300.0,
@@ -82,10 +82,10 @@ def test_wide_and_hold_conditions_are_part_of_what_runs_must_share(tmp_path):
 def test_every_run_of_a_wide_experiment_gets_both_job_folders(tmp_path):
     jobs = f"{BUNDLED_JOBS_DIR}:{tmp_path / 'wide-seed1'}"
     config = _config(tmp_path, wide_seed=1, jobs_dirs=jobs)
-    env = variant_env(config, POLICY_VARIANTS["pmb"], 1, tmp_path / "run")
+    env = variant_env(config, VARIANTS["pmb"], 1, tmp_path / "run")
     assert env["FRESHNESS_JOBS"] == jobs
     assert "FRESHNESS_JOBS" not in variant_env(
-        _config(tmp_path), POLICY_VARIANTS["pmb"], 1, tmp_path / "run"
+        _config(tmp_path), VARIANTS["pmb"], 1, tmp_path / "run"
     )
 
 

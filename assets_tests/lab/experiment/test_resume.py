@@ -6,13 +6,14 @@ from pathlib import Path
 
 from freshness_pipeline.config.settings import load_settings
 from freshness_pipeline.lab.experiment import harness
-from freshness_pipeline.lab.experiment.harness import POLICY_VARIANTS, ExperimentConfig
+from freshness_pipeline.lab.experiment.harness import ExperimentConfig
+from freshness_pipeline.lab.experiment.variants import VARIANTS
 
 
 def test_resume_keeps_only_runs_of_the_same_conditions(tmp_path: Path, monkeypatch):
     config = ExperimentConfig(
         out_dir=tmp_path,
-        variants=(POLICY_VARIANTS["pmb"], POLICY_VARIANTS["random"]),
+        variants=(VARIANTS["pmb"], VARIANTS["random"]),
         seeds=(1,),
         duration_s=60,
         rate=300.0,
@@ -41,7 +42,7 @@ def test_resume_keeps_only_runs_of_the_same_conditions(tmp_path: Path, monkeypat
     monkeypatch.setattr(harness, "machine_facts", lambda: {})
     monkeypatch.setattr(harness, "code_version", lambda: "abc1234")
 
-    harness.run_experiment(replace(config, variants=(POLICY_VARIANTS["pmb"],)), settings)
+    harness.run_experiment(replace(config, variants=(VARIANTS["pmb"],)), settings)
     assert ran == ["pmb"]
     harness.run_experiment(config, settings)  # pmb is kept, random runs
     assert ran == ["pmb", "random"]
@@ -60,7 +61,7 @@ def test_resume_keeps_only_runs_of_the_same_conditions(tmp_path: Path, monkeypat
 def test_bursts_are_a_condition_and_a_stream_of_their_own(tmp_path: Path):
     steady = ExperimentConfig(
         out_dir=tmp_path,
-        variants=(POLICY_VARIANTS["pmb"],),
+        variants=(VARIANTS["pmb"],),
         seeds=(1,),
         duration_s=60,
         rate=300.0,
@@ -93,18 +94,16 @@ def test_bursts_are_a_condition_and_a_stream_of_their_own(tmp_path: Path):
     assert spiky.stream_config(7).spike_symbols == 4
     packed = replace(steady, raw_packing=True)
     assert harness._conditions(packed) == {**harness._conditions(steady), "raw_packing": True}
-    env = harness.variant_env(packed, POLICY_VARIANTS["pmb"], 1, tmp_path / "run")
+    env = harness.variant_env(packed, VARIANTS["pmb"], 1, tmp_path / "run")
     assert env["FRESHNESS_RAW_PACKING"] == "true" and env["FRESHNESS_CLUSTERING_TABLES"] == "none"
-    assert "FRESHNESS_RAW_PACKING" not in harness.variant_env(
-        steady, POLICY_VARIANTS["pmb"], 1, tmp_path
-    )
+    assert "FRESHNESS_RAW_PACKING" not in harness.variant_env(steady, VARIANTS["pmb"], 1, tmp_path)
 
 
 def _tiny(out_dir: Path, speedup: float = 1.0) -> ExperimentConfig:
     """Two event seconds at 20 events/s: a stream recorded in a moment."""
     return ExperimentConfig(
         out_dir=out_dir,
-        variants=(POLICY_VARIANTS["pmb"],),
+        variants=(VARIANTS["pmb"],),
         seeds=(1,),
         duration_s=2,
         rate=20.0,

@@ -26,13 +26,12 @@ import shutil
 import subprocess
 import time
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from freshness_pipeline.catalog.jobs import BUNDLED_JOBS_DIR, JOBS
 from freshness_pipeline.catalog.tables import RAW_TABLES
-from freshness_pipeline.config.scheduler_settings import DEFAULT_INTERVAL_S, MIN_TICK_S
 from freshness_pipeline.config.settings import PROJECT_ROOT, Settings, is_setting, shown_path
 from freshness_pipeline.hudi.lakehouse import Lakehouse
 from freshness_pipeline.hudi.metadata import HudiTableMetadata, TableNotFound
@@ -41,6 +40,7 @@ from freshness_pipeline.lab.experiment.machine_budget import BudgetSampler
 from freshness_pipeline.lab.experiment.progress import Progress
 from freshness_pipeline.lab.experiment.report import MATERIALIZED_AT, SAMPLES_FILE
 from freshness_pipeline.lab.experiment.staleness import Sample, StalenessSampler, total_staleness
+from freshness_pipeline.lab.experiment.variants import VARIANTS, Variant
 from freshness_pipeline.lab.experiment.wide import write_wide
 from freshness_pipeline.runtime.code_version import UNKNOWN, code_version
 from freshness_pipeline.runtime.dagster_instance import open_instance, write_instance_yaml
@@ -61,144 +61,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("freshness.experiment")
 STREAM_MARGIN_S = 60
-# The interval peer's period: the setting's default, which is the P-minimizing N of the
-# periods tried on a seed no measured run uses (docs/BENCHMARKS.md, "The interval peer:
-# tuning N").
-TUNED_INTERVAL_S = DEFAULT_INTERVAL_S
-TUNING_SEED = 99
 # The published raw-table regime for every variant of an experiment (--raw-packing).
 RAW_PACKING_ENV = {"FRESHNESS_RAW_PACKING": "true", "FRESHNESS_CLUSTERING_TABLES": "none"}
-
-
-@dataclass(frozen=True)
-class Variant:
-    """A scheduler configuration under test: a policy plus scheduler settings."""
-
-    name: str
-    policy: str  # FRESHNESS_POLICY of our sensor; "" for a peer (our sensor is off)
-    env: dict[str, str] = field(default_factory=dict)
-    note: str = ""
-    automation: str = "freshness_sensor"  # FRESHNESS_AUTOMATION: who launches the jobs
-
-    @property
-    def is_peer(self) -> bool:
-        return self.automation != "freshness_sensor"
-
-
-POLICY_VARIANTS = {
-    "pmb": Variant("pmb", "pmb", note="Partitioned-Max-Benefit (file subsets)"),
-    "max_benefit": Variant("max_benefit", "max_benefit", note="Max-Benefit: all pending files"),
-    "random": Variant("random", "random", note="a random runnable job, all pending files"),
-    "pmb_footer_tmin": Variant(
-        "pmb_footer_tmin",
-        "pmb",
-        {"FRESHNESS_TMIN_MODE": "footer"},
-        "ablation: tmin from whole-file footers (published) instead of pending ranges",
-    ),
-    "pmb_two_term": Variant(
-        "pmb_two_term",
-        "pmb",
-        {"FRESHNESS_COST_MODE": "two_term"},
-        "ablation: E = a + b*bytes (published) instead of a + b*bytes + c*files",
-    ),
-    "pmb_no_aging": Variant(
-        "pmb_no_aging",
-        "pmb",
-        {"FRESHNESS_MAX_WAIT_S": "off", "FRESHNESS_FIRST_RUNS_FIRST": "false"},
-        "ablation: eta's order alone (published), no aging bound and no first runs first",
-    ),
-    "pmb_no_clustering": Variant(
-        "pmb_no_clustering",
-        "pmb",
-        {"FRESHNESS_CLUSTERING_TABLES": "none"},
-        "ablation: the raw tables never clustered (P with and without)",
-    ),
-    "pmb_pipeline": Variant(
-        "pmb_pipeline",
-        "pmb_pipeline",
-        note="beyond the thesis: benefit also counts downstream staleness a run unlocks",
-    ),
-    "pmb_single": Variant(
-        "pmb_single",
-        "pmb",
-        {"FRESHNESS_CHAINS": "off"},
-        "ablation: one table per run (published) instead of planned chains (METHOD 8)",
-    ),
-    "pmb_serial": Variant(
-        "pmb_serial",
-        "pmb",
-        {"FRESHNESS_RUNS_AT_ONCE": "1"},
-        "beyond the thesis: PMB with chains keeping one run in flight (of the K allowed): on "
-        "2 cores a second run only shares the machine",
-    ),
-    "pmb_at_once": Variant(
-        "pmb_at_once",
-        "pmb",
-        {"FRESHNESS_STEP_PARALLEL": "3"},
-        "beyond the thesis: a wide chain's steps three at a time, each in its own process "
-        "(chains.steps_at_once)",
-    ),
-    "fixed_order_subsets": Variant(
-        "fixed_order_subsets",
-        "fixed_order_pmb",
-        note="controlled: fixed round-robin order, PMB's subset choice",
-    ),
-    "fixed_order_full": Variant(
-        "fixed_order_full",
-        "fixed_order_full",
-        note="controlled: the same fixed order, always all pending files",
-    ),
-    # Peers: what a Dagster user would pick instead of our sensor.
-    "dagster_eager": Variant(
-        "dagster_eager",
-        "",
-        note="peer: Dagster's AutomationCondition.eager() on every job, decided by its "
-        "asset daemon; each run processes all pending input",
-        automation="dagster_eager",
-    ),
-    "interval": Variant(
-        "interval",
-        "",
-        {"FRESHNESS_INTERVAL_S": str(TUNED_INTERVAL_S)},
-        f"peer: every job every {TUNED_INTERVAL_S} s, all pending input (N tuned on "
-        f"seed {TUNING_SEED})",
-        automation="interval",
-    ),
-}
-INTERVAL_PREFIX = "interval_"  # interval_<N>: the interval peer every N s (tuning N)
-
-
-def variant_named(name: str) -> Variant:
-    """A registered variant, or `interval_<N>`: the interval peer at period N seconds (the
-    runs that tune N). Raises KeyError naming the accepted names."""
-    if name in POLICY_VARIANTS:
-        return POLICY_VARIANTS[name]
-    period = name.removeprefix(INTERVAL_PREFIX)
-    if name.startswith(INTERVAL_PREFIX) and period.isdigit() and int(period) >= MIN_TICK_S:
-        return Variant(
-            name,
-            "",
-            {"FRESHNESS_INTERVAL_S": period},
-            f"peer: every job every {period} s, all pending input",
-            automation="interval",
-        )
-    raise KeyError(
-        f"unknown variant {name!r}; choose from {sorted(POLICY_VARIANTS)} or "
-        f"{INTERVAL_PREFIX}<seconds, at least {MIN_TICK_S}>"
-    )
-
-
-def with_period(variant: Variant, period_s: int) -> Variant:
-    """The interval peer at another period under its own name (tuned for other conditions:
-    the wide lakehouse's N is not the six tables')."""
-    if period_s < MIN_TICK_S:
-        raise ValueError(f"the interval's period must be at least {MIN_TICK_S} s, got {period_s}")
-    return replace(
-        variant,
-        env={**variant.env, "FRESHNESS_INTERVAL_S": str(period_s)},
-        note=f"peer: every job every {period_s} s, all pending input (N tuned on seed "
-        f"{TUNING_SEED})",
-    )
 
 
 @dataclass(frozen=True)
@@ -807,7 +671,7 @@ def calibrate(config: ExperimentConfig, settings: Settings, progress: Progress) 
     progress.say(f"calibration: pmb on seed {CALIBRATION_SEED}, for the cost prior")
     stream = record(own, CALIBRATION_SEED)
     progress.begin_run(CALIBRATION_SEED, "calibration")
-    summary = run_variant(own, POLICY_VARIANTS["pmb"], CALIBRATION_SEED, stream, settings, progress)
+    summary = run_variant(own, VARIANTS["pmb"], CALIBRATION_SEED, stream, settings, progress)
     runs = json.loads((own.out_dir / f"seed{CALIBRATION_SEED}" / "pmb" / "runs.json").read_text())
     source = f"calibration run: pmb on seed {CALIBRATION_SEED}, {config.window_s:.0f} s window"
     prior = cost_prior_from_runs(runs, source, summary["jobs"])

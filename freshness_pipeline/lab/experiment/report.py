@@ -28,6 +28,7 @@ from freshness_pipeline.catalog.jobs import JOBS, JobSpec
 from freshness_pipeline.config.settings import shown_path
 from freshness_pipeline.jobs.run_phases import PHASES, from_metadata, median_phases
 from freshness_pipeline.lab.experiment.machine_budget import budget_rows
+from freshness_pipeline.lab.experiment.variants import VARIANTS
 from freshness_pipeline.lab.experiment.wide import wide_jobs, write_wide
 from freshness_pipeline.scheduling.run_plan import ASSET_TAG, RunPlan
 from freshness_pipeline.scheduling.timefmt import iso
@@ -274,44 +275,8 @@ def subset_reason_rows(
     return lines
 
 
-# (variant, baseline, what the comparison isolates)
-COMPARISONS = (
-    (
-        "pmb_footer_tmin",
-        "pmb",
-        "tmin from whole-file footers (published) instead of the pending range (ours)",
-    ),
-    ("pmb_two_term", "pmb", "E = a + b*bytes (published) instead of a + b*bytes + c*files"),
-    (
-        "fixed_order_subsets",
-        "fixed_order_full",
-        "subset selection alone: same fixed round-robin order and concurrency, PMB's "
-        "subsets against all pending files",
-    ),
-    ("pmb_pipeline", "pmb", "benefit also counts the downstream staleness a run unlocks"),
-    (
-        "pmb_serial",
-        "pmb",
-        "one run in flight (FRESHNESS_RUNS_AT_ONCE=1) instead of filling all K slots",
-    ),
-    (
-        "pmb_single",
-        "pmb",
-        "one table per run (published) instead of planned chains: one launch per run, and "
-        "the tables below a refresh wait for later ticks",
-    ),
-    (
-        "pmb_no_aging",
-        "pmb",
-        "eta's order alone (published) instead of with aging (a bound on every job's wait, "
-        "first runs first)",
-    ),
-    (
-        "pmb_no_clustering",
-        "pmb",
-        "the raw tables never clustered instead of clustered while ingestion runs",
-    ),
-)
+# (variant, baseline, what the comparison isolates), as the registry of variants says
+COMPARISONS = tuple((v.name, v.baseline, v.isolates) for v in VARIANTS.values() if v.baseline)
 
 
 def paired_ratio(stats: dict[str, dict], variant: str, base: str) -> tuple[float, float, int]:

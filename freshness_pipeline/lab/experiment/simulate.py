@@ -37,6 +37,7 @@ from dataclasses import dataclass, field, replace
 from freshness_pipeline.catalog.jobs import JOBS, JobSpec, downstream_of, laid_out
 from freshness_pipeline.jobs.runner import DERIVED_SMALL_FILE_BYTES
 from freshness_pipeline.lab.experiment.staleness import Sample, sample_tables, total_staleness
+from freshness_pipeline.lab.experiment.variants import MODELLED, PEERS, VARIANTS
 from freshness_pipeline.scheduling.chains import plan_runs, steps_at_once
 from freshness_pipeline.scheduling.cost_model import (
     CostMode,
@@ -50,7 +51,6 @@ from freshness_pipeline.scheduling.planner import (
     JobChoice,
     JobState,
     PendingInput,
-    Policy,
     get_policy,
 )
 from freshness_pipeline.scheduling.units import US_PER_S
@@ -61,25 +61,12 @@ PARTITION_GROUPS = 26  # one file group per symbol letter (the published layout)
 # The simulator models the thesis's conditions, calibrated on runs in its layout.
 PUBLISHED_JOBS = laid_out(JOBS, "published")
 
-# name -> (planner policy, cost mode); the same names as the real experiment's variants.
-# Each plans chains (METHOD 8) unless it is in SINGLE_TABLE_VARIANTS or the conditions
-# turn chains off (the published scale and the aging study model one table per run).
-SIM_VARIANTS: dict[str, tuple[Policy, CostMode]] = {
-    "pmb": ("pmb", "three_term"),
-    "max_benefit": ("max_benefit", "three_term"),
-    "random": ("random", "three_term"),
-    "pmb_single": ("pmb", "three_term"),
-    "pmb_serial": ("pmb", "three_term"),
-    "pmb_two_term": ("pmb", "two_term"),
-    "pmb_pipeline": ("pmb_pipeline", "three_term"),
-    "fixed_order_subsets": ("fixed_order_pmb", "three_term"),
-    "fixed_order_full": ("fixed_order_full", "three_term"),
-}
-SINGLE_TABLE_VARIANTS = frozenset({"pmb_single"})
-SERIAL_VARIANTS = frozenset({"pmb_serial"})  # one run in flight (FRESHNESS_RUNS_AT_ONCE=1)
-# What a Dagster user would pick (automation.py): eager automation, and all six every
-# `Conditions.interval_s`; neither reads our planner.
-SIM_PEERS = ("dagster_eager", "interval")
+# The variants the model runs: every variant of our sensor whose settings it models
+# (variants.Variant.model: the policy, cost mode, chains, runs and steps at once), and the
+# peers, each by its own rule below (what a Dagster user would pick: eager automation, and
+# all six every `Conditions.interval_s`; neither reads our planner).
+SIM_VARIANTS = MODELLED
+SIM_PEERS = PEERS
 
 
 @dataclass(frozen=True)
@@ -700,8 +687,11 @@ def _tick(
     """The sensor: one JobState per job, the planner's plan (chains unless the variant or
     the conditions say one table per run), the launches."""
     cond, tables = machine.cond, machine.tables
-    policy, cost_mode = SIM_VARIANTS[machine.variant]
-    chained = cond.chains and machine.variant not in SINGLE_TABLE_VARIANTS
+    how = VARIANTS[machine.variant].model
+    assert how is not None  # simulate() takes only modelled variants and peers
+    policy, cost_mode = how.policy, how.cost_mode
+    chained = cond.chains and how.chains is not False
+    step_parallel = how.steps_at_once or cond.step_parallel
     held = machine.held()
     states: list[JobState] = []
     t_dones: dict[str, int | None] = {}
@@ -739,7 +729,7 @@ def _tick(
         states = [
             replace(s, downstream=downstream_of(s.job, t_dones, cond.job_specs)) for s in states
         ]
-    runs_at_once = 1 if machine.variant in SERIAL_VARIANTS else cond.runs_at_once
+    runs_at_once = cond.runs_at_once if how.runs_at_once is None else how.runs_at_once
     result = plan_runs(
         states,
         cond.k if runs_at_once is None else min(cond.k, runs_at_once),
@@ -751,7 +741,7 @@ def _tick(
         job_runs=len(machine.runs) if chained else None,
         run_cost_s=cond.launch_s + cond.session_s,
         chains=chained,
-        step_parallel=cond.step_parallel,
+        step_parallel=step_parallel,
     )
     for choice in result.ranked:
         machine.waits.max_wait_s[choice.job] = max(
@@ -762,7 +752,7 @@ def _tick(
         for step in choice.chain[1:]:
             paths = frozenset(step.paths) if not step.after else None
             steps.append(_Step(step.job, step.cutoff_us if paths else None, paths))
-        at_once = steps_at_once(choice.chain, cond.step_parallel)
+        at_once = steps_at_once(choice.chain, step_parallel)
         machine.launch(_Run(steps, frozenset(choice.jobs), 0.0, 0.0, at_once=at_once), now_s)
         machine.subsets += int(choice.is_subset)
         if on_launch is not None:
