@@ -20,6 +20,7 @@ from typing import Literal
 
 from freshness_pipeline.catalog.declaration import JobDeclaration, load_folder, with_layout
 from freshness_pipeline.hudi.write import TableLayout
+from freshness_pipeline.scheduling.limits import input_cap
 from freshness_pipeline.scheduling.planner import Downstream
 
 JobKind = Literal["merge", "regroup", "window"]
@@ -130,6 +131,6 @@ def downstream_of(
         others = [t_dones.get(o) for o in child.inputs if o != job]
         if any(o is None for o in others):
             continue  # another input has never run: the child cannot advance anyway
-        cap = min(others) if others else None  # type: ignore[type-var]
+        cap = input_cap(others)
         children.append(Downstream(child.name, t_dones.get(child.name), cap))
     return tuple(children)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from freshness_pipeline.scheduling.cost_model import COST_MODES, CostMode, CostPrior
+from freshness_pipeline.scheduling.limits import launch_limit
 from freshness_pipeline.scheduling.planner import POLICIES, Policy
 
 DEFAULT_K = 3  # the run queue in dagster.yaml says the same; a test keeps them equal
@@ -58,7 +59,7 @@ class SchedulerSettings:
     def launch_limit(self) -> int:
         """How many runs the planner fills: K, or fewer where the machine runs fewer at
         full speed."""
-        return self.k if self.runs_at_once is None else min(self.k, self.runs_at_once)
+        return launch_limit(self.k, self.runs_at_once)
 
     @property
     def plans_chains(self) -> bool:

@@ -20,6 +20,7 @@ from datetime import UTC, datetime
 from freshness_pipeline.catalog.jobs import JobSpec
 from freshness_pipeline.hudi.location import Location, LocationError
 from freshness_pipeline.hudi.metadata import HudiTableMetadata, PendingFile, TableNotFound
+from freshness_pipeline.scheduling.limits import input_cap
 from freshness_pipeline.scheduling.timefmt import iso
 from freshness_pipeline.scheduling.units import US_PER_S
 
@@ -102,7 +103,7 @@ def resolve_run(
     cutoff = parse_cutoff(cutoff_u)
     t_done, inputs = _read_inputs(spec, table_meta)
     checked = _check_files(spec, files, inputs)
-    cap = min(inputs.watermark.values())
+    cap = input_cap(inputs.watermark.values())
     u = _check_cutoff(spec, cutoff, t_done, inputs)
     pending = {t: inputs.meta[t].pending_files(t_done) for t in spec.inputs}
     pending_count = sum(len(v) for v in pending.values())
@@ -187,7 +188,7 @@ def _read_inputs(
 def _check_cutoff(spec: JobSpec, cutoff: int | None, t_done: int | None, inputs: _Inputs) -> int:
     """The run's cutoff u: the given one if it lies in (t_done, cap], else refused; the cap
     (smallest input watermark) when none is given."""
-    cap = min(inputs.watermark.values())
+    cap = input_cap(inputs.watermark.values())
     floor = -1 if t_done is None else t_done
     if cutoff is not None and cutoff <= floor:
         raise RunConfigError(

@@ -64,6 +64,7 @@ from freshness_pipeline.scheduling.clustering import (
     decide,
     request_for,
 )
+from freshness_pipeline.scheduling.limits import input_cap
 from freshness_pipeline.scheduling.planner import retry_backoff_s  # as for a failed job run
 from freshness_pipeline.scheduling.units import US_PER_S
 
@@ -210,7 +211,7 @@ def table_state(
             marks.append(hudi_meta.table(consumer).watermark_us())
         except TableNotFound:
             marks.append(None)
-    consumed = None if any(m is None for m in marks) or not marks else min(marks)  # type: ignore[type-var]
+    consumed = input_cap(marks)  # what every consumer has read
     active = None
     if clustering_runs.get(table):
         active = "a clustering run of this table is queued or running"

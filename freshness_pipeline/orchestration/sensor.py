@@ -46,6 +46,7 @@ from freshness_pipeline.scheduling.cost_model import (
     fit_run_cost,
     typical_input,
 )
+from freshness_pipeline.scheduling.limits import input_cap
 from freshness_pipeline.scheduling.planner import (
     JobChoice,
     JobState,
@@ -222,7 +223,7 @@ def job_state(
     return JobState(
         spec.name,
         t_done,
-        min(mark for _, mark in marks if mark is not None),
+        input_cap(mark for _, mark in marks),
         tuple(pending),
         cost.model,
         running,

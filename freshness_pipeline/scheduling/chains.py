@@ -50,6 +50,7 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from freshness_pipeline.scheduling.cost_model import DEFAULT_RUN_COST_S
+from freshness_pipeline.scheduling.limits import input_cap
 from freshness_pipeline.scheduling.planner import (
     Candidate,
     ChainStep,
@@ -179,10 +180,9 @@ class _Search:
         after = tuple(p for p in parents if p in planned)
         if not after:
             return None
-        marks = [planned.get(table, mark) for table, mark in state.inputs]
-        if not marks or any(mark is None for mark in marks):
+        cutoff = input_cap(planned.get(table, mark) for table, mark in state.inputs)
+        if cutoff is None:
             return None
-        cutoff = min(m for m in marks if m is not None)
         base = state.t_done_us if state.t_done_us is not None else base_us
         if cutoff <= base:
             return None

@@ -20,6 +20,7 @@ from collections.abc import Sequence
 
 from freshness_pipeline.config.settings import Settings
 from freshness_pipeline.scheduling.chains import plan_chains
+from freshness_pipeline.scheduling.limits import input_cap
 from freshness_pipeline.scheduling.planner import CostModel, JobState, PendingInput, plan
 from freshness_pipeline.scheduling.units import US_PER_S
 
@@ -43,7 +44,7 @@ def wide_states(jobs: int, files: int, seed: int = 1) -> list[JobState]:
     half_s = US_PER_S // 2
     for name, inputs in graph:
         held = tuple((t, marks[t]) for t in inputs)
-        cap = min(m for _, m in held if m is not None)
+        cap = input_cap(m for _, m in held)
         done = marks[name]
         assert done is not None
         pending = tuple(

@@ -45,6 +45,7 @@ from freshness_pipeline.scheduling.cost_model import (
     fit_cost_model,
     typical_input,
 )
+from freshness_pipeline.scheduling.limits import input_cap, launch_limit
 from freshness_pipeline.scheduling.planner import (
     MIB,
     CostModel,
@@ -491,10 +492,9 @@ class _Machine:
     def _lane(self, step: _Step, now_s: float, now_us: int, overhead: bool) -> _Lane | None:
         """The step's read as its inputs hold now; None when it has nothing to read."""
         spec = self.cond.job_specs[step.job]
-        marks = [self.tables[t].watermark_us for t in spec.inputs]
-        if any(m is None for m in marks):
+        cap = input_cap(self.tables[t].watermark_us for t in spec.inputs)
+        if cap is None:
             return None  # an input has no data yet: the step has nothing to read
-        cap = min(m for m in marks if m is not None)
         cutoff = cap if step.cutoff_us is None else min(step.cutoff_us, cap)
         t_done = self.tables[step.job].watermark_us
         if t_done is not None and cutoff <= t_done:
@@ -699,8 +699,7 @@ def _tick(
         t_done = tables[spec.name].watermark_us
         t_dones[spec.name] = t_done
         marks = tuple((t, tables[t].watermark_us) for t in spec.inputs)
-        known = [m for _, m in marks if m is not None]
-        cap = min(known) if len(known) == len(marks) else None
+        cap = input_cap(m for _, m in marks)
         busy = spec.name in held
         pending = (
             ()
@@ -732,7 +731,7 @@ def _tick(
     runs_at_once = cond.runs_at_once if how.runs_at_once is None else how.runs_at_once
     result = plan_runs(
         states,
-        cond.k if runs_at_once is None else min(cond.k, runs_at_once),
+        launch_limit(cond.k, runs_at_once),
         now_us,
         policy,
         machine.seed,
