@@ -10,6 +10,7 @@ import pytest
 
 from freshness_pipeline.config.settings import (
     PROJECT_ROOT,
+    RENAMED,
     RETIRED,
     SETTINGS,
     SettingsError,
@@ -122,8 +123,8 @@ def test_a_retired_setting_is_refused_with_what_replaced_it():
 
 def test_every_variable_the_code_names_is_a_setting():
     """Any FRESHNESS_* name written in the package is in SETTINGS (no hidden knob), or is
-    a retired one that is refused when set."""
-    known = {s.env for s in SETTINGS} | set(RETIRED)
+    a retired one that is refused when set, or an old name still read as its new one."""
+    known = {s.env for s in SETTINGS} | set(RETIRED) | set(RENAMED)
     named = set()
     for path in (PROJECT_ROOT / "freshness_pipeline").rglob("*.py"):
         named |= set(re.findall(r"FRESHNESS_[A-Z_]+[A-Z]", path.read_text()))
@@ -276,3 +277,17 @@ def test_rows_handed_on_in_memory_are_off_unless_asked_for():
     assert load_settings({"FRESHNESS_HANDOFF": "true"}).handoff is True
     with pytest.raises(SettingsError, match="FRESHNESS_HANDOFF"):
         load_settings({"FRESHNESS_HANDOFF": "sometimes"})
+
+
+def test_a_renamed_setting_is_read_under_its_new_name_and_said_to_be(caplog):
+    with caplog.at_level("WARNING"):
+        settings = load_settings({"FRESHNESS_STEP_PARALLEL": "3"})
+    assert settings.scheduler.steps_at_once == 3
+    assert "FRESHNESS_STEP_PARALLEL is now FRESHNESS_STEPS_AT_ONCE" in caplog.text
+    same = {"FRESHNESS_STEP_PARALLEL": "2", "FRESHNESS_STEPS_AT_ONCE": "2"}
+    assert load_settings(same).scheduler.steps_at_once == 2
+    with pytest.raises(
+        SettingsError, match="FRESHNESS_STEP_PARALLEL .renamed FRESHNESS_STEPS_AT_ONCE. and"
+    ):
+        load_settings({"FRESHNESS_STEP_PARALLEL": "2", "FRESHNESS_STEPS_AT_ONCE": "3"})
+    assert set(RENAMED.values()) <= {s.env for s in SETTINGS}

@@ -250,7 +250,7 @@ def test_with_steps_side_by_side_a_wide_runs_e_counts_each_depth_once_per_lane()
     # industry_spike), below MIN_WIDTH_AT_ONCE: the same plan with steps side by side.
     states = pipeline(steady())
     serial = plan_chains(states, 1, NOW, run_cost_s=5.0).launches[0]
-    assert plan_chains(states, 1, NOW, run_cost_s=5.0, step_parallel=3).launches[0] == serial
+    assert plan_chains(states, 1, NOW, run_cost_s=5.0, steps_at_once=3).launches[0] == serial
     # Two more views below enriched_features make four at one depth: E counts each depth's
     # work over its lanes: the two aggregates side by side (2 s), market_features and
     # enriched_features alone (2 s each), the four views' 8 s over three lanes.
@@ -261,11 +261,11 @@ def test_with_steps_side_by_side_a_wide_runs_e_counts_each_depth_once_per_lane()
                  CHEAP, inputs=tuple((t, marks[t]) for t in inputs))
         for job, inputs in wide.items()
     ]  # fmt: skip
-    run = plan_chains(states, 1, NOW, run_cost_s=5.0, step_parallel=3).launches[0]
+    run = plan_chains(states, 1, NOW, run_cost_s=5.0, steps_at_once=3).launches[0]
     assert len(run.jobs) == 8
     assert run.cost_s == pytest.approx(5.0 + 4 / 2 + 2 + 2 + 8 / 3)
-    with pytest.raises(ValueError, match="step_parallel"):
-        plan_chains(states, 1, NOW, step_parallel=0)
+    with pytest.raises(ValueError, match="steps_at_once"):
+        plan_chains(states, 1, NOW, steps_at_once=0)
 
 
 def test_a_first_run_that_a_run_above_it_refreshes_hands_its_place_to_that_run():

@@ -8,7 +8,7 @@ from dataclasses import replace
 
 import pytest
 
-from freshness_pipeline.scheduling.chains import chain_cost_s, chain_width, steps_at_once
+from freshness_pipeline.scheduling.chains import chain_cost_s, chain_width, steps_at_once_for
 from freshness_pipeline.scheduling.cost_model import FittedCost
 from freshness_pipeline.scheduling.planner import (
     MIB,
@@ -186,11 +186,11 @@ def test_a_chain_is_as_wide_as_its_most_steps_at_one_depth():
 def test_steps_go_side_by_side_only_in_a_wide_chain_and_up_to_the_limit():
     wide = _chained(*((f"v{i}", ("trade_aggr",)) for i in range(5)))
     narrow = _chained(("v0", ("trade_aggr",)), ("v1", ("trade_aggr",)))
-    assert steps_at_once(wide.chain, 1) == 1  # FRESHNESS_STEP_PARALLEL=1: never
-    assert steps_at_once(wide.chain, 3) == 3 and steps_at_once(wide.chain, 8) == 5
-    assert steps_at_once(narrow.chain, 3) == 1  # two side by side do not pay for the processes
+    assert steps_at_once_for(wide.chain, 1) == 1  # FRESHNESS_STEPS_AT_ONCE=1: never
+    assert steps_at_once_for(wide.chain, 3) == 3 and steps_at_once_for(wide.chain, 8) == 5
+    assert steps_at_once_for(narrow.chain, 3) == 1  # two side by side do not pay for the processes
     plan = RunPlan.from_choice(wide, 0, FIT)
-    config = run_config_of(plan, (), steps_at_once(wide.chain, 3))
+    config = run_config_of(plan, (), steps_at_once_for(wide.chain, 3))
     assert config["execution"]["config"]["multiprocess"]["max_concurrent"] == 3
     assert "execution" not in run_config_of(plan, (), 1)
 

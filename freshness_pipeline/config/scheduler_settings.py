@@ -52,8 +52,8 @@ class SchedulerSettings:
     runs_at_once: int | None = None
     # Coefficients to start from (FRESHNESS_COST_PRIOR); None: the built-in guess.
     cost_prior: CostPrior | None = None
-    # Steps a chained run executes at once (FRESHNESS_STEP_PARALLEL; chains.steps_at_once).
-    step_parallel: int = 1
+    # Steps a chained run executes at once (FRESHNESS_STEPS_AT_ONCE; chains.steps_at_once_for).
+    steps_at_once: int = 1
 
     @property
     def launch_limit(self) -> int:
@@ -89,9 +89,9 @@ class SchedulerSettings:
             )
         if self.runs_at_once is not None and self.runs_at_once < 1:
             raise ValueError(f"FRESHNESS_RUNS_AT_ONCE must be at least 1, got {self.runs_at_once}")
-        if self.step_parallel < 1:
+        if self.steps_at_once < 1:
             raise ValueError(
-                f"FRESHNESS_STEP_PARALLEL must be at least 1, got {self.step_parallel}"
+                f"FRESHNESS_STEPS_AT_ONCE must be at least 1, got {self.steps_at_once}"
             )
         if self.chains not in CHAIN_MODES:
             raise ValueError(f"FRESHNESS_CHAINS must be one of {CHAIN_MODES}, got {self.chains!r}")

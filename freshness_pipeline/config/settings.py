@@ -11,6 +11,7 @@ and a test keeps the two equal.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
 from collections.abc import Callable, Mapping
@@ -39,6 +40,8 @@ from freshness_pipeline.scheduling.clustering import MIB, ClusteringSettings
 from freshness_pipeline.scheduling.cost_model import COST_MODES, CostPrior
 from freshness_pipeline.scheduling.planner import POLICIES
 from freshness_pipeline.scheduling.staleness_target import MIN_WINDOW_S, StalenessTarget
+
+log = logging.getLogger(__name__)
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 
@@ -448,7 +451,7 @@ SETTINGS: tuple[Setting, ...] = (
             "order, each committing its own table), ranked by the staleness they remove "
             "per second; `off`: one table per run, as published",
             " or ".join(CHAIN_MODES), _choice(CHAIN_MODES)),
-    Setting("FRESHNESS_STEP_PARALLEL", "1",
+    Setting("FRESHNESS_STEPS_AT_ONCE", "1",
             "steps a chained sensor run executes at once: above 1, a run whose chain has at "
             "least three steps that can go side by side (the views below one table) runs "
             "them in processes of their own, forked from a server that imported the "
@@ -812,6 +815,7 @@ def load_settings(
     env = dict(os.environ if environ is None else environ)
     _check_names(overrides or {})
     _refuse_retired(env)
+    _read_renamed(env)
     for name, value in (overrides or {}).items():
         if value is not None:
             env[name] = str(value)
@@ -883,10 +887,29 @@ RETIRED = {
 }
 
 
+# Settings under a new name: the old one is still read, as the new one, and said to be
+# renamed; both set to different values is refused.
+RENAMED = {
+    "FRESHNESS_STEP_PARALLEL": "FRESHNESS_STEPS_AT_ONCE",
+}
+
+
 def _refuse_retired(env: Mapping[str, str]) -> None:
     for name, instead in RETIRED.items():
         if env.get(name):
             raise SettingsError(f"{name} is no longer a setting; use {instead}")
+
+
+def _read_renamed(env: dict[str, str]) -> None:
+    """Each renamed setting a user still sets, read under its new name (`env` changed)."""
+    for old, new in RENAMED.items():
+        value = env.get(old)
+        if not value:
+            continue
+        if env.get(new) and env[new] != value:
+            raise SettingsError(f"{old} (renamed {new}) and {new} differ; set only {new}")
+        log.warning("%s is now %s; read as %s=%s", old, new, new, value)
+        env[new] = value
 
 
 def _remote_tls(values: Mapping[str, Any]) -> tuple[Path, Path, Path] | None:
@@ -954,7 +977,7 @@ def _scheduler_settings(values: Mapping[str, Any]) -> SchedulerSettings:
         first_runs_first=values["FRESHNESS_FIRST_RUNS_FIRST"],
         chains=values["FRESHNESS_CHAINS"],
         cost_prior=values["FRESHNESS_COST_PRIOR"],
-        step_parallel=values["FRESHNESS_STEP_PARALLEL"],
+        steps_at_once=values["FRESHNESS_STEPS_AT_ONCE"],
     )
 
 

@@ -35,7 +35,7 @@ from freshness_pipeline.hudi.metadata import TableNotFound
 from freshness_pipeline.jobs.run_phases import RUN_COST_PHASES
 from freshness_pipeline.orchestration import history
 from freshness_pipeline.orchestration.resources import HudiMetadataResource
-from freshness_pipeline.scheduling.chains import plan_runs, steps_at_once
+from freshness_pipeline.scheduling.chains import plan_runs, steps_at_once_for
 from freshness_pipeline.scheduling.clustering import TABLE_TAG as CLUSTERING_TABLE_TAG
 from freshness_pipeline.scheduling.cost_model import (
     DEFAULT_PRIOR,
@@ -291,14 +291,14 @@ def run_request(
     cost: FittedCost,
     attempt: int = 0,
     arrival_sources: tuple[str, ...] = (),
-    step_parallel: int = 1,
+    steps_at_once: int = 1,
 ) -> RunRequest:
     """The run of a decision: its planned asset's config and tags, and for a chained run
     every other step with its part of the plan in its own op config, and its steps side
-    by side where the chain is wide enough (`chains.steps_at_once`)."""
+    by side where the chain is wide enough (`chains.steps_at_once_for`)."""
     plan_record = RunPlan.from_choice(choice, t_dones[choice.job], cost, attempt, arrival_sources)
     steps = StepPlan.of_chain(choice, t_dones)
-    at_once = steps_at_once(choice.chain, step_parallel)
+    at_once = steps_at_once_for(choice.chain, steps_at_once)
     return RunRequest(
         run_key=plan_record.run_key,
         asset_selection=[AssetKey(name) for name in choice.jobs],
@@ -374,7 +374,7 @@ def plan_tick(
             settings.cost_prior.run_cost_s if settings.cost_prior else DEFAULT_RUN_COST_S,
         ),
         chains=settings.plans_chains,
-        step_parallel=settings.step_parallel,
+        steps_at_once=settings.steps_at_once,
     )
     requests = [
         run_request(
@@ -383,7 +383,7 @@ def plan_tick(
             read.fitted[c.job],
             read.attempts[c.job],
             tuple(read.sources[c.job]),
-            settings.step_parallel,
+            settings.steps_at_once,
         )
         for c in result.launches
     ]

@@ -8,7 +8,7 @@ more than it saves. So this one is the same choice with the other default: in pr
 as every peer's run, a hand materialization and the sensor's narrow chains execute, and
 Dagster's multiprocess executor for a sensor run whose run config says
 `execution: {config: {multiprocess: {...}}}` (`run_plan.execution_config`: a chain of many
-views below one table, with FRESHNESS_STEP_PARALLEL above 1). Its step processes fork from
+views below one table, with FRESHNESS_STEPS_AT_ONCE above 1). Its step processes fork from
 a server that has imported what a run's own fork server does (run_start.PRELOAD: the
 definitions, Dagster, PySpark's Connect client) once per run, not once per step.
 """

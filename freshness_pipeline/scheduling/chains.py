@@ -77,7 +77,7 @@ MAX_SETS = 64  # descendant sets tried per root row and set of co-roots
 SEARCH_BUDGET = 512
 MIN_SETS = 4
 MAX_CO_ROOTS = 3  # other runnable parents of the root's descendants a run may take along
-# A run executes its steps side by side (FRESHNESS_STEP_PARALLEL above 1: a process each,
+# A run executes its steps side by side (FRESHNESS_STEPS_AT_ONCE above 1: a process each,
 # forked from a server that imported the definitions once) only where at least this many
 # can go at once: each step's process pays its start and a Spark session (about 1 s
 # measured, docs/BENCHMARKS.md) and the run its fork server (a few s), which two steps
@@ -288,19 +288,20 @@ def chain_width(chain: Sequence[ChainStep]) -> int:
     return max(counts.values(), default=1)
 
 
-def steps_at_once(chain: Sequence[ChainStep], limit: int) -> int:
-    """How many of a run's steps go side by side: up to `limit` (FRESHNESS_STEP_PARALLEL)
-    where the run is at least MIN_WIDTH_AT_ONCE wide; otherwise one after another."""
-    if limit <= 1:
+def steps_at_once_for(chain: Sequence[ChainStep], steps_at_once: int) -> int:
+    """How many of a run's steps go side by side: up to `steps_at_once`
+    (FRESHNESS_STEPS_AT_ONCE) where the run is at least MIN_WIDTH_AT_ONCE wide; otherwise
+    one after another."""
+    if steps_at_once <= 1:
         return 1  # the default: no depth to work out (best_chain asks per candidate set)
     width = chain_width(chain)
-    return min(limit, width) if width >= MIN_WIDTH_AT_ONCE else 1
+    return min(steps_at_once, width) if width >= MIN_WIDTH_AT_ONCE else 1
 
 
-def chain_cost_s(chain: Sequence[ChainStep], run_cost_s: float, limit: int = 1) -> float:
+def chain_cost_s(chain: Sequence[ChainStep], run_cost_s: float, steps_at_once: int = 1) -> float:
     """E of a run: L once, then its steps one after another, or with steps side by side
-    (`steps_at_once`) each depth's steps sharing that many lanes."""
-    at_once = steps_at_once(chain, limit)
+    (`steps_at_once_for`) each depth's steps sharing that many at once."""
+    at_once = steps_at_once_for(chain, steps_at_once)
     if at_once == 1:
         return run_cost_s + sum(step.cost_s for step in chain)
     depths = _depths(chain)
@@ -320,11 +321,11 @@ def best_chain(
     search: _Search,
     rules: SchedulingPolicy,
     run_cost_s: float,
-    step_parallel: int = 1,
+    steps_at_once: int = 1,
 ) -> JobChoice:
     """The best run rooted at `base`'s job by eta (on a tie the larger gain, then the
     larger cutoff), as its choice: the root's files and cutoff, the run's G, E and eta,
-    and every step (co-roots, then descendants, parents first). `step_parallel`: steps a
+    and every step (co-roots, then descendants, parents first). `steps_at_once`: steps a
     wide run executes at once (`chain_cost_s`)."""
     state = search.by_job[base.job]
     rows = candidates(state)
@@ -348,7 +349,7 @@ def best_chain(
             for steps in _descendant_sets(roots, root_base, search, limit):
                 chain = (*roots, *steps)
                 gain = sum(step.gain_s for step in chain)
-                cost = chain_cost_s(chain, run_cost_s, step_parallel)
+                cost = chain_cost_s(chain, run_cost_s, steps_at_once)
                 eta = _chain_eta(gain, cost)
                 score = (round(eta, 12), round(gain, 9), root.cutoff_us)
                 if best is not None and score <= best[0]:
@@ -381,18 +382,18 @@ def plan_chains(
     first_runs_first: bool = False,
     job_runs: int | None = None,
     run_cost_s: float = DEFAULT_RUN_COST_S,
-    step_parallel: int = 1,
+    steps_at_once: int = 1,
 ) -> Plan:
     """`planner.plan` with chains: which runs to launch now, each a chain. The arguments
     are plan's, and `run_cost_s` is L, the fixed cost of a run (queue aside: launch and
     session), which a chain pays once. `job_runs`: runs of the jobs queued or running
-    (a chained run holds several jobs); None: one per running job. `step_parallel`: steps
-    a wide run executes at once (FRESHNESS_STEP_PARALLEL), which its E counts."""
+    (a chained run holds several jobs); None: one per running job. `steps_at_once`: steps
+    a wide run executes at once (FRESHNESS_STEPS_AT_ONCE), which its E counts."""
     rules = check_plan_args(policy, k, other_runs, max_wait_s, job_runs)
     if run_cost_s < 0:
         raise ValueError(f"run_cost_s must not be negative, got {run_cost_s}")
-    if step_parallel < 1:
-        raise ValueError(f"step_parallel must be at least 1, got {step_parallel}")
+    if steps_at_once < 1:
+        raise ValueError(f"steps_at_once must be at least 1, got {steps_at_once}")
     graph = Graph.of(jobs)
     by_job = {state.job: state for state in jobs}
     running = sum(1 for j in jobs if j.running) if job_runs is None else job_runs
@@ -416,7 +417,7 @@ def plan_chains(
             if job in taken:
                 best.pop(job, None)
             elif job not in best or _touches(best[job], fresh):
-                best[job] = best_chain(base, bases, search, rules, run_cost_s, step_parallel)
+                best[job] = best_chain(base, bases, search, rules, run_cost_s, steps_at_once)
         options = _carry_waits(best, max_wait_s, first_runs)
         if not options:
             break
@@ -523,15 +524,15 @@ def plan_runs(
     job_runs: int | None = None,
     run_cost_s: float = DEFAULT_RUN_COST_S,
     chains: bool = True,
-    step_parallel: int = 1,
+    steps_at_once: int = 1,
 ) -> Plan:
     """The tick's plan: chains (`plan_chains`), or with `chains` False the published plan,
-    one table per run (`planner.plan`, which has no L: `run_cost_s` and `step_parallel`
+    one table per run (`planner.plan`, which has no L: `run_cost_s` and `steps_at_once`
     are not read)."""
     if chains:
         return plan_chains(
             jobs, k, now_us, policy, seed, other_runs, max_wait_s, first_runs_first, job_runs,
-            run_cost_s, step_parallel,
+            run_cost_s, steps_at_once,
         )  # fmt: skip
     return plan(jobs, k, now_us, policy, seed, other_runs, max_wait_s, first_runs_first, job_runs)
 

@@ -396,7 +396,7 @@ def chained_steps(tags: Mapping[str, str]) -> tuple[str, ...]:
 def execution_config(at_once: int) -> dict[str, Any]:
     """The run config that selects the run's executor (orchestration/step_executor.py):
     nothing for one step at a time (in process, the default), else `at_once` step
-    processes started from a fork server (`chains.steps_at_once` says how many)."""
+    processes started from a fork server (`chains.steps_at_once_for` says how many)."""
     if at_once <= 1:
         return {}
     multiprocess = {"max_concurrent": at_once, "start_method": {"forkserver": {}}}

@@ -51,7 +51,7 @@ def test_a_variants_steps_at_once_act_as_the_conditions_would():
     base = replace(wide_conditions(1), duration_s=200, work_jitter=0.0, capacity=3.0)
     costs = dict(step_overhead_s=1.0, parallel_start_s=2.0)
     by_variant = simulate.simulate(replace(base, **costs), "pmb_at_once", 1)
-    by_conditions = simulate.simulate(replace(base, step_parallel=3, **costs), "pmb", 1)
+    by_conditions = simulate.simulate(replace(base, steps_at_once=3, **costs), "pmb", 1)
     alone = simulate.simulate(replace(base, **costs), "pmb", 1)
     assert by_variant.p == by_conditions.p and by_variant.runs == by_conditions.runs
     assert by_variant.p != alone.p

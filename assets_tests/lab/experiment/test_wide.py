@@ -130,7 +130,7 @@ def test_the_predictions_table_names_each_variant_and_pair():
 def test_a_wide_chains_steps_side_by_side_leave_less_staleness_where_the_machine_has_room():
     # Steps of fixed cost; the spine's views go three at a time, each paying its process.
     base = replace(wide_conditions(1), duration_s=600, work_jitter=0.0)
-    at_once = dict(step_parallel=3, step_overhead_s=1.0, parallel_start_s=2.0)
+    at_once = dict(steps_at_once=3, step_overhead_s=1.0, parallel_start_s=2.0)
     roomy = replace(base, capacity=3.0)
     assert simulate(replace(roomy, **at_once), "pmb", 1).p < 0.9 * simulate(roomy, "pmb", 1).p
     # where the runs in flight already share one run's speed, the processes only cost
@@ -139,5 +139,5 @@ def test_a_wide_chains_steps_side_by_side_leave_less_staleness_where_the_machine
     short = replace(roomy, duration_s=200)
     for peer in ("dagster_eager", "interval"):
         assert simulate(replace(short, **at_once), peer, 1).p == simulate(short, peer, 1).p
-    with_peers = replace(short, step_parallel_peers=True, **at_once)
+    with_peers = replace(short, steps_at_once_peers=True, **at_once)
     assert simulate(with_peers, "interval", 1).p != simulate(short, "interval", 1).p

@@ -18,7 +18,7 @@ measured steps, and the real runs, each as P / P0 per variant and PMB's paired r
 (and after a hold, the seconds until every table was back within its target). `--campaign`
 names the conditions the runs were made under (`simulate_wide.campaign_conditions`).
 `--at-once N` adds the model at the largest capacity with the sensor's wide chains N steps
-at a time (FRESHNESS_STEP_PARALLEL), each step paying `--step-overhead-s` for its process
+at a time (FRESHNESS_STEPS_AT_ONCE), each step paying `--step-overhead-s` for its process
 and session and each such run `--parallel-start-s` for its fork server: assumptions until
 a campaign measures them, so that row is a prediction.
 """
@@ -271,7 +271,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--campaign", choices=CAMPAIGNS, default="wide", help="the conditions the runs had"
     )
-    parser.add_argument("--at-once", type=int, default=1, help="FRESHNESS_STEP_PARALLEL to model")
+    parser.add_argument("--at-once", type=int, default=1, help="FRESHNESS_STEPS_AT_ONCE to model")
     parser.add_argument("--step-overhead-s", type=float, default=2.0)
     parser.add_argument("--parallel-start-s", type=float, default=4.0)
     parser.add_argument(
@@ -299,7 +299,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         top = max(capacities)
         lever = replace(
             with_measured_steps(cond, steps, launch_s, top),
-            step_parallel=args.at_once,
+            steps_at_once=args.at_once,
             step_overhead_s=args.step_overhead_s,
             parallel_start_s=args.parallel_start_s,
         )

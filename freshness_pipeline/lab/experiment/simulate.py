@@ -38,7 +38,7 @@ from freshness_pipeline.catalog.jobs import JOBS, JobSpec, downstream_of, laid_o
 from freshness_pipeline.jobs.runner import DERIVED_SMALL_FILE_BYTES
 from freshness_pipeline.lab.experiment.staleness import Sample, sample_tables, total_staleness
 from freshness_pipeline.lab.experiment.variants import MODELLED, PEERS, VARIANTS
-from freshness_pipeline.scheduling.chains import plan_runs, steps_at_once
+from freshness_pipeline.scheduling.chains import plan_runs, steps_at_once_for
 from freshness_pipeline.scheduling.cost_model import (
     CostMode,
     RunSample,
@@ -89,14 +89,14 @@ class Conditions:
     per_mib_s: float = 0.5
     per_file_s: float = 0.02
     capacity: float = 1.0  # runs' worth of speed the machine gives at once (a step's)
-    # Steps a run executes at once (FRESHNESS_STEP_PARALLEL; 1: Dagster's in-process
-    # executor): a planner variant's chain where chains.steps_at_once says so, a peer's
-    # run only with `step_parallel_peers`. Such a run pays `parallel_start_s` once (its
+    # Steps a run executes at once (FRESHNESS_STEPS_AT_ONCE; 1: Dagster's in-process
+    # executor): a planner variant's chain where chains.steps_at_once_for says so, a peer's
+    # run only with `steps_at_once_peers`. Such a run pays `parallel_start_s` once (its
     # fork server) and each step `step_overhead_s` more (a process and a Spark session).
-    step_parallel: int = 1
+    steps_at_once: int = 1
     step_overhead_s: float = 0.0
     parallel_start_s: float = 0.0
-    step_parallel_peers: bool = False
+    steps_at_once_peers: bool = False
     launch_s: float = 6.0  # queue and process start before a run works
     session_s: float = 0.0  # work a run does once before its first step (Spark session)
     interval_s: float = 40.0  # the interval peer's period (tuned on seed 99 for the real one)
@@ -137,8 +137,8 @@ class Conditions:
         for name in positive:
             if getattr(self, name) <= 0:
                 raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
-        if self.k < 1 or self.files_per_commit < 1 or self.step_parallel < 1:
-            raise ValueError("k, files_per_commit and step_parallel must be at least 1")
+        if self.k < 1 or self.files_per_commit < 1 or self.steps_at_once < 1:
+            raise ValueError("k, files_per_commit and steps_at_once must be at least 1")
         if self.work_jitter < 0:
             raise ValueError("work_jitter must be >= 0")
         if self.burst_every < 0 or self.burst_factor <= 0:
@@ -360,7 +360,7 @@ class _Lane:
 class _Run:
     """A run on the modelled machine: `launch_s` of queue and process start, the session
     once, then its steps, each committing its own table: one after another (Dagster's
-    in-process executor), or up to `Conditions.step_parallel` at once, a step as soon as
+    in-process executor), or up to `Conditions.steps_at_once` at once, a step as soon as
     its parents in the run have committed (a multiprocess executor)."""
 
     steps: list[_Step]
@@ -691,7 +691,7 @@ def _tick(
     assert how is not None  # simulate() takes only modelled variants and peers
     policy, cost_mode = how.policy, how.cost_mode
     chained = cond.chains and how.chains is not False
-    step_parallel = how.steps_at_once or cond.step_parallel
+    steps_at_once = how.steps_at_once or cond.steps_at_once
     held = machine.held()
     states: list[JobState] = []
     t_dones: dict[str, int | None] = {}
@@ -740,7 +740,7 @@ def _tick(
         job_runs=len(machine.runs) if chained else None,
         run_cost_s=cond.launch_s + cond.session_s,
         chains=chained,
-        step_parallel=step_parallel,
+        steps_at_once=steps_at_once,
     )
     for choice in result.ranked:
         machine.waits.max_wait_s[choice.job] = max(
@@ -751,7 +751,7 @@ def _tick(
         for step in choice.chain[1:]:
             paths = frozenset(step.paths) if not step.after else None
             steps.append(_Step(step.job, step.cutoff_us if paths else None, paths))
-        at_once = steps_at_once(choice.chain, step_parallel)
+        at_once = steps_at_once_for(choice.chain, steps_at_once)
         machine.launch(_Run(steps, frozenset(choice.jobs), 0.0, 0.0, at_once=at_once), now_s)
         machine.subsets += int(choice.is_subset)
         if on_launch is not None:
@@ -790,8 +790,8 @@ def _eager_tick(machine: _Machine, now_s: float, now_us: int) -> None:
 
 
 def _peer_at_once(cond: Conditions, run: _Run) -> _Run:
-    if cond.step_parallel_peers:
-        run.at_once = cond.step_parallel
+    if cond.steps_at_once_peers:
+        run.at_once = cond.steps_at_once
     return run
 
 

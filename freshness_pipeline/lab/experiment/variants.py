@@ -27,7 +27,7 @@ MODELLED_SETTINGS: dict[str, str | None] = {
     "FRESHNESS_COST_MODE": "three_term",
     "FRESHNESS_CHAINS": None,
     "FRESHNESS_RUNS_AT_ONCE": None,
-    "FRESHNESS_STEP_PARALLEL": None,
+    "FRESHNESS_STEPS_AT_ONCE": None,
 }
 
 
@@ -74,7 +74,7 @@ class Variant:
             return None
         chains = self.env.get("FRESHNESS_CHAINS")
         runs = self.env.get("FRESHNESS_RUNS_AT_ONCE")
-        steps = self.env.get("FRESHNESS_STEP_PARALLEL")
+        steps = self.env.get("FRESHNESS_STEPS_AT_ONCE")
         return Model(
             policy=self.policy,
             cost_mode=self.env.get("FRESHNESS_COST_MODE", "three_term"),
@@ -151,9 +151,9 @@ VARIANTS: dict[str, Variant] = {
         Variant(
             "pmb_at_once",
             "pmb",
-            {"FRESHNESS_STEP_PARALLEL": "3"},
+            {"FRESHNESS_STEPS_AT_ONCE": "3"},
             "beyond the thesis: a wide chain's steps three at a time, each in its own process "
-            "(chains.steps_at_once)",
+            "(chains.steps_at_once_for)",
             baseline="pmb",
             isolates="a wide chain's steps three at a time, a process each, instead of one "
             "after another in one process",
