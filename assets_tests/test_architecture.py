@@ -24,7 +24,7 @@ LAYERS = (
     "config",
     "stream",
     "ingestion",
-    "jobs",
+    "execution",
     "runtime",
     "orchestration",
     # The lab beside the product (experiment and simulators, benchmarks, reliability

@@ -470,7 +470,7 @@ def _external_inputs(settings) -> list[str]:
 
 def cmd_lineage(args: argparse.Namespace) -> int:
     """Prints the six job assets' column lineage (no Spark, no server)."""
-    from freshness_pipeline.jobs.lineage import render
+    from freshness_pipeline.execution.lineage import render
 
     sys.stdout.write(render(args.format, args.asset or None))
     return 0
@@ -479,7 +479,7 @@ def cmd_lineage(args: argparse.Namespace) -> int:
 def cmd_check(args: argparse.Namespace) -> int:
     """Checks a folder of job declarations (FRESHNESS_JOBS unless one is given) against
     themselves and the tables they read, without running anything: one line per problem."""
-    from freshness_pipeline.jobs.check import (
+    from freshness_pipeline.execution.check import (
         change_problems,
         check_jobs,
         input_changes,
@@ -525,7 +525,7 @@ def cmd_rebuild(args: argparse.Namespace) -> int:
     """Moves job tables aside so that their jobs write them again, whole, in the layout
     their declarations now give (Hudi cannot change a partitioning in place). The tables
     that read them keep their watermarks: the rebuilt rows carry the arrivals they had."""
-    from freshness_pipeline.jobs.rebuild import RebuildError, move_aside
+    from freshness_pipeline.execution.rebuild import RebuildError, move_aside
 
     settings = args.settings
     try:

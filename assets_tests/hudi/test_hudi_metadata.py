@@ -360,8 +360,8 @@ def test_a_clustering_run_archives_what_ingestion_left(spark, tmp_path):
     """A clustered raw table's ingestion archives only at its far backstop; the clustering
     run's `archive_timeline` (Hudi's archive_commits procedure) archives it down to the
     horizon, and the table's pending files are still all there."""
+    from freshness_pipeline.execution.clustering_exec import archive_timeline
     from freshness_pipeline.hudi.write import ingestion_archival_options
-    from freshness_pipeline.jobs.clustering_exec import archive_timeline
 
     path = str(tmp_path / "clustered_raw")
     ingestion = {**ingestion_archival_options(True), "hoodie.clean.commits.retained": "1"}

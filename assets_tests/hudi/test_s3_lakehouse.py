@@ -11,13 +11,13 @@ from pathlib import Path
 import pyarrow.fs as pafs
 import pytest
 
-from assets_tests.jobs.oracle import ORDER, batch_recompute, differences
+from assets_tests.execution.oracle import ORDER, batch_recompute, differences
 from freshness_pipeline.catalog.jobs import JOBS
 from freshness_pipeline.config.settings import Settings, load_settings
+from freshness_pipeline.execution import oracle as independent_oracle
+from freshness_pipeline.execution.run_config import resolve_run
+from freshness_pipeline.execution.runner import JobRunner, StalePlan
 from freshness_pipeline.ingestion.feeder import StreamFeeder
-from freshness_pipeline.jobs import oracle as independent_oracle
-from freshness_pipeline.jobs.run_config import resolve_run
-from freshness_pipeline.jobs.runner import JobRunner, StalePlan
 from freshness_pipeline.orchestration.resources import HudiMetadataResource
 from freshness_pipeline.runtime.object_store import (
     ObjectStoreConfig,

@@ -66,10 +66,10 @@ def table_counts(spark, settings: Settings, table: str) -> tuple[int, int]:
 def committed_counts(spark, settings: Settings, table: str) -> tuple[int, int]:
     """As table_counts, over the committed files only, as the runs read. Hudi's plain
     reader also counts the files of a failed write older than the table's first completed
-    commit until the lazy rollback of failed writes (jobs/test_failed_first_write.py):
+    commit until the lazy rollback of failed writes (execution/test_failed_first_write.py):
     through the service, a batch refused by the fence in the table's first commit leaves
     a whole write's files so."""
-    from freshness_pipeline.jobs.batch_oracle import read_table
+    from freshness_pipeline.execution.batch_oracle import read_table
 
     uri = settings.table_uri(table)
     df = read_table(spark, uri, HudiTableMetadata(uri).uncompleted_instants())

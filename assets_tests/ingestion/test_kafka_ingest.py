@@ -126,9 +126,9 @@ def topic_contents(settings: Settings, stream: str) -> tuple[set[str], dict[str,
 def raw_event_ids(spark, settings: Settings, stream: str) -> list[str]:
     """The raw table's committed events. Not Hudi's plain snapshot: a kill in the table's
     first commit leaves an instant that Hudi's reader counts as committed until the lazy
-    rollback of failed writes (jobs/test_failed_first_write.py); the runs never read it."""
+    rollback of failed writes (execution/test_failed_first_write.py); the runs never read it."""
+    from freshness_pipeline.execution.batch_oracle import read_table
     from freshness_pipeline.hudi.metadata import HudiTableMetadata
-    from freshness_pipeline.jobs.batch_oracle import read_table
 
     uri = settings.table_uri(STREAM_TABLE[stream])
     df = read_table(spark, uri, HudiTableMetadata(uri).uncompleted_instants())

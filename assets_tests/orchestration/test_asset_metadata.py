@@ -8,7 +8,7 @@ import dagster as dg
 from assets_tests.orchestration.test_sensor import FakeHudiMetadata, FakeTable
 from freshness_pipeline.config.settings import load_settings
 from freshness_pipeline.definitions import defs
-from freshness_pipeline.jobs.run_config import ResolvedRun
+from freshness_pipeline.execution.run_config import ResolvedRun
 from freshness_pipeline.lab.experiment.staleness import sample_tables
 from freshness_pipeline.orchestration.assets import (
     build_job_assets,

@@ -12,7 +12,7 @@ import dagster as dg
 import pytest
 
 from assets_tests.conftest import child_env
-from assets_tests.jobs.conftest import StreamFeeder
+from assets_tests.execution.conftest import StreamFeeder
 from freshness_pipeline.config.settings import PROJECT_ROOT, Settings, load_settings
 from freshness_pipeline.definitions import defs
 from freshness_pipeline.orchestration.resources import HudiMetadataResource, HudiSparkResource
@@ -193,7 +193,7 @@ def test_a_chained_sensor_run_refreshes_the_descendants_exactly(spark, lakehouse
     launch of its own, and every table then equals the independent oracle."""
     from freshness_pipeline.catalog.jobs import JOBS
     from freshness_pipeline.config.scheduler_settings import SchedulerSettings
-    from freshness_pipeline.jobs import oracle as independent_oracle
+    from freshness_pipeline.execution import oracle as independent_oracle
     from freshness_pipeline.orchestration.sensor import evaluate_tick
 
     feeder = StreamFeeder(spark, lakehouse, seed=9)

@@ -19,13 +19,13 @@ import dagster as dg
 import pytest
 
 from assets_tests.conftest import child_env
-from assets_tests.jobs.oracle import batch_recompute, differences
+from assets_tests.execution.oracle import batch_recompute, differences
 from freshness_pipeline.catalog.jobs import JOBS
 from freshness_pipeline.config.scheduler_settings import SchedulerSettings
 from freshness_pipeline.config.settings import PROJECT_ROOT, Settings, load_settings
+from freshness_pipeline.execution.run_config import resolve_run
+from freshness_pipeline.execution.runner import JobRunner
 from freshness_pipeline.ingestion.feeder import StreamFeeder
-from freshness_pipeline.jobs.run_config import resolve_run
-from freshness_pipeline.jobs.runner import JobRunner
 from freshness_pipeline.orchestration.assets import writer_pool
 from freshness_pipeline.orchestration.resources import HudiMetadataResource
 from freshness_pipeline.orchestration.sensor import evaluate_tick

@@ -22,11 +22,11 @@ from assets_tests.conftest import short_stack_config, table_watermark
 from freshness_pipeline.catalog.jobs import JOBS
 from freshness_pipeline.catalog.tables import RAW_TABLES
 from freshness_pipeline.config.settings import load_settings
+from freshness_pipeline.execution import oracle
 from freshness_pipeline.hudi.lakehouse import Lakehouse
 from freshness_pipeline.hudi.metadata import HudiTableMetadata
 from freshness_pipeline.hudi.streamer_checkpoint import STREAMER_CHECKPOINT_KEY
 from freshness_pipeline.ingestion.kafka_ingest import consumer_lag
-from freshness_pipeline.jobs import oracle
 from freshness_pipeline.lab.experiment.staleness import raw_ancestors
 from freshness_pipeline.runtime.cluster_profile import ClusterProfile
 from freshness_pipeline.runtime.ports import free_port

@@ -292,8 +292,8 @@ def test_clustering_settings_from_the_environment():
 
 
 def test_clustering_writes_like_every_other_writer_of_the_table():
+    from freshness_pipeline.execution.clustering_exec import clustering_options
     from freshness_pipeline.hudi.write import RAW_LAYOUTS, SHARED_OPTIONS, write_options
-    from freshness_pipeline.jobs.clustering_exec import clustering_options
 
     spec = encode_groups(group_files([raw_file(n) for n in range(3)], SETTINGS))
     options = clustering_options("/locks/price_raw", SETTINGS, spec, fail_after_write=True)

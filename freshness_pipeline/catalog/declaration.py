@@ -15,7 +15,7 @@
     SELECT ...  -- the partial: the run's new rows, over the views delta_<input>
 
 The file name is the output table. The merge of a run's rows into the stored ones is
-generated from `merge` and the per-kind fields (jobs/merge_sql.py), never written per job:
+generated from `merge` and the per-kind fields (execution/merge_sql.py), never written per job:
 
 - `partial_aggregates`: each non-key column of the SELECT has a rule in `columns`: `sum` or
   `count` (add), `min`, `max`, `first_by: <col>` / `last_by: <col>` (the value at the

@@ -2,7 +2,7 @@
 dependency order, with what the rest of the code asks of a job.
 
 How a job's table is kept exact under any sequence of cutoffs and subsets is its merge
-kind (METHOD 9); the runner generates the merge from it (jobs/merge_sql.py). The kinds
+kind (METHOD 9); the runner generates the merge from it (execution/merge_sql.py). The kinds
 reduce to three ways of running:
 - `merge`: partial rows from the run's input are merged into the current target rows with
   the same key (partial aggregates, per-side replace, replace by key).

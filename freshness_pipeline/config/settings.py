@@ -349,7 +349,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("FRESHNESS_HANDOFF", "false",
             "`true`: in a run of several tables (a chain), a step reads its parent's new rows "
             "from the parent's result kept in the run's session instead of from Hudi, where "
-            "the two are equal (jobs/handoff.py); off by default: on local disk the Hudi read "
+            "the two are equal (execution/handoff.py); off by default: on local disk the Hudi read "
             "is the cheaper (docs/BENCHMARKS.md, rows handed on in memory)",
             "true or false", _bool),
     Setting("FRESHNESS_SPARK_SERVICE_PORT", "15002", "port of the local Spark service",

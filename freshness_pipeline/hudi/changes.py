@@ -1,5 +1,5 @@
 """Which commits of an input a run reads: the ones that wrote its new rows (an incremental
-read of someone else's table, jobs/external_read.py) and, for a table with change data
+read of someone else's table, execution/external_read.py) and, for a table with change data
 capture, the ones whose changes it must follow.
 
 A job that recomputes its groups sees a new or changed row in its input's new rows, but not

@@ -29,7 +29,7 @@ from pathlib import Path
 
 from freshness_pipeline.hudi.location import Location, LocationError
 
-# The raw inputs the jobs' SQL reads, and the jobs that read each (jobs/catalog.py).
+# The raw inputs the jobs' SQL reads, and the jobs that read each (execution/catalog.py).
 RAW_INPUTS: Mapping[str, tuple[str, ...]] = {
     "price_raw": ("price_aggr",),
     "trade_raw": ("trade_aggr",),

@@ -25,21 +25,21 @@ from dagster import (
 from pydantic import Field
 
 from freshness_pipeline.catalog.jobs import JOBS, JobSpec
-from freshness_pipeline.hudi.commit_keys import APPROXIMATE_SOURCES
-from freshness_pipeline.hudi.metadata import TableNotFound
-from freshness_pipeline.hudi.step_cpu import cpu_metadata
-from freshness_pipeline.jobs.lineage import asset_lineage, declared_lineage, to_markdown
-from freshness_pipeline.jobs.lineage_model import AssetLineage, LineageError
-from freshness_pipeline.jobs.run_config import (
+from freshness_pipeline.execution.lineage import asset_lineage, declared_lineage, to_markdown
+from freshness_pipeline.execution.lineage_model import AssetLineage, LineageError
+from freshness_pipeline.execution.run_config import (
     ResolvedRun,
     RunConfigError,
     iso,
     parse_cutoff,
     resolve_run,
 )
-from freshness_pipeline.jobs.run_phases import as_metadata, dagster_phases
-from freshness_pipeline.jobs.runner import JobRunner, RunReport, StalePlan
-from freshness_pipeline.jobs.sql import sql_path
+from freshness_pipeline.execution.run_phases import as_metadata, dagster_phases
+from freshness_pipeline.execution.runner import JobRunner, RunReport, StalePlan
+from freshness_pipeline.execution.sql import sql_path
+from freshness_pipeline.hudi.commit_keys import APPROXIMATE_SOURCES
+from freshness_pipeline.hudi.metadata import TableNotFound
+from freshness_pipeline.hudi.step_cpu import cpu_metadata
 from freshness_pipeline.orchestration.lineage_metadata import lineage_metadata
 from freshness_pipeline.orchestration.raw_sources import ASSET_GROUP, LAYER_TAG
 from freshness_pipeline.orchestration.resources import HudiMetadataResource, HudiSparkResource
@@ -152,7 +152,7 @@ def run_until_committed(
 ) -> tuple[ResolvedRun, RunReport | None, list[str]]:
     """Runs the job; if Hudi refuses the commit as a stale plan, re-plans and runs again.
     `faults_dir`: fault injection for the reliability tests (faults.py); None: off.
-    `keep_result`: a later step of this run reads the table (jobs/handoff.py)."""
+    `keep_result`: a later step of this run reads the table (execution/handoff.py)."""
     stale: list[str] = []
     inject = faults.take(faults_dir, spec.name)
     for _ in range(MAX_PLAN_ATTEMPTS):
@@ -173,7 +173,7 @@ def run_until_committed(
 
 def _read_later_in_run(context: AssetExecutionContext, readers: frozenset[str]) -> bool:
     """Whether this run also materializes a job that reads this step's table (then its
-    rows are kept for that step, jobs/handoff.py)."""
+    rows are kept for that step, execution/handoff.py)."""
     selection = context.run.asset_selection
     if not selection or not readers:
         return False
@@ -265,7 +265,7 @@ def report_metadata(report: RunReport, resolved: ResolvedRun) -> dict[str, objec
         "duration_s": round(report.seconds, 3),
         "watermark_lag_s": round(time.time() - report.t_done_after_us / US_PER_S, 3),
         "files_moved_and_resolved": len(resolved.resolved_moves),
-        # inputs read from an earlier step's rows kept in this run (jobs/handoff.py)
+        # inputs read from an earlier step's rows kept in this run (execution/handoff.py)
         "inputs_in_memory": ", ".join(report.inputs_in_memory) or "none",
         **connect_metadata(report),
         **cpu_metadata(report.cpu),
@@ -336,7 +336,7 @@ def column_lineage_parts(
     metadata: `traced` for a declared job of the user's (job_lineages), else the bundled
     job's. Lineage only describes the job: SQL it cannot trace (sqlglot refusing what
     Spark accepts) leaves the asset without it, says why, and the pipeline still loads;
-    assets_tests/jobs/test_lineage.py fails meanwhile."""
+    assets_tests/execution/test_lineage.py fails meanwhile."""
     try:
         if isinstance(traced, LineageError):
             raise traced
@@ -355,7 +355,7 @@ def job_lineages(
     is the committed snapshot."""
     if jobs == JOBS:
         return {}
-    from freshness_pipeline.jobs.check import base_file_columns, input_schemas
+    from freshness_pipeline.execution.check import base_file_columns, input_schemas
 
     try:
         # Not through hudi-rs: the run workers fork from the process that loads this.

@@ -38,13 +38,13 @@ from dagster import (
 from pydantic import Field
 
 from freshness_pipeline.catalog.jobs import JOBS, JobSpec
-from freshness_pipeline.hudi.metadata import TableNotFound
-from freshness_pipeline.jobs.clustering_exec import (
+from freshness_pipeline.execution.clustering_exec import (
     FAULT_KIND,
     execute_clustering,
     pending_clusterings,
     table_files,
 )
+from freshness_pipeline.hudi.metadata import TableNotFound
 from freshness_pipeline.orchestration.assets import writer_pool
 from freshness_pipeline.orchestration.history import FINISHED_STATUSES
 from freshness_pipeline.orchestration.resources import HudiMetadataResource, HudiSparkResource

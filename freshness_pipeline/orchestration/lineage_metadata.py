@@ -1,12 +1,12 @@
 """A job asset's column schema and column lineage as Dagster metadata
-(`dagster/column_schema`, `dagster/column_lineage`), from jobs/lineage.py's model."""
+(`dagster/column_schema`, `dagster/column_lineage`), from execution/lineage.py's model."""
 
 from __future__ import annotations
 
 from dagster import AssetKey, TableColumn, TableColumnDep, TableColumnLineage, TableSchema
 
-from freshness_pipeline.jobs.lineage import SOURCE_SCHEMAS, asset_lineage
-from freshness_pipeline.jobs.lineage_model import AssetLineage
+from freshness_pipeline.execution.lineage import SOURCE_SCHEMAS, asset_lineage
+from freshness_pipeline.execution.lineage_model import AssetLineage
 
 
 def dagster_metadata(asset: str) -> dict[str, object]:

@@ -17,9 +17,9 @@ from dagster import ConfigurableResource, InitResourceContext
 from pydantic import Field, PrivateAttr
 
 from freshness_pipeline.config.settings import Settings
+from freshness_pipeline.execution.handoff import Handoffs
 from freshness_pipeline.hudi.lakehouse import Lakehouse
 from freshness_pipeline.hudi.metadata import HudiTableMetadata
-from freshness_pipeline.jobs.handoff import Handoffs
 from freshness_pipeline.runtime.service_discovery import find_running_service
 from freshness_pipeline.runtime.spark import build_spark_session
 
@@ -94,7 +94,7 @@ class HudiSparkResource(_SettingsBound):
     )
     _session: Any = PrivateAttr(default=None)
     _discovery: Any = PrivateAttr(default=None)  # service_discovery.Discovery or None
-    # the results the run's steps keep for the steps after them (jobs/handoff.py); made
+    # the results the run's steps keep for the steps after them (execution/handoff.py); made
     # on first use, so each copy Dagster makes of the resource for a run has its own
     _handoffs: Any = PrivateAttr(default=None)
     _steps: int = PrivateAttr(default=0)  # steps of this run that started Spark work

@@ -31,8 +31,8 @@ from dagster import (
 from freshness_pipeline.catalog.jobs import JOBS, JobSpec, downstream_of
 from freshness_pipeline.catalog.tables import RAW_TABLES
 from freshness_pipeline.config.scheduler_settings import SchedulerSettings
+from freshness_pipeline.execution.run_phases import RUN_COST_PHASES
 from freshness_pipeline.hudi.metadata import TableNotFound
-from freshness_pipeline.jobs.run_phases import RUN_COST_PHASES
 from freshness_pipeline.orchestration import history
 from freshness_pipeline.orchestration.resources import HudiMetadataResource
 from freshness_pipeline.scheduling.chains import plan_runs, steps_at_once_for

@@ -78,13 +78,13 @@ def check_jobs(settings: Settings) -> str | None:
     """None when the jobs check (`freshness check`: their SQL against their declarations,
     the tables they read and the layouts of the tables they write); otherwise every
     problem, one line each."""
-    from freshness_pipeline.jobs.check import (
+    from freshness_pipeline.execution.check import (
         change_problems,
         input_changes,
         input_schemas,
         layout_problems,
     )
-    from freshness_pipeline.jobs.check import check_jobs as check
+    from freshness_pipeline.execution.check import check_jobs as check
 
     schemas, problems = input_schemas(settings.jobs, settings.lakehouse)
     problems += [str(p) for p in check(settings.jobs, schemas)]

@@ -10,10 +10,10 @@ import pytest
 
 from freshness_pipeline.catalog.jobs import JOBS
 from freshness_pipeline.config.settings import load_settings
+from freshness_pipeline.execution.batch_oracle import batch_recompute, differences
+from freshness_pipeline.execution.run_config import resolve_run
+from freshness_pipeline.execution.runner import JobRunner
 from freshness_pipeline.ingestion.feeder import StreamFeeder
-from freshness_pipeline.jobs.batch_oracle import batch_recompute, differences
-from freshness_pipeline.jobs.run_config import resolve_run
-from freshness_pipeline.jobs.runner import JobRunner
 from freshness_pipeline.lab.experiment.wide import wide_jobs, write_wide
 
 pytestmark = pytest.mark.spark

@@ -17,7 +17,7 @@ import pytest
 
 from freshness_pipeline.catalog.jobs import JOBS
 from freshness_pipeline.config.settings import load_settings
-from freshness_pipeline.jobs.run_config import iso
+from freshness_pipeline.execution.run_config import iso
 from freshness_pipeline.lab.reliability.chaos import (
     FAULT_KINDS,
     ChaosConfig,

@@ -24,7 +24,7 @@ from freshness_pipeline.scheduling.units import US_PER_S
 
 def catch_up(readers, runner, lake) -> dict[str, float]:
     """Each reader over everything pending; seconds per run."""
-    from freshness_pipeline.jobs.run_config import resolve_run
+    from freshness_pipeline.execution.run_config import resolve_run
 
     took = {}
     for spec in readers:
@@ -51,9 +51,9 @@ def main(argv: list[str], settings: Settings) -> int:
     from freshness_pipeline.catalog.jobs import JOBS
     from freshness_pipeline.catalog.tables import RAW_TABLES
     from freshness_pipeline.config.scheduler_settings import SchedulerSettings
+    from freshness_pipeline.execution.clustering_exec import execute_clustering
+    from freshness_pipeline.execution.runner import JobRunner
     from freshness_pipeline.ingestion.ingest import IngestConfig, Ingestor
-    from freshness_pipeline.jobs.clustering_exec import execute_clustering
-    from freshness_pipeline.jobs.runner import JobRunner
     from freshness_pipeline.lab.bench.common import temp_lakehouse
     from freshness_pipeline.orchestration.clustering_sensor import table_state
     from freshness_pipeline.orchestration.resources import HudiMetadataResource

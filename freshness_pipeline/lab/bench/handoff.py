@@ -2,7 +2,7 @@
 
     freshness lab handoff [--rounds 6] [--warmup-s 120] [--step-s 2]
 
-In a run of a chain, a child reads the rows its parent just committed; jobs/handoff.py lets
+In a run of a chain, a child reads the rows its parent just committed; execution/handoff.py lets
 it read them from the parent's result kept in the run's session instead of the Hudi files
 the parent wrote. This measures what that saves, on one input: the two root jobs
 (price_aggr, trade_aggr) run once per round and keep their results; then the four jobs
@@ -42,12 +42,12 @@ def main(argv: list[str], settings: Settings) -> int:
     args = _arguments(argv)
 
     from freshness_pipeline.catalog.jobs import JOBS
+    from freshness_pipeline.execution.batch_oracle import ORDER
+    from freshness_pipeline.execution.handoff import Handoffs
+    from freshness_pipeline.execution.run_config import resolve_run
+    from freshness_pipeline.execution.runner import JobRunner
     from freshness_pipeline.hudi.location import Location
     from freshness_pipeline.hudi.metadata import HudiTableMetadata
-    from freshness_pipeline.jobs.batch_oracle import ORDER
-    from freshness_pipeline.jobs.handoff import Handoffs
-    from freshness_pipeline.jobs.run_config import resolve_run
-    from freshness_pipeline.jobs.runner import JobRunner
     from freshness_pipeline.lab.bench.common import temp_lakehouse, warmed_feeder
 
     settings, spark = temp_lakehouse("bench_handoff_", settings)
@@ -120,7 +120,7 @@ def main(argv: list[str], settings: Settings) -> int:
 
 
 def _tables_equal(spark, jobs: list[str], uri_of) -> bool:
-    from freshness_pipeline.jobs.batch_oracle import differences, read_table
+    from freshness_pipeline.execution.batch_oracle import differences, read_table
 
     equal = True
     for job in jobs:

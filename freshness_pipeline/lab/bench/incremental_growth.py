@@ -37,10 +37,10 @@ def main(argv: list[str], settings: Settings) -> int:
     )
     args = parser.parse_args(argv)
     from freshness_pipeline.catalog.jobs import JOBS
+    from freshness_pipeline.execution.run_config import resolve_run
+    from freshness_pipeline.execution.runner import JobRunner
     from freshness_pipeline.hudi.metadata import HudiTableMetadata
     from freshness_pipeline.ingestion.ingest import IngestConfig, Ingestor
-    from freshness_pipeline.jobs.run_config import resolve_run
-    from freshness_pipeline.jobs.runner import JobRunner
     from freshness_pipeline.lab.bench.common import temp_lakehouse
     from freshness_pipeline.stream.generator import StreamConfig
     from freshness_pipeline.stream.replayer import VirtualClock, generated_batches, land_instantly

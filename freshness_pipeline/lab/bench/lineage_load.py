@@ -31,11 +31,11 @@ import sys, time, types
 variant = sys.argv[1]
 if variant == "off":
     # Everything assets.py and raw_sources.py take from lineage.py, doing nothing.
-    stub = types.ModuleType("freshness_pipeline.jobs.lineage")
+    stub = types.ModuleType("freshness_pipeline.execution.lineage")
     stub.asset_lineage = lambda name: None
     stub.to_markdown = lambda lineage, heading=True: ""
     stub.declared_lineage = lambda jobs, schemas: {}
-    sys.modules["freshness_pipeline.jobs.lineage"] = stub
+    sys.modules["freshness_pipeline.execution.lineage"] = stub
     metadata = types.ModuleType("freshness_pipeline.orchestration.lineage_metadata")
     metadata.dagster_metadata = lambda name: {}
     metadata.lineage_metadata = lambda lineage: {}
@@ -43,7 +43,7 @@ if variant == "off":
     sys.modules["freshness_pipeline.orchestration.lineage_metadata"] = metadata
 started = time.perf_counter()
 if variant == "derived":
-    import freshness_pipeline.jobs.lineage as lineage
+    import freshness_pipeline.execution.lineage as lineage
     lineage.load_snapshot = lambda key, path=None: None
 import freshness_pipeline.definitions
 elapsed = time.perf_counter() - started
@@ -55,10 +55,10 @@ print(f"{elapsed:.6f}")
 _DIRECT = r"""
 import sys, time
 import dagster
-import freshness_pipeline.catalog.jobs, freshness_pipeline.jobs.sql
+import freshness_pipeline.catalog.jobs, freshness_pipeline.execution.sql
 variant = sys.argv[1]
 started = time.perf_counter()
-import freshness_pipeline.jobs.lineage as lineage
+import freshness_pipeline.execution.lineage as lineage
 import freshness_pipeline.orchestration.lineage_metadata as lineage_metadata
 if variant == "derived":
     lineage.load_snapshot = lambda key, path=None: None

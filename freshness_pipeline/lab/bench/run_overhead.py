@@ -235,7 +235,7 @@ PROFILE_PHASES = (
     ("  execute the job", "execution/api.py", "execute_job"),
     ("    the asset's body", "orchestration/assets.py", "_job"),
     ("      the Spark session", "runtime/spark.py", "build_spark_session"),
-    ("      the run (jobs/runner.py)", "jobs/runner.py", "run"),
+    ("      the run (execution/runner.py)", "execution/runner.py", "run"),
 )
 
 

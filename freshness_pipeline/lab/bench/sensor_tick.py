@@ -128,10 +128,10 @@ def real_lakehouse(settings: Settings, files: int, ticks: int) -> int:
     from pathlib import Path
 
     from freshness_pipeline.catalog.jobs import JOBS, PIPELINE_ORDER
+    from freshness_pipeline.execution.run_config import resolve_run
+    from freshness_pipeline.execution.runner import JobRunner
     from freshness_pipeline.hudi.metadata import HudiTableMetadata
     from freshness_pipeline.ingestion.feeder import StreamFeeder
-    from freshness_pipeline.jobs.run_config import resolve_run
-    from freshness_pipeline.jobs.runner import JobRunner
     from freshness_pipeline.runtime.spark import build_spark_session
     from freshness_pipeline.stream.universe import DEFAULT_UNIVERSE_SIZE
 

@@ -178,11 +178,11 @@ def main(argv: list[str], settings: Settings) -> int:
     args = parser.parse_args(argv)
 
     from freshness_pipeline.catalog.jobs import JOBS
+    from freshness_pipeline.execution.batch_oracle import differences, read_table
+    from freshness_pipeline.execution.run_config import resolve_run
+    from freshness_pipeline.execution.runner import JobRunner
     from freshness_pipeline.hudi.location import Location
     from freshness_pipeline.hudi.metadata import HudiTableMetadata
-    from freshness_pipeline.jobs.batch_oracle import differences, read_table
-    from freshness_pipeline.jobs.run_config import resolve_run
-    from freshness_pipeline.jobs.runner import JobRunner
     from freshness_pipeline.lab.bench.common import temp_lakehouse, warmed_feeder
 
     all_modes = modes(args.buckets)

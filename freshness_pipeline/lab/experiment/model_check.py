@@ -35,7 +35,7 @@ from datetime import date
 from pathlib import Path
 
 from freshness_pipeline.config.settings import shown_path
-from freshness_pipeline.jobs.run_phases import PHASES, from_metadata
+from freshness_pipeline.execution.run_phases import PHASES, from_metadata
 from freshness_pipeline.lab.experiment.simulate import Conditions, simulate
 from freshness_pipeline.lab.experiment.simulate_wide import (
     CAMPAIGNS,

@@ -6,7 +6,7 @@ real planner and cost fitter on a modelled machine) and compares the ratios it g
 
 What comes from METHOD 4, and what had to be assumed where it is silent, per parameter:
 
-- Pipeline: the six jobs of `jobs/catalog.py`. Its DAG is the published one (two
+- Pipeline: the six jobs of `execution/catalog.py`. Its DAG is the published one (two
   aggregates, their join, the company enrichment, the sector and industry views), and so
   is its layout: the four upstream tables have 26 partitions (symbol letter), whose
   commits touch 26 files (published: 26.0, 26.0, 24.7, 23.3), and the two views one

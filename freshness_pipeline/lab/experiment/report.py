@@ -26,7 +26,7 @@ from pathlib import Path
 
 from freshness_pipeline.catalog.jobs import JOBS, JobSpec
 from freshness_pipeline.config.settings import shown_path
-from freshness_pipeline.jobs.run_phases import PHASES, from_metadata, median_phases
+from freshness_pipeline.execution.run_phases import PHASES, from_metadata, median_phases
 from freshness_pipeline.lab.experiment.machine_budget import budget_rows
 from freshness_pipeline.lab.experiment.variants import VARIANTS
 from freshness_pipeline.lab.experiment.wide import wide_jobs, write_wide

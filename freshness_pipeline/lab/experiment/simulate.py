@@ -35,7 +35,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from freshness_pipeline.catalog.jobs import JOBS, JobSpec, downstream_of, laid_out
-from freshness_pipeline.jobs.runner import DERIVED_SMALL_FILE_BYTES
+from freshness_pipeline.execution.runner import DERIVED_SMALL_FILE_BYTES
 from freshness_pipeline.lab.experiment.staleness import Sample, sample_tables, total_staleness
 from freshness_pipeline.lab.experiment.variants import MODELLED, PEERS, VARIANTS
 from freshness_pipeline.scheduling.chains import plan_runs, steps_at_once_for

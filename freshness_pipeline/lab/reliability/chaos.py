@@ -467,9 +467,9 @@ def compare_with_oracles(
     events it stores twice. Both oracles recompute from the raw tables, so a raw event
     stored twice would pass them unseen when the jobs read it twice too (run 6 caught one
     only because the jobs had read the table before the copy appeared)."""
+    from freshness_pipeline.execution import oracle
+    from freshness_pipeline.execution.batch_oracle import batch_recompute, differences
     from freshness_pipeline.hudi.write import RAW_LAYOUTS
-    from freshness_pipeline.jobs import oracle
-    from freshness_pipeline.jobs.batch_oracle import batch_recompute, differences
     from freshness_pipeline.runtime.spark import build_spark_session
 
     found: dict[str, dict] = {}
@@ -511,7 +511,7 @@ def oracle_findings(
     rows, `read` the table's own. A table no reader can open (a write killed half-way
     through its creation, say) is a finding, not a crash of the report: all its rows count
     as lost and the reason is kept."""
-    from freshness_pipeline.jobs import oracle
+    from freshness_pipeline.execution import oracle
 
     found: dict[str, dict] = {}
     for name, frame in expected.items():
@@ -558,7 +558,7 @@ def report_markdown(result: ChaosResult, command: str) -> str:
         f"({os.cpu_count()} cores). Each fault hits a live pipeline (Spark service, "
         "ingestion, Dagster daemon and sensor) on a seeded stream; then the stream ends, the "
         "pipeline drains, and all six tables are compared with the batch SQL oracle and the "
-        "independent pandas oracle (`freshness_pipeline/jobs/oracle.py`).",
+        "independent pandas oracle (`freshness_pipeline/execution/oracle.py`).",
         "",
         f"Code: commit `{result.config.get('commit', 'unknown')}`; chains "
         f"`{result.config.get('chains', 'unknown')}` (FRESHNESS_CHAINS); tables' layout "

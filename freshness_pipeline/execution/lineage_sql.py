@@ -13,7 +13,7 @@ from sqlglot.optimizer.annotate_types import annotate_types
 from sqlglot.optimizer.qualify import qualify
 
 from freshness_pipeline.catalog.jobs import JobSpec
-from freshness_pipeline.jobs.lineage_model import (
+from freshness_pipeline.execution.lineage_model import (
     KIND_RANK,
     AssetLineage,
     ColumnRef,
@@ -23,7 +23,7 @@ from freshness_pipeline.jobs.lineage_model import (
     OutputColumn,
     file_sha256,
 )
-from freshness_pipeline.jobs.sql import merged_sql, partial_sql, summed_columns
+from freshness_pipeline.execution.sql import merged_sql, partial_sql, summed_columns
 
 DIALECT = "spark"
 _SELF = "<self>"  # the `existing` view: the target's own rows
@@ -225,7 +225,7 @@ def _trace_section(
 
 
 def _input_views(spec: JobSpec) -> dict[str, str]:
-    """The runner's view names -> the table each reads (jobs/runner.py)."""
+    """The runner's view names -> the table each reads (execution/runner.py)."""
     views = {f"delta_{table}": table for table in spec.inputs}
     views |= {table: table for table in spec.dimensions}
     if spec.kind != "merge":
@@ -234,7 +234,7 @@ def _input_views(spec: JobSpec) -> dict[str, str]:
 
 
 def _runner_indirect(spec: JobSpec) -> dict[ColumnRef, set[str]]:
-    """What the runner's views choose rows by (jobs/runner.py), outside the SQL."""
+    """What the runner's views choose rows by (execution/runner.py), outside the SQL."""
     # delta_<input>: the rows with t_done < arrival_ts <= u.
     facts = {ColumnRef(table, "arrival_ts"): {"filter"} for table in spec.inputs}
     if spec.kind != "merge":

@@ -14,15 +14,15 @@ import dagster as dg
 import pytest
 from pyspark.sql import functions as F
 
-from assets_tests.jobs.conftest import StreamFeeder
+from assets_tests.execution.conftest import StreamFeeder
 from freshness_pipeline.catalog.jobs import JOBS
 from freshness_pipeline.config.scheduler_settings import SchedulerSettings
 from freshness_pipeline.config.settings import load_settings
+from freshness_pipeline.execution.batch_oracle import ORDER, batch_recompute, differences
+from freshness_pipeline.execution.run_config import resolve_run
+from freshness_pipeline.execution.runner import JobRunner
 from freshness_pipeline.hudi.commit_keys import SOURCE_COMPLETION, SOURCE_FOOTER
 from freshness_pipeline.hudi.metadata import HudiTableMetadata
-from freshness_pipeline.jobs.batch_oracle import ORDER, batch_recompute, differences
-from freshness_pipeline.jobs.run_config import resolve_run
-from freshness_pipeline.jobs.runner import JobRunner
 from freshness_pipeline.orchestration.resources import HudiMetadataResource
 from freshness_pipeline.orchestration.sensor import arrival_warnings, evaluate_tick
 from freshness_pipeline.scheduling.run_plan import RunPlan

@@ -1,26 +1,26 @@
-"""The merges generated from the declarations (jobs/merge_sql.py): valid Spark SQL writing,
+"""The merges generated from the declarations (execution/merge_sql.py): valid Spark SQL writing,
 for each bundled job, the columns of its table in their order (as labelled by hand in
 lineage_expected.py, from before the merges were generated), so a table written by earlier
 code and one written now share a schema. Their rows are compared with both oracles on real
-Hudi tables by jobs/test_oracle.py."""
+Hudi tables by execution/test_oracle.py."""
 
 from __future__ import annotations
 
 import pytest
 import sqlglot
 
-from assets_tests.jobs.lineage_expected import EXPECTED
+from assets_tests.execution.lineage_expected import EXPECTED
 from freshness_pipeline.catalog.declaration import parse
 from freshness_pipeline.catalog.jobs import JOBS
-from freshness_pipeline.jobs.change_read import before_images_sql
-from freshness_pipeline.jobs.merge_sql import (
+from freshness_pipeline.execution.change_read import before_images_sql
+from freshness_pipeline.execution.merge_sql import (
     gone_sql,
     group_rows_sql,
     merge_sql,
     output_columns,
     touched_sql,
 )
-from freshness_pipeline.jobs.sql import partial_sql
+from freshness_pipeline.execution.sql import partial_sql
 
 
 def selects(sql: str) -> list[str]:

@@ -18,6 +18,20 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 
 from freshness_pipeline.catalog.jobs import JobSpec
+from freshness_pipeline.execution.change_read import before_images_sql, read_changes
+from freshness_pipeline.execution.connect_calls import ConnectCalls, watching
+from freshness_pipeline.execution.external_read import ARRIVAL, read_external
+from freshness_pipeline.execution.handoff import Handoffs
+from freshness_pipeline.execution.run_config import ResolvedRun
+from freshness_pipeline.execution.run_phases import StepTimes, TimelineTimes, runner_phases
+from freshness_pipeline.execution.sql import (
+    gone_rows_sql,
+    group_rows_sql,
+    merged_sql,
+    partial_sql,
+    summed_columns,
+    touched_groups_sql,
+)
 from freshness_pipeline.hudi import step_cpu
 from freshness_pipeline.hudi.changes import change_window, commit_window
 from freshness_pipeline.hudi.commit_keys import (
@@ -36,20 +50,6 @@ from freshness_pipeline.hudi.write import (
     STALE_PLAN_MARKER,
     guarded_writer_options,
     write_options,
-)
-from freshness_pipeline.jobs.change_read import before_images_sql, read_changes
-from freshness_pipeline.jobs.connect_calls import ConnectCalls, watching
-from freshness_pipeline.jobs.external_read import ARRIVAL, read_external
-from freshness_pipeline.jobs.handoff import Handoffs
-from freshness_pipeline.jobs.run_config import ResolvedRun
-from freshness_pipeline.jobs.run_phases import StepTimes, TimelineTimes, runner_phases
-from freshness_pipeline.jobs.sql import (
-    gone_rows_sql,
-    group_rows_sql,
-    merged_sql,
-    partial_sql,
-    summed_columns,
-    touched_groups_sql,
 )
 from freshness_pipeline.scheduling.units import US_PER_S
 
@@ -80,9 +80,9 @@ class RunReport:
     seconds: float
     # read, transform and the write's phases (run_phases.runner_phases); empty if unknown
     phases: Mapping[str, float] = field(default_factory=dict)
-    # inputs read from an earlier step's result in this run's memory (jobs/handoff.py)
+    # inputs read from an earlier step's result in this run's memory (execution/handoff.py)
     inputs_in_memory: tuple[str, ...] = ()
-    # Spark Connect round trips (jobs/connect_calls.py): by phase, and by kind as text
+    # Spark Connect round trips (execution/connect_calls.py): by phase, and by kind as text
     connect_calls: Mapping[str, int] = field(default_factory=dict)
     connect_call_s: float = 0.0
     connect_by_kind: str = ""
@@ -203,7 +203,7 @@ class JobRunner:
         folder), or a callable table name -> URI (a local lakehouse). `write_overrides`:
         Hudi write options put over the job's own, last (bench/write_modes.py measures
         index types and merge-on-read with them). `handoffs`: the results kept by the
-        earlier steps of the same run (jobs/handoff.py); None: every input from Hudi."""
+        earlier steps of the same run (execution/handoff.py); None: every input from Hudi."""
         self.spark = spark
         self.write_overrides = dict(write_overrides or {})
         self.handoffs = handoffs
@@ -351,7 +351,7 @@ class JobRunner:
         keep_result: bool = False,
     ) -> RunReport:
         """`keep_result`: a later step of the run reads this table; its committed rows
-        are kept for it (when exact, jobs/handoff.py)."""
+        are kept for it (when exact, execution/handoff.py)."""
         _await_release(self.spark)
         with watching(self.spark) as self._calls, step_cpu.tagged(self.spark) as tag:
             try:

@@ -10,14 +10,14 @@ import random
 
 import pytest
 
-from assets_tests.jobs.conftest import StreamFeeder
-from assets_tests.jobs.oracle import ORDER, batch_recompute, differences
+from assets_tests.execution.conftest import StreamFeeder
+from assets_tests.execution.oracle import ORDER, batch_recompute, differences
 from freshness_pipeline.catalog.jobs import JOBS, laid_out
+from freshness_pipeline.execution import oracle as independent_oracle
+from freshness_pipeline.execution.handoff import HANDOFF_PREFIX, Handoffs
+from freshness_pipeline.execution.run_config import RunConfigError, resolve_run
+from freshness_pipeline.execution.runner import InjectedFailure, JobRunner
 from freshness_pipeline.hudi.metadata import TableNotFound
-from freshness_pipeline.jobs import oracle as independent_oracle
-from freshness_pipeline.jobs.handoff import HANDOFF_PREFIX, Handoffs
-from freshness_pipeline.jobs.run_config import RunConfigError, resolve_run
-from freshness_pipeline.jobs.runner import InjectedFailure, JobRunner
 from freshness_pipeline.lab.bench.memory import class_histogram, parse_class_histogram
 
 pytestmark = pytest.mark.spark
@@ -85,7 +85,7 @@ def test_oracle_holds_under_random_schedules(request, lakehouse, tmp_path):
     jobs = laid_out(JOBS, "published")
     feeder = StreamFeeder(spark, lakehouse, seed=seed)
     # Every committed result is kept, as in one long run: a later run whose window over a
-    # table is exactly a kept one reads it from memory (jobs/handoff.py), the rest from Hudi.
+    # table is exactly a kept one reads it from memory (execution/handoff.py), the rest from Hudi.
     handoffs = Handoffs()
     runner = JobRunner(spark, lakehouse.table_uri, handoffs=handoffs)
     log = []

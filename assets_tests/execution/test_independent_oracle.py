@@ -9,7 +9,7 @@ from decimal import Decimal
 import pandas as pd
 import pytest
 
-from freshness_pipeline.jobs import oracle
+from freshness_pipeline.execution import oracle
 
 T0 = pd.Timestamp("2026-01-02 10:00:00", tz="UTC")
 

@@ -1,5 +1,5 @@
 """A job's SQL: its own SELECT (the run's rows, from its declared file) and what its merge
-kind generates around it (jobs/merge_sql.py): the groups a run touches and the merge with
+kind generates around it (execution/merge_sql.py): the groups a run touches and the merge with
 the stored rows. The runner, the batch oracle and the column lineage all read it here."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from freshness_pipeline.catalog.jobs import BUNDLED_JOBS_DIR, JobSpec
-from freshness_pipeline.jobs.merge_sql import gone_sql, merge_sql, touched_sql
-from freshness_pipeline.jobs.merge_sql import group_rows_sql as _group_rows_sql
+from freshness_pipeline.execution.merge_sql import gone_sql, merge_sql, touched_sql
+from freshness_pipeline.execution.merge_sql import group_rows_sql as _group_rows_sql
 
 SQL_DIR = BUNDLED_JOBS_DIR
 SUMMED = ("sum", "count")

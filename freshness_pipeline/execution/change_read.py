@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from freshness_pipeline.execution.external_read import sql_strings
 from freshness_pipeline.hudi.changes import ChangeWindow
-from freshness_pipeline.jobs.external_read import sql_strings
 
 CDC_OPTIONS = {
     "hoodie.datasource.query.type": "incremental",

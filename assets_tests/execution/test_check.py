@@ -1,4 +1,4 @@
-"""`check` over declared jobs (jobs/check.py), without Spark: the six market jobs pass, and
+"""`check` over declared jobs (execution/check.py), without Spark: the six market jobs pass, and
 each kind of problem in a SELECT or its inputs is one line naming file, job and column."""
 
 from __future__ import annotations
@@ -6,13 +6,13 @@ from __future__ import annotations
 from pathlib import Path
 
 from freshness_pipeline.catalog.jobs import JOBS, load_jobs
-from freshness_pipeline.jobs.check import (
+from freshness_pipeline.execution.check import (
     InputChanges,
     change_problems,
     check_jobs,
     deleting_tables,
 )
-from freshness_pipeline.jobs.lineage import SOURCE_SCHEMAS
+from freshness_pipeline.execution.lineage import SOURCE_SCHEMAS
 
 TRADES = {"symbol": "string", "price": "double", "size": "bigint", "event_ts": "timestamp"}
 TRADES |= {"arrival_ts": "timestamp"}
@@ -183,7 +183,7 @@ def test_a_computed_group_column_without_groups_is_refused_naming_it(tmp_path):
 
 def test_a_declared_arrival_column_the_input_lacks_is_refused(tmp_path):
     from freshness_pipeline.config.settings import load_settings
-    from freshness_pipeline.jobs.check import input_schemas
+    from freshness_pipeline.execution.check import input_schemas
 
     job(tmp_path, "per_day", PER_DAY + '\ngroups: {day: "to_date(txn_datetime)"}', PER_DAY_SQL)
     inputs = tmp_path / "inputs.toml"

@@ -8,7 +8,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from freshness_pipeline.jobs.handoff import HANDOFF_PREFIX, MAX_KEPT_ROWS, Handoffs
+from freshness_pipeline.execution.handoff import HANDOFF_PREFIX, MAX_KEPT_ROWS, Handoffs
 from freshness_pipeline.orchestration.assets import _read_later_in_run
 
 

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import pytest
 
+from freshness_pipeline.execution.external_read import read_external
 from freshness_pipeline.hudi.metadata import HudiTableMetadata
-from freshness_pipeline.jobs.external_read import read_external
 
 pytestmark = pytest.mark.spark
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 
-from freshness_pipeline.jobs import runner
+from freshness_pipeline.execution import runner
 
 
 class SlowSession:

@@ -16,9 +16,9 @@ from sqlglot import exp
 
 from freshness_pipeline.catalog.declaration import ARRIVAL_COLUMN, Problem
 from freshness_pipeline.catalog.jobs import JobSpec
-from freshness_pipeline.jobs.lineage_model import LineageError
-from freshness_pipeline.jobs.merge_sql import key_expressions
-from freshness_pipeline.jobs.sql import partial_sql
+from freshness_pipeline.execution.lineage_model import LineageError
+from freshness_pipeline.execution.merge_sql import key_expressions
+from freshness_pipeline.execution.sql import partial_sql
 
 # The aggregate a column's rule expects to find in the SELECT, where one is visible there.
 RULE_AGGREGATES: dict[str, tuple[type[exp.Expression], ...]] = {
@@ -168,8 +168,8 @@ def input_schemas(
     yet (before the first ingestion) by the schema our ingestion gives it. Also the lines
     for tables that are neither. `columns_of`: table name -> its schema (name -> Spark type);
     by default from the table's commits through hudi-rs."""
+    from freshness_pipeline.execution.lineage import SOURCE_SCHEMAS
     from freshness_pipeline.hudi.metadata import TableNotFound
-    from freshness_pipeline.jobs.lineage import SOURCE_SCHEMAS
 
     read = {t: spec for spec in jobs.values() for t in (*spec.inputs, *spec.dimensions)}
     dimensions = {t for spec in jobs.values() for t in spec.dimensions}
@@ -258,7 +258,7 @@ def check_jobs(
     """Every job in dependency order: its SELECT against its declaration and every column
     it reads against the schemas of the tables it reads (`source_schemas`: the tables no
     job writes, e.g. from their Hudi metadata)."""
-    from freshness_pipeline.jobs.lineage_sql import derive_lineage
+    from freshness_pipeline.execution.lineage_sql import derive_lineage
 
     problems: list[Problem] = []
     schemas: dict[str, Mapping[str, str]] = dict(source_schemas)

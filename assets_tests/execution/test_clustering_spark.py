@@ -22,11 +22,11 @@ from freshness_pipeline.catalog.jobs import JOBS
 from freshness_pipeline.catalog.tables import RAW_TABLES
 from freshness_pipeline.config.scheduler_settings import SchedulerSettings
 from freshness_pipeline.config.settings import Settings, load_settings
+from freshness_pipeline.execution.clustering_exec import execute_clustering
+from freshness_pipeline.execution.oracle import check_lakehouse, read_table
+from freshness_pipeline.execution.run_config import resolve_run
+from freshness_pipeline.execution.runner import JobRunner
 from freshness_pipeline.ingestion.feeder import StreamFeeder
-from freshness_pipeline.jobs.clustering_exec import execute_clustering
-from freshness_pipeline.jobs.oracle import check_lakehouse, read_table
-from freshness_pipeline.jobs.run_config import resolve_run
-from freshness_pipeline.jobs.runner import JobRunner
 from freshness_pipeline.orchestration.clustering_sensor import (
     build_clustering_job,
     evaluate_clustering,

@@ -6,12 +6,12 @@ from pathlib import Path
 
 import pytest
 
-from assets_tests.jobs.conftest import StreamFeeder
+from assets_tests.execution.conftest import StreamFeeder
 from freshness_pipeline.catalog.jobs import JOBS
 from freshness_pipeline.config.settings import Settings
+from freshness_pipeline.execution.run_config import RunConfigError, parse_cutoff, resolve_run
+from freshness_pipeline.execution.runner import JobRunner
 from freshness_pipeline.hudi.lakehouse import Lakehouse
-from freshness_pipeline.jobs.run_config import RunConfigError, parse_cutoff, resolve_run
-from freshness_pipeline.jobs.runner import JobRunner
 
 TRADE_AGGR = JOBS["trade_aggr"]
 

@@ -9,20 +9,25 @@ import re
 import dagster as dg
 import pytest
 
-from assets_tests.jobs.lineage_expected import EXPECTED, EXPECTED_INDIRECT, EXPECTED_KINDS
+from assets_tests.execution.lineage_expected import EXPECTED, EXPECTED_INDIRECT, EXPECTED_KINDS
 from freshness_pipeline import cli
 from freshness_pipeline.catalog.jobs import JOBS, PIPELINE_ORDER
 from freshness_pipeline.config.settings import load_settings
-from freshness_pipeline.jobs import lineage
-from freshness_pipeline.jobs.lineage import (
+from freshness_pipeline.execution import lineage
+from freshness_pipeline.execution.lineage import (
     SOURCE_SCHEMAS,
     derivation_key,
     derive_pipeline_lineage,
     load_snapshot,
     snapshot_text,
 )
-from freshness_pipeline.jobs.lineage_model import AssetLineage, ColumnRef, LineageError, sql_sha256
-from freshness_pipeline.jobs.lineage_sql import trace_select, trace_select_indirect
+from freshness_pipeline.execution.lineage_model import (
+    AssetLineage,
+    ColumnRef,
+    LineageError,
+    sql_sha256,
+)
+from freshness_pipeline.execution.lineage_sql import trace_select, trace_select_indirect
 
 
 @pytest.fixture(scope="module")
@@ -49,8 +54,8 @@ def test_hand_labels_are_for_the_current_sql(asset):
     """Fails when a SQL file changes without its expected lineage being read again."""
     assert sql_sha256(asset) == EXPECTED[asset]["sql_sha256"], (
         f"jobs_sql/{asset}.sql changed since its lineage was labelled: read it again, update "
-        f"EXPECTED[{asset!r}] in assets_tests/jobs/lineage_expected.py (edges, types), then its "
-        f"sql_sha256 to {sql_sha256(asset)}"
+        f"EXPECTED[{asset!r}] in assets_tests/execution/lineage_expected.py (edges, types), "
+        f"then its sql_sha256 to {sql_sha256(asset)}"
     )
 
 
@@ -111,11 +116,12 @@ def test_source_schemas_are_what_ingestion_writes():
 
 def test_committed_snapshot_is_current(derived):
     """Definitions load the lineage from jobs_sql/lineage.json while its key is current;
-    regenerate it with `python -m freshness_pipeline.jobs.lineage` after changing a job's SQL."""
+    regenerate it with `python -m freshness_pipeline.execution.lineage` after changing a
+    job's SQL."""
     key = derivation_key()
     snapshot = load_snapshot(key)
     assert snapshot is not None, (
-        "jobs_sql/lineage.json is stale: python -m freshness_pipeline.jobs.lineage"
+        "jobs_sql/lineage.json is stale: python -m freshness_pipeline.execution.lineage"
     )
     assert snapshot == derived
     assert lineage.SNAPSHOT_PATH.read_text(encoding="utf-8") == snapshot_text(derived, key)

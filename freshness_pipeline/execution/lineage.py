@@ -12,7 +12,7 @@ rather than to Catalyst's plan, which would need a Spark session:
 
 The local maps compose from sources to sinks: CTEs and subqueries inside a section, then
 the sections of a job (`partial`, then `merge`, which reads `partial`), then the views the
-runner registers (jobs/runner.py), which name real tables:
+runner registers (execution/runner.py), which name real tables:
 - `delta_<input>`: the input table's rows t_done < arrival_ts <= u (a filter);
 - a dimension (`company_master`): the table itself;
 - `group_rows`: the current rows of the first input for the touched groups (regroup and
@@ -47,12 +47,12 @@ from pathlib import Path
 
 from freshness_pipeline.catalog.jobs import JOBS, PIPELINE_ORDER, JobSpec
 from freshness_pipeline.config.settings import PROJECT_ROOT
-from freshness_pipeline.jobs.lineage_model import (
+from freshness_pipeline.execution.lineage_model import (
     AssetLineage,
     Edge,
     LineageError,
 )
-from freshness_pipeline.jobs.sql import sql_path
+from freshness_pipeline.execution.sql import sql_path
 
 # OpenLineage column-lineage facet (1-2-0): transformation type and subtype per kind.
 # `masking` (optional there) is not given: the kinds do not say whether a function hides
@@ -110,7 +110,7 @@ SOURCE_SCHEMAS: dict[str, dict[str, str]] = {
 # definitions (every run process does) reads a small JSON file instead of importing sqlglot
 # and tracing six files (~0.22 s on 2 cores, docs/BENCHMARKS.md). It is used only while its
 # key matches what the derivation depends on; otherwise the lineage is derived afresh, and
-# a test fails until the snapshot is regenerated: `python -m freshness_pipeline.jobs.lineage`.
+# a test fails until the snapshot is regenerated: `python -m freshness_pipeline.execution.lineage`.
 SNAPSHOT_PATH = PROJECT_ROOT / "jobs_sql" / "lineage.json"
 _DERIVATION_MODULES = (
     *(Path(__file__).with_name(name) for name in ("lineage_sql.py", "lineage_model.py")),
@@ -146,7 +146,7 @@ def derive_pipeline_lineage() -> dict[str, AssetLineage]:
     """All six jobs' lineage traced from their SQL, in pipeline order, each job's output
     schema feeding the jobs after it."""
     try:
-        from freshness_pipeline.jobs.lineage_sql import derive_lineage
+        from freshness_pipeline.execution.lineage_sql import derive_lineage
     except ImportError as exc:  # sqlglot is pinned in pyproject.toml; `make setup` installs it
         raise LineageError(f"cannot trace the SQL: {exc} (run `make setup`)") from exc
 
@@ -166,7 +166,7 @@ def declared_lineage(
     in dependency order over `source_schemas` (the tables no job writes, as their Hudi
     metadata gives them); a job that cannot be traced, or reads one that could not, gets
     the reason instead."""
-    from freshness_pipeline.jobs.lineage_sql import derive_lineage
+    from freshness_pipeline.execution.lineage_sql import derive_lineage
 
     schemas: dict[str, Mapping[str, str]] = dict(source_schemas)
     lineage: dict[str, AssetLineage | LineageError] = {}

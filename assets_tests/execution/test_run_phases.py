@@ -8,9 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from freshness_pipeline.hudi.metadata import HudiTableMetadata
-from freshness_pipeline.hudi.timeline import Commit, instant_to_us
-from freshness_pipeline.jobs.run_phases import (
+from freshness_pipeline.execution.run_phases import (
     PHASES,
     StepTimes,
     TimelineTimes,
@@ -20,6 +18,8 @@ from freshness_pipeline.jobs.run_phases import (
     median_phases,
     runner_phases,
 )
+from freshness_pipeline.hudi.metadata import HudiTableMetadata
+from freshness_pipeline.hudi.timeline import Commit, instant_to_us
 from freshness_pipeline.scheduling.units import US_PER_S
 
 STEP = StepTimes(

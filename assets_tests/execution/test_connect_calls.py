@@ -7,7 +7,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from freshness_pipeline.jobs.connect_calls import watching
+from freshness_pipeline.execution.connect_calls import watching
 
 
 class FakeRequest:

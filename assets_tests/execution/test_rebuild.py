@@ -6,7 +6,7 @@ import pytest
 
 from freshness_pipeline import cli
 from freshness_pipeline.config.settings import load_settings
-from freshness_pipeline.jobs.rebuild import REBUILT_FOLDER, RebuildError, move_aside
+from freshness_pipeline.execution.rebuild import REBUILT_FOLDER, RebuildError, move_aside
 
 
 def _table(lake, name):
@@ -58,11 +58,11 @@ def test_a_table_in_another_layout_is_refused_then_rebuilt_exactly(spark, lakeho
     from dataclasses import replace
 
     from freshness_pipeline.catalog.jobs import JOBS, JobSpec, laid_out
+    from freshness_pipeline.execution.batch_oracle import batch_recompute, differences
+    from freshness_pipeline.execution.check import layout_problems
+    from freshness_pipeline.execution.run_config import resolve_run
+    from freshness_pipeline.execution.runner import JobRunner
     from freshness_pipeline.ingestion.feeder import StreamFeeder
-    from freshness_pipeline.jobs.batch_oracle import batch_recompute, differences
-    from freshness_pipeline.jobs.check import layout_problems
-    from freshness_pipeline.jobs.run_config import resolve_run
-    from freshness_pipeline.jobs.runner import JobRunner
 
     feeder = StreamFeeder(spark, lakehouse, seed=4)
     feeder.land(3)
@@ -94,7 +94,7 @@ def test_a_table_in_another_layout_is_refused_then_rebuilt_exactly(spark, lakeho
 def test_only_a_table_cut_short_in_its_creation_counts_as_half_created(tmp_path):
     """The runner starts afresh a table folder with no hoodie.properties, no backup of
     it and no data file; anything else is kept, whatever the reader's error."""
-    from freshness_pipeline.jobs.runner import JobRunner
+    from freshness_pipeline.execution.runner import JobRunner
 
     runner = JobRunner(None, lambda table: str(tmp_path / table))
     assert not runner._half_created("t")  # no folder at all

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import pytest
 
-from assets_tests.jobs.oracle import ORDER, batch_recompute, differences
+from assets_tests.execution.oracle import ORDER, batch_recompute, differences
 from freshness_pipeline.catalog.jobs import JOBS
+from freshness_pipeline.execution import oracle as independent_oracle
+from freshness_pipeline.execution.run_config import RunConfigError, resolve_run
+from freshness_pipeline.execution.runner import InjectedFailure, JobRunner, StalePlan
 from freshness_pipeline.ingestion.feeder import StreamFeeder
-from freshness_pipeline.jobs import oracle as independent_oracle
-from freshness_pipeline.jobs.run_config import RunConfigError, resolve_run
-from freshness_pipeline.jobs.runner import InjectedFailure, JobRunner, StalePlan
 
 pytestmark = pytest.mark.spark
 

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
 
-from freshness_pipeline.jobs.sql import sql_path
+from freshness_pipeline.execution.sql import sql_path
 
 EdgeKind = Literal["identity", "transform", "aggregate", "condition"]
 # A path's kind is the strongest of its steps': a value that went through an aggregate

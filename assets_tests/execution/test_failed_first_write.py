@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from freshness_pipeline.execution.batch_oracle import read_table
 from freshness_pipeline.hudi.metadata import HudiTableMetadata
-from freshness_pipeline.jobs.batch_oracle import read_table
 
 pytestmark = pytest.mark.spark
 

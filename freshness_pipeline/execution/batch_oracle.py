@@ -9,9 +9,9 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from freshness_pipeline.catalog.jobs import JOBS, PIPELINE_ORDER, JobSpec
+from freshness_pipeline.execution.external_read import read_external
+from freshness_pipeline.execution.sql import merged_sql, partial_sql, summed_columns
 from freshness_pipeline.hudi.commit_keys import HOODIE_COLUMNS
-from freshness_pipeline.jobs.external_read import read_external
-from freshness_pipeline.jobs.sql import merged_sql, partial_sql, summed_columns
 
 ORDER = PIPELINE_ORDER
 
