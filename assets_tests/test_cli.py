@@ -227,7 +227,7 @@ def test_a_terminated_experiment_unwinds_to_stop_its_stack(monkeypatch, tmp_path
 def test_a_report_goes_beside_its_raw_data_unless_told_where(monkeypatch, tmp_path):
     """An experiment kept elsewhere (--out) must not overwrite the report committed for its
     mode under docs/results."""
-    from freshness_pipeline.config.settings import PROJECT_ROOT
+    from freshness_pipeline.config.paths import PROJECT_ROOT
     from freshness_pipeline.lab.experiment import harness, report
 
     written = []

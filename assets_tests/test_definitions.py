@@ -8,7 +8,7 @@ from pathlib import Path
 import dagster as dg
 from dagster._core.definitions.freshness import TimeWindowFreshnessPolicy
 
-from freshness_pipeline.config.settings import PROJECT_ROOT
+from freshness_pipeline.config.paths import PROJECT_ROOT
 from freshness_pipeline.definitions import defs
 from freshness_pipeline.orchestration.assets import build_job_assets
 from freshness_pipeline.scheduling.staleness_target import StalenessTarget
@@ -126,7 +126,8 @@ def test_a_folder_of_your_own_jobs_is_what_the_definitions_run(tmp_path):
 def test_a_folder_with_a_broken_declaration_is_refused_naming_it(tmp_path):
     import pytest
 
-    from freshness_pipeline.config.settings import SettingsError, load_settings
+    from freshness_pipeline.config.parsing import SettingsError
+    from freshness_pipeline.config.settings import load_settings
 
     (tmp_path / "x.sql").write_text(
         "/* freshness\ninputs: [trade_raw]\nmerge: median\n*/\nSELECT 1"

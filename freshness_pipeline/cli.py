@@ -17,12 +17,10 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from freshness_pipeline.config.parsing import SettingsError
+from freshness_pipeline.config.paths import PROJECT_ROOT
 from freshness_pipeline.config.scheduler_settings import DEFAULT_INTERVAL_S
-from freshness_pipeline.config.settings import (
-    PROJECT_ROOT,
-    SettingsError,
-    load_settings,
-)
+from freshness_pipeline.config.settings import load_settings
 from freshness_pipeline.runtime.object_store import ObjectStoreError
 from freshness_pipeline.runtime.stack import INGEST_READY, StopFlag
 from freshness_pipeline.stream.universe import DEFAULT_UNIVERSE_SIZE

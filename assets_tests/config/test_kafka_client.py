@@ -18,7 +18,8 @@ from freshness_pipeline.config.kafka_client import (
     refused,
     shown,
 )
-from freshness_pipeline.config.settings import SettingsError, load_settings
+from freshness_pipeline.config.parsing import SettingsError
+from freshness_pipeline.config.settings import load_settings
 
 SECRET = "hunter2-very-secret"
 

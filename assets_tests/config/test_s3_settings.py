@@ -6,7 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from freshness_pipeline.config.settings import PROJECT_ROOT, SettingsError, load_settings
+from freshness_pipeline.config.parsing import SettingsError
+from freshness_pipeline.config.paths import PROJECT_ROOT
+from freshness_pipeline.config.settings import load_settings
 from freshness_pipeline.hudi.write import guarded_writer_options
 
 S3_ENV = {

@@ -8,17 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from freshness_pipeline.config.settings import (
-    PROJECT_ROOT,
-    RENAMED,
-    RETIRED,
-    SETTINGS,
-    SettingsError,
-    child_environment,
-    load_settings,
-    settings_table,
-    shown_path,
-)
+from freshness_pipeline.config.parsing import SettingsError
+from freshness_pipeline.config.paths import PROJECT_ROOT, shown_path
+from freshness_pipeline.config.settings import child_environment, load_settings
+from freshness_pipeline.config.variables import RENAMED, RETIRED, SETTINGS, settings_table
 
 
 def test_defaults_are_the_embedded_ones():

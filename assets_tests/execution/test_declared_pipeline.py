@@ -22,7 +22,8 @@ import pytest
 
 from assets_tests.conftest import child_env
 from freshness_pipeline.catalog.jobs import load_jobs
-from freshness_pipeline.config.settings import PROJECT_ROOT, load_settings
+from freshness_pipeline.config.paths import PROJECT_ROOT
+from freshness_pipeline.config.settings import load_settings
 from freshness_pipeline.execution.batch_oracle import batch_recompute, differences
 from freshness_pipeline.hudi.metadata import HudiTableMetadata, TableNotFound
 from freshness_pipeline.runtime.stack import stop_child

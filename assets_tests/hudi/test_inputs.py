@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from freshness_pipeline.config.settings import SettingsError, load_settings
+from freshness_pipeline.config.parsing import SettingsError
+from freshness_pipeline.config.settings import load_settings
 from freshness_pipeline.hudi.inputs import InputsError, default_inputs, load_inputs
 from freshness_pipeline.hudi.lakehouse import Lakehouse
 

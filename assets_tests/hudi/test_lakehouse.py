@@ -8,7 +8,7 @@ import re
 import pyarrow.fs as pafs
 import pytest
 
-from freshness_pipeline.config.settings import PROJECT_ROOT
+from freshness_pipeline.config.paths import PROJECT_ROOT
 from freshness_pipeline.hudi.lakehouse import Lakehouse
 from freshness_pipeline.hudi.location import Location, LocationError
 

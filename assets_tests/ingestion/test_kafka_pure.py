@@ -7,7 +7,8 @@ from dataclasses import dataclass
 
 import pytest
 
-from freshness_pipeline.config.settings import SettingsError, load_settings
+from freshness_pipeline.config.parsing import SettingsError
+from freshness_pipeline.config.settings import load_settings
 from freshness_pipeline.hudi.streamer_checkpoint import (
     STREAMER_CHECKPOINT_KEY,
     CheckpointFormatError,

@@ -13,7 +13,8 @@ import pytest
 
 from assets_tests.conftest import child_env
 from assets_tests.execution.conftest import StreamFeeder
-from freshness_pipeline.config.settings import PROJECT_ROOT, Settings, load_settings
+from freshness_pipeline.config.paths import PROJECT_ROOT
+from freshness_pipeline.config.settings import Settings, load_settings
 from freshness_pipeline.definitions import defs
 from freshness_pipeline.orchestration.resources import HudiMetadataResource, HudiSparkResource
 from freshness_pipeline.scheduling.timefmt import readable_utc

@@ -11,8 +11,9 @@ import dagster as dg
 import pytest
 
 from freshness_pipeline.catalog.jobs import JOBS
+from freshness_pipeline.config.parsing import SettingsError
 from freshness_pipeline.config.scheduler_settings import AUTOMATIONS
-from freshness_pipeline.config.settings import SettingsError, load_settings
+from freshness_pipeline.config.settings import load_settings
 from freshness_pipeline.definitions import build_definitions
 from freshness_pipeline.hudi.metadata import TableNotFound
 from freshness_pipeline.orchestration.automation import (

@@ -21,8 +21,9 @@ import pytest
 from assets_tests.conftest import child_env
 from assets_tests.execution.oracle import batch_recompute, differences
 from freshness_pipeline.catalog.jobs import JOBS
+from freshness_pipeline.config.paths import PROJECT_ROOT
 from freshness_pipeline.config.scheduler_settings import SchedulerSettings
-from freshness_pipeline.config.settings import PROJECT_ROOT, Settings, load_settings
+from freshness_pipeline.config.settings import Settings, load_settings
 from freshness_pipeline.execution.run_config import resolve_run
 from freshness_pipeline.execution.runner import JobRunner
 from freshness_pipeline.ingestion.feeder import StreamFeeder

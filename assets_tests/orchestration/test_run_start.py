@@ -11,7 +11,8 @@ import textwrap
 
 import pytest
 
-from freshness_pipeline.config.settings import SettingsError, load_settings
+from freshness_pipeline.config.parsing import SettingsError
+from freshness_pipeline.config.settings import load_settings
 from freshness_pipeline.orchestration.run_start import run_worker_start, use_fork_server
 
 

@@ -6,8 +6,9 @@ import dagster as dg
 import pytest
 from dagster._core.test_utils import create_run_for_test
 
+from freshness_pipeline.config.paths import PROJECT_ROOT
 from freshness_pipeline.config.scheduler_settings import DEFAULT_K, SchedulerSettings
-from freshness_pipeline.config.settings import PROJECT_ROOT, load_settings
+from freshness_pipeline.config.settings import load_settings
 from freshness_pipeline.hudi.metadata import PendingFile, TableNotFound
 from freshness_pipeline.hudi.timeline import FileSlice
 from freshness_pipeline.orchestration.resources import HudiMetadataResource

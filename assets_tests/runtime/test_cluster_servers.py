@@ -13,7 +13,8 @@ import dagster as dg
 import pytest
 
 from assets_tests.conftest import assert_listens_on_loopback_only
-from freshness_pipeline.config.settings import SettingsError, load_settings
+from freshness_pipeline.config.parsing import SettingsError
+from freshness_pipeline.config.settings import load_settings
 from freshness_pipeline.runtime.dagster_instance import open_instance, write_instance_yaml
 from freshness_pipeline.runtime.ports import free_port, port_is_open
 from freshness_pipeline.runtime.postgres_server import PostgresConfig, PostgresServer

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from freshness_pipeline.config.settings import SettingsError, load_settings
+from freshness_pipeline.config.parsing import SettingsError
+from freshness_pipeline.config.settings import load_settings
 from freshness_pipeline.runtime.connect_proxy import ConnectProxy, ProxyConfig
 from freshness_pipeline.runtime.ports import free_port
 from freshness_pipeline.runtime.spark_service import (

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import yaml
 
-from freshness_pipeline.config.settings import PROJECT_ROOT, load_settings
+from freshness_pipeline.config.paths import PROJECT_ROOT
+from freshness_pipeline.config.settings import load_settings
 from freshness_pipeline.runtime.dagster_instance import (
     instance_config,
     instance_overrides,

@@ -16,7 +16,8 @@ import dagster as dg
 import pytest
 
 from freshness_pipeline import cli
-from freshness_pipeline.config.settings import PROJECT_ROOT, load_settings
+from freshness_pipeline.config.paths import PROJECT_ROOT
+from freshness_pipeline.config.settings import load_settings
 from freshness_pipeline.hudi.metadata import TableNotFound
 from freshness_pipeline.runtime.stack import Stack, StackConfig
 

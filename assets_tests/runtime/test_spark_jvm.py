@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from freshness_pipeline.config.settings import SettingsError, load_settings
+from freshness_pipeline.config.parsing import SettingsError
+from freshness_pipeline.config.settings import load_settings
 from freshness_pipeline.hudi.write import raw_layout, write_options
 from freshness_pipeline.runtime.spark import (
     JAVA_LOCAL_FS,

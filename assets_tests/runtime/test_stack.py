@@ -20,7 +20,8 @@ from dagster._core.remote_origin import (
 )
 from dagster._core.storage.dagster_run import DagsterRun
 
-from freshness_pipeline.config.settings import PROJECT_ROOT, load_settings
+from freshness_pipeline.config.paths import PROJECT_ROOT
+from freshness_pipeline.config.settings import load_settings
 from freshness_pipeline.runtime.stack import (
     Stack,
     StackConfig,

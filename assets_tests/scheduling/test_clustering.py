@@ -275,7 +275,8 @@ def test_planner_counts_clustering_runs_against_k():
 
 
 def test_clustering_settings_from_the_environment():
-    from freshness_pipeline.config.settings import SettingsError, load_settings
+    from freshness_pipeline.config.parsing import SettingsError
+    from freshness_pipeline.config.settings import load_settings
 
     assert load_settings({}).clustering.tables == ("price_raw", "trade_raw")
     assert load_settings({"FRESHNESS_CLUSTERING_TABLES": "none"}).clustering.tables == ()

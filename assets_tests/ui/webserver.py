@@ -15,7 +15,7 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-from freshness_pipeline.config.settings import PROJECT_ROOT
+from freshness_pipeline.config.paths import PROJECT_ROOT
 from freshness_pipeline.runtime.ports import free_port
 from freshness_pipeline.runtime.processes import stop_process_group
 from freshness_pipeline.runtime.stack import default_signals

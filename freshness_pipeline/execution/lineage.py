@@ -46,7 +46,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from freshness_pipeline.catalog.jobs import JOBS, PIPELINE_ORDER, JobSpec
-from freshness_pipeline.config.settings import PROJECT_ROOT
+from freshness_pipeline.config.paths import PROJECT_ROOT
 from freshness_pipeline.execution.lineage_model import (
     AssetLineage,
     Edge,

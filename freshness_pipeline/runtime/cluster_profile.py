@@ -27,7 +27,8 @@ import secrets
 from dataclasses import replace
 from pathlib import Path
 
-from freshness_pipeline.config.settings import PROJECT_ROOT, Settings
+from freshness_pipeline.config.paths import PROJECT_ROOT
+from freshness_pipeline.config.settings import Settings
 from freshness_pipeline.runtime.kafka_broker import BrokerSecurity, KafkaBroker, KafkaBrokerConfig
 from freshness_pipeline.runtime.object_store import ObjectStoreConfig, ObjectStoreServer
 from freshness_pipeline.runtime.ports import free_port

@@ -6,7 +6,7 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from freshness_pipeline.config.settings import PROJECT_ROOT
+from freshness_pipeline.config.paths import PROJECT_ROOT
 
 UNKNOWN = "unknown"
 

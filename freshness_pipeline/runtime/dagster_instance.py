@@ -16,7 +16,9 @@ from urllib.parse import urlsplit
 
 import yaml
 
-from freshness_pipeline.config.settings import POSTGRES_SCHEME, PROJECT_ROOT, Settings
+from freshness_pipeline.config.parsing import POSTGRES_SCHEME
+from freshness_pipeline.config.paths import PROJECT_ROOT
+from freshness_pipeline.config.settings import Settings
 
 PASSWORD_ENV = "FRESHNESS_POSTGRES_PASSWORD"
 REPO_INSTANCE_YAML = PROJECT_ROOT / "dagster.yaml"

@@ -22,7 +22,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
-from freshness_pipeline.config.settings import PROJECT_ROOT, child_environment
+from freshness_pipeline.config.paths import PROJECT_ROOT
+from freshness_pipeline.config.settings import child_environment
 from freshness_pipeline.hudi.location import compatible_s3_checksums
 from freshness_pipeline.runtime.ports import free_port, port_is_open
 from freshness_pipeline.runtime.processes import ServerProcess

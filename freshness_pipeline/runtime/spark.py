@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING
 
 from dagster_pyspark.resources import spark_session_from_config
 
-from freshness_pipeline.config.settings import PROJECT_ROOT, Settings
+from freshness_pipeline.config.paths import PROJECT_ROOT
+from freshness_pipeline.config.settings import Settings
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

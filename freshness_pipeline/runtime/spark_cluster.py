@@ -22,7 +22,8 @@ import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from freshness_pipeline.config.settings import SPARK_AUTH_SECRET_ENV, child_environment
+from freshness_pipeline.config.parsing import SPARK_AUTH_SECRET_ENV
+from freshness_pipeline.config.settings import child_environment
 from freshness_pipeline.runtime.ports import free_port, port_is_open
 from freshness_pipeline.runtime.processes import stop_process_group
 

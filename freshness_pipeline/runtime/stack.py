@@ -24,12 +24,9 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
-from freshness_pipeline.config.settings import (
-    PROJECT_ROOT,
-    Settings,
-    child_environment,
-    is_setting,
-)
+from freshness_pipeline.config.paths import PROJECT_ROOT
+from freshness_pipeline.config.settings import Settings, child_environment
+from freshness_pipeline.config.variables import is_setting
 from freshness_pipeline.runtime.dagster_instance import open_instance, write_instance_yaml
 from freshness_pipeline.runtime.kafka_broker import KafkaBroker, KafkaBrokerConfig, broker_state_dir
 from freshness_pipeline.runtime.preflight import preflight, protections

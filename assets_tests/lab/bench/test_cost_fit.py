@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from freshness_pipeline.config.settings import PROJECT_ROOT
+from freshness_pipeline.config.paths import PROJECT_ROOT
 from freshness_pipeline.lab.bench import cost_fit
 from freshness_pipeline.lab.experiment.report import MATERIALIZED_AT
 

@@ -9,8 +9,8 @@ import pytest
 
 from freshness_pipeline.catalog.jobs import JOBS
 from freshness_pipeline.catalog.tables import RAW_TABLES
+from freshness_pipeline.config.paths import PROJECT_ROOT
 from freshness_pipeline.config.scheduler_settings import DEFAULT_MAX_WAIT_S
-from freshness_pipeline.config.settings import PROJECT_ROOT
 from freshness_pipeline.lab.experiment.simulate import (
     Conditions,
     SkewedFilesPerCommit,

@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from freshness_pipeline.config.settings import PROJECT_ROOT
+from freshness_pipeline.config.paths import PROJECT_ROOT
 
 
 def run_tiny_experiment(

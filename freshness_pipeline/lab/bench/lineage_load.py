@@ -22,7 +22,7 @@ import statistics
 import subprocess
 import sys
 
-from freshness_pipeline.config.settings import PROJECT_ROOT
+from freshness_pipeline.config.paths import PROJECT_ROOT
 
 VARIANTS = ("off", "snapshot", "derived")
 

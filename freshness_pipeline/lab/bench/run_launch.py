@@ -25,7 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from freshness_pipeline.catalog.jobs import JOBS
-from freshness_pipeline.config.settings import RUN_STARTS, Settings
+from freshness_pipeline.config.parsing import RUN_STARTS
+from freshness_pipeline.config.settings import Settings
 from freshness_pipeline.hudi.lakehouse import Lakehouse
 
 

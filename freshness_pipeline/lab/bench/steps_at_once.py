@@ -29,7 +29,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from freshness_pipeline.config.settings import PROJECT_ROOT, Settings, child_environment
+from freshness_pipeline.config.paths import PROJECT_ROOT
+from freshness_pipeline.config.settings import Settings, child_environment
 from freshness_pipeline.runtime.dagster_instance import open_instance
 from freshness_pipeline.runtime.stack import exit_on_signals
 from freshness_pipeline.scheduling.run_plan import execution_config

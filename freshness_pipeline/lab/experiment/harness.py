@@ -32,7 +32,9 @@ from typing import TYPE_CHECKING
 
 from freshness_pipeline.catalog.jobs import BUNDLED_JOBS_DIR, JOBS
 from freshness_pipeline.catalog.tables import RAW_TABLES
-from freshness_pipeline.config.settings import PROJECT_ROOT, Settings, is_setting, shown_path
+from freshness_pipeline.config.paths import PROJECT_ROOT, shown_path
+from freshness_pipeline.config.settings import Settings
+from freshness_pipeline.config.variables import is_setting
 from freshness_pipeline.hudi.lakehouse import Lakehouse
 from freshness_pipeline.hudi.metadata import HudiTableMetadata, TableNotFound
 from freshness_pipeline.lab.experiment.calibration import CALIBRATION_SEED, cost_prior_from_runs

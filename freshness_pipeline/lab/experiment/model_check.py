@@ -34,7 +34,7 @@ from dataclasses import dataclass, field, replace
 from datetime import date
 from pathlib import Path
 
-from freshness_pipeline.config.settings import shown_path
+from freshness_pipeline.config.paths import shown_path
 from freshness_pipeline.execution.run_phases import PHASES, from_metadata
 from freshness_pipeline.lab.experiment.simulate import Conditions, simulate
 from freshness_pipeline.lab.experiment.simulate_wide import (

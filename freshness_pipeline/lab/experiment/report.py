@@ -25,7 +25,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from freshness_pipeline.catalog.jobs import JOBS, JobSpec
-from freshness_pipeline.config.settings import shown_path
+from freshness_pipeline.config.paths import shown_path
 from freshness_pipeline.execution.run_phases import PHASES, from_metadata, median_phases
 from freshness_pipeline.lab.experiment.machine_budget import budget_rows
 from freshness_pipeline.lab.experiment.variants import VARIANTS

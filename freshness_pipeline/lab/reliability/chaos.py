@@ -47,7 +47,8 @@ from typing import TYPE_CHECKING
 
 from freshness_pipeline.catalog.jobs import JOBS
 from freshness_pipeline.catalog.tables import RAW_TABLES
-from freshness_pipeline.config.settings import PROJECT_ROOT, Settings
+from freshness_pipeline.config.paths import PROJECT_ROOT
+from freshness_pipeline.config.settings import Settings
 from freshness_pipeline.hudi.lakehouse import Lakehouse
 from freshness_pipeline.hudi.metadata import HudiTableMetadata, TableNotFound
 from freshness_pipeline.lab.reliability.report_sections import write_section
