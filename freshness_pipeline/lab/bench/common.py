@@ -9,13 +9,21 @@ from freshness_pipeline.config.settings import Settings
 from freshness_pipeline.stream.universe import DEFAULT_UNIVERSE_SIZE
 
 
-def temp_lakehouse(prefix: str, settings: Settings):
-    """`settings` pointed at a new temporary folder (the project's own data is untouched),
-    and a Spark session on it with the company master loaded: (settings, spark)."""
+def scratch(prefix: str) -> tuple[Path, dict[str, str]]:
+    """A new temporary folder for one benchmark run (the project's own data is untouched),
+    and the settings that put a lakehouse and a landing area in it."""
     root = Path(tempfile.mkdtemp(prefix=prefix))
-    settings = settings.changed(
-        {"FRESHNESS_LAKEHOUSE": str(root / "tables"), "FRESHNESS_LANDING": str(root / "landing")}
-    )
+    return root, {
+        "FRESHNESS_LAKEHOUSE": str(root / "tables"),
+        "FRESHNESS_LANDING": str(root / "landing"),
+    }
+
+
+def temp_lakehouse(prefix: str, settings: Settings):
+    """`settings` pointed at a new scratch lakehouse, and a Spark session on it with the
+    company master loaded: (settings, spark)."""
+    _, where = scratch(prefix)
+    settings = settings.changed(where)
     from freshness_pipeline.ingestion.master import load_company_master
     from freshness_pipeline.runtime.spark import build_spark_session
 

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from freshness_pipeline.config.settings import Settings
+from freshness_pipeline.lab.bench.common import scratch
 
 # A thread's kind, by its name (the first pattern that matches), for the CPU budget. /proc
 # gives a thread's name cut to 15 characters ("Executor task l", "C2 CompilerThre").
@@ -209,7 +210,6 @@ def main(argv: list[str], base: Settings) -> int:
     args = parser.parse_args(argv)
 
     import os
-    import tempfile
 
     from freshness_pipeline.runtime.stack import Stack, StackConfig, exit_on_signals
     from freshness_pipeline.stream.generator import StreamConfig
@@ -218,17 +218,16 @@ def main(argv: list[str], base: Settings) -> int:
 
     out = (args.out or base.state_dir / "profile").resolve()
     out.mkdir(parents=True, exist_ok=True)
-    scratch = Path(tempfile.mkdtemp(prefix="freshness-profile-"))
+    root, where = scratch("freshness-profile-")
     env = {
-        "FRESHNESS_LAKEHOUSE": str(scratch / "tables"),
-        "FRESHNESS_LANDING": str(scratch / "landing"),
+        **where,
         "FRESHNESS_SPARK_JAVA_OPTIONS": delayed_recording(base.spark_java_options, args.warmup),
     }
     config = StackConfig(
         stream=StreamConfig(seed=11, rate=args.rate),
         webserver=False,
-        dagster_home=scratch / "dagster_home",
-        logs_dir=scratch / "logs",
+        dagster_home=root / "dagster_home",
+        logs_dir=root / "logs",
         env=env,
     )
     stack = Stack(config, base).start()

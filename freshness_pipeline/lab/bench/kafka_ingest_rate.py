@@ -19,11 +19,10 @@ import argparse
 import math
 import os
 import statistics
-import tempfile
 import time
-from pathlib import Path
 
 from freshness_pipeline.config.settings import Settings
+from freshness_pipeline.lab.bench.common import scratch
 
 
 def main(argv: list[str], settings: Settings) -> int:
@@ -48,7 +47,7 @@ def main(argv: list[str], settings: Settings) -> int:
     from freshness_pipeline.stream.replayer import VirtualClock, generated_batches, land_instantly
     from freshness_pipeline.stream.universe import DEFAULT_UNIVERSE_SIZE
 
-    root = Path(tempfile.mkdtemp(prefix="bench_kafka_ingest_"))
+    root, _ = scratch("bench_kafka_ingest_")  # a lakehouse per arm inside it
     given = settings
     broker_config = KafkaBrokerConfig(
         jars_dir=given.kafka.jars_dir, state_dir=root / "kafka", port=free_port()

@@ -22,13 +22,13 @@ import os
 import re
 import statistics
 import subprocess
-import tempfile
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from freshness_pipeline.config.settings import Settings
+from freshness_pipeline.lab.bench.common import scratch
 from freshness_pipeline.runtime.memory_probe import rss_mib
 
 MIB = 1024 * 1024
@@ -246,13 +246,12 @@ def main(argv: list[str], settings: Settings) -> int:
     )
     args = parser.parse_args(argv)
 
-    root = Path(tempfile.mkdtemp(prefix="bench_memory_"))
+    root, where = scratch("bench_memory_")
     from freshness_pipeline.runtime.stack import Stack, StackConfig, StopFlag
     from freshness_pipeline.stream.generator import StreamConfig
 
     env = {
-        "FRESHNESS_LAKEHOUSE": str(root / "tables"),
-        "FRESHNESS_LANDING": str(root / "landing"),
+        **where,
         "FRESHNESS_SPARK_SERVICE_PORT": settings.texts.get("FRESHNESS_SPARK_SERVICE_PORT", "15012"),
     }
     stack = Stack(

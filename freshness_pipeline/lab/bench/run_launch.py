@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,7 +26,7 @@ from pathlib import Path
 from freshness_pipeline.catalog.jobs import JOBS
 from freshness_pipeline.config.parsing import RUN_STARTS
 from freshness_pipeline.config.settings import Settings
-from freshness_pipeline.hudi.lakehouse import Lakehouse
+from freshness_pipeline.lab.bench.common import scratch
 
 
 @dataclass
@@ -80,11 +79,10 @@ def run_side(settings: Settings, run_start: str, minutes: float, rate: int) -> S
     from freshness_pipeline.runtime.stack import Stack, StackConfig, StopFlag
     from freshness_pipeline.stream.generator import StreamConfig
 
-    root = Path(tempfile.mkdtemp(prefix=f"run_launch_{run_start}_"))
+    root, where = scratch(f"run_launch_{run_start}_")
     print(f"{run_start}: lakehouse, Dagster home and logs under {root}", flush=True)
     env = {
-        "FRESHNESS_LAKEHOUSE": Lakehouse.parse(str(root / "tables")).uri,
-        "FRESHNESS_LANDING": str(root / "landing"),
+        **where,
         "FRESHNESS_RUN_START": run_start,
         "FRESHNESS_SPARK_SERVICE_PORT": settings.texts.get("FRESHNESS_SPARK_SERVICE_PORT", "15012"),
     }

@@ -28,12 +28,12 @@ import os
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from freshness_pipeline.config.settings import Settings, child_environment
+from freshness_pipeline.lab.bench.common import scratch
 from freshness_pipeline.runtime.dagster_instance import open_instance
 
 if TYPE_CHECKING:
@@ -129,15 +129,9 @@ def main(argv: list[str], settings: Settings) -> int:
 
     exit_on_signals()  # a kill unwinds, so the Spark service and Postgres it started stop
 
-    root = Path(tempfile.mkdtemp(prefix="bench_overhead_"))
+    root, where = scratch("bench_overhead_")
     os.chmod(root, 0o711)  # the cluster profile's Postgres runs as the `postgres` user
-    settings = settings.changed(
-        {
-            "FRESHNESS_LAKEHOUSE": str(root / "tables"),
-            "FRESHNESS_LANDING": str(root / "landing"),
-            "FRESHNESS_SPARK_REMOTE": None,
-        }
-    )
+    settings = settings.changed({**where, "FRESHNESS_SPARK_REMOTE": None})
     from freshness_pipeline.ingestion.feeder import StreamFeeder
     from freshness_pipeline.runtime.cluster_profile import ClusterProfile
     from freshness_pipeline.runtime.dagster_instance import write_instance_yaml

@@ -23,6 +23,7 @@ import time
 from freshness_pipeline.config.settings import Settings, child_environment
 from freshness_pipeline.hudi.metadata import PendingFile
 from freshness_pipeline.hudi.timeline import FileSlice
+from freshness_pipeline.lab.bench.common import scratch
 from freshness_pipeline.scheduling.units import US_PER_S
 
 
@@ -124,8 +125,6 @@ def tick_probe(settings: Settings, ticks: int, history: int = 0) -> int:
 
 
 def real_lakehouse(settings: Settings, files: int, ticks: int) -> int:
-    import tempfile
-    from pathlib import Path
 
     from freshness_pipeline.catalog.jobs import JOBS, PIPELINE_ORDER
     from freshness_pipeline.execution.run_config import resolve_run
@@ -135,10 +134,8 @@ def real_lakehouse(settings: Settings, files: int, ticks: int) -> int:
     from freshness_pipeline.runtime.spark import build_spark_session
     from freshness_pipeline.stream.universe import DEFAULT_UNIVERSE_SIZE
 
-    root = Path(tempfile.mkdtemp(prefix="bench_tick_"))
-    settings = settings.changed(
-        {"FRESHNESS_LAKEHOUSE": str(root / "tables"), "FRESHNESS_LANDING": str(root / "landing")}
-    )
+    root, where = scratch("bench_tick_")
+    settings = settings.changed(where)
     spark = build_spark_session(settings, app_name="bench_tick", remote="")
     feeder = StreamFeeder(spark, settings, seed=7, rate=2000, universe=DEFAULT_UNIVERSE_SIZE)
     feeder.land(2)

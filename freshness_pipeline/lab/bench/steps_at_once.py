@@ -25,12 +25,12 @@ import os
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 from freshness_pipeline.config.paths import PROJECT_ROOT
 from freshness_pipeline.config.settings import Settings, child_environment
+from freshness_pipeline.lab.bench.common import scratch
 from freshness_pipeline.runtime.dagster_instance import open_instance
 from freshness_pipeline.runtime.stack import exit_on_signals
 from freshness_pipeline.scheduling.run_plan import execution_config
@@ -97,12 +97,11 @@ def main(argv: list[str], settings: Settings) -> int:
     from freshness_pipeline.runtime.spark import build_spark_session
     from freshness_pipeline.runtime.spark_service import SparkService, service_config
 
-    root = Path(tempfile.mkdtemp(prefix="bench_steps_at_once_"))
+    root, where = scratch("bench_steps_at_once_")
     write_wide(root / "wide", 1)
     settings = settings.changed(
         {
-            "FRESHNESS_LAKEHOUSE": str(root / "tables"),
-            "FRESHNESS_LANDING": str(root / "landing"),
+            **where,
             "FRESHNESS_JOBS": f"{PROJECT_ROOT / 'jobs_sql'}:{root / 'wide'}",
             "FRESHNESS_SPARK_REMOTE": None,
         }
