@@ -35,7 +35,7 @@ from freshness_pipeline.execution.run_phases import RUN_COST_PHASES
 from freshness_pipeline.hudi.metadata import TableNotFound
 from freshness_pipeline.orchestration import history
 from freshness_pipeline.orchestration.resources import HudiMetadataResource
-from freshness_pipeline.scheduling.chains import plan_runs, steps_at_once_for
+from freshness_pipeline.scheduling.chains import PlanRequest, plan_runs, steps_at_once_for
 from freshness_pipeline.scheduling.clustering import TABLE_TAG as CLUSTERING_TABLE_TAG
 from freshness_pipeline.scheduling.cost_model import (
     DEFAULT_PRIOR,
@@ -359,23 +359,25 @@ def plan_tick(
         states = [
             replace(s, downstream=downstream_of(s.job, read.t_dones, by_name)) for s in states
         ]
-    result = plan_runs(
-        states,
-        settings.launch_limit,
+    request = PlanRequest(
+        tuple(states),
         now_us,
+        settings.k,
+        settings.runs_at_once,
         settings.policy,
         settings.seed,
-        sum(active_clustering_runs(active).values()),
-        settings.max_wait_s,
-        settings.first_runs_first,
-        active_job_runs(active, by_name),  # a chained run holds several jobs in one slot
-        fit_run_cost(
+        other_runs=sum(active_clustering_runs(active).values()),
+        max_wait_s=settings.max_wait_s,
+        first_runs_first=settings.first_runs_first,
+        job_runs=active_job_runs(active, by_name),  # a chained run holds several jobs in one slot
+        run_cost_s=fit_run_cost(
             read.run_costs_s,
             settings.cost_prior.run_cost_s if settings.cost_prior else DEFAULT_RUN_COST_S,
         ),
         chains=settings.plans_chains,
         steps_at_once=settings.steps_at_once,
     )
+    result = plan_runs(request)
     requests = [
         run_request(
             c,

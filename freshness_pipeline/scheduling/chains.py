@@ -50,7 +50,7 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from freshness_pipeline.scheduling.cost_model import DEFAULT_RUN_COST_S
-from freshness_pipeline.scheduling.limits import input_cap
+from freshness_pipeline.scheduling.limits import input_cap, launch_limit
 from freshness_pipeline.scheduling.planner import (
     Candidate,
     ChainStep,
@@ -512,29 +512,44 @@ def _touches(choice: JobChoice, fresh: set[str]) -> bool:
     return any(job in fresh for job in choice.jobs)
 
 
-def plan_runs(
-    jobs: Sequence[JobState],
-    k: int,
-    now_us: int,
-    policy: Policy = "pmb",
-    seed: int = 0,
-    other_runs: int = 0,
-    max_wait_s: float | None = None,
-    first_runs_first: bool = False,
-    job_runs: int | None = None,
-    run_cost_s: float = DEFAULT_RUN_COST_S,
-    chains: bool = True,
-    steps_at_once: int = 1,
-) -> Plan:
+@dataclass(frozen=True)
+class PlanRequest:
+    """Everything one tick's plan depends on, built alike by the sensor (from Hudi metadata
+    and Dagster's runs) and the simulator (from its model), for `plan_runs`."""
+
+    states: tuple[JobState, ...]
+    now_us: int  # the clock, passed in
+    k: int  # Dagster's run-queue limit
+    runs_at_once: int | None = None  # FRESHNESS_RUNS_AT_ONCE; None: K
+    policy: Policy = "pmb"
+    seed: int = 0
+    other_runs: int = 0  # clustering runs in flight, which hold slots too
+    max_wait_s: float | None = None  # the aging bound; None: no aging
+    first_runs_first: bool = False
+    job_runs: int | None = None  # slots the runs in flight hold; None: one per running job
+    run_cost_s: float = DEFAULT_RUN_COST_S  # L
+    chains: bool = True  # False: one table per run, as published
+    steps_at_once: int = 1
+
+    @property
+    def launch_limit(self) -> int:
+        return launch_limit(self.k, self.runs_at_once)
+
+
+def plan_runs(request: PlanRequest) -> Plan:
     """The tick's plan: chains (`plan_chains`), or with `chains` False the published plan,
     one table per run (`planner.plan`, which has no L: `run_cost_s` and `steps_at_once`
     are not read)."""
-    if chains:
+    r = request
+    if r.chains:
         return plan_chains(
-            jobs, k, now_us, policy, seed, other_runs, max_wait_s, first_runs_first, job_runs,
-            run_cost_s, steps_at_once,
+            r.states, r.launch_limit, r.now_us, r.policy, r.seed, r.other_runs, r.max_wait_s,
+            r.first_runs_first, r.job_runs, r.run_cost_s, r.steps_at_once,
         )  # fmt: skip
-    return plan(jobs, k, now_us, policy, seed, other_runs, max_wait_s, first_runs_first, job_runs)
+    return plan(
+        r.states, r.launch_limit, r.now_us, r.policy, r.seed, r.other_runs, r.max_wait_s,
+        r.first_runs_first, r.job_runs,
+    )  # fmt: skip
 
 
 def _why_not(

@@ -38,14 +38,14 @@ from freshness_pipeline.catalog.jobs import JOBS, JobSpec, downstream_of, laid_o
 from freshness_pipeline.execution.runner import DERIVED_SMALL_FILE_BYTES
 from freshness_pipeline.lab.experiment.staleness import Sample, sample_tables, total_staleness
 from freshness_pipeline.lab.experiment.variants import MODELLED, PEERS, VARIANTS
-from freshness_pipeline.scheduling.chains import plan_runs, steps_at_once_for
+from freshness_pipeline.scheduling.chains import PlanRequest, plan_runs, steps_at_once_for
 from freshness_pipeline.scheduling.cost_model import (
     CostMode,
     RunSample,
     fit_cost_model,
     typical_input,
 )
-from freshness_pipeline.scheduling.limits import input_cap, launch_limit
+from freshness_pipeline.scheduling.limits import input_cap
 from freshness_pipeline.scheduling.planner import (
     MIB,
     CostModel,
@@ -728,11 +728,11 @@ def _tick(
         states = [
             replace(s, downstream=downstream_of(s.job, t_dones, cond.job_specs)) for s in states
         ]
-    runs_at_once = cond.runs_at_once if how.runs_at_once is None else how.runs_at_once
-    result = plan_runs(
-        states,
-        launch_limit(cond.k, runs_at_once),
+    request = PlanRequest(
+        tuple(states),
         now_us,
+        cond.k,
+        cond.runs_at_once if how.runs_at_once is None else how.runs_at_once,
         policy,
         machine.seed,
         max_wait_s=cond.max_wait_s,
@@ -742,6 +742,7 @@ def _tick(
         chains=chained,
         steps_at_once=steps_at_once,
     )
+    result = plan_runs(request)
     for choice in result.ranked:
         machine.waits.max_wait_s[choice.job] = max(
             machine.waits.max_wait_s.get(choice.job, 0.0), choice.waited_s
