@@ -7,6 +7,8 @@ from pathlib import Path
 import pytest
 
 from freshness_pipeline import cli
+from freshness_pipeline.lab.experiment import command
+from freshness_pipeline.lab.experiment.command import EXPERIMENT_MODES
 from freshness_pipeline.runtime.stack import stream_args
 from freshness_pipeline.stream.generator import StreamConfig
 
@@ -23,8 +25,8 @@ from freshness_pipeline.stream.generator import StreamConfig
 )
 def test_bad_stream_settings_are_refused_before_anything_runs(argv, capsys, monkeypatch):
     started = []
-    for name in ("cmd_experiment", "cmd_record", "cmd_demo"):
-        monkeypatch.setattr(cli, name, lambda args, name=name: started.append(name))
+    for module, name in ((command, "cmd_experiment"), (cli, "cmd_record"), (cli, "cmd_demo")):
+        monkeypatch.setattr(module, name, lambda args, name=name: started.append(name))
     with pytest.raises(SystemExit) as exit_info:
         cli.main(argv)
     assert exit_info.value.code == 2
@@ -34,7 +36,7 @@ def test_bad_stream_settings_are_refused_before_anything_runs(argv, capsys, monk
 
 def test_good_stream_settings_reach_the_command(monkeypatch):
     seen = []
-    monkeypatch.setattr(cli, "cmd_experiment", lambda args: seen.append(args) or 0)
+    monkeypatch.setattr(command, "cmd_experiment", lambda args: seen.append(args) or 0)
     argv = ["experiment", "--burst-every", "30", "--burst-length", "5", "--burst-factor", "20"]
     assert cli.main(argv) == 0
     assert (seen[0].burst_every, seen[0].burst_length, seen[0].burst_factor) == (30, 5, 20.0)
@@ -77,14 +79,14 @@ def test_an_unknown_variant_is_refused_naming_the_peers(capsys, monkeypatch):
 
 
 def test_the_short_experiment_compares_pmb_with_the_peers():
-    assert cli.EXPERIMENT_MODES["short"]["variants"].split(",") == [
+    assert EXPERIMENT_MODES["short"]["variants"].split(",") == [
         "pmb",
         "max_benefit",
         "random",
         "dagster_eager",
         "interval",
     ]
-    assert {"dagster_eager", "interval"} <= set(cli.EXPERIMENT_MODES["long"]["variants"].split(","))
+    assert {"dagster_eager", "interval"} <= set(EXPERIMENT_MODES["long"]["variants"].split(","))
 
 
 def test_check_passes_the_bundled_jobs_and_names_a_missing_table(tmp_path, capsys, monkeypatch):

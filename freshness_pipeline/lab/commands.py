@@ -8,6 +8,7 @@ their arguments.
 
 from __future__ import annotations
 
+import argparse
 import importlib
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -82,3 +83,23 @@ COMMANDS: tuple[LabCommand, ...] = (
     LabCommand("soak", "reliability.soak", "the live demo for an hour, checked for growth"),
 )
 BY_NAME = {command.name: command for command in COMMANDS}
+
+
+def cmd_lab(args: argparse.Namespace) -> int:
+    return BY_NAME[args.lab_command].run(args.lab_args, args.settings)
+
+
+def add_lab_parser(sub) -> None:
+    width = max(len(command.name) for command in COMMANDS)
+    lab = sub.add_parser(
+        "lab",
+        help="the lab: benchmarks, simulators, reports, reliability campaigns",
+        description="Run one of the lab's commands; `freshness lab NAME --help` shows its "
+        "arguments.",
+        epilog="commands:\n" + "\n".join(f"  {c.name.ljust(width)}  {c.summary}" for c in COMMANDS),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    names = [command.name for command in COMMANDS]
+    lab.add_argument("lab_command", choices=names, metavar="NAME", help="a command below")
+    lab.add_argument("lab_args", nargs=argparse.REMAINDER, help="its own arguments")
+    lab.set_defaults(func=cmd_lab)

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from freshness_pipeline import cli
 from freshness_pipeline.lab.experiment import report, simulate
+from freshness_pipeline.lab.experiment.command import EXPERIMENT_MODES
 from freshness_pipeline.lab.experiment.simulate_wide import wide_conditions
 from freshness_pipeline.lab.experiment.variants import (
     MODELLED,
@@ -18,7 +18,7 @@ from freshness_pipeline.lab.experiment.variants import (
 
 
 def test_every_mode_runs_registered_variants():
-    for mode in cli.EXPERIMENT_MODES.values():
+    for mode in EXPERIMENT_MODES.values():
         names = mode["variants"].split(",")
         assert set(names) <= set(VARIANTS), set(names) - set(VARIANTS)
         assert len(names) == len(set(names))
