@@ -438,75 +438,13 @@ def _collect(
     samples: list,
     start_us: int,
 ) -> dict:
-    import dagster as dg
-
-    with gzip.open(run_dir / SAMPLES_FILE, "wt", newline="") as handle:
-        writer = csv.writer(handle)
-        writer.writerow(["at_us", "table", "watermark_us", "staleness_s", "floor_s"])
-        for s in samples:
-            writer.writerow(
-                [s.at_us, s.table, s.watermark_us or "", f"{s.staleness_s:.3f}", f"{s.floor_s:.3f}"]
-            )
-    runs = []
-    home = stack.dagster_home
+    """What a run leaves for the report: its samples, its Dagster runs and every table's
+    commits, each in a file of the run's folder; returns the run's summary."""
+    _write_samples(run_dir / SAMPLES_FILE, samples)
     jobs = stack.settings.jobs
-    with open_instance(home, stack.settings) as instance:
-        records = instance.get_run_records()
-        # run id -> asset -> that materialization's metadata (a peer's run holds several)
-        materialized: dict[str, dict[str, dict]] = {}
-        for job in jobs:
-            for rec in instance.fetch_materializations(dg.AssetKey(job), limit=10_000).records:
-                meta = rec.asset_materialization.metadata
-                materialized.setdefault(rec.run_id, {})[job] = {
-                    **{k: getattr(v, "value", None) for k, v in meta.items()},
-                    # when this table's refresh landed: a peer's run of six steps credits
-                    # P step by step, long before the run itself ends
-                    MATERIALIZED_AT: rec.timestamp,
-                }
-        for record in records:
-            run = record.dagster_run
-            by_asset = materialized.get(run.run_id, {})
-            assets = job_assets_of(run, by_asset, jobs)
-            if not assets:
-                continue  # not a run of the jobs (none other is launched)
-            runs.append(
-                {
-                    "run_id": run.run_id,
-                    "status": run.status.value,
-                    "start": record.start_time,
-                    "end": record.end_time,
-                    "created": record.create_timestamp.timestamp(),
-                    "tags": plan_tags(run.tags, run.run_config),
-                    "launched_by": launcher_of(run.tags),
-                    "assets": assets,
-                    # one asset's metadata as before (a sensor run has one); all of them:
-                    "metadata": by_asset.get(assets[0], {}) if len(assets) == 1 else {},
-                    "metadata_by_asset": by_asset,
-                }
-            )
+    runs = _dagster_runs(stack, jobs)
     (run_dir / "runs.json").write_text(json.dumps(runs, indent=1, default=str))
-    commits = {}
-    for table in (*RAW_TABLES, *jobs):
-        try:
-            meta = HudiTableMetadata(Lakehouse.parse(str(lakehouse)).table(table))
-            found = meta.commits()
-        except TableNotFound:
-            continue
-        except Exception as exc:  # noqa: BLE001 - illustration only; the run is measured
-            # A run the stop's drain cut off mid-commit can leave an unreadable commit
-            # file; the measurement (samples, runs) stands, this table's list is lost.
-            log.warning("commits of %s unreadable after the stop: %s", table, exc)
-            continue
-        commits[table] = [
-            {
-                "instant": c.instant,
-                "action": c.action,
-                "operation": c.operation,
-                "files": len(c.written),
-                "watermark_us": c.watermark_us,
-            }
-            for c in found
-        ]
+    commits = _commits(lakehouse, jobs)
     (run_dir / "commits.json").write_text(json.dumps(commits, indent=1))
     p, p0 = total_staleness(samples)
     return {
@@ -531,6 +469,86 @@ def _collect(
             "duration_s" in meta for r in runs for meta in r["metadata_by_asset"].values()
         ),
     }
+
+
+def _write_samples(path: Path, samples: Iterable[Sample]) -> None:
+    with gzip.open(path, "wt", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["at_us", "table", "watermark_us", "staleness_s", "floor_s"])
+        for s in samples:
+            writer.writerow(
+                [s.at_us, s.table, s.watermark_us or "", f"{s.staleness_s:.3f}", f"{s.floor_s:.3f}"]
+            )
+
+
+def _dagster_runs(stack: Stack, jobs: Iterable[str]) -> list[dict]:
+    """Every run of the jobs in the stack's instance: status, times, tags, the plan, and
+    each asset's materialization metadata."""
+    import dagster as dg
+
+    runs = []
+    with open_instance(stack.dagster_home, stack.settings) as instance:
+        records = instance.get_run_records()
+        # run id -> asset -> that materialization's metadata (a peer's run holds several)
+        materialized: dict[str, dict[str, dict]] = {}
+        for job in jobs:
+            for rec in instance.fetch_materializations(dg.AssetKey(job), limit=10_000).records:
+                meta = rec.asset_materialization.metadata
+                materialized.setdefault(rec.run_id, {})[job] = {
+                    **{k: getattr(v, "value", None) for k, v in meta.items()},
+                    # when this table's refresh landed: a peer's run of six steps credits
+                    # P step by step, long before the run itself ends
+                    MATERIALIZED_AT: rec.timestamp,
+                }
+        for record in records:
+            run = record.dagster_run
+            by_asset = materialized.get(run.run_id, {})
+            assets = job_assets_of(run, by_asset, stack.settings.jobs)
+            if not assets:
+                continue  # not a run of the jobs (none other is launched)
+            runs.append(
+                {
+                    "run_id": run.run_id,
+                    "status": run.status.value,
+                    "start": record.start_time,
+                    "end": record.end_time,
+                    "created": record.create_timestamp.timestamp(),
+                    "tags": plan_tags(run.tags, run.run_config),
+                    "launched_by": launcher_of(run.tags),
+                    "assets": assets,
+                    # one asset's metadata as before (a sensor run has one); all of them:
+                    "metadata": by_asset.get(assets[0], {}) if len(assets) == 1 else {},
+                    "metadata_by_asset": by_asset,
+                }
+            )
+    return runs
+
+
+def _commits(lakehouse: Path, jobs: Iterable[str]) -> dict[str, list[dict]]:
+    """Every table's commits: instant, action, operation, files written, watermark."""
+    commits = {}
+    for table in (*RAW_TABLES, *jobs):
+        try:
+            meta = HudiTableMetadata(Lakehouse.parse(str(lakehouse)).table(table))
+            found = meta.commits()
+        except TableNotFound:
+            continue
+        except Exception as exc:  # noqa: BLE001 - illustration only; the run is measured
+            # A run the stop's drain cut off mid-commit can leave an unreadable commit
+            # file; the measurement (samples, runs) stands, this table's list is lost.
+            log.warning("commits of %s unreadable after the stop: %s", table, exc)
+            continue
+        commits[table] = [
+            {
+                "instant": c.instant,
+                "action": c.action,
+                "operation": c.operation,
+                "files": len(c.written),
+                "watermark_us": c.watermark_us,
+            }
+            for c in found
+        ]
+    return commits
 
 
 def recovered_s(
