@@ -194,7 +194,7 @@ def snapshot_text(lineage: Mapping[str, AssetLineage], key: str) -> str:
         for field in ("asset", "inputs", "sql_sha256"):
             lines.append(f"{json.dumps(field)}: {json.dumps(data[field])},")
         for field, end in (("columns", ","), ("edges", ","), ("indirect", "")):
-            rows = [json.dumps(row) for row in data[field]]  # type: ignore[attr-defined]
+            rows = [json.dumps(row) for row in data[field]]
             lines.append(f'"{field}": [')
             lines += [row + ("," if r < len(rows) - 1 else "") for r, row in enumerate(rows)]
             lines.append("]" + end)

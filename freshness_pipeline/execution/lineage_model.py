@@ -6,7 +6,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from freshness_pipeline.execution.sql import sql_path
 
@@ -76,7 +76,7 @@ class AssetLineage:
     def edge_keys(self) -> set[tuple[str, str, str, str]]:
         return {e.key for e in self.edges}
 
-    def to_dict(self) -> dict[str, object]:
+    def to_dict(self) -> dict[str, Any]:  # JSON
         return {
             "asset": self.asset,
             "inputs": list(self.inputs),
@@ -92,20 +92,20 @@ class AssetLineage:
         }
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, object]) -> AssetLineage:
+    def from_dict(cls, data: Mapping[str, Any]) -> AssetLineage:  # parsed JSON
         asset = str(data["asset"])
         return cls(
             asset=asset,
-            inputs=tuple(data["inputs"]),  # type: ignore[arg-type]
-            columns=tuple(OutputColumn(n, t) for n, t in data["columns"]),  # type: ignore[attr-defined]
+            inputs=tuple(data["inputs"]),
+            columns=tuple(OutputColumn(n, t) for n, t in data["columns"]),
             edges=tuple(
                 Edge(ColumnRef(table, column), ColumnRef(asset, target), tuple(kinds))
-                for table, column, target, kinds in data["edges"]  # type: ignore[attr-defined]
+                for table, column, target, kinds in data["edges"]
             ),
             sql_sha256=str(data["sql_sha256"]),
             indirect=tuple(
                 IndirectDep(ColumnRef(table, column), tuple(subtypes))
-                for table, column, subtypes in data["indirect"]  # type: ignore[attr-defined]
+                for table, column, subtypes in data["indirect"]
             ),
         )
 
