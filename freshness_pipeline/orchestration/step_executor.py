@@ -51,6 +51,7 @@ def steps_executor(init_context: InitExecutorContext):
     if server is not None and not server.get("preload_modules"):
         start = {"forkserver": {**server, "preload_modules": list(PRELOAD)}}
         config = {**config, "start_method": start}
+    # Dagster types executor_creation_fn as Optional; both executors chosen from have one.
     return chosen.executor_creation_fn(  # type: ignore[misc]
         InitExecutorContext(
             job=init_context.job,

@@ -181,7 +181,7 @@ def server_keystore(files: TlsFiles, path: Path, password: str) -> Path:
     chain = x509.load_pem_x509_certificates(files.server_cert.read_bytes())
     data = pkcs12.serialize_key_and_certificates(
         b"server",
-        key,  # type: ignore[arg-type]
+        key,  # type: ignore[arg-type]  # an RSA key we made, of the PKCS12-able kinds
         chain[0],
         chain[1:],
         serialization.BestAvailableEncryption(password.encode()),

@@ -238,6 +238,7 @@ def profile_phases(path: Path) -> list[tuple[str, float]]:
     profiled process; a function the profile lacks is left out."""
     import pstats
 
+    # `stats` is the profile's table, public in practice but left out of typeshed.
     stats = pstats.Stats(str(path)).stats  # type: ignore[attr-defined]
     found = []
     for label, file, name in PROFILE_PHASES:
