@@ -512,9 +512,11 @@ def _add_proxy(sub) -> None:
     )
     proxy.add_argument("--listen", required=True, help="HOST:PORT other hosts connect to")
     proxy.add_argument(
-        "--target-port", type=int, default=None, help="the service's loopback port (default "
-        "FRESHNESS_SPARK_SERVICE_PORT)"
-    )  # fmt: skip
+        "--target-port",
+        type=int,
+        default=None,
+        help="the service's loopback port (default FRESHNESS_SPARK_SERVICE_PORT)",
+    )
     proxy.add_argument("--cert", required=True, type=Path, help="this proxy's certificate (PEM)")
     proxy.add_argument("--key", required=True, type=Path, help="its private key (PEM)")
     proxy.add_argument(

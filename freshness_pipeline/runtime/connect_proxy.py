@@ -81,8 +81,12 @@ class ConnectProxy:
                 self.config.target_host, self.config.target_port
             )
         except OSError as exc:
-            log.warning("Spark service at %s:%s unreachable: %s", self.config.target_host,
-                        self.config.target_port, exc)  # fmt: skip
+            log.warning(
+                "Spark service at %s:%s unreachable: %s",
+                self.config.target_host,
+                self.config.target_port,
+                exc,
+            )
             writer.close()
             return
         self.served += 1

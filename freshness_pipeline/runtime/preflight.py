@@ -142,9 +142,11 @@ def protections(settings: Settings) -> list[str]:
         ca = f", private CA {settings.s3.ca_bundle}" if settings.s3.ca_bundle else ""
         lines.append(f"object store {endpoint}: {tls}{ca}")
     if settings.spark_master.startswith("spark://"):
-        auth = "spark.authenticate on" if settings.spark_auth_secret else (
-            "spark.authenticate OFF: anyone reaching the master can run executors"
-        )  # fmt: skip
+        auth = (
+            "spark.authenticate on"
+            if settings.spark_auth_secret
+            else ("spark.authenticate OFF: anyone reaching the master can run executors")
+        )
         lines.append(f"Spark master {settings.spark_master}: {auth}")
     bind = settings.spark_service_bind
     if settings.spark_remote_tls is not None:

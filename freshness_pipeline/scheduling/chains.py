@@ -543,13 +543,29 @@ def plan_runs(request: PlanRequest) -> Plan:
     r = request
     if r.chains:
         return plan_chains(
-            r.states, r.launch_limit, r.now_us, r.policy, r.seed, r.other_runs, r.max_wait_s,
-            r.first_runs_first, r.job_runs, r.run_cost_s, r.steps_at_once,
-        )  # fmt: skip
+            r.states,
+            r.launch_limit,
+            r.now_us,
+            r.policy,
+            r.seed,
+            r.other_runs,
+            r.max_wait_s,
+            r.first_runs_first,
+            r.job_runs,
+            r.run_cost_s,
+            r.steps_at_once,
+        )
     return plan(
-        r.states, r.launch_limit, r.now_us, r.policy, r.seed, r.other_runs, r.max_wait_s,
-        r.first_runs_first, r.job_runs,
-    )  # fmt: skip
+        r.states,
+        r.launch_limit,
+        r.now_us,
+        r.policy,
+        r.seed,
+        r.other_runs,
+        r.max_wait_s,
+        r.first_runs_first,
+        r.job_runs,
+    )
 
 
 def _why_not(
