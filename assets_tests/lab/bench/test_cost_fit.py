@@ -11,7 +11,7 @@ import pytest
 
 from freshness_pipeline.config.paths import PROJECT_ROOT
 from freshness_pipeline.lab.bench import cost_fit
-from freshness_pipeline.lab.experiment.report import MATERIALIZED_AT
+from freshness_pipeline.lab.experiment.run_files import MATERIALIZED_AT
 
 
 def _runs(steps: list[tuple[int, float]], job: str = "trades_m") -> list[dict]:

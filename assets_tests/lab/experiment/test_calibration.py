@@ -7,7 +7,8 @@ import dataclasses
 import pytest
 
 from freshness_pipeline.lab.experiment.calibration import cost_prior_from_runs
-from freshness_pipeline.lab.experiment.report import MATERIALIZED_AT, _cost_prior_row
+from freshness_pipeline.lab.experiment.report import _cost_prior_row
+from freshness_pipeline.lab.experiment.run_files import MATERIALIZED_AT
 from freshness_pipeline.lab.experiment.variants import variant_named
 
 

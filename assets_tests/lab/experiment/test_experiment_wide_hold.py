@@ -15,7 +15,7 @@ import pytest
 from dagster._core.definitions.run_request import InstigatorType
 
 from assets_tests.lab.experiment.tiny_experiment import run_tiny_experiment
-from freshness_pipeline.lab.experiment.report import job_specs
+from freshness_pipeline.lab.experiment.run_files import job_specs
 from freshness_pipeline.scheduling.run_plan import SENSOR
 
 pytestmark = pytest.mark.spark

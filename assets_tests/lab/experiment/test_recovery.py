@@ -17,18 +17,20 @@ from freshness_pipeline.lab.experiment.harness import (
     variant_env,
 )
 from freshness_pipeline.lab.experiment.report import (
-    HOLD_PHASES,
     RECOVERY_TARGETS,
     TARGETS,
     WIDE_TARGETS,
+    targets_of,
+)
+from freshness_pipeline.lab.experiment.report_recovery import (
+    HOLD_PHASES,
     backlog_cleared_s,
     hold_phase_rows,
     hold_phase_sums,
-    job_specs,
     recovery_rows,
     summed_staleness,
-    targets_of,
 )
+from freshness_pipeline.lab.experiment.run_files import job_specs
 from freshness_pipeline.lab.experiment.staleness import Sample
 from freshness_pipeline.lab.experiment.variants import VARIANTS
 

@@ -4,7 +4,8 @@ import json
 import math
 from pathlib import Path
 
-from freshness_pipeline.lab.experiment.report import comparison_rows, paired_ratio, run_cost_rows
+from freshness_pipeline.lab.experiment.report import comparison_rows, paired_ratio
+from freshness_pipeline.lab.experiment.report_cost import run_cost_rows
 
 
 def _stats(per_variant: dict[str, dict[int, float]]) -> dict[str, dict]:
@@ -106,7 +107,8 @@ def _run_dir(tmp_path: Path, variant: str, seed: int, runs: list[dict]) -> Path:
 
 
 def test_peers_are_reported_beside_pmb_with_runs_and_refreshes_apart(tmp_path: Path):
-    from freshness_pipeline.lab.experiment.report import p_table, peer_rows, refreshes_of
+    from freshness_pipeline.lab.experiment.report import p_table, peer_rows
+    from freshness_pipeline.lab.experiment.run_files import refreshes_of
 
     t0 = 1_000.0  # window: 1,000 s to 1,060 s
     work, idle = {"duration_s": 4.0}, {"nothing_to_do": "t_done already at the cap"}
@@ -171,11 +173,8 @@ def test_peers_are_reported_beside_pmb_with_runs_and_refreshes_apart(tmp_path: P
 def test_a_peer_run_is_credited_per_table_when_each_refresh_lands(tmp_path: Path):
     # The interval tuning's six-step runs ended after the window while P fell: the tables
     # they committed inside it count, those after it do not, whatever the run's end.
-    from freshness_pipeline.lab.experiment.report import (
-        MATERIALIZED_AT,
-        refreshes_by,
-        run_figures,
-    )
+    from freshness_pipeline.lab.experiment.report import run_figures
+    from freshness_pipeline.lab.experiment.run_files import MATERIALIZED_AT, refreshes_by
 
     t0 = 1_000.0
     window_end = t0 + 90
@@ -219,7 +218,7 @@ def test_a_peer_run_is_credited_per_table_when_each_refresh_lands(tmp_path: Path
 
 
 def test_phases_are_summarized_per_job_over_successful_runs(tmp_path: Path):
-    from freshness_pipeline.lab.experiment.report import phase_rows
+    from freshness_pipeline.lab.experiment.report_cost import phase_rows
 
     run_dir = tmp_path / "seed1" / "pmb"
     run_dir.mkdir(parents=True)
@@ -257,7 +256,7 @@ def test_phases_are_summarized_per_job_over_successful_runs(tmp_path: Path):
 
 
 def test_each_steps_cpu_is_summed_per_variant_and_job(tmp_path: Path):
-    from freshness_pipeline.lab.experiment.report import step_cpu_rows
+    from freshness_pipeline.lab.experiment.report_cost import step_cpu_rows
 
     def step(task: float, jvm: float, classes: int | None = None) -> dict:
         found = {

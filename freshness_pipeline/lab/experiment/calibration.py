@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping
 
 from freshness_pipeline.catalog.jobs import JOBS
 from freshness_pipeline.execution.run_phases import RUN_COST_PHASES
-from freshness_pipeline.lab.experiment.report import MATERIALIZED_AT
+from freshness_pipeline.lab.experiment.run_files import MATERIALIZED_AT
 from freshness_pipeline.scheduling.cost_model import (
     CostPrior,
     RunSample,

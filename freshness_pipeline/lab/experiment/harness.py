@@ -40,7 +40,7 @@ from freshness_pipeline.hudi.metadata import HudiTableMetadata, TableNotFound
 from freshness_pipeline.lab.experiment.calibration import CALIBRATION_SEED, cost_prior_from_runs
 from freshness_pipeline.lab.experiment.machine_budget import BudgetSampler
 from freshness_pipeline.lab.experiment.progress import Progress
-from freshness_pipeline.lab.experiment.report import MATERIALIZED_AT, SAMPLES_FILE
+from freshness_pipeline.lab.experiment.run_files import MATERIALIZED_AT, SAMPLES_FILE
 from freshness_pipeline.lab.experiment.staleness import Sample, StalenessSampler, total_staleness
 from freshness_pipeline.lab.experiment.variants import VARIANTS, Variant
 from freshness_pipeline.lab.experiment.wide import write_wide

@@ -11,26 +11,41 @@ P per variant with spread over seeds and ratios (table 4.6), summed staleness ov
 
 from __future__ import annotations
 
-import bisect
-import csv
-import functools
-import gzip
 import json
 import statistics
 import sys
-import tempfile
 from collections import defaultdict
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 
 from freshness_pipeline.catalog.jobs import JOBS, JobSpec
 from freshness_pipeline.config.paths import shown_path
-from freshness_pipeline.execution.run_phases import PHASES, from_metadata, median_phases
-from freshness_pipeline.lab.experiment.machine_budget import budget_rows
-from freshness_pipeline.lab.experiment.variants import VARIANTS
-from freshness_pipeline.lab.experiment.wide import wide_jobs, write_wide
-from freshness_pipeline.scheduling.run_plan import ASSET_TAG, RunPlan
+from freshness_pipeline.lab.experiment.report_cost import (
+    BUDGET_TEXT,
+    CPU_TEXT,
+    PHASES_TEXT,
+    RUN_COST_TEXT,
+    machine_budget_rows,
+    phase_rows,
+    run_cost_rows,
+    step_cpu_rows,
+)
+from freshness_pipeline.lab.experiment.report_figures import (
+    figure_marginal_benefit,
+    figure_staleness_over_time,
+)
+from freshness_pipeline.lab.experiment.report_recovery import hold_phase_rows, recovery_rows
+from freshness_pipeline.lab.experiment.run_files import (
+    job_specs,
+    load_experiment,
+    read_runs,
+    read_samples,
+    refreshes_by,
+    samples_path,
+)
+from freshness_pipeline.lab.experiment.variants import PEERS, VARIANTS
+from freshness_pipeline.scheduling.run_plan import RunPlan
 from freshness_pipeline.scheduling.timefmt import iso
 from freshness_pipeline.scheduling.units import US_PER_S
 
@@ -38,58 +53,11 @@ TARGETS = (("random", 0.80), ("max_benefit", 0.90))
 # Where the scheduler has a choice (the wide lakehouse; a recovery after a hold).
 WIDE_TARGETS = (("dagster_eager", 0.60), ("random", 0.80))
 RECOVERY_TARGETS = (("max_benefit", 0.90),)
-RECOVERY_TIME_LIMIT = 0.70  # time until every table is within target, pmb / eager
 BASELINES = ("pmb", "max_benefit", "random")
-PEERS = ("dagster_eager", "interval")  # what a Dagster user would pick
-# In a run record's per-asset metadata (harness.py): when that materialization landed.
-MATERIALIZED_AT = "materialized_at"
-SAMPLES_FILE = "samples.csv.gz"  # the harness's per-second samples of every table
-
-
-def _load(exp_dir: Path) -> tuple[dict, list[dict]]:
-    facts = json.loads((exp_dir / "experiment.json").read_text())
-    runs = []
-    for summary_path in sorted(exp_dir.glob("seed*/*/summary.json")):
-        run_dir = summary_path.parent
-        summary = json.loads(summary_path.read_text())
-        summary["dir"] = run_dir
-        runs.append(summary)
-    if not runs:
-        raise FileNotFoundError(f"no finished runs (seed*/<variant>/summary.json) in {exp_dir}")
-    return facts, runs
-
-
-def job_specs(config: Mapping) -> Mapping[str, JobSpec]:
-    """The jobs the runs measured: the six, or with the wide lakehouse of a seed those and
-    its declarations (regenerated from the seed: the same files byte for byte)."""
-    seed = config.get("wide_seed")
-    if seed is None:
-        return JOBS
-    with tempfile.TemporaryDirectory() as tmp:
-        write_wide(Path(tmp), int(seed))
-        return wide_jobs(Path(tmp))
 
 
 def _mean_sd(values: list[float]) -> tuple[float, float]:
     return statistics.mean(values), (statistics.stdev(values) if len(values) > 1 else 0.0)
-
-
-def samples_path(run_dir: Path) -> Path:
-    """A run's samples: samples.csv.gz (a wide lakehouse samples 49 tables a second), or
-    samples.csv as runs before it wrote them."""
-    packed = run_dir / SAMPLES_FILE
-    return packed if packed.exists() else run_dir / "samples.csv"
-
-
-def _samples(run_dir: Path) -> list[dict]:
-    path = samples_path(run_dir)
-    with gzip.open(path, "rt") if path.suffix == ".gz" else path.open() as handle:
-        return list(csv.DictReader(handle))
-
-
-@functools.cache  # read by several tables and figures; the files do not change meanwhile
-def _runs(run_dir: Path) -> list[dict]:
-    return json.loads((run_dir / "runs.json").read_text())
 
 
 def p_table(runs: list[dict]) -> tuple[list[str], dict[str, dict]]:
@@ -127,88 +95,12 @@ def p_table(runs: list[dict]) -> tuple[list[str], dict[str, dict]]:
     return order, stats
 
 
-def figure_staleness_over_time(runs: list[dict], out: Path, tables: int = len(JOBS)) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    seed = min(r["seed"] for r in runs)
-    fig, ax = plt.subplots(figsize=(8, 4.5))
-    floor_drawn = False
-    for run in sorted((r for r in runs if r["seed"] == seed), key=lambda r: r["variant"]):
-        totals: dict[int, float] = defaultdict(float)
-        floors: dict[int, float] = defaultdict(float)
-        for row in _samples(run["dir"]):
-            at = int(row["at_us"])
-            totals[at] += float(row["staleness_s"])
-            floors[at] += float(row["floor_s"])
-        times = sorted(totals)
-        if not times:
-            continue
-        xs = [(t - run["start_us"]) / US_PER_S for t in times]
-        ax.plot(xs, [totals[t] for t in times], label=run["variant"], linewidth=1.2)
-        if not floor_drawn:
-            ax.plot(xs, [floors[t] for t in times], "k:", label="P0 floor (zero-cost)")
-            floor_drawn = True
-    ax.set_xlabel("seconds since start")
-    ax.set_ylabel(f"summed staleness over the {tables} tables (s)")
-    ax.set_title(f"Summed staleness over time (seed {seed})")
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(out, dpi=110)
-    plt.close(fig)
-
-
-def marginal_benefits(run_dir: Path) -> dict[str, list[float]]:
-    """Per job: staleness reduced (watermark advance) per second of measured run time."""
-    found: dict[str, list[float]] = defaultdict(list)
-    for run in _runs(run_dir):
-        tags = run["tags"]
-        if run["status"] != "SUCCESS" or not run.get("start") or not run.get("end"):
-            continue
-        plan = RunPlan.from_tags(tags)
-        if plan is None or plan.t_done_us is None:
-            continue  # a job's first run has no t_done to measure a reduction from
-        seconds = float(run["end"]) - float(run["start"])
-        if seconds > 0:
-            found[plan.asset].append((plan.cutoff_us - plan.t_done_us) / US_PER_S / seconds)
-    return found
-
-
-def figure_marginal_benefit(runs: list[dict], variants: list[str], out: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    jobs = list(JOBS)
-    fig, axes = plt.subplots(1, len(jobs), figsize=(2.3 * len(jobs), 4), sharey=True)
-    for ax, job in zip(axes, jobs, strict=True):
-        data, labels = [], []
-        for variant in variants:
-            values = []
-            for run in runs:
-                if run["variant"] == variant:
-                    values += marginal_benefits(run["dir"]).get(job, [])
-            data.append(values or [float("nan")])
-            labels.append(variant)
-        ax.boxplot(data, showfliers=False)
-        ax.set_xticks(range(1, len(labels) + 1), labels, rotation=60, fontsize=7)
-        ax.set_title(job, fontsize=8)
-    axes[0].set_ylabel("staleness reduced / run time (s/s)")
-    fig.suptitle("Effective marginal benefit per run")
-    fig.tight_layout()
-    fig.savefig(out, dpi=110)
-    plt.close(fig)
-
-
 def launched_plans(runs: list[dict]) -> dict[str, list[RunPlan]]:
     """variant -> the sensor's plan of every successful run (what it chose and why), read
     once for the subset table and the controlled pair's sentence."""
     plans: dict[str, list[RunPlan]] = defaultdict(list)
     for run in runs:
-        for record in _runs(run["dir"]):
+        for record in read_runs(run["dir"]):
             plan = RunPlan.from_tags(record["tags"])  # None: a peer's run (no plan)
             if record["status"] == "SUCCESS" and plan is not None:
                 plans[run["variant"]].append(plan)
@@ -389,194 +281,12 @@ def comparison_rows(
     return lines
 
 
-PHASES_TEXT = (
-    "Each materialization records its phases (`phase_<name>_s`, run_phases.py): queue "
-    "wait (run queue: K and the writer pools), launch (run process, code, resources), plan "
-    "(run config against Hudi metadata), session (Spark), read (input deltas), transform "
-    "(the job's SQL), then the Hudi write: write_prepare (until the commit is requested), "
-    "index_lookup (requested to inflight: every record tagged with its file group), "
-    "write_files (inflight to completed: files rewritten, commit under the lock) and "
-    "after_commit (clean and archive until the write returns; `clean` is the timeline's "
-    "clean when one ran). A phase a run lacks is left out of its median, not counted as 0."
-)
-
-
-def run_cost_rows(runs: list[dict], variants: list[str], jobs: int = len(JOBS)) -> list[str]:
-    """What one run costs under these conditions: the bound on every table's staleness.
-    Runs in flight when the window closed finish (the stop drains them): they count as
-    launched and succeeded, not in the rate, which is per minute of window."""
-    lines = [
-        "| variant | runs launched | succeeded | failed | finished after the window | "
-        "queue and launch (s, median) | run (s, median) | runs per job per minute |",
-        "|---|---|---|---|---|---|---|---|",
-    ]
-    for variant in variants:
-        launched, succeeded, failed, late, in_window = 0, 0, 0, 0, 0
-        waits, times, minutes = [], [], 0.0
-        for run in runs:
-            if run["variant"] != variant:
-                continue
-            minutes += run.get("window_s", 0) / 60
-            window_end = run.get("start_us", 0) / US_PER_S + run.get("window_s", 0)
-            for r in _runs(run["dir"]):
-                launched += 1
-                failed += r["status"] == "FAILURE"
-                if r.get("start") and r.get("created"):
-                    waits.append(float(r["start"]) - float(r["created"]))
-                in_window += refreshes_by(r, window_end)
-                if r["status"] == "SUCCESS" and r.get("start") and r.get("end"):
-                    succeeded += 1
-                    times.append(float(r["end"]) - float(r["start"]))
-                    late += float(r["end"]) > window_end
-        rate = f"{in_window / jobs / minutes:.2f}" if minutes else "-"
-        wait = f"{statistics.median(waits):.1f}" if waits else "-"
-        took = f"{statistics.median(times):.1f}" if times else "-"
-        lines.append(
-            f"| {variant} | {launched} | {succeeded} | {failed} | {late} | {wait} | "
-            f"{took} | {rate} |"
-        )
-    return lines
-
-
-def phase_rows(runs: list[dict], jobs: Collection[str] = JOBS.keys()) -> list[str]:
-    """Per job, the median of each phase over its successful runs in every variant
-    (run_phases.py; runs recorded before the phases existed have none)."""
-    by_job: dict[str, list[dict[str, float]]] = {}
-    for run in runs:
-        for r in _runs(run["dir"]):
-            if r["status"] != "SUCCESS":
-                continue
-            metadata = r.get("metadata_by_asset") or {}
-            if not metadata and r.get("metadata"):
-                metadata = {str(r.get("tags", {}).get(ASSET_TAG, "")): r["metadata"]}
-            for job, meta in metadata.items():
-                phases = from_metadata(meta)
-                if job in jobs and phases:
-                    by_job.setdefault(job, []).append(phases)
-    if not by_job:
-        return ["No run recorded its phases."]
-    medians = {job: median_phases(by_job[job]) for job in jobs if job in by_job}
-    names = [n for n in (*PHASES, "write", "clean") if any(n in m for m in medians.values())]
-    lines = [
-        "| job | runs | " + " | ".join(names) + " |",
-        "|---|---|" + "---|" * len(names),
-    ]
-    for job, found in medians.items():
-        cells = [f"{found[n]:.2f}" if n in found else "-" for n in names]
-        lines.append(f"| {job} | {len(by_job[job])} | " + " | ".join(cells) + " |")
-    return lines
-
-
-CPU_TEXT = (
-    "Each step records what it cost in the JVM that ran it (hudi/step_cpu.py, the JVM's "
-    "own counters): its Spark tasks' executor CPU, and the whole JVM's CPU, JIT "
-    "compilation and GC while it ran (the driver's planning, code generation and Hudi's "
-    "own work, and whatever ran beside it in that JVM). Per variant and job: the steps "
-    "measured, the median of each, and the window's sum of the JVM's CPU over them."
-)
-CPU_FIELDS = ("task_cpu_s", "jvm_cpu_s", "jvm_jit_s", "jvm_gc_s")
-BUDGET_TEXT = (
-    "Every process's CPU through the window, read from /proc every 5 s "
-    "(experiment/machine_budget.py), by kind of process: CPU-seconds, mean over seeds, "
-    "and the share of the machine (cores x window)."
-)
-
-
-def machine_budget_rows(runs: list[dict], order: list[str]) -> list[str]:
-    """Per variant, the mean over seeds of each kind's CPU-seconds in the window."""
-    by_variant: dict[str, list[dict]] = {}
-    for run in runs:
-        if run.get("cpu_by_kind_s"):
-            by_variant.setdefault(run["variant"], []).append(run)
-    if not by_variant:
-        return ["No run sampled its processes' CPU (runs recorded before that)."]
-    rows = []
-    for variant in (v for v in order if v in by_variant):
-        found = by_variant[variant]
-        kinds = {k for r in found for k in r["cpu_by_kind_s"]}
-        mean = {k: statistics.mean(r["cpu_by_kind_s"].get(k, 0.0) for r in found) for k in kinds}
-        rows.append((variant, mean, statistics.mean(r.get("window_s", 0) for r in found)))
-    return budget_rows(rows)
-
-
-def step_cpu_rows(
-    runs: list[dict], order: list[str], jobs: Collection[str] = JOBS.keys()
-) -> list[str]:
-    """Per variant and job, the medians of each step's CPU fields (successful runs)."""
-    found: dict[tuple[str, str], list[dict]] = {}
-    for run in runs:
-        for r in _runs(run["dir"]):
-            if r["status"] != "SUCCESS":
-                continue
-            for job, meta in (r.get("metadata_by_asset") or {}).items():
-                if job in jobs and "cpu_jvm_cpu_s" in meta:
-                    found.setdefault((run["variant"], job), []).append(meta)
-    if not found:
-        return ["No step recorded its CPU (runs recorded before steps measured it)."]
-    lines = [
-        "| variant | job | steps | task CPU (s) | JVM CPU (s) | JIT (s) | GC (s) | JVM CPU, sum "
-        "| classes generated |",
-        "|---|---|---|---|---|---|---|---|---|",
-    ]
-    for variant in order:
-        for job in jobs:
-            steps = found.get((variant, job))
-            if not steps:
-                continue
-            cells = [
-                f"{statistics.median(float(m.get('cpu_' + f, 0)) for m in steps):.2f}"
-                for f in CPU_FIELDS
-            ]
-            total = sum(float(m["cpu_jvm_cpu_s"]) for m in steps)
-            # classes Spark's code generation compiled a step (median; steps before it: -)
-            generated = [float(m["cpu_jvm_codegen_classes"]) for m in steps if _has_classes(m)]
-            classes = f"{statistics.median(generated):.0f}" if generated else "-"
-            lines.append(
-                f"| {variant} | {job} | {len(steps)} | "
-                + " | ".join(cells)
-                + f" | {total:.1f} | {classes} |"
-            )
-    return lines
-
-
-def _has_classes(meta: dict) -> bool:
-    return "cpu_jvm_codegen_classes" in meta
-
-
-def refreshes_of(run_record: dict) -> int:
-    """Job refreshes a run did: one for a sensor run; for a peer's run of several assets,
-    those that did work (an asset with nothing pending commits nothing)."""
-    by_asset = run_record.get("metadata_by_asset")
-    if not by_asset or len(run_record.get("assets", ())) <= 1:
-        return 1
-    return sum("duration_s" in meta for meta in by_asset.values())
-
-
-def refreshes_by(run_record: dict, window_end: float) -> int:
-    """Job refreshes of a run that landed by `window_end` (epoch seconds), each at its own
-    materialization: the sampler credits a table when its commit lands, so a peer's run
-    of six steps that ends after the window has still refreshed the tables it committed
-    inside it (the interval tuning's runs counted 0 while P fell). A run recorded before
-    the materializations carried their time counts as a whole, by its end."""
-    by_asset = run_record.get("metadata_by_asset") or {}
-    stamped = {a: m for a, m in by_asset.items() if MATERIALIZED_AT in m}
-    if not stamped:
-        ended = run_record.get("end")
-        if run_record.get("status") != "SUCCESS" or not ended or float(ended) > window_end:
-            return 0
-        return refreshes_of(run_record)
-    landed = [m for m in stamped.values() if float(m[MATERIALIZED_AT]) <= window_end]
-    if len(run_record.get("assets", ())) <= 1:
-        return min(1, len(landed))
-    return sum("duration_s" in meta for meta in landed)
-
-
 def run_figures(run: dict) -> dict[str, float | list[float]]:
     """One (variant, seed) run's activity in its window: Dagster runs and job refreshes
     that finished in it, every successful run's wall time and every job step's time."""
     window_end = run.get("start_us", 0) / US_PER_S + run.get("window_s", 0)
     runs_done, refreshes, walls, steps = 0, 0, [], []
-    for r in _runs(run["dir"]):
+    for r in read_runs(run["dir"]):
         for meta in (r.get("metadata_by_asset") or {}).values():
             if "duration_s" in meta:
                 steps.append(float(meta["duration_s"]))
@@ -687,7 +397,7 @@ def peer_rows(
             lag
             for r in mine
             if samples_path(r["dir"]).exists()
-            for lag in commit_lags(_samples(r["dir"]), specs)[0]
+            for lag in commit_lags(read_samples(r["dir"]), specs)[0]
         ]
         lag = f"{statistics.median(lags):.1f}" if lags else "-"
         lines.append(
@@ -920,150 +630,6 @@ def target_rows(
     return lines, verdicts
 
 
-def recovery_rows(runs: list[dict], order: list[str], config: Mapping) -> tuple[list[str], dict]:
-    """After the hold: seconds until every table was within the target, per variant and
-    seed, and the target on pmb / dagster_eager (a variant that did not recover in some
-    seed's window has no mean)."""
-    start, end = config["hold_s"]
-    target = config.get("recovery_target_s", 300.0)
-    by_variant: dict[str, dict[int, float | None]] = defaultdict(dict)
-    for run in runs:
-        by_variant[run["variant"]][run["seed"]] = run.get("recovered_s")
-    seeds = sorted({run["seed"] for run in runs})
-    lines = [
-        "## Recovery after the hold",
-        "",
-        f"Dagster's daemon was stopped from {start:g} s to {end:g} s into the window (no "
-        "sensor tick, no automation, no dequeue; runs in flight finished; ingestion went "
-        f"on). Recovered: the first sample after the hold at which every table was within "
-        f"{target:g} s of staleness; '-': not within the window.",
-        "",
-        "| variant | " + " | ".join(f"seed {s} (s)" for s in seeds) + " | mean (s) |",
-        "|---|" + "---|" * (len(seeds) + 1),
-    ]
-    means: dict[str, float | None] = {}
-    for variant in order:
-        values = [by_variant[variant].get(s) for s in seeds]
-        done = [v for v in values if v is not None]
-        means[variant] = statistics.mean(done) if done and len(done) == len(values) else None
-        cells = ["-" if v is None else f"{v:.0f}" for v in values]
-        mean = means[variant]
-        lines.append(
-            f"| {variant} | " + " | ".join(cells) + f" | {'-' if mean is None else f'{mean:.0f}'} |"
-        )
-    verdicts: dict[str, dict] = {}
-    pmb, eager = means.get("pmb"), means.get("dagster_eager")
-    if pmb is not None and eager:
-        value = pmb / eager
-        met = value <= RECOVERY_TIME_LIMIT
-        verdicts["recovered pmb/dagster_eager"] = {
-            "value": value,
-            "limit": RECOVERY_TIME_LIMIT,
-            "met": met,
-        }
-        lines += [
-            "",
-            f"- Time to recover, pmb / dagster_eager = {value:.2f}, target <= "
-            f"{RECOVERY_TIME_LIMIT}: **{'met' if met else 'missed'}**.",
-        ]
-    elif "pmb" in by_variant and "dagster_eager" in by_variant:
-        lines += [
-            "",
-            f"- Time to recover, pmb / dagster_eager, target <= {RECOVERY_TIME_LIMIT}: "
-            "**no value** (a variant did not recover within a seed's window).",
-        ]
-    return [*lines, ""], verdicts
-
-
-# After the hold, the first stretch (the backlog's runs) apart from the rest of the window.
-AFTER_HOLD_S = 120.0
-HOLD_PHASES = ("before the hold", "the hold", f"first {AFTER_HOLD_S:g} s after", "the rest")
-
-
-def summed_staleness(rows: Iterable[Mapping[str, str]]) -> list[tuple[int, float]]:
-    """Per sampling instant, the staleness summed over the tables: (at_us, seconds)."""
-    totals: dict[int, float] = defaultdict(float)
-    for row in rows:
-        totals[int(row["at_us"])] += float(row["staleness_s"])
-    return sorted(totals.items())
-
-
-def hold_phase_sums(
-    totals: Iterable[tuple[int, float]], start_us: int, hold_s: tuple[float, float]
-) -> dict[str, float]:
-    """P cut into the window's phases: before the hold, the hold, the first AFTER_HOLD_S
-    after it, and the rest (seconds of summed staleness, one sample a second)."""
-    bounds = (hold_s[0], hold_s[1], hold_s[1] + AFTER_HOLD_S)
-    found = dict.fromkeys(HOLD_PHASES, 0.0)
-    for at_us, total in totals:
-        at_s = (at_us - start_us) / US_PER_S
-        found[HOLD_PHASES[bisect.bisect_right(bounds, at_s)]] += total
-    return found
-
-
-def backlog_cleared_s(
-    totals: Sequence[tuple[int, float]], start_us: int, hold_s: tuple[float, float]
-) -> float | None:
-    """Seconds from the hold's end until the summed staleness was first back at or below
-    its value when the hold began (the backlog worked off, on a lakehouse whose tables are
-    never all within a fixed target at once); None: not within the window."""
-    begin_us = start_us + int(hold_s[0] * US_PER_S)
-    end_us = start_us + int(hold_s[1] * US_PER_S)
-    level = next((total for at_us, total in reversed(totals) if at_us <= begin_us), None)
-    if level is None:
-        return None
-    for at_us, total in totals:
-        if at_us >= end_us and total <= level:
-            return (at_us - end_us) / US_PER_S
-    return None
-
-
-def hold_phase_rows(runs: list[dict], order: list[str], config: Mapping) -> list[str]:
-    """Where each variant's staleness went, phase by phase, and when its backlog was
-    worked off (mean over seeds)."""
-    hold = (float(config["hold_s"][0]), float(config["hold_s"][1]))
-    sums: dict[str, list[dict[str, float]]] = defaultdict(list)
-    cleared: dict[str, list[float | None]] = defaultdict(list)
-    for run in runs:
-        if not samples_path(run["dir"]).exists():
-            continue
-        totals = summed_staleness(_samples(run["dir"]))
-        sums[run["variant"]].append(hold_phase_sums(totals, run["start_us"], hold))
-        cleared[run["variant"]].append(backlog_cleared_s(totals, run["start_us"], hold))
-    lines = [
-        "### Where the staleness went",
-        "",
-        f"P per phase of the window (mean over seeds, thousands of table-seconds): before "
-        f"the hold, the hold, the first {AFTER_HOLD_S:g} s after it (the backlog's runs) and "
-        "the rest. Backlog worked off: seconds from the hold's end until the summed "
-        "staleness was first back at or below its value when the hold began ('-': not "
-        "within the window in some seed).",
-        "",
-        "| variant | " + " | ".join(HOLD_PHASES) + " | backlog worked off (s) |",
-        "|---|" + "---|" * (len(HOLD_PHASES) + 1),
-    ]
-    for variant in (v for v in order if sums.get(v)):
-        cells = [
-            f"{statistics.mean(s[name] for s in sums[variant]) / 1000:,.1f}" for name in HOLD_PHASES
-        ]
-        times = cleared[variant]
-        done = [t for t in times if t is not None]
-        mean = f"{statistics.mean(done):.0f}" if done and len(done) == len(times) else "-"
-        lines.append(f"| {variant} | " + " | ".join(cells) + f" | {mean} |")
-    return [*lines, ""]
-
-
-RUN_COST_TEXT = (
-    "From the Dagster run records: queue and launch is creation to run start (the "
-    "daemon's queue, a new run-worker process, code load); run is start to end. A "
-    "table cannot be fresher than about one run of its job plus one of each ancestor, "
-    "which is what bounds P / P0. Runs in flight when the window closed finish before "
-    "the stack stops; they are counted as finished after the window. The rate per minute "
-    "counts job refreshes that landed inside the window, each at its own materialization "
-    "(a run of several assets, or one that failed later, refreshed what it committed)."
-)
-
-
 def detail_rows(
     runs: list[dict],
     order: list[str],
@@ -1144,7 +710,7 @@ def detail_rows(
 
 
 def write_report(exp_dir: Path, report_dir: Path) -> dict:
-    facts, runs = _load(exp_dir)
+    facts, runs = load_experiment(exp_dir)
     config = facts["config"]
     specs = job_specs(config)
     report_dir.mkdir(parents=True, exist_ok=True)
