@@ -32,7 +32,9 @@ class LabCommand:
 COMMANDS: tuple[LabCommand, ...] = (
     # The experiment's companions (the experiment itself is `freshness experiment`).
     LabCommand("report", "experiment.report", "an experiment's report from its runs", False),
-    LabCommand("simulate", "experiment.simulate", "the model of the pipeline, by variant", False),
+    LabCommand(
+        "simulate", "experiment.sim_studies", "the model of the pipeline, by variant", False
+    ),
     LabCommand(
         "simulate-aging", "experiment.simulate_aging", "aging on the modelled machine", False
     ),

@@ -11,7 +11,7 @@ import pytest
 
 from freshness_pipeline.lab.experiment import model_check
 from freshness_pipeline.lab.experiment.model_check import Row
-from freshness_pipeline.lab.experiment.simulate import Conditions, calibrated
+from freshness_pipeline.lab.experiment.sim_conditions import Conditions, calibrated
 
 
 def _run(job_phases: dict[str, dict[str, float]], created: float, start: float) -> dict:

@@ -7,14 +7,14 @@ from dataclasses import replace
 
 import pytest
 
+from freshness_pipeline.lab.experiment import sim_studies
 from freshness_pipeline.lab.experiment import simulate as sim
-from freshness_pipeline.lab.experiment.simulate import (
+from freshness_pipeline.lab.experiment.sim_conditions import (
     SINGLE_RUN_CALIBRATION,
     Conditions,
-    _Table,
     calibrated,
-    simulate,
 )
+from freshness_pipeline.lab.experiment.simulate import _Table, simulate
 from freshness_pipeline.scheduling.units import US_PER_S
 
 
@@ -111,13 +111,15 @@ def test_unknown_variant_is_refused():
 
 def test_the_command_prints_one_row_per_condition(capsys, monkeypatch):
     short = replace(calibrated(), duration_s=60)
-    monkeypatch.setattr(sim, "sweep", lambda: [("short", short), ("K = 1", replace(short, k=1))])
-    assert sim.main(["--seeds", "1", "--variants", "pmb,max_benefit,random"]) == 0
+    monkeypatch.setattr(
+        sim_studies, "sweep", lambda: [("short", short), ("K = 1", replace(short, k=1))]
+    )
+    assert sim_studies.main(["--seeds", "1", "--variants", "pmb,max_benefit,random"]) == 0
     lines = capsys.readouterr().out.strip().splitlines()
     assert lines[0].startswith("| condition | P(pmb) | P(max_benefit) | P(random) |")
     assert [line.split(" | ")[0] for line in lines[2:]] == ["| short", "| K = 1"]
     with pytest.raises(SystemExit):
-        sim.main(["--variants", "pmb,random"])
+        sim_studies.main(["--variants", "pmb,random"])
 
 
 def test_chained_runs_commit_several_tables_each_and_pay_fewer_launches():
@@ -145,7 +147,7 @@ def test_the_peers_run_without_the_planner():
 
 
 def test_the_prediction_table_names_every_variant_and_ratio(capsys):
-    from freshness_pipeline.lab.experiment.simulate import main
+    from freshness_pipeline.lab.experiment.sim_studies import main
 
     assert main(["--peers", "--seeds", "1"]) == 0
     out = capsys.readouterr().out
@@ -154,7 +156,7 @@ def test_the_prediction_table_names_every_variant_and_ratio(capsys):
 
 
 def test_the_capacity_table_has_a_row_per_capacity(capsys):
-    from freshness_pipeline.lab.experiment.simulate import CAPACITIES, main
+    from freshness_pipeline.lab.experiment.sim_studies import CAPACITIES, main
 
     assert main(["--capacity", "--seeds", "1"]) == 0
     rows = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| ")]

@@ -9,12 +9,8 @@ import pytest
 
 from freshness_pipeline.catalog.jobs import JOBS
 from freshness_pipeline.lab.experiment import simulate_aging as aging
-from freshness_pipeline.lab.experiment.simulate import (
-    SINGLE_RUN_CALIBRATION,
-    Conditions,
-    _Table,
-    simulate,
-)
+from freshness_pipeline.lab.experiment.sim_conditions import SINGLE_RUN_CALIBRATION, Conditions
+from freshness_pipeline.lab.experiment.simulate import _Table, simulate
 from freshness_pipeline.scheduling.units import US_PER_S
 
 

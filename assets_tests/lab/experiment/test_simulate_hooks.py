@@ -9,16 +9,16 @@ from dataclasses import replace
 
 import pytest
 
+from freshness_pipeline.catalog.jobs import JOBS
 from freshness_pipeline.lab.experiment import simulate as sim
-from freshness_pipeline.lab.experiment.simulate import (
+from freshness_pipeline.lab.experiment.sim_conditions import (
     Conditions,
     NewFilesPerCommit,
     RawCommitFiles,
     RawLayout,
-    _Table,
     calibrated,
-    simulate,
 )
+from freshness_pipeline.lab.experiment.simulate import _Table, simulate
 from freshness_pipeline.scheduling.planner import CostModel, JobChoice
 from freshness_pipeline.scheduling.units import US_PER_S
 
@@ -94,7 +94,7 @@ def test_output_ratios_and_the_small_file_limit_shape_the_derived_tables(monkeyp
         derived_small_file_bytes=0,
     )
     simulate(cond, "pmb", 1)
-    names = (*sim.RAW_STREAMS, *sim.JOBS)
+    names = (*sim.RAW_STREAMS, *JOBS)
     by_name = dict(zip(names, tables.values(), strict=True))
     trade_aggr = by_name["trade_aggr"]
     assert trade_aggr.commits

@@ -11,12 +11,12 @@ from freshness_pipeline.catalog.jobs import JOBS
 from freshness_pipeline.catalog.tables import RAW_TABLES
 from freshness_pipeline.config.paths import PROJECT_ROOT
 from freshness_pipeline.config.scheduler_settings import DEFAULT_MAX_WAIT_S
-from freshness_pipeline.lab.experiment.simulate import (
+from freshness_pipeline.lab.experiment.sim_conditions import (
     Conditions,
     SkewedFilesPerCommit,
     calibrated,
-    simulate,
 )
+from freshness_pipeline.lab.experiment.simulate import simulate
 from freshness_pipeline.lab.experiment.simulate_wide import (
     HOLD_S,
     WINDOW_S,

@@ -36,7 +36,8 @@ from pathlib import Path
 
 from freshness_pipeline.config.paths import shown_path
 from freshness_pipeline.execution.run_phases import PHASES, from_metadata
-from freshness_pipeline.lab.experiment.simulate import Conditions, simulate
+from freshness_pipeline.lab.experiment.sim_conditions import Conditions
+from freshness_pipeline.lab.experiment.simulate import simulate
 from freshness_pipeline.lab.experiment.simulate_wide import (
     CAMPAIGNS,
     PAIRS,

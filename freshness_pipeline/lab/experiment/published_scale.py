@@ -53,13 +53,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
 from freshness_pipeline.catalog.jobs import JOBS
-from freshness_pipeline.lab.experiment.simulate import (
+from freshness_pipeline.lab.experiment.sim_conditions import (
     RAW_STREAMS,
     Conditions,
     RawCommitFiles,
     RawLayout,
-    simulate,
 )
+from freshness_pipeline.lab.experiment.simulate import simulate
 from freshness_pipeline.scheduling.planner import MIB, CostModel, JobChoice, get_policy
 
 # METHOD 4's figures.

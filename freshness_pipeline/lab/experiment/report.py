@@ -198,12 +198,8 @@ def condition_sweep_rows(config: dict, seeds: tuple[int, ...] = (1,)) -> list[st
     this experiment's stream and scheduler settings and varies one condition at a time."""
     from dataclasses import replace
 
-    from freshness_pipeline.lab.experiment.simulate import (
-        calibrated,
-        compare,
-        sweep,
-        sweep_markdown,
-    )
+    from freshness_pipeline.lab.experiment.sim_conditions import calibrated
+    from freshness_pipeline.lab.experiment.sim_studies import compare, sweep, sweep_markdown
 
     base = replace(
         calibrated(),

@@ -20,8 +20,9 @@ and a modelled machine:
 Pure Python (no Spark, no Dagster): a 300 s run of one policy takes well under a second;
 a table's commits are kept in arrival order and searched by bisection, so a 3-hour window
 (`published_scale.py`) costs seconds, not the minutes a scan of every commit per tick took.
-It is calibrated against the measured long run in `calibrated()`; its figures are a model's,
-and `docs/results/README.md` quotes them as such.
+It is calibrated against the measured long run in `sim_conditions.calibrated()`; its
+figures are a model's, and `docs/results/README.md` quotes them as such. What it is asked,
+and the tables it prints, are `sim_studies.py`'s.
 """
 
 from __future__ import annotations
@@ -30,12 +31,19 @@ import bisect
 import functools
 import random
 import statistics
-from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
-from freshness_pipeline.catalog.jobs import JOBS, JobSpec, downstream_of, laid_out
+from freshness_pipeline.catalog.jobs import downstream_of
 from freshness_pipeline.execution.runner import DERIVED_SMALL_FILE_BYTES
+from freshness_pipeline.lab.experiment.sim_conditions import (
+    BASE_US,
+    PARTITION_GROUPS,
+    RAW_STREAMS,
+    Conditions,
+    NewFilesPerCommit,
+    RawCommitFiles,
+)
 from freshness_pipeline.lab.experiment.staleness import Sample, sample_tables, total_staleness
 from freshness_pipeline.lab.experiment.variants import MODELLED, PEERS, VARIANTS
 from freshness_pipeline.scheduling.chains import PlanRequest, plan_runs, steps_at_once_for
@@ -56,183 +64,12 @@ from freshness_pipeline.scheduling.planner import (
 )
 from freshness_pipeline.scheduling.units import US_PER_S
 
-BASE_US = 1_800_000_000_000_000
-RAW_STREAMS = ("price_raw", "trade_raw")
-PARTITION_GROUPS = 26  # one file group per symbol letter (the published layout)
-# The simulator models the thesis's conditions, calibrated on runs in its layout.
-PUBLISHED_JOBS = laid_out(JOBS, "published")
-
 # The variants the model runs: every variant of our sensor whose settings it models
 # (variants.Variant.model: the policy, cost mode, chains, runs and steps at once), and the
 # peers, each by its own rule below (what a Dagster user would pick: eager automation, and
 # all six every `Conditions.interval_s`; neither reads our planner).
 SIM_VARIANTS = MODELLED
 SIM_PEERS = PEERS
-
-
-@dataclass(frozen=True)
-class Conditions:
-    """Everything the model varies. Defaults: the long experiment's stream and settings."""
-
-    duration_s: int = 300
-    rate_eps: float = 300.0  # events per second, split evenly over the two raw streams
-    commit_interval_s: float = 10.0
-    ingest_lag_s: float = 4.0  # a raw commit lands this long after its newest arrival
-    raw_stagger_s: float = 0.0  # the second raw table's commit lands this much later
-    files_per_commit: int = 26
-    bytes_per_event: int = 60
-    file_overhead_bytes: int = 5_000  # footer, bloom filter, schema: per file
-    burst_every: int = 0  # every n-th raw commit is a burst; 0 = no bursts
-    burst_factor: float = 1.0
-    output_ratio: float = 0.3  # bytes a run adds to its table per new input byte
-    fixed_s: float = 10.0  # a run's work, alone on the machine
-    per_mib_s: float = 0.5
-    per_file_s: float = 0.02
-    capacity: float = 1.0  # runs' worth of speed the machine gives at once (a step's)
-    # Steps a run executes at once (FRESHNESS_STEPS_AT_ONCE; 1: Dagster's in-process
-    # executor): a planner variant's chain where chains.steps_at_once_for says so, a peer's
-    # run only with `steps_at_once_peers`. Such a run pays `parallel_start_s` once (its
-    # fork server) and each step `step_overhead_s` more (a process and a Spark session).
-    steps_at_once: int = 1
-    step_overhead_s: float = 0.0
-    parallel_start_s: float = 0.0
-    steps_at_once_peers: bool = False
-    launch_s: float = 6.0  # queue and process start before a run works
-    session_s: float = 0.0  # work a run does once before its first step (Spark session)
-    interval_s: float = 40.0  # the interval peer's period (tuned on seed 99 for the real one)
-    chains: bool = True  # planner variants plan whole runs; False: one table per run
-    runs_at_once: int | None = None  # the planner's own limit on runs in flight; None: K
-    # Eager's in_progress() ends when the asset materializes in its run (Dagster's rule);
-    # False: when the run ends. The calibration brackets the measured eager between them.
-    eager_release: bool = True
-    work_jitter: float = 0.2  # sd of the log of a run's work factor (seeded noise)
-    k: int = 3
-    tick_s: float = 5.0
-    max_wait_s: float | None = None  # the planner's aging bound (planner.age); None: off
-    first_runs_first: bool = False  # planner.age: a never-materialized job goes first
-    trade_share: float = 0.5  # share of the events (and bytes) that go to trade_raw
-    raw_layout: RawLayout | None = None  # None: `files_per_commit` new files per commit
-    # A derived partition's young file group is rewritten until it passes this size.
-    derived_small_file_bytes: int = DERIVED_SMALL_FILE_BYTES
-    output_ratios: tuple[tuple[str, float], ...] = ()  # per job; others use output_ratio
-    # The planner's cost model held fixed (e.g. a published fit); None: fitted online.
-    planner_cost: CostModel | None = None
-    # The jobs, in dependency order (e.g. experiment/wide.py's); None: the six, published.
-    jobs: Mapping[str, JobSpec] | None = field(default=None, compare=False)
-    work_factors: tuple[tuple[str, float], ...] = ()  # per job: a step's work times this
-    # (from, until) seconds into the window: no run is launched (an outage, a deploy);
-    # ingestion goes on, and the scheduler is let go on the backlog at `until`.
-    hold: tuple[float, float] | None = None
-    recovery_target_s: float = 300.0  # after a hold: every table within this staleness
-
-    def __post_init__(self) -> None:
-        positive = (
-            "duration_s",
-            "rate_eps",
-            "commit_interval_s",
-            "capacity",
-            "tick_s",
-            "interval_s",
-        )
-        for name in positive:
-            if getattr(self, name) <= 0:
-                raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
-        if self.k < 1 or self.files_per_commit < 1 or self.steps_at_once < 1:
-            raise ValueError("k, files_per_commit and steps_at_once must be at least 1")
-        if self.work_jitter < 0:
-            raise ValueError("work_jitter must be >= 0")
-        if self.burst_every < 0 or self.burst_factor <= 0:
-            raise ValueError("burst_every must be >= 0 and burst_factor > 0")
-        if self.max_wait_s is not None and self.max_wait_s <= 0:
-            raise ValueError(f"max_wait_s must be positive or None, got {self.max_wait_s}")
-        if not 0 < self.trade_share < 1:
-            raise ValueError(f"trade_share must be in (0, 1), got {self.trade_share}")
-        if self.derived_small_file_bytes < 0:
-            raise ValueError("derived_small_file_bytes must be >= 0")
-        per_job = (("output_ratios", self.output_ratios), ("work_factors", self.work_factors))
-        for name, pairs in per_job:
-            unknown = sorted({job for job, _ in pairs} - set(self.job_specs))
-            if unknown or any(value < 0 for _, value in pairs):
-                raise ValueError(f"{name}: unknown jobs {unknown} or a negative value")
-        if self.hold is not None and not 0 <= self.hold[0] < self.hold[1]:
-            raise ValueError(f"hold must be (from, until) with 0 <= from < until, got {self.hold}")
-
-    @property
-    def job_specs(self) -> Mapping[str, JobSpec]:
-        return PUBLISHED_JOBS if self.jobs is None else self.jobs
-
-    def output_ratio_of(self, job: str) -> float:
-        return dict(self.output_ratios).get(job, self.output_ratio)
-
-    def work_factor_of(self, job: str) -> float:
-        return dict(self.work_factors).get(job, 1.0)
-
-    def held_at(self, now_s: float) -> bool:
-        return self.hold is not None and self.hold[0] <= now_s < self.hold[1]
-
-
-@dataclass(frozen=True)
-class RawCommitFiles:
-    """The file groups one raw commit writes: `written` holds the new rows' bytes per
-    group, `carried` the older rows a copy-on-write rewrite copies into the group's new
-    file (Hudi's small-file packing), which a reader scans but which are not new."""
-
-    written: Mapping[str, int]
-    carried: Mapping[str, int] = field(default_factory=dict)
-
-
-class RawLayout(ABC):
-    """How a raw table's commits spread over file groups. `writer` returns a fresh,
-    seeded writer per simulated run and table: `writer(index, new_bytes)` gives commit
-    `index`'s files."""
-
-    @abstractmethod
-    def writer(
-        self, table: str, cond: Conditions, seed: int
-    ) -> Callable[[int, int], RawCommitFiles]: ...
-
-
-class NewFilesPerCommit(RawLayout):
-    """Every commit writes `files_per_commit` new files of equal size (the long run's
-    layout: one file per symbol letter, never rewritten)."""
-
-    def writer(
-        self, table: str, cond: Conditions, seed: int
-    ) -> Callable[[int, int], RawCommitFiles]:
-        def commit(index: int, new_bytes: int) -> RawCommitFiles:
-            per_file = new_bytes // cond.files_per_commit
-            return RawCommitFiles(
-                {
-                    f"c{index}-f{i}": per_file + cond.file_overhead_bytes
-                    for i in range(cond.files_per_commit)
-                }
-            )
-
-        return commit
-
-
-@dataclass(frozen=True)
-class SkewedFilesPerCommit(RawLayout):
-    """As NewFilesPerCommit, but file i of a commit holds a share of its bytes in
-    proportion to 1 / (i + 1) ** `skew`: a few heavy symbol letters, many light ones."""
-
-    skew: float = 1.0
-
-    def writer(
-        self, table: str, cond: Conditions, seed: int
-    ) -> Callable[[int, int], RawCommitFiles]:
-        weights = [1 / (i + 1) ** self.skew for i in range(cond.files_per_commit)]
-        total = sum(weights)
-
-        def commit(index: int, new_bytes: int) -> RawCommitFiles:
-            return RawCommitFiles(
-                {
-                    f"c{index}-f{i}": int(new_bytes * w / total) + cond.file_overhead_bytes
-                    for i, w in enumerate(weights)
-                }
-            )
-
-        return commit
 
 
 @dataclass
@@ -794,222 +631,3 @@ def _peer_at_once(cond: Conditions, run: _Run) -> _Run:
     if cond.steps_at_once_peers:
         run.at_once = cond.steps_at_once
     return run
-
-
-@dataclass(frozen=True)
-class Row:
-    """One condition's outcome, averaged over seeds."""
-
-    label: str
-    p: dict[str, float]  # variant -> mean P
-    p0: float
-    subset_share: dict[str, float]  # variant -> share of runs that took a subset
-
-    def ratio(self, variant: str, to: str) -> float:
-        return self.p[variant] / self.p[to]
-
-
-def compare(
-    label: str, cond: Conditions, variants: Sequence[str], seeds: Sequence[int] = (1, 2, 3)
-) -> Row:
-    results = [simulate(cond, v, s) for v in variants for s in seeds]
-    p = {v: statistics.mean(r.p for r in results if r.variant == v) for v in variants}
-    p0 = statistics.mean(r.p0 for r in results)
-    share = {}
-    for v in variants:
-        launched = sum(r.runs for r in results if r.variant == v)
-        share[v] = sum(r.subset_runs for r in results if r.variant == v) / max(1, launched)
-    return Row(label, p, p0, share)
-
-
-def calibrated() -> Conditions:
-    """The long experiment on this machine: 300 events/s, commits every 10 s with 26 files
-    each, K = 3, a 5 s tick. A run pays about 3 s of queue and forked launch and a 2 s
-    Spark session once (docs/BENCHMARKS.md, run overhead), then each step about 6 s of
-    job alone; the runs in flight share about one run's speed. Against the long mode of
-    2026-11-25 (docs/results/long, seeds 1-2: P/P0 9.15 for one table per run, 7.53 for
-    eager, 7.20 for the 40 s interval) it gives 10.7, 7.0 and 7.8 over seeds 1-3: the
-    order of the three right, eager's gain over single runs somewhat overstated."""
-    return Conditions(fixed_s=6.0, launch_s=3.0, session_s=2.0)
-
-
-SINGLE_RUN_CALIBRATION = Conditions(chains=False)  # the 2026-11-22 calibration, one table a run
-
-
-def sweep(
-    base: Conditions | None = None, base_label: str = "calibrated: the long run on 2 cores"
-) -> list[tuple[str, Conditions]]:
-    """The conditions the results page names, each varied alone from the calibrated base,
-    then two combinations: where subsets start to pay, and what a 2x-of-P0 system needs."""
-    base = base or calibrated()
-    warm = {"fixed_s": 3.0, "launch_s": 2.0}
-    return [
-        (base_label, base),
-        ("fixed cost per run 3 s, launch 2 s (a warm cluster)", replace(base, **warm)),
-        ("fixed cost per run 1 s, launch 1 s", replace(base, fixed_s=1.0, launch_s=1.0)),
-        ("4x the machine (capacity 4)", replace(base, capacity=4.0)),
-        ("tick 1 s (Dagster's sensor daemon allows 5 s)", replace(base, tick_s=1.0)),
-        ("bursts: every 3rd commit 10x", replace(base, burst_every=3, burst_factor=10.0)),
-        ("rate 10x (3,000 events/s)", replace(base, rate_eps=3000.0)),
-        ("K = 1", replace(base, k=1)),
-        ("K = 6", replace(base, k=6)),
-        (
-            "bursts where a run's bytes matter: every 5th commit 30x, 10 s/MiB, aggregates "
-            "5 % of input, fixed 1 s, launch 1 s, capacity 3, 600 s",
-            replace(
-                base,
-                duration_s=600,
-                burst_every=5,
-                burst_factor=30.0,
-                per_mib_s=10.0,
-                output_ratio=0.05,
-                fixed_s=1.0,
-                launch_s=1.0,
-                capacity=3.0,
-            ),
-        ),
-        (
-            "all fast: fixed 1 s, launch 0.5 s, capacity 4 (tick 5 s)",
-            replace(base, fixed_s=1.0, launch_s=0.5, capacity=4.0),
-        ),
-        (
-            "all fast, and a 1 s tick",
-            replace(base, fixed_s=1.0, launch_s=0.5, capacity=4.0, tick_s=1.0),
-        ),
-    ]
-
-
-def sweep_markdown(rows: Sequence[Row], variants: Sequence[str]) -> str:
-    head = "| condition | " + " | ".join(f"P({v})" for v in variants)
-    head += " | pmb / random | pmb / max_benefit | best / P0 | pmb runs with a subset |"
-    lines = [head, "|" + "---|" * (len(variants) + 5)]
-    for row in rows:
-        best = min(row.p.values())
-        cells = [row.label, *(f"{row.p[v]:,.0f}" for v in variants)]
-        cells += [
-            f"{row.ratio('pmb', 'random'):.3f}",
-            f"{row.ratio('pmb', 'max_benefit'):.3f}",
-            f"{best / row.p0:.1f}",
-            f"{row.subset_share['pmb']:.0%}",
-        ]
-        lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines)
-
-
-PEER_VARIANTS = (
-    "pmb",
-    "pmb_serial",
-    "max_benefit",
-    "random",
-    "pmb_single",
-    "dagster_eager",
-    "interval",
-)
-
-
-def chain_conditions(base: Conditions | None = None) -> list[tuple[str, Conditions]]:
-    """What the chains issue predicts before the real runs: the calibrated machine, then
-    a run's fixed cost at its 2 s target (launch and session, for every variant alike),
-    then also a step's job at half its cost (the run-cost issue's direction)."""
-    base = base or calibrated()
-    held = replace(base, eager_release=False)
-    target = {"launch_s": 1.0, "session_s": 1.0}
-    staggered = replace(base, raw_stagger_s=2.0)
-    return [
-        ("calibrated: the long mode on 2 cores", base),
-        ("the same, eager's tables held until its run ends", held),
-        ("the raw tables committing 2 s apart (seen in the first real run)", staggered),
-        ("the same, eager's tables held until its run ends", replace(held, raw_stagger_s=2.0)),
-        ("launch + session 2 s a run (the target), all variants", replace(base, **target)),
-        ("the same, eager's tables held until its run ends", replace(held, **target)),
-        ("and a step's job 3 s instead of 6 s", replace(base, fixed_s=3.0, **target)),
-        ("the same, eager's tables held until its run ends", replace(held, fixed_s=3.0, **target)),
-    ]
-
-
-def peer_markdown(
-    conditions: Sequence[tuple[str, Conditions]], seeds: Sequence[int] = (1, 2, 3, 4, 5)
-) -> str:
-    """Per condition: P / P0 of each variant (mean over seeds) and PMB's paired ratios
-    against the peers and against one table per run (mean and sd over seeds)."""
-    head = "| condition | " + " | ".join(f"P/P0 {v}" for v in PEER_VARIANTS)
-    pairs = [(v, to) for v in ("pmb", "pmb_serial") for to in ("dagster_eager", "interval")]
-    pairs.append(("pmb", "pmb_single"))
-    head += " | " + " | ".join(f"{v} / {to}" for v, to in pairs) + " |"
-    lines = [head, "|" + "---|" * (len(PEER_VARIANTS) + len(pairs) + 1)]
-    for label, cond in conditions:
-        results = {v: [simulate(cond, v, s) for s in seeds] for v in PEER_VARIANTS}
-        cells = [label]
-        cells += [f"{statistics.mean(r.p / r.p0 for r in results[v]):.2f}" for v in PEER_VARIANTS]
-        for variant, to in pairs:
-            ratios = [a.p / b.p for a, b in zip(results[variant], results[to], strict=True)]
-            sd = statistics.stdev(ratios) if len(ratios) > 1 else 0.0
-            cells.append(f"{statistics.mean(ratios):.3f} ({sd:.3f})")
-        lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines)
-
-
-CAPACITIES = (1.0, 1.4, 2.0)
-
-
-def capacity_markdown(seeds: Sequence[int] = (1, 2, 3, 4, 5)) -> str:
-    """How many runs PMB should keep in flight, by the machine's capacity (runs' worth of
-    speed at once), with the raw tables committing 2 s apart: P / P0 of chained PMB with
-    1, 2 and K = 3 runs in flight against the peers (mean over seeds)."""
-    base = replace(calibrated(), raw_stagger_s=2.0)
-    columns = [("pmb, K = 3", "pmb", None), ("pmb, 2 at once", "pmb", 2)]
-    columns += [("pmb, 1 at once", "pmb", 1), ("dagster_eager", "dagster_eager", None)]
-    columns.append(("interval", "interval", None))
-    lines = ["| capacity | " + " | ".join(f"P/P0 {c[0]}" for c in columns) + " |"]
-    lines.append("|" + "---|" * (len(columns) + 1))
-    for capacity in CAPACITIES:
-        cells = [f"{capacity:g}"]
-        for _, variant, at_once in columns:
-            cond = replace(base, capacity=capacity, runs_at_once=at_once)
-            results = [simulate(cond, variant, seed) for seed in seeds]
-            cells.append(f"{statistics.mean(r.p / r.p0 for r in results):.2f}")
-        lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines)
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    import argparse
-
-    parser = argparse.ArgumentParser(
-        prog="freshness lab simulate",
-        description="Sweep the conditions that would change the experiment's verdict, with "
-        "the real planner and cost model on a modelled machine; prints a Markdown table.",
-    )
-    parser.add_argument("--seeds", default="1,2,3", help="comma-separated")
-    parser.add_argument("--variants", default=",".join(SIM_VARIANTS))
-    parser.add_argument(
-        "--peers",
-        action="store_true",
-        help="instead: PMB with chains against the peers and one table per run (the "
-        "prediction docs/results/long/REPORT.md quotes)",
-    )
-    parser.add_argument(
-        "--capacity",
-        action="store_true",
-        help="instead: PMB with 1, 2 and K runs in flight against the peers, by the "
-        "machine's capacity (docs/results/long/PREDICTION.md, second revision)",
-    )
-    args = parser.parse_args(argv)
-    if args.capacity:
-        print(capacity_markdown(tuple(int(s) for s in args.seeds.split(",") if s)))
-        return 0
-    if args.peers:
-        seeds_given = tuple(int(s) for s in args.seeds.split(",") if s)
-        print(peer_markdown(chain_conditions(), seeds_given))
-        return 0
-    seeds = [int(s) for s in args.seeds.split(",") if s]
-    variants = [v for v in args.variants.split(",") if v]
-    for required in ("pmb", "max_benefit", "random"):
-        if required not in variants:
-            parser.error(f"--variants must include {required} (the ratios need it)")
-    unknown = sorted(set(variants) - set(SIM_VARIANTS))
-    if unknown:
-        parser.error(f"unknown variants {unknown}; expected some of {sorted(SIM_VARIANTS)}")
-    rows = [compare(label, cond, variants, seeds) for label, cond in sweep()]
-    print(sweep_markdown(rows, variants))
-    return 0

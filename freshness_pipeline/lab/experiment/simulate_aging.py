@@ -21,12 +21,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from freshness_pipeline.catalog.jobs import JOBS
-from freshness_pipeline.lab.experiment.simulate import (
-    SINGLE_RUN_CALIBRATION,
-    Conditions,
-    SimResult,
-    simulate,
-)
+from freshness_pipeline.lab.experiment.sim_conditions import SINGLE_RUN_CALIBRATION, Conditions
+from freshness_pipeline.lab.experiment.simulate import SimResult, simulate
 
 
 def aging_conditions() -> list[tuple[str, Conditions]]:

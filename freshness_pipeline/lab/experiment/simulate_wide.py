@@ -29,13 +29,12 @@ from pathlib import Path
 from freshness_pipeline.catalog.jobs import JOBS, JobSpec
 from freshness_pipeline.catalog.tables import RAW_TABLES
 from freshness_pipeline.config.scheduler_settings import DEFAULT_MAX_WAIT_S
-from freshness_pipeline.lab.experiment.simulate import (
+from freshness_pipeline.lab.experiment.sim_conditions import (
     Conditions,
-    SimResult,
     SkewedFilesPerCommit,
     calibrated,
-    simulate,
 )
+from freshness_pipeline.lab.experiment.simulate import SimResult, simulate
 from freshness_pipeline.lab.experiment.wide import describe, wide_jobs, write_wide
 from freshness_pipeline.runtime.code_version import code_version
 
