@@ -11,12 +11,8 @@ import pytest
 
 from freshness_pipeline.catalog.jobs import JOBS
 from freshness_pipeline.config.settings import load_settings
-from freshness_pipeline.lab.experiment.harness import (
-    ExperimentConfig,
-    job_assets_of,
-    launcher_of,
-    variant_env,
-)
+from freshness_pipeline.lab.experiment.harness import ExperimentConfig, variant_env
+from freshness_pipeline.lab.experiment.run_files import job_assets_of, launcher_of
 from freshness_pipeline.lab.experiment.variants import TUNED_INTERVAL_S, VARIANTS, variant_named
 from freshness_pipeline.scheduling.run_plan import ASSET_TAG
 

@@ -16,8 +16,6 @@ snapshot with the most candidate cutoffs) and summary.json.
 
 from __future__ import annotations
 
-import csv
-import gzip
 import json
 import logging
 import os
@@ -30,7 +28,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from freshness_pipeline.catalog.jobs import BUNDLED_JOBS_DIR, JOBS
+from freshness_pipeline.catalog.jobs import BUNDLED_JOBS_DIR
 from freshness_pipeline.catalog.tables import RAW_TABLES
 from freshness_pipeline.config.paths import PROJECT_ROOT, shown_path
 from freshness_pipeline.config.settings import Settings
@@ -40,20 +38,13 @@ from freshness_pipeline.hudi.metadata import HudiTableMetadata, TableNotFound
 from freshness_pipeline.lab.experiment.calibration import CALIBRATION_SEED, cost_prior_from_runs
 from freshness_pipeline.lab.experiment.machine_budget import BudgetSampler
 from freshness_pipeline.lab.experiment.progress import Progress
-from freshness_pipeline.lab.experiment.run_files import MATERIALIZED_AT, SAMPLES_FILE
-from freshness_pipeline.lab.experiment.staleness import Sample, StalenessSampler, total_staleness
+from freshness_pipeline.lab.experiment.run_files import write_run
+from freshness_pipeline.lab.experiment.staleness import Sample, StalenessSampler
 from freshness_pipeline.lab.experiment.variants import VARIANTS, Variant
 from freshness_pipeline.lab.experiment.wide import write_wide
 from freshness_pipeline.runtime.code_version import UNKNOWN, code_version
 from freshness_pipeline.runtime.dagster_instance import open_instance, write_instance_yaml
 from freshness_pipeline.runtime.ports import free_port
-from freshness_pipeline.scheduling.run_plan import (
-    ASSET_TAG,
-    LAUNCHED_BY_TAG,
-    SENSOR,
-    RunPlan,
-    plan_tags,
-)
 from freshness_pipeline.scheduling.units import US_PER_S
 from freshness_pipeline.stream.generator import StreamConfig
 
@@ -243,7 +234,9 @@ def run_variant(
     stop_at = time.time()
     try:
         stack.stop(drain_timeout_s=config.drain_s)
-        summary = _collect(config, variant, seed, run_dir, lakehouse, stack, samples, start_us)
+        summary = write_run(
+            run_dir, lakehouse, stack, samples, _facts(config, variant, seed, start_us)
+        )
         # the drivers' extra JVM options too: a JIT or GC setting measured side by side
         summary.update(
             commit=commit,
@@ -428,127 +421,20 @@ def _snapshot_decision(lakehouse: Path, home: Path, settings: Settings) -> dict 
     }
 
 
-def _collect(
-    config: ExperimentConfig,
-    variant: Variant,
-    seed: int,
-    run_dir: Path,
-    lakehouse: Path,
-    stack: Stack,
-    samples: list,
-    start_us: int,
-) -> dict:
-    """What a run leaves for the report: its samples, its Dagster runs and every table's
-    commits, each in a file of the run's folder; returns the run's summary."""
-    _write_samples(run_dir / SAMPLES_FILE, samples)
-    jobs = stack.settings.jobs
-    runs = _dagster_runs(stack, jobs)
-    (run_dir / "runs.json").write_text(json.dumps(runs, indent=1, default=str))
-    commits = _commits(lakehouse, jobs)
-    (run_dir / "commits.json").write_text(json.dumps(commits, indent=1))
-    p, p0 = total_staleness(samples)
+def _facts(config: ExperimentConfig, variant: Variant, seed: int, start_us: int) -> dict:
+    """What a run's summary says of the run before its results: the variant, the seed, the
+    window and the conditions."""
     return {
         "variant": variant.name,
         "policy": variant.policy or variant.automation,
         "note": variant.note,
         "env": variant.env,
         "seed": seed,
-        "jobs": list(jobs),
-        "P": p,
-        "P0": p0,
-        "samples": len(samples),
         "window_s": config.window_s,
         "conditions": _conditions(config),
         "start_us": start_us,
-        "runs": len(runs),
-        "runs_succeeded": sum(r["status"] == "SUCCESS" for r in runs),
-        "runs_failed": sum(r["status"] == "FAILURE" for r in runs),
         "automation": variant.automation,
-        # job refreshes that did work (a peer's run may refresh several, or find nothing)
-        "job_refreshes": sum(
-            "duration_s" in meta for r in runs for meta in r["metadata_by_asset"].values()
-        ),
     }
-
-
-def _write_samples(path: Path, samples: Iterable[Sample]) -> None:
-    with gzip.open(path, "wt", newline="") as handle:
-        writer = csv.writer(handle)
-        writer.writerow(["at_us", "table", "watermark_us", "staleness_s", "floor_s"])
-        for s in samples:
-            writer.writerow(
-                [s.at_us, s.table, s.watermark_us or "", f"{s.staleness_s:.3f}", f"{s.floor_s:.3f}"]
-            )
-
-
-def _dagster_runs(stack: Stack, jobs: Iterable[str]) -> list[dict]:
-    """Every run of the jobs in the stack's instance: status, times, tags, the plan, and
-    each asset's materialization metadata."""
-    import dagster as dg
-
-    runs = []
-    with open_instance(stack.dagster_home, stack.settings) as instance:
-        records = instance.get_run_records()
-        # run id -> asset -> that materialization's metadata (a peer's run holds several)
-        materialized: dict[str, dict[str, dict]] = {}
-        for job in jobs:
-            for rec in instance.fetch_materializations(dg.AssetKey(job), limit=10_000).records:
-                meta = rec.asset_materialization.metadata
-                materialized.setdefault(rec.run_id, {})[job] = {
-                    **{k: getattr(v, "value", None) for k, v in meta.items()},
-                    # when this table's refresh landed: a peer's run of six steps credits
-                    # P step by step, long before the run itself ends
-                    MATERIALIZED_AT: rec.timestamp,
-                }
-        for record in records:
-            run = record.dagster_run
-            by_asset = materialized.get(run.run_id, {})
-            assets = job_assets_of(run, by_asset, stack.settings.jobs)
-            if not assets:
-                continue  # not a run of the jobs (none other is launched)
-            runs.append(
-                {
-                    "run_id": run.run_id,
-                    "status": run.status.value,
-                    "start": record.start_time,
-                    "end": record.end_time,
-                    "created": record.create_timestamp.timestamp(),
-                    "tags": plan_tags(run.tags, run.run_config),
-                    "launched_by": launcher_of(run.tags),
-                    "assets": assets,
-                    # one asset's metadata as before (a sensor run has one); all of them:
-                    "metadata": by_asset.get(assets[0], {}) if len(assets) == 1 else {},
-                    "metadata_by_asset": by_asset,
-                }
-            )
-    return runs
-
-
-def _commits(lakehouse: Path, jobs: Iterable[str]) -> dict[str, list[dict]]:
-    """Every table's commits: instant, action, operation, files written, watermark."""
-    commits = {}
-    for table in (*RAW_TABLES, *jobs):
-        try:
-            meta = HudiTableMetadata(Lakehouse.parse(str(lakehouse)).table(table))
-            found = meta.commits()
-        except TableNotFound:
-            continue
-        except Exception as exc:  # noqa: BLE001 - illustration only; the run is measured
-            # A run the stop's drain cut off mid-commit can leave an unreadable commit
-            # file; the measurement (samples, runs) stands, this table's list is lost.
-            log.warning("commits of %s unreadable after the stop: %s", table, exc)
-            continue
-        commits[table] = [
-            {
-                "instant": c.instant,
-                "action": c.action,
-                "operation": c.operation,
-                "files": len(c.written),
-                "watermark_us": c.watermark_us,
-            }
-            for c in found
-        ]
-    return commits
 
 
 def recovered_s(
@@ -574,34 +460,6 @@ def cut_off_runs(runs: list[dict], stop_at: float, drain_s: float | None = None)
 
     limit = stop_at + (DRAIN_TIMEOUT_S if drain_s is None else drain_s)
     return sum(r["status"] == "FAILURE" and (r.get("end") or 0) >= limit for r in runs)
-
-
-def job_assets_of(run, materialized: Iterable[str] = (), jobs: Iterable[str] = JOBS) -> list[str]:
-    """The job assets a run targets, in pipeline order: its asset selection (an
-    automation run's), its plan (a sensor run's), its job (the interval job's run carries
-    no selection: all of the job's assets) and whatever it materialized."""
-    from freshness_pipeline.orchestration.automation import ALL_JOBS_JOB
-
-    selected = {key.to_user_string() for key in run.asset_selection or ()} | set(materialized)
-    plan = RunPlan.from_run(run)
-    if plan is not None:
-        selected.add(plan.asset)
-    if getattr(run, "job_name", None) == ALL_JOBS_JOB and not run.asset_selection:
-        selected |= set(jobs)
-    return [job for job in jobs if job in selected]
-
-
-def launcher_of(tags) -> str:
-    """Who launched a run: our sensor (its plan tags), a peer's sensor or schedule, or a
-    person."""
-    # Our sensor's runs carry `freshness/asset` (their plan is in the run config now, so
-    # the tags alone no longer hold a whole RunPlan).
-    if tags.get(ASSET_TAG) or tags.get(LAUNCHED_BY_TAG) == SENSOR:
-        return SENSOR
-    for key in ("dagster/sensor_name", "dagster/schedule_name"):
-        if tags.get(key):
-            return tags[key]
-    return "manual"
 
 
 def _conditions(config: ExperimentConfig) -> dict:
