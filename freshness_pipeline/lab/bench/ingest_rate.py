@@ -124,127 +124,148 @@ def _capacity(spark, settings: Settings, args: argparse.Namespace) -> None:
     )
 
 
-def _live(spark, settings: Settings, args: argparse.Namespace) -> None:
-    """2. live at the target rate"""
-    from freshness_pipeline.hudi.commit_keys import CHECKPOINT_KEY
-    from freshness_pipeline.hudi.metadata import HudiTableMetadata
-    from freshness_pipeline.ingestion.ingest import IngestConfig, Ingestor
-    from freshness_pipeline.lab.bench.jvm_profile import java_pids
-    from freshness_pipeline.lab.experiment.machine_budget import read_processes
-    from freshness_pipeline.stream.landing import list_landed
-
-    jvms = java_pids(os.getpid())
-
-    def jvm_ticks() -> tuple[int, int]:
-        """The JVM's own CPU ticks, and those of the processes it started and reaped (a
-        local file system without Hadoop's native library forks chmod and ls)."""
-        processes = read_processes()
-        found = [processes[pid] for pid in jvms if pid in processes]
-        return sum(p.ticks for p in found), sum(p.children_ticks for p in found)
-
-    env = child_environment(settings)
-    replayer = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "freshness_pipeline.cli",
-            "replay",
-            "--rate",
-            str(args.rate),
-            "--seed",
-            "2",
-            "--duration",
-            str(args.live_s),
-        ],
-        env=env,
+def _replayer(settings: Settings, args: argparse.Namespace) -> subprocess.Popen:
+    """The live stream: the replayer at the target rate for `--live-s` seconds."""
+    command = [sys.executable, "-m", "freshness_pipeline.cli", "replay", "--rate", str(args.rate)]
+    command += ["--seed", "2", "--duration", str(args.live_s)]
+    return subprocess.Popen(
+        command,
+        env=child_environment(settings),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
-    stop = threading.Event()
+
+
+class _LiveLoop:
+    """Ingestion's loop at its commit interval, in a thread, noting what each commit did."""
+
+    def __init__(self, ingestor, settings: Settings, commit_interval_s: float) -> None:
+        self.ingestor = ingestor
+        self.settings = settings
+        self.commit_interval_s = commit_interval_s
+        self.latencies: list[float] = []  # oldest arrival in a commit to its end, s
+        self.commit_ends: list[tuple[float, int]] = []  # (monotonic end, rows)
+        self.pending: list[int] = []  # seconds of stream landed and not committed, a cycle
+        self.committed = 0
+        self.commit_cpu: list[dict[str, float]] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _loop(self) -> None:
+        from freshness_pipeline.stream.landing import list_landed
+
+        landing = self.settings.landing_dir
+        while not self._stop.is_set():
+            cycle = time.monotonic()
+            for stream in ("price", "trade"):
+                before = {f.seq: f.landed_us for f in list_landed(landing, stream)}
+                result = self.ingestor.ingest_stream(stream)
+                if result is None:
+                    continue
+                self.committed += result.rows + result.rejects
+                self.commit_cpu.append(dict(result.cpu or {}))
+                self.commit_ends.append((time.monotonic(), result.rows + result.rejects))
+                oldest = min(us for seq, us in before.items() if seq <= result.checkpoint)
+                self.latencies.append(time.time() - oldest / US_PER_S)
+            # Seconds of stream landed and not yet committed, after each cycle: bounded
+            # means the loop sustains the rate, growing means it falls behind.
+            self.pending.append(max(len(list_landed(landing, s)) for s in ("price", "trade")))
+            time.sleep(max(0.0, self.commit_interval_s - (time.monotonic() - cycle)))
+
+
+def _jvm_ticks(jvms: list[int]) -> tuple[int, int]:
+    """The JVMs' own CPU ticks, and those of the processes they started and reaped (a
+    local file system without Hadoop's native library forks chmod and ls)."""
+    from freshness_pipeline.lab.experiment.machine_budget import read_processes
+
+    processes = read_processes()
+    found = [processes[pid] for pid in jvms if pid in processes]
+    return sum(p.ticks for p in found), sum(p.children_ticks for p in found)
+
+
+def _live(spark, settings: Settings, args: argparse.Namespace) -> None:
+    """2. live at the target rate"""
+    from freshness_pipeline.ingestion.ingest import IngestConfig, Ingestor
+    from freshness_pipeline.lab.bench.jvm_profile import java_pids
+
+    jvms = java_pids(os.getpid())
+    replayer = _replayer(settings, args)
     cadence = {"clean_every": args.clean_every} if args.clean_every else {}
-    live = Ingestor(
+    ingestor = Ingestor(
         spark, settings, IngestConfig(commit_interval_s=args.commit_interval, **cadence)
     )
     print(
-        f"live: clean every {live.config.clean_every} commit(s); Hudi's bookkeeping "
+        f"live: clean every {ingestor.config.clean_every} commit(s); Hudi's bookkeeping "
         f"parallelism {'as Hudi has it' if args.hudi_bookkeeping_defaults else 'narrowed'}"
     )
-    latencies: list[float] = []
-    commit_ends: list[tuple[float, int]] = []
-    pending: list[int] = []
-    committed = 0
-    commit_cpu: list[dict[str, float]] = []
+    loop = _LiveLoop(ingestor, settings, args.commit_interval)
     window_start = time.monotonic()
-    ticks_start = jvm_ticks()
-
-    def loop() -> None:
-        nonlocal committed
-        while not stop.is_set():
-            cycle = time.monotonic()
-            for stream in ("price", "trade"):
-                before = {f.seq: f.landed_us for f in list_landed(settings.landing_dir, stream)}
-                result = live.ingest_stream(stream)
-                if result is None:
-                    continue
-                committed += result.rows + result.rejects
-                commit_cpu.append(dict(result.cpu or {}))
-                commit_ends.append((time.monotonic(), result.rows + result.rejects))
-                oldest = min(us for seq, us in before.items() if seq <= result.checkpoint)
-                latencies.append(time.time() - oldest / US_PER_S)
-            # Seconds of stream landed and not yet committed, after each cycle: bounded
-            # means the loop sustains the rate, growing means it falls behind.
-            pending.append(
-                max(len(list_landed(settings.landing_dir, s)) for s in ("price", "trade"))
-            )
-            time.sleep(max(0.0, args.commit_interval - (time.monotonic() - cycle)))
-
-    worker = threading.Thread(target=loop)
-    worker.start()
+    ticks_start = _jvm_ticks(jvms)
+    loop.start()
     replayer.wait()
     landed_end = time.monotonic()
-    stop.set()
-    worker.join()
-    ticks_end = jvm_ticks()
-    jvm_cpu_s = (ticks_end[0] - ticks_start[0]) / os.sysconf("SC_CLK_TCK")
-    children_cpu_s = (ticks_end[1] - ticks_start[1]) / os.sysconf("SC_CLK_TCK")
+    loop.stop()
+    ticks_end = _jvm_ticks(jvms)
     jvm_window = time.monotonic() - window_start
+    clock = os.sysconf("SC_CLK_TCK")
+    jvm_cpu_s = (ticks_end[0] - ticks_start[0]) / clock
+    children_cpu_s = (ticks_end[1] - ticks_start[1]) / clock
+    _print_live(settings, args, loop, landed_end - window_start)
+    commits = loop.commit_cpu
+    print(
+        f"live, cost: the ingestion JVM used {jvm_cpu_s:.1f} CPU-s in {jvm_window:.0f} s = "
+        f"{jvm_cpu_s / jvm_window:.2f} core ({jvm_cpu_s / max(1, len(commits)):.2f} "
+        f"CPU-s per commit, {len(commits)} commits), and the processes it started "
+        f"{children_cpu_s:.1f} CPU-s"
+    )
+    half = len(commits) // 2
+    for name, part in (("first half", commits[:half]), ("second half", commits[half:])):
+        print(f"live, per commit, {name}: {_median_cpu(part)}")
+
+
+def _print_live(
+    settings: Settings, args: argparse.Namespace, loop: _LiveLoop, window: float
+) -> None:
+    """The live run's throughput, latency, backlog and checkpoints."""
+    from freshness_pipeline.hudi.commit_keys import CHECKPOINT_KEY
+    from freshness_pipeline.hudi.metadata import HudiTableMetadata
+    from freshness_pipeline.stream.landing import list_landed
+
     backlog = sum(
         sum(1 for _ in f.path.open())
         for s in ("price", "trade")
         for f in list_landed(settings.landing_dir, s)
     )
-    window = landed_end - window_start
     checkpoints = {
         t: HudiTableMetadata(settings.lakehouse.table(t)).latest_extra(CHECKPOINT_KEY)
         for t in ("price_raw", "trade_raw")
     }
-    latencies.sort()
+    latencies = sorted(loop.latencies)
     p95 = latencies[int(0.95 * (len(latencies) - 1))] if latencies else float("nan")
     print(
         f"live: target {args.rate:,.0f} events/s for {args.live_s:.0f} s; committed "
-        f"{committed / window:,.0f} events/s; oldest-arrival-to-commit latency median "
+        f"{loop.committed / window:,.0f} events/s; oldest-arrival-to-commit latency median "
         f"{statistics.median(latencies):.1f} s, p95 {p95:.1f} s over {len(latencies)} "
         f"commits; backlog at end {backlog} events; checkpoints {checkpoints}"
     )
-    if len(commit_ends) > 2:
+    ends, pending = loop.commit_ends, loop.pending
+    if len(ends) > 2:
         # Throughput between the first and the last commit, free of the start (nothing
         # landed yet) and the end (the last interval's files still pending).
-        steady = sum(rows for _, rows in commit_ends[1:]) / (commit_ends[-1][0] - commit_ends[0][0])
+        steady = sum(rows for _, rows in ends[1:]) / (ends[-1][0] - ends[0][0])
         half = len(pending) // 2
         print(
             f"live, steady state: {steady:,.0f} events/s between the first and last "
             f"commit; seconds of stream pending after each cycle: {pending}; max first "
             f"half {max(pending[:half], default=0)}, second half {max(pending[half:])}"
         )
-    print(
-        f"live, cost: the ingestion JVM used {jvm_cpu_s:.1f} CPU-s in {jvm_window:.0f} s = "
-        f"{jvm_cpu_s / jvm_window:.2f} core ({jvm_cpu_s / max(1, len(commit_cpu)):.2f} "
-        f"CPU-s per commit, {len(commit_cpu)} commits), and the processes it started "
-        f"{children_cpu_s:.1f} CPU-s"
-    )
-    half = len(commit_cpu) // 2
-    for name, part in (("first half", commit_cpu[:half]), ("second half", commit_cpu[half:])):
-        print(f"live, per commit, {name}: {_median_cpu(part)}")
 
 
 def _median_cpu(commits: list[dict[str, float]]) -> str:
