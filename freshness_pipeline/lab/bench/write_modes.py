@@ -177,12 +177,6 @@ def main(argv: list[str], settings: Settings) -> int:
     parser.add_argument("--modes", default="published,hour,hour_bloom,hour_bucket,none,bloom")
     args = parser.parse_args(argv)
 
-    from freshness_pipeline.catalog.jobs import JOBS
-    from freshness_pipeline.execution.batch_oracle import differences, read_table
-    from freshness_pipeline.execution.run_config import resolve_run
-    from freshness_pipeline.execution.runner import JobRunner
-    from freshness_pipeline.hudi.location import Location
-    from freshness_pipeline.hudi.metadata import HudiTableMetadata
     from freshness_pipeline.lab.bench.common import temp_lakehouse, warmed_feeder
 
     all_modes = modes(args.buckets)
@@ -191,28 +185,7 @@ def main(argv: list[str], settings: Settings) -> int:
     if unknown or "published" not in chosen:
         parser.error(f"--modes: unknown {unknown} (known: {sorted(all_modes)}; published required)")
     settings, spark = temp_lakehouse("bench_write_modes_", settings)
-    spec = JOBS["trade_aggr"]
-    root = Path(settings.lakehouse.table("trade_aggr").local_path()).parent / "modes"
-
-    def uri_of(mode: str):
-        def table_uri(table: str) -> str:
-            if table == spec.name:
-                return str(root / mode / table)
-            return settings.table_uri(table)
-
-        return table_uri
-
-    def meta_of(mode: str):
-        return lambda table: HudiTableMetadata(Location.parse(uri_of(mode)(table)))
-
-    def hudi_options(mode: str) -> dict[str, str]:
-        return {k: v for k, v in all_modes[mode].items() if not k.startswith("spark.")}
-
-    def session_options(mode: str) -> dict[str, str]:
-        return {k: v for k, v in all_modes[mode].items() if k.startswith("spark.")}
-
-    runners = {m: JobRunner(spark, uri_of(m), hudi_options(m)) for m in chosen}
-
+    bench = _Bench(spark, settings, {m: all_modes[m] for m in chosen})
     print(
         f"machine: {os.cpu_count()} cores; trade_aggr by {len(chosen)} write modes on one "
         f"input: {args.warmup_s} s warm-up at {args.rate:,.0f} events/s, then {args.rounds} "
@@ -220,16 +193,75 @@ def main(argv: list[str], settings: Settings) -> int:
         flush=True,
     )
     feeder = warmed_feeder(spark, settings, 5, args.rate, args.warmup_s)
+    for mode in chosen:
+        warm = bench.one_run(mode)
+        print(f"warm-up {mode}: {warm['seconds']:.2f} s", flush=True)
+    runs: dict[str, list[dict[str, float]]] = {m: [] for m in chosen}
+    for index in range(args.rounds):
+        feeder.land(args.step_s)
+        feeder.ingest()
+        for mode in rotated(chosen, index):
+            sample = bench.one_run(mode)
+            runs[mode].append(sample)
+            print(
+                f"round {index + 1}/{args.rounds} {mode}: {sample['seconds']:.2f} s "
+                f"(index_lookup {sample.get('index_lookup', float('nan')):.2f}, "
+                f"write_files {sample.get('write_files', float('nan')):.2f})",
+                flush=True,
+            )
+    equal, read_s = bench.compare()
+    _print_table(runs, read_s, equal)
+    return 0 if all(equal.values()) else 1
 
-    def one_run(mode: str) -> dict[str, float]:
-        meta = meta_of(mode)
+
+class _Bench:
+    """trade_aggr written by each mode into a table of its own, from the same inputs."""
+
+    def __init__(self, spark, settings: Settings, options: dict[str, dict[str, str]]) -> None:
+        from freshness_pipeline.catalog.jobs import JOBS
+        from freshness_pipeline.execution.runner import JobRunner
+
+        self.spark = spark
+        self.settings = settings
+        self.options = options
+        self.spec = JOBS["trade_aggr"]
+        self.root = Path(settings.lakehouse.table("trade_aggr").local_path()).parent / "modes"
+        self.runners = {
+            m: JobRunner(spark, self.uri_of(m), self._options(m, hudi=True)) for m in options
+        }
+
+    def _options(self, mode: str, hudi: bool) -> dict[str, str]:
+        """The mode's Hudi write options, or its Spark session settings."""
+        return {k: v for k, v in self.options[mode].items() if k.startswith("spark.") != hudi}
+
+    def uri_of(self, mode: str):
+        def table_uri(table: str) -> str:
+            if table == self.spec.name:
+                return str(self.root / mode / table)
+            return self.settings.table_uri(table)
+
+        return table_uri
+
+    def meta_of(self, mode: str):
+        from freshness_pipeline.hudi.location import Location
+        from freshness_pipeline.hudi.metadata import HudiTableMetadata
+
+        return lambda table: HudiTableMetadata(Location.parse(self.uri_of(mode)(table)))
+
+    def one_run(self, mode: str) -> dict[str, float]:
+        """One incremental run of the mode: its seconds, phases and CPU."""
+        from freshness_pipeline.execution.run_config import resolve_run
+
+        spark, spec = self.spark, self.spec
+        meta = self.meta_of(mode)
         resolved = resolve_run(spec, [], None, meta)
-        before = {k: spark.conf.get(k, None) for k in session_options(mode)}
-        for key, value in session_options(mode).items():
+        session = self._options(mode, hudi=False)
+        before = {k: spark.conf.get(k, None) for k in session}
+        for key, value in session.items():
             spark.conf.set(key, value)
         try:
             started = time.monotonic()
-            report = runners[mode].run(spec_for(spec, mode), resolved)
+            report = self.runners[mode].run(spec_for(spec, mode), resolved)
             took = time.monotonic() - started
         finally:
             for key, value in before.items():
@@ -240,7 +272,7 @@ def main(argv: list[str], settings: Settings) -> int:
         # The timeline read that gives a run its write phases, after the run's own
         # (caches as warm as in a run's process, which planned from the same metadata).
         timed = time.monotonic()
-        runners[mode]._timeline_times(spec.name, resolved.cutoff_us)
+        self.runners[mode]._timeline_times(spec.name, resolved.cutoff_us)
         timing_read = time.monotonic() - timed
         watermark = meta(spec.name).watermark_us()
         if watermark != resolved.cutoff_us:
@@ -248,43 +280,36 @@ def main(argv: list[str], settings: Settings) -> int:
         cpu = {f"cpu_{k}": v for k, v in report.cpu.items()}  # the step's, as its JVM counts
         return {"seconds": took, **report.phases, "timing_read": timing_read, **cpu}
 
-    for mode in chosen:
-        warm = one_run(mode)
-        print(f"warm-up {mode}: {warm['seconds']:.2f} s", flush=True)
-    runs: dict[str, list[dict[str, float]]] = {m: [] for m in chosen}
-    for index in range(args.rounds):
-        feeder.land(args.step_s)
-        feeder.ingest()
-        for mode in rotated(chosen, index):
-            sample = one_run(mode)
-            runs[mode].append(sample)
-            print(
-                f"round {index + 1}/{args.rounds} {mode}: {sample['seconds']:.2f} s "
-                f"(index_lookup {sample.get('index_lookup', float('nan')):.2f}, "
-                f"write_files {sample.get('write_files', float('nan')):.2f})",
-                flush=True,
-            )
+    def compare(self) -> tuple[dict[str, bool], dict[str, float]]:
+        """Whether each mode's table equals the published one's, and a snapshot read's
+        seconds of each (compared without the partition column, which the layouts name
+        differently)."""
+        from freshness_pipeline.execution.batch_oracle import differences, read_table
 
-    # (compared without the partition column, which the layouts name differently)
-    published = spec_for(spec, "published")
-    expected = read_table(spark, uri_of("published")(spec.name))
-    expected = expected.drop(published.partition_by).cache()
-    rows = expected.count()
-    print(f"\npublished trade_aggr: {rows:,} rows", flush=True)
-    equal: dict[str, bool] = {}
-    read_s: dict[str, float] = {}
-    for mode in chosen:
-        started = time.monotonic()
-        spark.read.format("hudi").load(uri_of(mode)(spec.name)).count()
-        read_s[mode] = time.monotonic() - started
-        if mode == "published":
-            equal[mode] = True
-            continue
-        missing, extra, examples = differences(spark, expected, uri_of(mode)(spec.name))
-        equal[mode] = missing == extra == 0
-        if not equal[mode]:
-            print(f"{mode} differs: {missing} missing, {extra} extra: {examples}")
+        spark, name = self.spark, self.spec.name
+        published = spec_for(self.spec, "published")
+        expected = read_table(spark, self.uri_of("published")(name))
+        expected = expected.drop(published.partition_by).cache()
+        print(f"\npublished trade_aggr: {expected.count():,} rows", flush=True)
+        equal: dict[str, bool] = {}
+        read_s: dict[str, float] = {}
+        for mode in self.options:
+            started = time.monotonic()
+            spark.read.format("hudi").load(self.uri_of(mode)(name)).count()
+            read_s[mode] = time.monotonic() - started
+            if mode == "published":
+                equal[mode] = True
+                continue
+            missing, extra, examples = differences(spark, expected, self.uri_of(mode)(name))
+            equal[mode] = missing == extra == 0
+            if not equal[mode]:
+                print(f"{mode} differs: {missing} missing, {extra} extra: {examples}")
+        return equal, read_s
 
+
+def _print_table(
+    runs: dict[str, list[dict[str, float]]], read_s: dict[str, float], equal: dict[str, bool]
+) -> None:
     base = dict((m, s) for m, s, _ in summarize(runs))["published"]
     columns = [
         "mode",
@@ -304,7 +329,6 @@ def main(argv: list[str], settings: Settings) -> int:
             + " | ".join(cells)
             + f" | {read_s[mode]:.2f} | {'yes' if equal[mode] else '**no**'} |"
         )
-    return 0 if all(equal.values()) else 1
 
 
 def _cell(phases: dict[str, float], name: str) -> str:
