@@ -36,23 +36,51 @@ def main(argv: list[str], settings: Settings) -> int:
     parser.add_argument("--partitions", type=int, default=4)
     args = parser.parse_args(argv)
 
-    from freshness_pipeline.ingestion.ingest import IngestConfig, Ingestor
-    from freshness_pipeline.ingestion.kafka_ingest import KafkaIngestor
     from freshness_pipeline.ingestion.master import load_company_master
-    from freshness_pipeline.runtime.kafka_broker import KafkaBroker, KafkaBrokerConfig
-    from freshness_pipeline.runtime.ports import free_port
+    from freshness_pipeline.runtime.kafka_broker import KafkaBroker
     from freshness_pipeline.runtime.spark import build_spark_session
-    from freshness_pipeline.stream.generator import StreamConfig
-    from freshness_pipeline.stream.kafka_sink import KafkaSink
-    from freshness_pipeline.stream.replayer import VirtualClock, generated_batches, land_instantly
     from freshness_pipeline.stream.universe import DEFAULT_UNIVERSE_SIZE
 
-    root, _ = scratch("bench_kafka_ingest_")  # a lakehouse per arm inside it
-    given = settings
-    broker_config = KafkaBrokerConfig(
-        jars_dir=given.kafka.jars_dir, state_dir=root / "kafka", port=free_port()
+    landing, kafka, broker_config = _arms(settings, args.partitions)
+    print(
+        f"machine: {os.cpu_count()} cores; one Spark driver for both paths; Kafka broker "
+        f"{broker_config.bootstrap_servers}, {args.partitions} partitions per topic"
     )
-    base = {"FRESHNESS_KAFKA_BOOTSTRAP": broker_config.bootstrap_servers}
+    with KafkaBroker(broker_config):
+        spark = build_spark_session(landing, app_name="bench_kafka_ingest", remote="")
+        for arm in (landing, kafka):
+            load_company_master(spark, arm, DEFAULT_UNIVERSE_SIZE)
+        paths = _TwoPaths(spark, landing, kafka, args)
+        warm = paths.fill(args.batch_s)
+        for path in ("landing", "kafka"):
+            elapsed, events, _ = paths.run(path, warm, args.batch_s)
+            print(f"warm-up (not counted), {path}: {events} events in {elapsed:.1f} s")
+        rates: dict[str, list[float]] = {"landing": [], "kafka": []}
+        for round_no in range(args.rounds):
+            per_stream = paths.fill(args.backlog_s)
+            order = ("landing", "kafka") if round_no % 2 == 0 else ("kafka", "landing")
+            for path in order:
+                elapsed, events, commits = paths.run(path, per_stream, args.backlog_s)
+                assert events == sum(per_stream.values()), (path, events, per_stream)
+                rates[path].append(events / elapsed)
+                print(
+                    f"round {round_no + 1}, {path:7s}: {events} events in {commits} commits, "
+                    f"{elapsed:.1f} s = {events / elapsed:,.0f} events/s"
+                )
+        _print_rates(rates, args)
+        spark.stop()
+    return 0
+
+
+def _arms(given: Settings, partitions: int):
+    """The landing-folder arm's settings, the Kafka arm's, and the broker both share: a
+    lakehouse each in one scratch folder."""
+    from freshness_pipeline.runtime.kafka_broker import KafkaBrokerConfig
+    from freshness_pipeline.runtime.ports import free_port
+
+    root, _ = scratch("bench_kafka_ingest_")
+    port = free_port()
+    base = {"FRESHNESS_KAFKA_BOOTSTRAP": f"127.0.0.1:{port}"}
     landing = given.changed(
         {
             **base,
@@ -69,81 +97,76 @@ def main(argv: list[str], settings: Settings) -> int:
         }
     )
     broker_config = KafkaBrokerConfig(
-        jars_dir=broker_config.jars_dir,
-        state_dir=broker_config.state_dir,
-        port=broker_config.port,
-        topics=dict.fromkeys(kafka.kafka.topics.values(), args.partitions),
+        jars_dir=given.kafka.jars_dir,
+        state_dir=root / "kafka",
+        port=port,
+        topics=dict.fromkeys(kafka.kafka.topics.values(), partitions),
     )
-    print(
-        f"machine: {os.cpu_count()} cores; one Spark driver for both paths; Kafka broker "
-        f"{broker_config.bootstrap_servers}, {args.partitions} partitions per topic"
-    )
-    with KafkaBroker(broker_config):
-        spark = build_spark_session(landing, app_name="bench_kafka_ingest", remote="")
-        for settings in (landing, kafka):
-            load_company_master(spark, settings, DEFAULT_UNIVERSE_SIZE)
+    return landing, kafka, broker_config
+
+
+class _TwoPaths:
+    """The same generated events into the landing folder and the topics, and each path's
+    ingestion of them."""
+
+    def __init__(self, spark, landing: Settings, kafka: Settings, args: argparse.Namespace):
+        from freshness_pipeline.stream.generator import StreamConfig
+        from freshness_pipeline.stream.kafka_sink import KafkaSink
+        from freshness_pipeline.stream.replayer import generated_batches
+
+        self.spark, self.landing, self.kafka, self.args = spark, landing, kafka, args
         # Two generators on the same seed: the folder and the topics get the same events.
         stream = StreamConfig(seed=1, rate=args.rate)
-        to_landing, to_kafka = generated_batches(stream), generated_batches(stream)
-        sink = KafkaSink(kafka.kafka)
-        clock_start = time.time()
+        self.to_landing, self.to_kafka = generated_batches(stream), generated_batches(stream)
+        self.sink = KafkaSink(kafka.kafka)
+        self.clock_start = time.time()
 
-        def fill(seconds: int) -> dict[str, int]:
-            nonlocal clock_start
-            landed = land_instantly(
-                to_landing, landing.landing_dir, seconds, VirtualClock(clock_start)
-            )
-            produced = land_instantly(to_kafka, sink, seconds, VirtualClock(clock_start))
-            assert landed == produced, (landed, produced)
-            clock_start += seconds
-            return landed
+    def fill(self, seconds: int) -> dict[str, int]:
+        from freshness_pipeline.stream.replayer import VirtualClock, land_instantly
 
-        def window(per_stream: dict[str, int], seconds: int) -> dict[str, int]:
-            """Messages per commit and stream: `batch_s` seconds of that stream."""
-            return {s: max(1, math.ceil(n / seconds * args.batch_s)) for s, n in per_stream.items()}
+        start = VirtualClock(self.clock_start)
+        landed = land_instantly(self.to_landing, self.landing.landing_dir, seconds, start)
+        produced = land_instantly(self.to_kafka, self.sink, seconds, VirtualClock(self.clock_start))
+        assert landed == produced, (landed, produced)
+        self.clock_start += seconds
+        return landed
 
-        def run(path: str, per_stream: dict[str, int], seconds: int) -> tuple[float, int, int]:
-            if path == "landing":
-                ingestor = Ingestor(spark, landing, IngestConfig(max_files_per_commit=args.batch_s))
-            else:
-                ingestor = KafkaIngestor(spark, kafka, max_messages=window(per_stream, seconds))
-            started = time.monotonic()
-            events = commits = 0
-            while results := ingestor.ingest_once():
-                commits += len(results)
-                events += sum(r.rows + r.rejects for r in results)
-            elapsed = time.monotonic() - started
-            ingestor.close()
-            return elapsed, events, commits
+    def _window(self, per_stream: dict[str, int], seconds: int) -> dict[str, int]:
+        """Messages per commit and stream: `batch_s` seconds of that stream."""
+        batch_s = self.args.batch_s
+        return {s: max(1, math.ceil(n / seconds * batch_s)) for s, n in per_stream.items()}
 
-        warm = fill(args.batch_s)
-        for path in ("landing", "kafka"):
-            elapsed, events, _ = run(path, warm, args.batch_s)
-            print(f"warm-up (not counted), {path}: {events} events in {elapsed:.1f} s")
-        rates: dict[str, list[float]] = {"landing": [], "kafka": []}
-        for round_no in range(args.rounds):
-            per_stream = fill(args.backlog_s)
-            order = ("landing", "kafka") if round_no % 2 == 0 else ("kafka", "landing")
-            for path in order:
-                elapsed, events, commits = run(path, per_stream, args.backlog_s)
-                assert events == sum(per_stream.values()), (path, events, per_stream)
-                rates[path].append(events / elapsed)
-                print(
-                    f"round {round_no + 1}, {path:7s}: {events} events in {commits} commits, "
-                    f"{elapsed:.1f} s = {events / elapsed:,.0f} events/s"
-                )
-        landing_rate = statistics.median(rates["landing"])
-        kafka_rate = statistics.median(rates["kafka"])
-        ratio = kafka_rate / landing_rate
-        print(
-            f"median over {args.rounds} rounds ({args.backlog_s} s of stream at "
-            f"{args.rate:,.0f} events/s each, {args.batch_s} s per commit): landing "
-            f"{landing_rate:,.0f} events/s, kafka {kafka_rate:,.0f} events/s, ratio "
-            f"{ratio:.3f}"
-        )
-        print(
-            f"targets: kafka >= 15,000 events/s: {'met' if kafka_rate >= 15_000 else 'missed'}; "
-            f"ratio >= 0.9: {'met' if ratio >= 0.9 else 'missed'}"
-        )
-        spark.stop()
-    return 0
+    def run(self, path: str, per_stream: dict[str, int], seconds: int) -> tuple[float, int, int]:
+        from freshness_pipeline.ingestion.ingest import IngestConfig, Ingestor
+        from freshness_pipeline.ingestion.kafka_ingest import KafkaIngestor
+
+        if path == "landing":
+            config = IngestConfig(max_files_per_commit=self.args.batch_s)
+            ingestor = Ingestor(self.spark, self.landing, config)
+        else:
+            messages = self._window(per_stream, seconds)
+            ingestor = KafkaIngestor(self.spark, self.kafka, max_messages=messages)
+        started = time.monotonic()
+        events = commits = 0
+        while results := ingestor.ingest_once():
+            commits += len(results)
+            events += sum(r.rows + r.rejects for r in results)
+        elapsed = time.monotonic() - started
+        ingestor.close()
+        return elapsed, events, commits
+
+
+def _print_rates(rates: dict[str, list[float]], args: argparse.Namespace) -> None:
+    landing_rate = statistics.median(rates["landing"])
+    kafka_rate = statistics.median(rates["kafka"])
+    ratio = kafka_rate / landing_rate
+    print(
+        f"median over {args.rounds} rounds ({args.backlog_s} s of stream at "
+        f"{args.rate:,.0f} events/s each, {args.batch_s} s per commit): landing "
+        f"{landing_rate:,.0f} events/s, kafka {kafka_rate:,.0f} events/s, ratio "
+        f"{ratio:.3f}"
+    )
+    print(
+        f"targets: kafka >= 15,000 events/s: {'met' if kafka_rate >= 15_000 else 'missed'}; "
+        f"ratio >= 0.9: {'met' if ratio >= 0.9 else 'missed'}"
+    )
