@@ -19,7 +19,7 @@ from freshness_pipeline.orchestration.sensor import (
     evaluate_tick,
     staleness_observations,
 )
-from freshness_pipeline.scheduling.planner import POLICIES
+from freshness_pipeline.scheduling.planner import POLICIES, PlanRequest
 from freshness_pipeline.scheduling.run_plan import PLAN_FIELD, RunPlan
 from freshness_pipeline.scheduling.staleness_target import StalenessTarget
 from freshness_pipeline.scheduling.timefmt import readable_utc
@@ -365,7 +365,7 @@ def test_a_chained_tick_says_each_step_of_the_run_in_words():
         JobState("a", T0, T0 + 10 * US_PER_S, raw, cheap, inputs=(("r", T0 + 10 * US_PER_S),)),
         JobState("b", T0, T0, (), cheap, inputs=(("a", T0),)),
     ]
-    plan = plan_chains(states, 1, T0 + 11 * US_PER_S, run_cost_s=4.0)
+    plan = plan_chains(PlanRequest(states, 1, T0 + 11 * US_PER_S, run_cost_s=4.0))
     report = describe_tick(plan, {"a": 11.0, "b": 11.0}, StalenessTarget(), ["a", "b"])
     assert report.lines[0].startswith("a: launch: 1 of 1 files up to ")
     assert "then b in the same run: the run removes 20.0 s in about 8.0 s" in report.lines[0]

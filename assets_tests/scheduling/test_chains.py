@@ -8,7 +8,14 @@ from dataclasses import replace
 import pytest
 
 from freshness_pipeline.scheduling.chains import MAX_CUTOFFS, Graph, plan_chains
-from freshness_pipeline.scheduling.planner import CostModel, JobState, PendingInput, age, plan
+from freshness_pipeline.scheduling.planner import (
+    CostModel,
+    JobState,
+    PendingInput,
+    PlanRequest,
+    age,
+    plan,
+)
 
 S = 1_000_000
 NOW = 10_000 * S
@@ -59,7 +66,7 @@ def steady(lag_s: int = 20) -> dict[str, int | None]:
 
 def test_a_chain_beats_single_runs_when_the_launch_dominates():
     states = pipeline(steady())
-    result = plan_chains(states, 1, NOW, run_cost_s=5.0)
+    result = plan_chains(PlanRequest(states, 1, NOW, run_cost_s=5.0))
     (run,) = result.launches
     # one run: an aggregate as root, the other as co-root (market_features reads both, so
     # only with both can it move to the raw watermark), then everything below them
@@ -93,7 +100,7 @@ def test_a_chain_beats_single_runs_when_the_launch_dominates():
 def test_a_chain_is_not_chosen_where_a_descendant_costs_more_than_it_removes():
     costly = CostModel(a_s=400.0, b_s_per_byte=0.0)
     states = pipeline(steady(), cost={"market_features": costly})
-    result = plan_chains(states, 3, NOW, run_cost_s=1.0)
+    result = plan_chains(PlanRequest(states, 3, NOW, run_cost_s=1.0))
     (run,) = result.launches
     # market_features would remove 20 s in 400 s: the two aggregates share one launch and
     # stop there (and nothing below market_features can move without it)
@@ -104,7 +111,7 @@ def test_a_chain_is_not_chosen_where_a_descendant_costs_more_than_it_removes():
 
 def test_without_chains_each_run_is_one_table_as_published():
     states = pipeline(steady())
-    published = plan(states, 3, NOW)
+    published = plan(PlanRequest(states, 3, NOW))
     assert all(c.jobs == (c.job,) and not c.chain for c in published.launches)
 
 
@@ -114,7 +121,7 @@ def test_chosen_chains_share_no_table_and_k_bounds_the_runs():
     )
     costly = CostModel(a_s=400.0, b_s_per_byte=0.0)
     states = pipeline(marks, cost={"market_features": costly})
-    result = plan_chains(states, 3, NOW, run_cost_s=1.0)
+    result = plan_chains(PlanRequest(states, 3, NOW, run_cost_s=1.0))
     held = [job for c in result.launches for job in c.jobs]
     assert len(held) == len(set(held)), result.launches
     runs = {frozenset(c.jobs) for c in result.launches}
@@ -123,10 +130,10 @@ def test_chosen_chains_share_no_table_and_k_bounds_the_runs():
         frozenset({"enriched_features", "sector_vwap", "industry_spike"}),
     }
     # K bounds the runs: with one slot, only the better of the two
-    one = plan_chains(states, 1, NOW, run_cost_s=1.0)
+    one = plan_chains(PlanRequest(states, 1, NOW, run_cost_s=1.0))
     assert len(one.launches) == 1
     # and with one run in flight that holds nothing of these (job_runs), one slot is gone
-    two = plan_chains(states, 2, NOW, run_cost_s=1.0, job_runs=1)
+    two = plan_chains(PlanRequest(states, 2, NOW, run_cost_s=1.0, job_runs=1))
     assert len(two.launches) == 1
 
 
@@ -137,7 +144,7 @@ def test_a_child_in_a_running_chain_is_not_launched_on_its_parents_old_commit():
     in_run = {"trade_aggr", "market_features", "enriched_features"}
     in_run |= {"sector_vwap", "industry_spike"}
     states = [replace(s, running=s.job in in_run) for s in states]
-    result = plan_chains(states, 3, NOW, run_cost_s=5.0, job_runs=1)
+    result = plan_chains(PlanRequest(states, 3, NOW, run_cost_s=5.0, job_runs=1))
     # price_aggr runs alone: everything below it is the running run's to refresh
     assert [c.jobs for c in result.launches] == [("price_aggr",)]
     reasons = {s.job: s.reason for s in result.skipped}
@@ -149,7 +156,7 @@ def test_a_child_moves_on_a_parents_current_commit_when_no_run_refreshes_both():
     marks = steady() | {"trade_aggr": NOW - 15 * S, "price_aggr": NOW - 15 * S}
     states = pipeline(marks)
     states = [replace(s, running=s.job == "trade_aggr") for s in states]
-    result = plan_chains(states, 3, NOW, run_cost_s=5.0)
+    result = plan_chains(PlanRequest(states, 3, NOW, run_cost_s=5.0))
     (run,) = result.launches  # the rest is below it or running
     assert run.job == "price_aggr" and "market_features" in run.jobs
     step = next(s for s in run.chain if s.job == "market_features")
@@ -165,7 +172,7 @@ def test_a_failing_descendant_is_left_out_and_its_sibling_still_chained():
         replace(s, failed_runs=2, retry_after_us=NOW + 30 * S) if s.job == "sector_vwap" else s
         for s in states
     ]
-    result = plan_chains(states, 1, NOW, run_cost_s=5.0)
+    result = plan_chains(PlanRequest(states, 1, NOW, run_cost_s=5.0))
     (run,) = result.launches
     assert "sector_vwap" not in run.jobs and "industry_spike" in run.jobs
     reasons = {s.job: s.reason for s in result.skipped}
@@ -176,7 +183,7 @@ def test_a_descendant_whose_other_input_lags_runs_up_to_that_input():
     # price_aggr is up to date with its raw table at NOW - 15 s: nothing to run there
     marks = steady() | {"price_raw": NOW - 15 * S, "price_aggr": NOW - 15 * S}
     states = pipeline(marks)
-    result = plan_chains(states, 1, NOW, run_cost_s=5.0)
+    result = plan_chains(PlanRequest(states, 1, NOW, run_cost_s=5.0))
     (run,) = result.launches
     assert run.job == "trade_aggr" and "price_aggr" not in run.jobs
     mf = next(s for s in run.chain if s.job == "market_features")
@@ -184,7 +191,7 @@ def test_a_descendant_whose_other_input_lags_runs_up_to_that_input():
     # while price_aggr is running in a run of its own, market_features still moves in
     # trade_aggr's run, as far as price_aggr's current commit
     busy = [replace(s, running=True) if s.job == "price_aggr" else s for s in states]
-    (run,) = plan_chains(busy, 2, NOW, run_cost_s=5.0).launches
+    (run,) = plan_chains(PlanRequest(busy, 2, NOW, run_cost_s=5.0)).launches
     assert "market_features" in run.jobs and "price_aggr" not in run.jobs
     mf = next(s for s in run.chain if s.job == "market_features")
     assert mf.cutoff_us == NOW - 15 * S
@@ -206,8 +213,10 @@ def test_max_benefit_chains_its_whole_set_and_pmb_may_take_a_subset():
     costly_bytes = CostModel(a_s=1.0, b_s_per_byte=10.0 / 1024**2)
     states = pipeline(marks, cost={"trade_aggr": costly_bytes}, pending={"trade_aggr": files})
     states = [s for s in states]
-    pmb = plan_chains(states, 1, 40 * S, policy="pmb", run_cost_s=1.0).launches[0]
-    whole = plan_chains(states, 1, 40 * S, policy="max_benefit", run_cost_s=1.0).launches[0]
+    pmb = plan_chains(PlanRequest(states, 1, 40 * S, policy="pmb", run_cost_s=1.0)).launches[0]
+    whole = plan_chains(
+        PlanRequest(states, 1, 40 * S, policy="max_benefit", run_cost_s=1.0)
+    ).launches[0]
     assert whole.job == "trade_aggr" and len(whole.files) == 4
     assert pmb.job == "trade_aggr" and len(pmb.files) == 3  # the big file left for later
     # both chain market_features up to the root's cutoff
@@ -221,7 +230,7 @@ def test_the_search_is_bounded_on_a_long_candidate_table():
     marks |= dict.fromkeys(INPUTS, 0)
     marks["price_aggr"] = 300 * S
     states = pipeline(marks, pending={"trade_aggr": files})
-    run = plan_chains(states, 1, 301 * S, run_cost_s=3.0).launches[0]
+    run = plan_chains(PlanRequest(states, 1, 301 * S, run_cost_s=3.0)).launches[0]
     assert len(run.candidates) == 300 and MAX_CUTOFFS < 300
     assert run.job == "trade_aggr"
 
@@ -249,8 +258,11 @@ def test_with_steps_side_by_side_a_wide_runs_e_counts_each_depth_once_per_lane()
     # Six tables: a run is at most two wide (the aggregates, then sector_vwap and
     # industry_spike), below MIN_WIDTH_AT_ONCE: the same plan with steps side by side.
     states = pipeline(steady())
-    serial = plan_chains(states, 1, NOW, run_cost_s=5.0).launches[0]
-    assert plan_chains(states, 1, NOW, run_cost_s=5.0, steps_at_once=3).launches[0] == serial
+    serial = plan_chains(PlanRequest(states, 1, NOW, run_cost_s=5.0)).launches[0]
+    assert (
+        plan_chains(PlanRequest(states, 1, NOW, run_cost_s=5.0, steps_at_once=3)).launches[0]
+        == serial
+    )
     # Two more views below enriched_features make four at one depth: E counts each depth's
     # work over its lanes: the two aggregates side by side (2 s), market_features and
     # enriched_features alone (2 s each), the four views' 8 s over three lanes.
@@ -261,11 +273,11 @@ def test_with_steps_side_by_side_a_wide_runs_e_counts_each_depth_once_per_lane()
                  CHEAP, inputs=tuple((t, marks[t]) for t in inputs))
         for job, inputs in wide.items()
     ]  # fmt: skip
-    run = plan_chains(states, 1, NOW, run_cost_s=5.0, steps_at_once=3).launches[0]
+    run = plan_chains(PlanRequest(states, 1, NOW, run_cost_s=5.0, steps_at_once=3)).launches[0]
     assert len(run.jobs) == 8
     assert run.cost_s == pytest.approx(5.0 + 4 / 2 + 2 + 2 + 8 / 3)
     with pytest.raises(ValueError, match="steps_at_once"):
-        plan_chains(states, 1, NOW, steps_at_once=0)
+        plan_chains(PlanRequest(states, 1, NOW, steps_at_once=0))
 
 
 def test_a_first_run_that_a_run_above_it_refreshes_hands_its_place_to_that_run():
@@ -278,7 +290,9 @@ def test_a_first_run_that_a_run_above_it_refreshes_hands_its_place_to_that_run()
     marks |= {j: None for j in INPUTS if j not in marks}
     states = [replace(s, pending_since_us=NOW - 10 * S) for s in pipeline(marks)]
     assert {s.job: s for s in states}["market_features"].pending  # runnable on them
-    result = plan_chains(states, 3, NOW, max_wait_s=120, first_runs_first=True, run_cost_s=5.0)
+    result = plan_chains(
+        PlanRequest(states, 3, NOW, max_wait_s=120, first_runs_first=True, run_cost_s=5.0)
+    )
     first = result.launches[0]
     assert first.job in ("trade_aggr", "price_aggr") and "market_features" in first.jobs
     assert first.carried_first_run == "market_features"
@@ -292,7 +306,7 @@ def test_a_first_run_that_a_run_above_it_refreshes_hands_its_place_to_that_run()
     assert [c.job for c in ranked] == ["market_features", "trade_aggr"]
     assert not any(c.aged for c in ranked)
     # without first_runs_first nothing is handed on
-    plain = plan_chains(states, 3, NOW, max_wait_s=120, run_cost_s=5.0).launches
+    plain = plan_chains(PlanRequest(states, 3, NOW, max_wait_s=120, run_cost_s=5.0)).launches
     assert not any(c.carried_first_run or c.hands_wait_on for c in plain)
 
 
@@ -312,7 +326,7 @@ def test_a_waiting_root_that_a_run_above_it_refreshes_hands_its_aging_to_that_ru
         for s in pipeline(marks, {"trade_aggr": dear, "price_aggr": dear})
     ]
     assert {s.job: s for s in states}["market_features"].pending  # runnable on old commits
-    first = plan_chains(states, 3, NOW, max_wait_s=120, run_cost_s=5.0).launches[0]
+    first = plan_chains(PlanRequest(states, 3, NOW, max_wait_s=120, run_cost_s=5.0)).launches[0]
     assert first.job in ("trade_aggr", "price_aggr") and "market_features" in first.jobs
     assert (first.carried_from, first.carried_wait_s) == ("market_features", pytest.approx(270))
     # ranked by the wait it carries; the root that handed it on is not aged by its own
@@ -325,5 +339,5 @@ def test_a_waiting_root_that_a_run_above_it_refreshes_hands_its_aging_to_that_ru
     assert [c.job for c in ranked[1:]] == ["other", "market_features"]
     assert ranked[1].aged == "waited 150 s, past the 120 s bound" and not ranked[2].aged
     # without aging nothing is handed on
-    plain = plan_chains(states, 3, NOW, run_cost_s=5.0).launches
+    plain = plan_chains(PlanRequest(states, 3, NOW, run_cost_s=5.0)).launches
     assert not any(c.carried_from or c.hands_wait_on for c in plain)

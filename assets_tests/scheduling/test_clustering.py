@@ -17,7 +17,13 @@ from freshness_pipeline.scheduling.clustering import (
     group_files,
     request_for,
 )
-from freshness_pipeline.scheduling.planner import CostModel, JobState, PendingInput, plan
+from freshness_pipeline.scheduling.planner import (
+    CostModel,
+    JobState,
+    PendingInput,
+    PlanRequest,
+    plan,
+)
 from freshness_pipeline.scheduling.units import US_PER_S
 
 NOW = 1_700_000_000 * US_PER_S
@@ -127,7 +133,7 @@ def test_candidate_sets_are_the_same_before_and_after():
         ),
         CostModel(1.0, 1e-8),
     )
-    before = plan([job], 3, NOW).launches[0].candidates
+    before = plan(PlanRequest([job], 3, NOW)).launches[0].candidates
     assert len(before) == len(pending)  # one cutoff per pending file: full granularity
 
 
@@ -266,12 +272,12 @@ def test_planner_counts_clustering_runs_against_k():
     job = JobState(
         "price_aggr", 0, 10 * US_PER_S, (PendingInput("f", 1, 1, 10 * US_PER_S),), CostModel(1, 0)
     )
-    assert plan([job], 1, NOW, other_runs=1).launches == ()
-    skipped = plan([job], 1, NOW, other_runs=1).skipped[0]
+    assert plan(PlanRequest([job], 1, NOW, other_runs=1)).launches == ()
+    skipped = plan(PlanRequest([job], 1, NOW, other_runs=1)).skipped[0]
     assert skipped.reason == "no free slot (K=1, 0 running, 1 clustering)"
-    assert len(plan([job], 2, NOW, other_runs=1).launches) == 1
+    assert len(plan(PlanRequest([job], 2, NOW, other_runs=1)).launches) == 1
     with pytest.raises(ValueError, match="other_runs"):
-        plan([job], 1, NOW, other_runs=-1)
+        plan(PlanRequest([job], 1, NOW, other_runs=-1))
 
 
 def test_clustering_settings_from_the_environment():

@@ -97,13 +97,8 @@ def test_recent_window_tracks_change():
 
 
 def test_a_cost_prior_round_trips_and_refuses_what_it_cannot_use():
-    from freshness_pipeline.scheduling.cost_model import (
-        DEFAULT_PRIOR,
-        DEFAULT_RUN_COST_S,
-        CostPrior,
-        fit_run_cost,
-    )
-    from freshness_pipeline.scheduling.planner import CostModel
+    from freshness_pipeline.scheduling.cost_model import DEFAULT_PRIOR, CostPrior, fit_run_cost
+    from freshness_pipeline.scheduling.planner import DEFAULT_RUN_COST_S, CostModel
 
     prior = CostPrior((("trade_aggr", CostModel(4.0, 2.0 / 1024**2, 0.01)),), 2.5, "a test")
     again = CostPrior.from_json(prior.to_json())

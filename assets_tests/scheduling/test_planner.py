@@ -19,6 +19,7 @@ from freshness_pipeline.scheduling.planner import (
     JobChoice,
     JobState,
     PendingInput,
+    PlanRequest,
     SchedulingPolicy,
     Skip,
     choose,
@@ -100,7 +101,7 @@ def test_published_tick_launches_trade_aggr_first():
         published_state(),
         JobState("market_features", at("22:30:00"), at("22:30:00"), (), PUBLISHED_COST),
     ]
-    result = plan(jobs, k=3, now_us=at("22:42:30"))
+    result = plan(PlanRequest(jobs, k=3, now_us=at("22:42:30")))
     assert [c.job for c in result.launches] == ["trade_aggr", "enriched_features", "price_aggr"]
     assert {s.job: s.reason for s in result.skipped} == {"market_features": "no pending data"}
 
@@ -118,7 +119,7 @@ def f(path, size, tmin, tmax):
 
 def test_empty_inputs_and_running_are_explicit_skips():
     caught_up = state(t_done=10_000_000, cap=10_000_000)
-    result = plan([caught_up, state("r", running=True, files=[f("x", 1, 1, 2)])], 3, 0)
+    result = plan(PlanRequest([caught_up, state("r", running=True, files=[f("x", 1, 1, 2)])], 3, 0))
     assert result.nothing_to_do
     assert {s.reason for s in result.skipped} == {"no pending data", "already running"}
 
@@ -165,10 +166,10 @@ def test_k_exhausted_and_ranking():
         state("fast", files=files, cost=CostModel(1.0, 0.0)),
         state("busy", files=files, running=True),
     ]
-    result = plan(jobs, k=2, now_us=0)
+    result = plan(PlanRequest(jobs, k=2, now_us=0))
     assert [c.job for c in result.launches] == ["fast"]
     assert Skip("slow", "no free slot (K=2, 1 running)") in result.skipped
-    assert plan(jobs, k=1, now_us=0).launches == ()
+    assert plan(PlanRequest(jobs, k=1, now_us=0)).launches == ()
 
 
 def test_max_benefit_takes_everything_and_random_is_seeded():
@@ -179,11 +180,12 @@ def test_max_benefit_takes_everything_and_random_is_seeded():
     assert mb.files == ("a", "b") and not mb.is_subset
     assert pmb.files == ("a",) and pmb.eta > mb.eta
     jobs = [state(str(i), files=files, cost=cost) for i in range(6)]
-    one = plan(jobs, 2, now_us=7, policy="random", seed=1)
-    two = plan(jobs, 2, now_us=7, policy="random", seed=1)
+    one = plan(PlanRequest(jobs, 2, now_us=7, policy="random", seed=1))
+    two = plan(PlanRequest(jobs, 2, now_us=7, policy="random", seed=1))
     assert one.launches == two.launches
     orders = {
-        tuple(c.job for c in plan(jobs, 6, now_us=t, policy="random").launches) for t in range(8)
+        tuple(c.job for c in plan(PlanRequest(jobs, 6, now_us=t, policy="random")).launches)
+        for t in range(8)
     }
     assert len(orders) > 1
 
@@ -196,9 +198,9 @@ def test_never_run_job_counts_staleness_from_oldest_pending():
 
 def test_bad_arguments_refused():
     with pytest.raises(ValueError, match="unknown policy"):
-        plan([], 3, 0, policy="greedy")
+        plan(PlanRequest([], 3, 0, policy="greedy"))
     with pytest.raises(ValueError, match="K must be"):
-        plan([], 0, 0)
+        plan(PlanRequest([], 0, 0))
     # choose() used to treat an unknown name as PMB; now it refuses it as plan() does.
     with pytest.raises(ValueError, match="unknown policy"):
         choose(state(files=[f("a", 1, 1, 2)]), "greedy")
@@ -211,8 +213,8 @@ def test_pipeline_aware_benefit_counts_the_children_it_unblocks():
     parent = replace(state("parent", files=files, cost=CostModel(2.0, 0.0)), downstream=(waiting,))
     loner = state("loner", files=files, cost=CostModel(1.9, 0.0))
     assert unlocked_s(parent, 5_000_000) == pytest.approx(5.0)
-    assert [c.job for c in plan([parent, loner], 1, 0, "pmb").launches] == ["loner"]
-    pipeline = plan([parent, loner], 1, 0, "pmb_pipeline").launches[0]
+    assert [c.job for c in plan(PlanRequest([parent, loner], 1, 0, "pmb")).launches] == ["loner"]
+    pipeline = plan(PlanRequest([parent, loner], 1, 0, "pmb_pipeline")).launches[0]
     assert pipeline.job == "parent" and pipeline.gain_s == pytest.approx(10.0)
     # A child held back by another input gains only up to that input's watermark, and
     # one that is already past this cutoff gains nothing.
@@ -229,9 +231,9 @@ def test_fixed_order_isolates_subset_choice_from_ordering():
         replace(state("first", files=files, cost=cost), order=0),
         replace(state("second", files=files, cost=cost), order=1),
     ]
-    by_pmb = plan(jobs, 2, 0, "pmb").launches
-    subsets = plan(jobs, 2, 0, "fixed_order_pmb").launches
-    full = plan(jobs, 2, 0, "fixed_order_full").launches
+    by_pmb = plan(PlanRequest(jobs, 2, 0, "pmb")).launches
+    subsets = plan(PlanRequest(jobs, 2, 0, "fixed_order_pmb")).launches
+    full = plan(PlanRequest(jobs, 2, 0, "fixed_order_full")).launches
     assert by_pmb[0].job == "late"  # eta decides under PMB
     assert [c.job for c in subsets] == [c.job for c in full] == ["first", "second"]
     assert all(c.files == ("a",) for c in subsets)
@@ -247,7 +249,7 @@ def test_fixed_order_is_round_robin_so_no_job_starves(policy):
     jobs = [replace(state(f"j{i}", files=files), order=i) for i in range(5)]
     launched = []
     for tick in range(4):
-        chosen = plan(jobs, 2, tick, policy).launches
+        chosen = plan(PlanRequest(jobs, 2, tick, policy)).launches
         launched.append([c.job for c in chosen])
         # the chosen jobs refresh at this tick, so they go to the back of the line
         jobs = [replace(j, last_refresh_us=tick) if j.job in launched[-1] else j for j in jobs]
@@ -267,10 +269,10 @@ def test_a_failed_job_waits_out_its_backoff_then_runs_again():
         failed_runs=2,
         retry_after_us=30_000_000,
     )
-    waiting = plan([failed], 3, now_us=20_000_000)
+    waiting = plan(PlanRequest([failed], 3, now_us=20_000_000))
     assert waiting.nothing_to_do
     assert waiting.skipped[0].reason == "backing off after 2 failed run(s): retry in 10 s"
-    again = plan([failed], 3, now_us=30_000_000)
+    again = plan(PlanRequest([failed], 3, now_us=30_000_000))
     assert [c.job for c in again.launches] == [failed.job]
 
 
@@ -322,11 +324,11 @@ def test_a_new_policy_is_one_class_and_one_registry_line(monkeypatch):
     waiting = Downstream("child", t_done_us=0, other_inputs_cap_us=None)
     big = state("big", files=[f("c", 50_000, 1, 5_000_000)], cost=cost)
     small = replace(state("small", files=files, cost=cost), downstream=(waiting,))
-    result = plan([big, small], 1, 0, "smallest_first")
+    result = plan(PlanRequest([big, small], 1, 0, "smallest_first"))
     assert result.policy == "smallest_first"
     [launch] = result.launches
     # The toy's rank and pick decide: PMB launches "big", whose one file has more eta.
-    assert plan([big, small], 1, 0, "pmb").launches[0].job == "big"
+    assert plan(PlanRequest([big, small], 1, 0, "pmb")).launches[0].job == "big"
     assert launch.job == "small" and launch.policy == "smallest_first"
     assert launch.files == ("a",) and launch.cutoff_us == 1_000_000
     # uses_downstream reached candidates(): G is own 1 s plus 1 s unlocked in the child.
@@ -343,9 +345,9 @@ def test_job_runs_count_slots_when_one_run_holds_several_jobs():
         state("chain_head", files=files, running=True),
         state("chain_tail", files=files, running=True),
     ]
-    assert plan(jobs, k=3, now_us=0).free_slots == 1  # one slot per running job
-    held = plan(jobs, k=3, now_us=0, job_runs=1)
+    assert plan(PlanRequest(jobs, k=3, now_us=0)).free_slots == 1  # one slot per running job
+    held = plan(PlanRequest(jobs, k=3, now_us=0, job_runs=1))
     assert held.free_slots == 2
     assert [c.job for c in held.launches] == ["fast", "slow"]
     with pytest.raises(ValueError, match="job_runs"):
-        plan(jobs, k=3, now_us=0, job_runs=-1)
+        plan(PlanRequest(jobs, k=3, now_us=0, job_runs=-1))

@@ -14,6 +14,7 @@ from freshness_pipeline.scheduling.planner import (
     JobState,
     PendingInput,
     Plan,
+    PlanRequest,
     plan,
     waited_s,
 )
@@ -94,7 +95,7 @@ def starving_machine(
                 pending_since_us=T0,
             )
         )
-        result = plan(states, k=3, now_us=now, max_wait_s=max_wait_s)
+        result = plan(PlanRequest(states, k=3, now_us=now, max_wait_s=max_wait_s))
         for choice in result.launches:
             if choice.job == DOWNSTREAM:
                 waits.append(choice.waited_s)
@@ -162,8 +163,10 @@ def published_tick(pending_since_us: int | None) -> list[JobState]:
 def test_aging_changes_nothing_when_nobody_waits_past_the_bound(since, max_wait_s, k):
     jobs = published_tick(None if since is None else at(since))
     now = at("22:42:30")
-    published: Plan = plan(jobs, k=k, now_us=now)
-    with_aging = plan(jobs, k=k, now_us=now, max_wait_s=max_wait_s, first_runs_first=True)
+    published: Plan = plan(PlanRequest(jobs, k=k, now_us=now))
+    with_aging = plan(
+        PlanRequest(jobs, k=k, now_us=now, max_wait_s=max_wait_s, first_runs_first=True)
+    )
     assert with_aging == published
     assert not any(c.aged for c in with_aging.ranked)
     if k == 3:
@@ -193,9 +196,9 @@ def test_the_bound_counts_from_the_pending_work_not_from_the_start():
     child = job(
         DOWNSTREAM, T0, T0 + 5 * US_PER_S, SLOW, last_refresh_us=T0, pending_since_us=commit
     )
-    early = plan([*upstream, rival, child], 3, commit + 60 * US_PER_S, max_wait_s=120)
+    early = plan(PlanRequest([*upstream, rival, child], 3, commit + 60 * US_PER_S, max_wait_s=120))
     assert [c.job for c in early.launches] == ["trade_aggr"]
-    late = plan([*upstream, rival, child], 3, commit + 121 * US_PER_S, max_wait_s=120)
+    late = plan(PlanRequest([*upstream, rival, child], 3, commit + 121 * US_PER_S, max_wait_s=120))
     assert [c.job for c in late.launches] == [DOWNSTREAM]
     assert late.launches[0].aged == "waited 121 s, past the 120 s bound"
 
@@ -236,13 +239,15 @@ def test_a_first_materialization_takes_the_next_slot():
     busy = [job(n, now - 100 * US_PER_S, now, running=True) for n in UPSTREAM[:2]]
     rival = job("market_features", now - 100 * US_PER_S, now, last_refresh_us=now - 5 * US_PER_S)
     child = job(DOWNSTREAM, None, now - 90 * US_PER_S, SLOW, pending_since_us=now - 20 * US_PER_S)
-    assert [c.job for c in plan([*busy, rival, child], 3, now).launches] == ["market_features"]
+    assert [c.job for c in plan(PlanRequest([*busy, rival, child], 3, now)).launches] == [
+        "market_features"
+    ]
     # The bound alone leaves it to eta: it has waited only 20 s.
-    bound_only = plan([*busy, rival, child], 3, now, max_wait_s=120)
+    bound_only = plan(PlanRequest([*busy, rival, child], 3, now, max_wait_s=120))
     assert [c.job for c in bound_only.launches] == ["market_features"]
-    aged = plan([*busy, rival, child], 3, now, max_wait_s=120, first_runs_first=True)
+    aged = plan(PlanRequest([*busy, rival, child], 3, now, max_wait_s=120, first_runs_first=True))
     assert [c.job for c in aged.launches] == [DOWNSTREAM]
-    alone = plan([*busy, rival, child], 3, now, first_runs_first=True)
+    alone = plan(PlanRequest([*busy, rival, child], 3, now, first_runs_first=True))
     assert alone.launches == aged.launches
     assert aged.launches[0].aged == "first materialization, waited 20 s"
     # The rival, left waiting, says how long it has waited (not past the bound).
@@ -258,7 +263,7 @@ def test_an_aged_job_still_waiting_says_it_is_first_in_line():
     now = T0 + 1000 * US_PER_S
     busy = [job(n, now - 100 * US_PER_S, now, running=True) for n in UPSTREAM[:3]]
     child = job(DOWNSTREAM, T0, T0 + 5 * US_PER_S, SLOW, last_refresh_us=T0, pending_since_us=T0)
-    result = plan([*busy, child], 3, now, max_wait_s=120)
+    result = plan(PlanRequest([*busy, child], 3, now, max_wait_s=120))
     assert result.launches == ()
     (line,) = describe_tick(result, {}, StalenessTarget(), [DOWNSTREAM]).lines
     assert "no free slot (K=3, 3 running)" in line
@@ -270,7 +275,7 @@ def test_the_run_carries_aging_in_a_tag_and_in_its_decision():
     busy = [job(n, now - 100 * US_PER_S, now, running=True) for n in UPSTREAM[:2]]
     rival = job("market_features", now - 100 * US_PER_S, now, last_refresh_us=now)
     child = job(DOWNSTREAM, T0, T0 + 5 * US_PER_S, SLOW, last_refresh_us=T0, pending_since_us=T0)
-    (choice,) = plan([*busy, rival, child], 3, now, max_wait_s=120).launches
+    (choice,) = plan(PlanRequest([*busy, rival, child], 3, now, max_wait_s=120)).launches
     assert choice.job == DOWNSTREAM
     run = RunPlan.from_choice(choice, T0, PRIOR)
     assert AGING_TAG in VISIBLE_TAGS
@@ -281,11 +286,11 @@ def test_the_run_carries_aging_in_a_tag_and_in_its_decision():
     assert back is not None and back.aged == run.aged and back.waited_s == 1000.0
     assert RunPlan.from_tags(plan_tags(run.tags(), run.run_config())) == replace(back, files=())
     # A run eta's order chose carries no aging tag.
-    (plain,) = plan([*busy, rival], 3, now, max_wait_s=120).launches
+    (plain,) = plan(PlanRequest([*busy, rival], 3, now, max_wait_s=120)).launches
     assert AGING_TAG not in RunPlan.from_choice(plain, T0, PRIOR).tags()
 
 
 @pytest.mark.parametrize("bad", [0, -5])
 def test_a_non_positive_bound_is_refused(bad):
     with pytest.raises(ValueError, match="max_wait_s must be positive"):
-        plan([], 3, T0, max_wait_s=bad)
+        plan(PlanRequest([], 3, T0, max_wait_s=bad))

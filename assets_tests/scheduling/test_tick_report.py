@@ -3,7 +3,14 @@ their staleness target, a one-line summary, and when a table's staleness is reco
 
 from __future__ import annotations
 
-from freshness_pipeline.scheduling.planner import MIB, CostModel, JobState, PendingInput, plan
+from freshness_pipeline.scheduling.planner import (
+    MIB,
+    CostModel,
+    JobState,
+    PendingInput,
+    PlanRequest,
+    plan,
+)
 from freshness_pipeline.scheduling.staleness_target import StalenessTarget
 from freshness_pipeline.scheduling.tick_report import describe_tick, input_lag_s, observations_due
 from freshness_pipeline.scheduling.units import US_PER_S
@@ -25,7 +32,7 @@ def state(job: str, files: int) -> JobState:
 
 def test_a_launching_tick_says_why_the_others_were_left_out():
     states = [state("trade_aggr", 4), state("price_aggr", 2), state("market_features", 0)]
-    result = plan(states, k=1, now_us=T0 + 10 * US_PER_S)
+    result = plan(PlanRequest(states, k=1, now_us=T0 + 10 * US_PER_S))
     staleness = {"trade_aggr": 400.0, "price_aggr": 160.0, "market_features": None}
     report = describe_tick(result, staleness, TARGET, JOBS)
     trade, price, features = report.lines
@@ -44,7 +51,7 @@ def test_a_launching_tick_says_why_the_others_were_left_out():
 
 
 def test_an_idle_tick_says_every_reason_in_its_skip_reason():
-    result = plan([state(job, 0) for job in JOBS], k=3, now_us=T0)
+    result = plan(PlanRequest([state(job, 0) for job in JOBS], k=3, now_us=T0))
     report = describe_tick(result, dict.fromkeys(JOBS, 10.0), TARGET, JOBS)
     assert report.summary == "idle; 3 no pending data"
     assert report.skip_reason() == (
@@ -95,7 +102,7 @@ def test_a_table_that_reflects_all_its_inputs_hold_reads_as_caught_up_not_past_t
     """An input that stopped changing leaves its reader's staleness growing for ever
     (METHOD 1 is now minus the newest arrival it reflects); its lag behind the inputs is 0,
     and the tick says caught up instead of PAST its target, and does not count it late."""
-    result = plan([state(job, 0) for job in JOBS], k=3, now_us=T0)
+    result = plan(PlanRequest([state(job, 0) for job in JOBS], k=3, now_us=T0))
     staleness = {"trade_aggr": 23_018_156.0, "price_aggr": 400.0, "market_features": 200.0}
     lag = {
         "trade_aggr": input_lag_s(T0, T0),  # caught up

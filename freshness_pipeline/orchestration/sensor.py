@@ -35,11 +35,10 @@ from freshness_pipeline.execution.run_phases import RUN_COST_PHASES
 from freshness_pipeline.hudi.metadata import TableNotFound
 from freshness_pipeline.orchestration import history
 from freshness_pipeline.orchestration.resources import HudiMetadataResource
-from freshness_pipeline.scheduling.chains import PlanRequest, plan_runs, steps_at_once_for
+from freshness_pipeline.scheduling.chains import plan_runs, steps_at_once_for
 from freshness_pipeline.scheduling.clustering import TABLE_TAG as CLUSTERING_TABLE_TAG
 from freshness_pipeline.scheduling.cost_model import (
     DEFAULT_PRIOR,
-    DEFAULT_RUN_COST_S,
     FittedCost,
     RunSample,
     fit_cost_model,
@@ -48,10 +47,12 @@ from freshness_pipeline.scheduling.cost_model import (
 )
 from freshness_pipeline.scheduling.limits import input_cap
 from freshness_pipeline.scheduling.planner import (
+    DEFAULT_RUN_COST_S,
     JobChoice,
     JobState,
     PendingInput,
     Plan,
+    PlanRequest,
     get_policy,
     retry_backoff_s,
 )
@@ -361,11 +362,11 @@ def plan_tick(
         ]
     request = PlanRequest(
         tuple(states),
-        now_us,
-        settings.k,
-        settings.runs_at_once,
-        settings.policy,
-        settings.seed,
+        k=settings.k,
+        now_us=now_us,
+        runs_at_once=settings.runs_at_once,
+        policy=settings.policy,
+        seed=settings.seed,
         other_runs=sum(active_clustering_runs(active).values()),
         max_wait_s=settings.max_wait_s,
         first_runs_first=settings.first_runs_first,

@@ -49,15 +49,14 @@ import itertools
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
-from freshness_pipeline.scheduling.cost_model import DEFAULT_RUN_COST_S
-from freshness_pipeline.scheduling.limits import input_cap, launch_limit
+from freshness_pipeline.scheduling.limits import input_cap
 from freshness_pipeline.scheduling.planner import (
     Candidate,
     ChainStep,
     JobChoice,
     JobState,
     Plan,
-    Policy,
+    PlanRequest,
     SchedulingPolicy,
     Skip,
     age,
@@ -371,33 +370,17 @@ def best_chain(
     return best[1]
 
 
-def plan_chains(
-    jobs: Sequence[JobState],
-    k: int,
-    now_us: int,
-    policy: Policy = "pmb",
-    seed: int = 0,
-    other_runs: int = 0,
-    max_wait_s: float | None = None,
-    first_runs_first: bool = False,
-    job_runs: int | None = None,
-    run_cost_s: float = DEFAULT_RUN_COST_S,
-    steps_at_once: int = 1,
-) -> Plan:
-    """`planner.plan` with chains: which runs to launch now, each a chain. The arguments
-    are plan's, and `run_cost_s` is L, the fixed cost of a run (queue aside: launch and
-    session), which a chain pays once. `job_runs`: runs of the jobs queued or running
-    (a chained run holds several jobs); None: one per running job. `steps_at_once`: steps
-    a wide run executes at once (FRESHNESS_STEPS_AT_ONCE), which its E counts."""
-    rules = check_plan_args(policy, k, other_runs, max_wait_s, job_runs)
-    if run_cost_s < 0:
-        raise ValueError(f"run_cost_s must not be negative, got {run_cost_s}")
-    if steps_at_once < 1:
-        raise ValueError(f"steps_at_once must be at least 1, got {steps_at_once}")
+def plan_chains(request: PlanRequest) -> Plan:
+    """`planner.plan` with chains: which runs to launch now, each a chain. `run_cost_s` is
+    L, the fixed cost of a run (queue aside: launch and session), which a chain pays once;
+    `steps_at_once`: steps a wide run executes at once, which its E counts."""
+    rules = check_plan_args(request)
+    jobs, now_us, policy, seed = request.jobs, request.now_us, request.policy, request.seed
+    max_wait_s, first_runs_first = request.max_wait_s, request.first_runs_first
+    run_cost_s, steps_at_once = request.run_cost_s, request.steps_at_once
     graph = Graph.of(jobs)
     by_job = {state.job: state for state in jobs}
-    running = sum(1 for j in jobs if j.running) if job_runs is None else job_runs
-    free = max(0, k - running - other_runs)
+    free = request.free_slots()
     bases: dict[str, JobChoice] = {}
     skipped: list[Skip] = []
     for state in jobs:
@@ -438,7 +421,7 @@ def plan_chains(
         else s
         for s in skipped
     ]
-    skipped += _why_not(bases, launches, k, running, other_runs)
+    skipped += _why_not(bases, launches, request.no_slot())
     launched = {c.job for c in launches}
     rest = rules.rank([b for j, b in bases.items() if j not in launched], jobs, now_us, seed)
     return Plan(now_us, policy, free, tuple(launches), tuple(skipped), (*launches, *rest))
@@ -512,68 +495,15 @@ def _touches(choice: JobChoice, fresh: set[str]) -> bool:
     return any(job in fresh for job in choice.jobs)
 
 
-@dataclass(frozen=True)
-class PlanRequest:
-    """Everything one tick's plan depends on, built alike by the sensor (from Hudi metadata
-    and Dagster's runs) and the simulator (from its model), for `plan_runs`."""
-
-    states: tuple[JobState, ...]
-    now_us: int  # the clock, passed in
-    k: int  # Dagster's run-queue limit
-    runs_at_once: int | None = None  # FRESHNESS_RUNS_AT_ONCE; None: K
-    policy: Policy = "pmb"
-    seed: int = 0
-    other_runs: int = 0  # clustering runs in flight, which hold slots too
-    max_wait_s: float | None = None  # the aging bound; None: no aging
-    first_runs_first: bool = False
-    job_runs: int | None = None  # slots the runs in flight hold; None: one per running job
-    run_cost_s: float = DEFAULT_RUN_COST_S  # L
-    chains: bool = True  # False: one table per run, as published
-    steps_at_once: int = 1
-
-    @property
-    def launch_limit(self) -> int:
-        return launch_limit(self.k, self.runs_at_once)
-
-
 def plan_runs(request: PlanRequest) -> Plan:
     """The tick's plan: chains (`plan_chains`), or with `chains` False the published plan,
     one table per run (`planner.plan`, which has no L: `run_cost_s` and `steps_at_once`
     are not read)."""
-    r = request
-    if r.chains:
-        return plan_chains(
-            r.states,
-            r.launch_limit,
-            r.now_us,
-            r.policy,
-            r.seed,
-            r.other_runs,
-            r.max_wait_s,
-            r.first_runs_first,
-            r.job_runs,
-            r.run_cost_s,
-            r.steps_at_once,
-        )
-    return plan(
-        r.states,
-        r.launch_limit,
-        r.now_us,
-        r.policy,
-        r.seed,
-        r.other_runs,
-        r.max_wait_s,
-        r.first_runs_first,
-        r.job_runs,
-    )
+    return plan_chains(request) if request.chains else plan(request)
 
 
 def _why_not(
-    bases: Mapping[str, JobChoice],
-    launches: Sequence[JobChoice],
-    k: int,
-    running: int,
-    other_runs: int,
+    bases: Mapping[str, JobChoice], launches: Sequence[JobChoice], no_slot: str
 ) -> list[Skip]:
     """Why each runnable job that is not a root of this tick's runs was not launched."""
     roots = {c.job for c in launches}
@@ -585,6 +515,5 @@ def _why_not(
         if job in chained_into:
             reasons.append(Skip(job, f"refreshed in the chain of {chained_into[job]}"))
         else:
-            others = f", {other_runs} clustering" if other_runs else ""
-            reasons.append(Skip(job, f"no free slot (K={k}, {running} running{others})"))
+            reasons.append(Skip(job, no_slot))
     return reasons

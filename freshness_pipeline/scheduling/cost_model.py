@@ -16,7 +16,7 @@ from typing import Literal
 
 import numpy as np
 
-from freshness_pipeline.scheduling.planner import MIB, CostModel
+from freshness_pipeline.scheduling.planner import DEFAULT_RUN_COST_S, MIB, CostModel
 
 CostMode = Literal["three_term", "two_term"]
 COST_MODES: tuple[CostMode, ...] = ("three_term", "two_term")
@@ -24,9 +24,6 @@ COST_MODES: tuple[CostMode, ...] = ("three_term", "two_term")
 DEFAULT_PRIOR = CostModel(a_s=20.0, b_s_per_byte=10.0 / 1024**3, c_s_per_file=0.05)
 
 
-# L, a run's fixed cost (launch and Spark session, METHOD 8), before runs have measured it:
-# about 2.5 s on the shared Spark service on 2 cores (docs/BENCHMARKS.md), rounded up.
-DEFAULT_RUN_COST_S = 3.0
 RUN_COST_MIN_SAMPLES = 3
 
 

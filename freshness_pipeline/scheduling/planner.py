@@ -43,6 +43,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import ClassVar, TypeAlias
 
+from freshness_pipeline.scheduling.limits import launch_limit
 from freshness_pipeline.scheduling.units import US_PER_S
 
 # A key of POLICY_REGISTRY. A plain str, not a Literal, so that a new policy needs no
@@ -584,41 +585,78 @@ def age(
     return aged + rest
 
 
-def check_plan_args(
-    policy: Policy, k: int, other_runs: int, max_wait_s: float | None, job_runs: int | None
-) -> SchedulingPolicy:
-    """The policy `plan` (or chains.plan_chains) is asked for, once its arguments hold."""
-    rules = get_policy(policy)
-    if k < 1:
-        raise ValueError(f"K must be at least 1, got {k}")
-    if other_runs < 0:
-        raise ValueError(f"other_runs must not be negative, got {other_runs}")
-    if max_wait_s is not None and max_wait_s <= 0:
-        raise ValueError(f"max_wait_s must be positive or None, got {max_wait_s}")
-    if job_runs is not None and job_runs < 0:
-        raise ValueError(f"job_runs must not be negative, got {job_runs}")
+# L, a run's fixed cost (launch and Spark session, METHOD 8), before runs have measured it:
+# about 2.5 s on the shared Spark service on 2 cores (docs/BENCHMARKS.md), rounded up.
+DEFAULT_RUN_COST_S = 3.0
+
+
+@dataclass(frozen=True)
+class PlanRequest:
+    """Everything one tick's plan depends on, built alike by the sensor (from Hudi metadata
+    and Dagster's runs) and the simulator (from its model), for `plan`, `chains.plan_chains`
+    and `chains.plan_runs`."""
+
+    jobs: Sequence[JobState]
+    k: int  # Dagster's run-queue limit K
+    now_us: int  # the clock, passed in
+    policy: Policy = "pmb"
+    seed: int = 0
+    other_runs: int = 0  # runs that are not jobs' (clustering) but hold queue slots
+    # Aging (`age`): a bound on every job's wait, and never-run jobs first; None and
+    # False: the policy's order alone, as published.
+    max_wait_s: float | None = None
+    first_runs_first: bool = False
+    job_runs: int | None = None  # runs of the jobs in flight; None: one per running job
+    run_cost_s: float = DEFAULT_RUN_COST_S  # L, paid once by a chain
+    steps_at_once: int = 1  # steps a wide run executes at once (FRESHNESS_STEPS_AT_ONCE)
+    chains: bool = True  # plan whole runs (chains.plan_chains); False: one table per run
+    runs_at_once: int | None = None  # FRESHNESS_RUNS_AT_ONCE; None: K
+
+    @property
+    def launch_limit(self) -> int:
+        """How many runs the plan fills (`limits.launch_limit`)."""
+        return launch_limit(self.k, self.runs_at_once)
+
+    def running(self) -> int:
+        """Queue slots the jobs' runs hold now."""
+        if self.job_runs is not None:
+            return self.job_runs
+        return sum(1 for j in self.jobs if j.running)
+
+    def free_slots(self) -> int:
+        return max(0, self.launch_limit - self.running() - self.other_runs)
+
+    def no_slot(self) -> str:
+        """Why a runnable job waits for a slot, in words."""
+        others = f", {self.other_runs} clustering" if self.other_runs else ""
+        return f"no free slot (K={self.launch_limit}, {self.running()} running{others})"
+
+
+def check_plan_args(request: PlanRequest) -> SchedulingPolicy:
+    """The policy `plan` (or chains.plan_chains) is asked for, once the request holds."""
+    rules = get_policy(request.policy)
+    if request.k < 1:
+        raise ValueError(f"K must be at least 1, got {request.k}")
+    if request.runs_at_once is not None and request.runs_at_once < 1:
+        raise ValueError(f"runs_at_once must be at least 1, got {request.runs_at_once}")
+    if request.other_runs < 0:
+        raise ValueError(f"other_runs must not be negative, got {request.other_runs}")
+    if request.max_wait_s is not None and request.max_wait_s <= 0:
+        raise ValueError(f"max_wait_s must be positive or None, got {request.max_wait_s}")
+    if request.job_runs is not None and request.job_runs < 0:
+        raise ValueError(f"job_runs must not be negative, got {request.job_runs}")
+    if request.run_cost_s < 0:
+        raise ValueError(f"run_cost_s must not be negative, got {request.run_cost_s}")
+    if request.steps_at_once < 1:
+        raise ValueError(f"steps_at_once must be at least 1, got {request.steps_at_once}")
     return rules
 
 
-def plan(
-    jobs: Sequence[JobState],
-    k: int,
-    now_us: int,
-    policy: Policy = "pmb",
-    seed: int = 0,
-    other_runs: int = 0,
-    max_wait_s: float | None = None,
-    first_runs_first: bool = False,
-    job_runs: int | None = None,
-) -> Plan:
-    """Chooses which jobs to launch now and what each processes. `other_runs`: queued or
-    running runs that are not jobs (clustering) but take run-queue slots all the same.
-    `max_wait_s`, `first_runs_first`: aging (`age`); None and False: the policy's order
-    alone, as published. `job_runs`: queued or running runs of the jobs, when one run may
-    hold several running jobs (a chained run); None: one run per running job."""
-    rules = check_plan_args(policy, k, other_runs, max_wait_s, job_runs)
-    running = sum(1 for j in jobs if j.running) if job_runs is None else job_runs
-    free = max(0, k - running - other_runs)
+def plan(request: PlanRequest) -> Plan:
+    """Chooses which jobs to launch now and what each processes, one table per run."""
+    jobs, now_us, policy = request.jobs, request.now_us, request.policy
+    rules = check_plan_args(request)
+    free = request.free_slots()
     choices: list[JobChoice] = []
     skipped: list[Skip] = []
     for state in jobs:
@@ -627,7 +665,8 @@ def plan(
             choices.append(replace(outcome, waited_s=waited_s(state, now_us)))
         else:
             skipped.append(outcome)
-    ranked = rules.rank(choices, jobs, now_us, seed)
+    ranked = rules.rank(choices, jobs, now_us, request.seed)
+    max_wait_s, first_runs_first = request.max_wait_s, request.first_runs_first
     if max_wait_s is not None or first_runs_first:
         by_policy = {c.job for c in ranked[:free]}
         ranked = age(ranked, jobs, max_wait_s, first_runs_first)
@@ -638,7 +677,5 @@ def plan(
             for i, c in enumerate(ranked)
         ]
     launches = ranked[:free]
-    for choice in ranked[free:]:
-        others = f", {other_runs} clustering" if other_runs else ""
-        skipped.append(Skip(choice.job, f"no free slot (K={k}, {running} running{others})"))
+    skipped += [Skip(choice.job, request.no_slot()) for choice in ranked[free:]]
     return Plan(now_us, policy, free, tuple(launches), tuple(skipped), tuple(ranked))

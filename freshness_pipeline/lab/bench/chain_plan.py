@@ -21,7 +21,13 @@ from collections.abc import Sequence
 from freshness_pipeline.config.settings import Settings
 from freshness_pipeline.scheduling.chains import plan_chains
 from freshness_pipeline.scheduling.limits import input_cap
-from freshness_pipeline.scheduling.planner import CostModel, JobState, PendingInput, plan
+from freshness_pipeline.scheduling.planner import (
+    CostModel,
+    JobState,
+    PendingInput,
+    PlanRequest,
+    plan,
+)
 from freshness_pipeline.scheduling.units import US_PER_S
 
 NOW_US = 10_000 * US_PER_S
@@ -77,9 +83,11 @@ def main(argv: Sequence[str] | None, settings: Settings) -> int:
     pending = sum(len(s.pending) for s in states)
     print(f"{args.jobs} jobs, {pending} pending files, K = 3, median of {args.repeats}:")
     for policy in ("pmb", "max_benefit"):
-        chained = _median_ms(lambda p=policy: plan_chains(states, 3, NOW_US, p), args.repeats)
-        single = _median_ms(lambda p=policy: plan(states, 3, NOW_US, p), args.repeats)
-        runs = plan_chains(states, 3, NOW_US, policy).launches
+        chained = _median_ms(
+            lambda p=policy: plan_chains(PlanRequest(states, 3, NOW_US, p)), args.repeats
+        )
+        single = _median_ms(lambda p=policy: plan(PlanRequest(states, 3, NOW_US, p)), args.repeats)
+        runs = plan_chains(PlanRequest(states, 3, NOW_US, policy)).launches
         steps = sum(len(c.jobs) for c in runs)
         print(
             f"  {policy}: chains {chained:.1f} ms ({len(runs)} runs, {steps} steps), "

@@ -46,7 +46,7 @@ from freshness_pipeline.lab.experiment.sim_conditions import (
 )
 from freshness_pipeline.lab.experiment.staleness import Sample, sample_tables, total_staleness
 from freshness_pipeline.lab.experiment.variants import MODELLED, PEERS, VARIANTS
-from freshness_pipeline.scheduling.chains import PlanRequest, plan_runs, steps_at_once_for
+from freshness_pipeline.scheduling.chains import plan_runs, steps_at_once_for
 from freshness_pipeline.scheduling.cost_model import (
     CostMode,
     RunSample,
@@ -60,6 +60,7 @@ from freshness_pipeline.scheduling.planner import (
     JobChoice,
     JobState,
     PendingInput,
+    PlanRequest,
     get_policy,
 )
 from freshness_pipeline.scheduling.units import US_PER_S
@@ -567,11 +568,11 @@ def _tick(
         ]
     request = PlanRequest(
         tuple(states),
-        now_us,
-        cond.k,
-        cond.runs_at_once if how.runs_at_once is None else how.runs_at_once,
-        policy,
-        machine.seed,
+        k=cond.k,
+        now_us=now_us,
+        runs_at_once=cond.runs_at_once if how.runs_at_once is None else how.runs_at_once,
+        policy=policy,
+        seed=machine.seed,
         max_wait_s=cond.max_wait_s,
         first_runs_first=cond.first_runs_first,
         job_runs=len(machine.runs) if chained else None,
