@@ -10,6 +10,7 @@ from pathlib import Path
 
 from freshness_pipeline.catalog.jobs import JOBS, PIPELINE_ORDER, JobSpec
 from freshness_pipeline.execution.external_read import read_external
+from freshness_pipeline.execution.session_views import await_release
 from freshness_pipeline.execution.sql import merged_sql, partial_sql, summed_columns
 from freshness_pipeline.hudi.commit_keys import HOODIE_COLUMNS
 
@@ -49,6 +50,8 @@ def batch_recompute(
     through Spark Connect a SQL DataFrame is re-analysed when it runs, so it must not
     depend on views that change later (and localCheckpoint is not available there)."""
     jobs = JOBS if jobs is None else jobs
+    # A run on this session may still be dropping its views, under the names used below.
+    await_release(spark)
     frames: dict[str, object] = {}
     dimensions = {t for spec in jobs.values() for t in spec.dimensions}
     sources = sorted({t for s in jobs.values() for t in (*s.inputs, *s.dimensions)} - set(jobs))

@@ -12,7 +12,6 @@ touches, not the size of the tables (`second` below: the job's declared event ti
 from __future__ import annotations
 
 import contextlib
-import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
@@ -24,6 +23,7 @@ from freshness_pipeline.execution.external_read import ARRIVAL, read_external
 from freshness_pipeline.execution.handoff import Handoffs
 from freshness_pipeline.execution.run_config import ResolvedRun
 from freshness_pipeline.execution.run_phases import StepTimes, TimelineTimes, runner_phases
+from freshness_pipeline.execution.session_views import await_release, drop_views, release_later
 from freshness_pipeline.execution.sql import (
     gone_rows_sql,
     group_rows_sql,
@@ -89,40 +89,6 @@ class RunReport:
     # What the step cost in the JVM that ran it (hudi/step_cpu.py): its tasks' CPU, run
     # and GC time, and the whole JVM's CPU, JIT and GC while it ran; empty: not measured
     cpu: Mapping[str, float] = field(default_factory=dict)
-
-
-def _drop_views(spark, names: list[str]) -> None:
-    # A Spark Connect server keeps each run's session (up to 100, for an hour idle); the
-    # views and cached frames hold plans naming every file the run read, so they go with
-    # the run, whether it committed or failed. Dropping a view uncaches it.
-    for name in names:
-        with contextlib.suppress(Exception):
-            # (not catalog.dropTempView: through Connect that is two round trips)
-            spark.sql(f"DROP VIEW IF EXISTS {name}")
-
-
-# Per session (by id; the session is held with it): the views a committed run left,
-# being dropped. Not a daemon thread: the process waits for it before it exits.
-_RELEASING: dict[int, tuple[object, threading.Thread]] = {}
-_RELEASING_LOCK = threading.Lock()
-
-
-def _release_later(spark, names: list[str]) -> None:
-    if not names:
-        return
-    thread = threading.Thread(target=_drop_views, args=(spark, names), name="release-views")
-    with _RELEASING_LOCK:
-        _RELEASING[id(spark)] = (spark, thread)
-    thread.start()
-
-
-def _await_release(spark) -> None:
-    """Waits for the views an earlier run on `spark` is dropping (the next run may
-    register the same names)."""
-    with _RELEASING_LOCK:
-        pending = _RELEASING.pop(id(spark), None)
-    if pending is not None:
-        pending[1].join()
 
 
 def _now_us() -> int:
@@ -352,7 +318,7 @@ class JobRunner:
     ) -> RunReport:
         """`keep_result`: a later step of the run reads this table; its committed rows
         are kept for it (when exact, execution/handoff.py)."""
-        _await_release(self.spark)
+        await_release(self.spark)
         with watching(self.spark) as self._calls, step_cpu.tagged(self.spark) as tag:
             try:
                 report = self._run(spec, resolved, fail_before_commit, keep_result)
@@ -369,7 +335,7 @@ class JobRunner:
         report = replace(report, cpu=step_cpu.take(self.spark, tag))
         # The commit is done: the views go in the background (a round trip each), and the
         # next run on this session waits for them before it registers its own.
-        _release_later(self.spark, sorted(self._views))
+        release_later(self.spark, sorted(self._views))
         self._views.clear()
         if not self._calls.total:
             return replace(report, connect_calls={})  # a local session: no round trips
@@ -385,10 +351,10 @@ class JobRunner:
 
     def wait_for_release(self) -> None:
         """Returns once the views of the last run on this session are dropped."""
-        _await_release(self.spark)
+        await_release(self.spark)
 
     def _release(self) -> None:
-        _drop_views(self.spark, sorted(self._views))
+        drop_views(self.spark, sorted(self._views))
         self._views.clear()
 
     def _interrupt_service_work(self) -> None:
