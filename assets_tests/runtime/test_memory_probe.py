@@ -62,6 +62,11 @@ def test_a_sample_names_the_site_and_type_that_grew(tmp_path):
     del kept, blob
 
 
+def _first_line(path) -> str:
+    text = path.read_text() if path.exists() else ""
+    return text.split("\n", 1)[0] if "\n" in text else ""
+
+
 def test_started_only_in_a_code_server_with_a_file(tmp_path, monkeypatch):
     monkeypatch.setattr(memory_probe, "_started", False)
     target = tmp_path / "probe.jsonl"
@@ -75,10 +80,12 @@ def test_started_only_in_a_code_server_with_a_file(tmp_path, monkeypatch):
         assert probe is not None
         assert memory_probe.start_if_requested(target, 5, argv=server) is None  # once
         deadline = time.monotonic() + 30
-        while not target.exists() and time.monotonic() < deadline:
+        # The file exists from the moment the probe opens it, before its first
+        # line is written: wait for a whole line, not for the file.
+        while not _first_line(target) and time.monotonic() < deadline:
             time.sleep(0.2)
         probe.stopped.set()
-        line = json.loads(target.read_text().splitlines()[0])
+        line = json.loads(_first_line(target))
         assert line["pid"] > 0 and "rss_mib" in line
         assert tracemalloc.is_tracing()
     finally:
