@@ -11,26 +11,34 @@ import pytest
 
 from freshness_pipeline.config.paths import PROJECT_ROOT
 from freshness_pipeline.lab.bench import cost_fit
-from freshness_pipeline.lab.experiment.run_files import MATERIALIZED_AT
+from freshness_pipeline.lab.experiment.run_files import (
+    MATERIALIZED_AT,
+    DagsterRunRecord,
+    write_runs,
+)
 
 
-def _runs(steps: list[tuple[int, float]], job: str = "trades_m") -> list[dict]:
+def _runs(steps: list[tuple[int, float]], job: str = "trades_m") -> list[DagsterRunRecord]:
     return [
-        {
-            "metadata_by_asset": {
+        DagsterRunRecord(
+            run_id=f"run{i}",
+            status="SUCCESS",
+            metadata_by_asset={
                 job: {
                     "duration_s": seconds,
                     "bytes_read": files * 10_000,
                     "files_read": files,
                     MATERIALIZED_AT: 1000.0 + i,
                 }
-            }
-        }
+            },
+        )
         for i, (files, seconds) in enumerate(steps)
     ]
 
 
-def _campaign(root: Path, calibration: list[dict], variants: dict[str, list[dict]]) -> Path:
+def _campaign(
+    root: Path, calibration: list[DagsterRunRecord], variants: dict[str, list[DagsterRunRecord]]
+) -> Path:
     experiment = {
         "config": {
             "variants": [
@@ -41,10 +49,10 @@ def _campaign(root: Path, calibration: list[dict], variants: dict[str, list[dict
     }
     (root / "experiment.json").write_text(json.dumps(experiment))
     (root / "calibration/seed98/pmb").mkdir(parents=True)
-    (root / "calibration/seed98/pmb/runs.json").write_text(json.dumps(calibration))
+    write_runs(root / "calibration/seed98/pmb", calibration)
     for variant, runs in variants.items():
         (root / "seed1" / variant).mkdir(parents=True)
-        (root / "seed1" / variant / "runs.json").write_text(json.dumps(runs))
+        write_runs(root / "seed1" / variant, runs)
     return root
 
 

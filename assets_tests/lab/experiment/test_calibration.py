@@ -8,11 +8,16 @@ import pytest
 
 from freshness_pipeline.lab.experiment.calibration import cost_prior_from_runs
 from freshness_pipeline.lab.experiment.report import _cost_prior_row
-from freshness_pipeline.lab.experiment.run_files import MATERIALIZED_AT
+from freshness_pipeline.lab.experiment.run_files import (
+    MATERIALIZED_AT,
+    DagsterRunRecord,
+    RunSummary,
+    write_runs,
+)
 from freshness_pipeline.lab.experiment.variants import variant_named
 
 
-def _run(i: int, job: str, files: int, seconds: float, launch: bool = True) -> dict:
+def _run(i: int, job: str, files: int, seconds: float, launch: bool = True) -> DagsterRunRecord:
     meta = {
         "duration_s": seconds,
         "bytes_read": files * 1000,
@@ -21,7 +26,7 @@ def _run(i: int, job: str, files: int, seconds: float, launch: bool = True) -> d
     }
     if launch:
         meta |= {"phase_launch_s": 1.0 + i % 2, "phase_plan_s": 0.2, "phase_session_s": 0.8}
-    return {"metadata_by_asset": {job: meta}}
+    return DagsterRunRecord(f"run{i}", "SUCCESS", metadata_by_asset={job: meta})
 
 
 def test_the_prior_is_each_jobs_fit_and_the_median_run_cost():
@@ -69,8 +74,9 @@ def test_calibrate_runs_pmb_on_its_own_seed_and_folder_and_keeps_a_prior_of_this
         run_dir = config.out_dir / f"seed{seed}" / variant.name
         run_dir.mkdir(parents=True)
         runs = [_run(i, "trade_aggr", i + 1, 2.0) for i in range(6)]
-        (run_dir / "runs.json").write_text(json.dumps(runs))
-        return {"jobs": ["trade_aggr", "price_aggr"]}  # the summary names the run's jobs
+        write_runs(run_dir, runs)
+        # the summary names the run's jobs
+        return RunSummary(variant.name, seed, dir=run_dir, jobs=("trade_aggr", "price_aggr"))
 
     monkeypatch.setattr(harness, "run_variant", fake_run_variant)
     monkeypatch.setattr(harness, "record", lambda config, seed: tmp_path / "stream")

@@ -3,7 +3,6 @@ campaign, how it re-measures the model, and how it judges each predicted effect.
 
 from __future__ import annotations
 
-import json
 from dataclasses import replace
 from pathlib import Path
 
@@ -11,33 +10,48 @@ import pytest
 
 from freshness_pipeline.lab.experiment import model_check
 from freshness_pipeline.lab.experiment.model_check import Row
+from freshness_pipeline.lab.experiment.run_files import (
+    DagsterRunRecord,
+    RunSummary,
+    read_summary,
+    write_runs,
+)
 from freshness_pipeline.lab.experiment.sim_conditions import Conditions, calibrated
 
 
-def _run(job_phases: dict[str, dict[str, float]], created: float, start: float) -> dict:
-    return {
-        "status": "SUCCESS",
-        "created": created,
-        "start": start,
-        "end": start + 10,
-        "assets": list(job_phases),
-        "metadata_by_asset": {
+def _run(
+    job_phases: dict[str, dict[str, float]], created: float, start: float, status="SUCCESS"
+) -> DagsterRunRecord:
+    return DagsterRunRecord(
+        run_id=f"run{start}",
+        status=status,
+        created=created,
+        start=start,
+        end=start + 10,
+        assets=tuple(job_phases),
+        metadata_by_asset={
             job: {f"phase_{name}_s": value for name, value in phases.items()}
             for job, phases in job_phases.items()
         },
-    }
+    )
 
 
-def _campaign(root: Path, p: dict[int, dict[str, float]], runs: list[dict]) -> Path:
+def _campaign(root: Path, p: dict[int, dict[str, float]], runs: list[DagsterRunRecord]) -> Path:
     for seed, by_variant in p.items():
         for variant, value in by_variant.items():
             folder = root / f"seed{seed}" / variant
             folder.mkdir(parents=True)
             automation = "freshness_sensor" if variant in ("pmb", "random") else "dagster_eager"
-            summary = {"seed": seed, "variant": variant, "P": value, "P0": 10.0}
-            (folder / "summary.json").write_text(json.dumps({**summary, "automation": automation}))
-            (folder / "runs.json").write_text(json.dumps(runs if variant == "pmb" else []))
+            RunSummary(variant, seed, P=value, P0=10.0, automation=automation).write(folder)
+            write_runs(folder, runs if variant == "pmb" else [])
     return root
+
+
+def _recovered(folder: Path, seconds: float | None) -> None:
+    """The run held the scheduler (a recovery campaign's condition) and recovered so."""
+    summary = read_summary(folder)
+    held = {**summary.conditions, "hold_s": [60, 120]}
+    replace(summary, conditions=held, recovered_s=seconds).write(folder)
 
 
 def test_steps_are_the_phases_after_launch_and_the_launch_is_the_sensor_runs_wait(
@@ -48,7 +62,7 @@ def test_steps_are_the_phases_after_launch_and_the_launch_is_the_sensor_runs_wai
         _run({"trade_aggr": {"queue_wait": 9, "launch": 1, "read": 1, "transform": 2}}, 0, 2),
         _run({"trade_aggr": {"read": 1, "transform": 4, "write_files": 1}}, 0, 4),
         _run({"trade_aggr": {"read": 1, "transform": 6}, "price_aggr": {"transform": 3}}, 0, 6),
-        {**_run({"trade_aggr": {"transform": 100}}, 0, 100), "status": "FAILURE"},
+        _run({"trade_aggr": {"transform": 100}}, 0, 100, status="FAILURE"),
     ]
     root = _campaign(tmp_path, {1: {"pmb": 30.0, "dagster_eager": 60.0}}, runs)
     assert model_check.measured_steps(root) == {"trade_aggr": 6.0, "price_aggr": 3.0}
@@ -130,8 +144,7 @@ def test_effects_say_which_were_predicted_and_which_missed():
 def test_a_recovery_campaign_reads_the_time_back_within_the_target(tmp_path: Path):
     root = _campaign(tmp_path, {1: {"pmb": 30.0, "dagster_eager": 60.0}}, [])
     for variant, seconds in (("pmb", 40.0), ("dagster_eager", None)):
-        path = root / "seed1" / variant / "summary.json"
-        path.write_text(json.dumps({**json.loads(path.read_text()), "recovered_s": seconds}))
+        _recovered(root / "seed1" / variant, seconds)
     row = model_check.real_row(root)
     # eager never got back within the target in the window: no mean to give
     assert row.recovered_s == {"pmb": 40.0, "dagster_eager": None}
@@ -171,8 +184,7 @@ def test_the_campaigns_conditions_are_the_ones_make_runs():
 def test_the_command_adds_the_model_with_steps_at_once_as_a_prediction(tmp_path: Path, capsys):
     root = _campaign(tmp_path, {1: {v: 30.0 for v in model_check.WIDE_VARIANTS}}, [])
     for variant in model_check.WIDE_VARIANTS:
-        path = root / "seed1" / variant / "summary.json"
-        path.write_text(json.dumps({**json.loads(path.read_text()), "recovered_s": 50.0}))
+        _recovered(root / "seed1" / variant, 50.0)
     argv = [str(root), "--campaign", "recovery", "--seeds", "1", "--capacities", "3"]
     assert model_check.main([*argv, "--at-once", "3", "--out", str(tmp_path / "check.md")]) == 0
     text = (tmp_path / "check.md").read_text()

@@ -112,12 +112,13 @@ def test_runs_are_attributed_to_their_assets_and_launcher():
 
 def test_only_failures_after_the_drain_are_counted_as_cut_off():
     from freshness_pipeline.lab.experiment.harness import cut_off_runs
+    from freshness_pipeline.lab.experiment.run_files import DagsterRunRecord
 
     runs = [
-        {"status": "FAILURE", "end": 1_000.0 + 240 + 3},  # the service stopped under it
-        {"status": "FAILURE", "end": 1_000.0 + 10},  # failed on its own during the drain
-        {"status": "SUCCESS", "end": 1_000.0 + 250},
-        {"status": "CANCELED", "end": None},  # queued, canceled at the stop
+        DagsterRunRecord("a", "FAILURE", end=1_000.0 + 240 + 3),  # the service stopped under it
+        DagsterRunRecord("b", "FAILURE", end=1_000.0 + 10),  # failed on its own in the drain
+        DagsterRunRecord("c", "SUCCESS", end=1_000.0 + 250),
+        DagsterRunRecord("d", "CANCELED", end=None),  # queued, canceled at the stop
     ]
     assert cut_off_runs(runs, stop_at=1_000.0) == 1
     assert cut_off_runs(runs, stop_at=1_000.0, drain_s=5) == 2

@@ -30,7 +30,7 @@ from freshness_pipeline.lab.experiment.report_recovery import (
     recovery_rows,
     summed_staleness,
 )
-from freshness_pipeline.lab.experiment.run_files import job_specs
+from freshness_pipeline.lab.experiment.run_files import RunSummary, job_specs
 from freshness_pipeline.lab.experiment.staleness import Sample
 from freshness_pipeline.lab.experiment.variants import VARIANTS
 
@@ -104,8 +104,8 @@ def test_the_report_reads_the_wide_jobs_again_from_their_seed():
     assert len(wide) == 49 and set(JOBS) <= set(wide)
 
 
-def _run(variant: str, seed: int, recovered: float | None) -> dict:
-    return {"variant": variant, "seed": seed, "recovered_s": recovered}
+def _run(variant: str, seed: int, recovered: float | None) -> RunSummary:
+    return RunSummary(variant, seed, recovered_s=recovered)
 
 
 def test_recovery_rows_judge_the_time_ratio_only_when_every_seed_recovered():
@@ -144,7 +144,7 @@ def test_the_hold_cuts_p_into_phases_and_the_backlog_is_worked_off_at_the_level_
 
 
 def test_the_report_sets_each_variants_phases_beside_its_backlog(tmp_path):
-    def run(variant: str, seed: int, rows: list[tuple[float, float, float]]) -> dict:
+    def run(variant: str, seed: int, rows: list[tuple[float, float, float]]) -> RunSummary:
         folder = tmp_path / f"seed{seed}" / variant
         folder.mkdir(parents=True)
         with gzip.open(folder / "samples.csv.gz", "wt") as handle:
@@ -152,7 +152,7 @@ def test_the_report_sets_each_variants_phases_beside_its_backlog(tmp_path):
             for at_s, a, b in rows:
                 at_us = START_US + int(at_s * 1e6)
                 handle.write(f"{at_us},t0,,{a},0\n{at_us},t1,,{b},0\n")
-        return {"variant": variant, "seed": seed, "dir": folder, "start_us": START_US}
+        return RunSummary(variant, seed, dir=folder, start_us=START_US)
 
     quick = [(50, 10, 10), (200, 300, 300), (320, 5, 10)]
     slow = [(50, 10, 10), (200, 300, 300), (320, 200, 200), (500, 10, 20)]

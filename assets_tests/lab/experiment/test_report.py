@@ -1,11 +1,20 @@
 """The report's comparisons pair runs of the same recorded stream (same seed)."""
 
-import json
 import math
 from pathlib import Path
 
 from freshness_pipeline.lab.experiment.report import comparison_rows, paired_ratio
 from freshness_pipeline.lab.experiment.report_cost import run_cost_rows
+from freshness_pipeline.lab.experiment.run_files import DagsterRunRecord, RunSummary, write_runs
+
+
+def _record(fields: dict) -> DagsterRunRecord:
+    """A runs.json entry as the harness writes it, from the fields a test sets."""
+    return DagsterRunRecord.from_json({"run_id": f"run-{id(fields)}", **fields})
+
+
+def _write(run_dir: Path, runs: list[dict]) -> None:
+    write_runs(run_dir, [_record(r) for r in runs])
 
 
 def _stats(per_variant: dict[str, dict[int, float]]) -> dict[str, dict]:
@@ -62,8 +71,8 @@ def test_run_cost_counts_failures_and_runs_finished_after_the_window(tmp_path: P
         {"status": "FAILURE", "created": t0 + 30, "start": t0 + 31, "end": t0 + 33},
         {"status": "SUCCESS", "created": t0 + 50, "start": t0 + 56, "end": t0 + 86},
     ]
-    (run_dir / "runs.json").write_text(json.dumps(runs))
-    summary = {"variant": "pmb", "dir": run_dir, "start_us": int(t0 * 1e6), "window_s": 60}
+    _write(run_dir, runs)
+    summary = RunSummary("pmb", dir=run_dir, start_us=int(t0 * 1e6), window_s=60)
     rows = run_cost_rows([summary], ["pmb"])
     # 4 launched, 3 succeeded, 1 failed, 1 finished after the window; median wait 3.0 s,
     # median run 20.0 s; 2 successes in the window / 6 jobs / 1 minute
@@ -102,7 +111,7 @@ def test_missed_targets_come_with_the_model_sweep_from_the_experiments_settings(
 def _run_dir(tmp_path: Path, variant: str, seed: int, runs: list[dict]) -> Path:
     run_dir = tmp_path / f"seed{seed}" / variant
     run_dir.mkdir(parents=True)
-    (run_dir / "runs.json").write_text(json.dumps(runs))
+    _write(run_dir, runs)
     return run_dir
 
 
@@ -136,21 +145,21 @@ def test_peers_are_reported_beside_pmb_with_runs_and_refreshes_apart(tmp_path: P
     runs = []
     for variant, p, seed_runs in (("pmb", 800.0, pmb_runs), ("dagster_eager", 1000.0, eager_runs)):
         runs.append(
-            {
-                "variant": variant,
-                "seed": 1,
-                "P": p,
-                "P0": 100.0,
-                "runs_succeeded": len(seed_runs),
-                "dir": _run_dir(tmp_path, variant, 1, seed_runs),
-                "start_us": int(t0 * 1e6),
-                "window_s": 60,
-                "note": f"{variant} note",
-                "automation": "dagster_eager" if variant == "dagster_eager" else "freshness_sensor",
-            }
+            RunSummary(
+                variant,
+                seed=1,
+                P=p,
+                P0=100.0,
+                runs_succeeded=len(seed_runs),
+                dir=_run_dir(tmp_path, variant, 1, seed_runs),
+                start_us=int(t0 * 1e6),
+                window_s=60,
+                note=f"{variant} note",
+                automation="dagster_eager" if variant == "dagster_eager" else "freshness_sensor",
+            )
         )
-    assert refreshes_of(eager_runs[0]) == 2
-    assert refreshes_of(pmb_runs[0]) == 1  # a sensor run: one job
+    assert refreshes_of(_record(eager_runs[0])) == 2
+    assert refreshes_of(_record(pmb_runs[0])) == 1  # a sensor run: one job
     order, stats = p_table(runs)
     assert order == ["pmb", "dagster_eager"]
     assert stats["dagster_eager"]["ratio_pmb"] == 1.25
@@ -190,9 +199,9 @@ def test_a_peer_run_is_credited_per_table_when_each_refresh_lands(tmp_path: Path
             "a": {"duration_s": 9.0, MATERIALIZED_AT: t0 + 100},
         },
     }
-    assert refreshes_by(six_steps, window_end) == 2
+    assert refreshes_by(_record(six_steps), window_end) == 2
     # a failed run's steps that committed are refreshes all the same
-    assert refreshes_by({**six_steps, "status": "FAILURE"}, window_end) == 2
+    assert refreshes_by(_record({**six_steps, "status": "FAILURE"}), window_end) == 2
     # a sensor run: one refresh, when its table landed
     sensor = {
         "status": "SUCCESS",
@@ -200,21 +209,22 @@ def test_a_peer_run_is_credited_per_table_when_each_refresh_lands(tmp_path: Path
         "assets": ["trade_aggr"],
         "metadata_by_asset": {"trade_aggr": {"duration_s": 3.0, MATERIALIZED_AT: t0 + 85}},
     }
-    assert refreshes_by(sensor, window_end) == 1
+    assert refreshes_by(_record(sensor), window_end) == 1
     late = {**sensor, "metadata_by_asset": {"trade_aggr": {MATERIALIZED_AT: t0 + 91}}}
-    assert refreshes_by(late, window_end) == 0
+    assert refreshes_by(_record(late), window_end) == 0
     # records from before the time was kept: the whole run, by its end
     old = {"status": "SUCCESS", "end": t0 + 50, "assets": ["trade_aggr"]}
-    assert refreshes_by(old, window_end) == 1
-    assert refreshes_by({**old, "end": t0 + 95}, window_end) == 0
-    run = {
-        "dir": _run_dir(tmp_path, "interval_40", 99, [six_steps, sensor]),
-        "start_us": int(t0 * 1e6),
-        "window_s": 90,
-    }
+    assert refreshes_by(_record(old), window_end) == 1
+    assert refreshes_by(_record({**old, "end": t0 + 95}), window_end) == 0
+    run = RunSummary(
+        "interval_40",
+        dir=_run_dir(tmp_path, "interval_40", 99, [six_steps, sensor]),
+        start_us=int(t0 * 1e6),
+        window_s=90,
+    )
     figures = run_figures(run)
-    assert figures["refreshes"] == 3
-    assert figures["runs"] == 0  # no Dagster run ended inside the window
+    assert figures.refreshes == 3
+    assert figures.runs == 0  # no Dagster run ended inside the window
 
 
 def test_phases_are_summarized_per_job_over_successful_runs(tmp_path: Path):
@@ -246,8 +256,8 @@ def test_phases_are_summarized_per_job_over_successful_runs(tmp_path: Path):
             },
         },
     ]
-    (run_dir / "runs.json").write_text(json.dumps(runs))
-    rows = phase_rows([{"variant": "pmb", "dir": run_dir}])
+    _write(run_dir, runs)
+    rows = phase_rows([RunSummary("pmb", dir=run_dir)])
     assert rows[0] == "| job | runs | read | index_lookup | clean |"
     assert "| trade_aggr | 2 | 2.00 | 5.00 | 2.00 |" in rows
     assert "| price_aggr | 1 | 0.50 | - | - |" in rows
@@ -285,8 +295,8 @@ def test_each_steps_cpu_is_summed_per_variant_and_job(tmp_path: Path):
     }.items():
         run_dir = tmp_path / variant
         run_dir.mkdir()
-        (run_dir / "runs.json").write_text(json.dumps(records))
-        runs.append({"variant": variant, "dir": run_dir})
+        _write(run_dir, records)
+        runs.append(RunSummary(variant, dir=run_dir))
     rows = step_cpu_rows(runs, ["pmb", "dagster_eager"])
     assert "| pmb | trade_aggr | 2 | 2.00 | 6.00 | 0.50 | 0.10 | 12.0 | 25 |" in rows
     assert "| dagster_eager | price_aggr | 1 | 2.00 | 5.00 | 0.50 | 0.10 | 5.0 | - |" in rows

@@ -1,12 +1,12 @@
 """--resume keeps finished runs of the same conditions and reruns the rest."""
 
-import json
 from dataclasses import replace
 from pathlib import Path
 
 from freshness_pipeline.config.settings import load_settings
 from freshness_pipeline.lab.experiment import harness
 from freshness_pipeline.lab.experiment.harness import ExperimentConfig
+from freshness_pipeline.lab.experiment.run_files import RunSummary
 from freshness_pipeline.lab.experiment.variants import VARIANTS
 
 
@@ -26,15 +26,17 @@ def test_resume_keeps_only_runs_of_the_same_conditions(tmp_path: Path, monkeypat
 
     def fake_run(config, variant, seed, stream, settings, progress=None):
         ran.append(variant.name)
-        summary = {
-            "variant": variant.name,
-            "seed": seed,
-            "conditions": harness._conditions(config),
-            "commit": harness.code_version(),
-        }
         run_dir = config.out_dir / f"seed{seed}" / variant.name
         run_dir.mkdir(parents=True, exist_ok=True)
-        (run_dir / "summary.json").write_text(json.dumps(summary))
+        summary = RunSummary(
+            variant.name,
+            seed,
+            dir=run_dir,
+            env=variant.env,
+            conditions=harness._conditions(config),
+            commit=harness.code_version(),
+        )
+        summary.write(run_dir)
         return summary
 
     monkeypatch.setattr(harness, "record", lambda config, seed: tmp_path / "stream")

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from freshness_pipeline.lab.experiment.calibration import job_steps
+from freshness_pipeline.lab.experiment.run_files import RUNS_FILE, DagsterRunRecord, read_runs
 from freshness_pipeline.scheduling.cost_model import (
     DEFAULT_PRIOR,
     CostModel,
@@ -81,7 +82,9 @@ def replay(
     return out
 
 
-def priors_from(runs: Iterable[Mapping], jobs: Iterable[str], rule: str) -> dict[str, CostModel]:
+def priors_from(
+    runs: Iterable[DagsterRunRecord], jobs: Iterable[str], rule: str
+) -> dict[str, CostModel]:
     """Each job's calibrated model under `rule` (as experiment.calibration fits it)."""
     priors = {}
     for job, history in job_steps(runs, jobs).items():
@@ -120,16 +123,15 @@ def campaign_estimates(root: Path) -> list[Estimate]:
     calibration = sorted(root.glob("calibration/*/*/runs.json"))
     if not calibration:
         raise SystemExit(f"{root}: no calibration/*/*/runs.json (run it with --warm-cost)")
-    calibrated = json.loads(calibration[0].read_text())
+    calibrated = read_runs(calibration[0].parent)
     seeds = sorted(p for p in root.glob("seed*") if p.is_dir())
     estimates: list[Estimate] = []
     for seed in seeds:
         for variant in sensors:
-            runs_file = seed / variant / "runs.json"
-            if not runs_file.exists():
+            if not (seed / variant / RUNS_FILE).exists():
                 continue
-            runs = json.loads(runs_file.read_text())
-            jobs = {job for run in runs for job in (run.get("metadata_by_asset") or {})}
+            runs = read_runs(seed / variant)
+            jobs = {job for run in runs for job in run.metadata_by_asset}
             steps = job_steps(runs, sorted(jobs))
             for rule in RULES:
                 priors = priors_from(calibrated, sorted(jobs), rule)

@@ -10,11 +10,11 @@ planning on a guess; with it, all start from the same measured coefficients
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 
 from freshness_pipeline.catalog.jobs import JOBS
 from freshness_pipeline.execution.run_phases import RUN_COST_PHASES
-from freshness_pipeline.lab.experiment.run_files import MATERIALIZED_AT
+from freshness_pipeline.lab.experiment.run_files import MATERIALIZED_AT, DagsterRunRecord
 from freshness_pipeline.scheduling.cost_model import (
     CostPrior,
     RunSample,
@@ -25,12 +25,12 @@ from freshness_pipeline.scheduling.cost_model import (
 CALIBRATION_SEED = 98  # no reported seed; 99 tunes the interval peer
 
 
-def job_steps(runs: Iterable[Mapping], jobs: Iterable[str]) -> dict[str, list[RunSample]]:
+def job_steps(runs: Iterable[DagsterRunRecord], jobs: Iterable[str]) -> dict[str, list[RunSample]]:
     """Each job's steps (bytes and files read, seconds) in the order they materialized,
     from a campaign's recorded runs (`runs.json`: every asset's metadata per run)."""
     steps: dict[str, list[tuple[float, RunSample]]] = {job: [] for job in jobs}
     for run in runs:
-        for job, meta in (run.get("metadata_by_asset") or {}).items():
+        for job, meta in run.metadata_by_asset.items():
             if job in steps and all(k in meta for k in ("duration_s", "bytes_read", "files_read")):
                 sample = RunSample(
                     int(meta["bytes_read"]), int(meta["files_read"]), float(meta["duration_s"])
@@ -43,7 +43,7 @@ def job_steps(runs: Iterable[Mapping], jobs: Iterable[str]) -> dict[str, list[Ru
 
 
 def cost_prior_from_runs(
-    runs: Iterable[Mapping], source: str, jobs: Iterable[str] = JOBS
+    runs: Iterable[DagsterRunRecord], source: str, jobs: Iterable[str] = JOBS
 ) -> CostPrior:
     """Each job's three-term model and L from a run's recorded materializations
     (`runs.json`: every asset's metadata per run)."""
@@ -51,7 +51,7 @@ def cost_prior_from_runs(
     run_costs = [
         sum(float(meta[k]) for k in RUN_COST_PHASES)
         for run in runs
-        for job, meta in (run.get("metadata_by_asset") or {}).items()
+        for job, meta in run.metadata_by_asset.items()
         if job in jobs and all(meta.get(k) is not None for k in RUN_COST_PHASES)
     ]
     models = []

@@ -38,7 +38,14 @@ from freshness_pipeline.hudi.metadata import HudiTableMetadata, TableNotFound
 from freshness_pipeline.lab.experiment.calibration import CALIBRATION_SEED, cost_prior_from_runs
 from freshness_pipeline.lab.experiment.machine_budget import BudgetSampler
 from freshness_pipeline.lab.experiment.progress import Progress
-from freshness_pipeline.lab.experiment.run_files import write_run
+from freshness_pipeline.lab.experiment.run_files import (
+    SUMMARY_FILE,
+    DagsterRunRecord,
+    RunSummary,
+    read_runs,
+    read_summary,
+    write_run,
+)
 from freshness_pipeline.lab.experiment.staleness import Sample, StalenessSampler
 from freshness_pipeline.lab.experiment.variants import VARIANTS, Variant
 from freshness_pipeline.lab.experiment.wide import write_wide
@@ -196,7 +203,7 @@ def run_variant(
     stream: Path,
     settings: Settings,
     progress: Progress | None = None,
-) -> dict:
+) -> RunSummary:
     """One variant on one seed, on a fresh lakehouse; returns its summary. `settings` are
     the experiment's (the user's), which the variant's own settings change."""
     from freshness_pipeline.runtime.cluster_profile import start_stack
@@ -237,19 +244,19 @@ def run_variant(
         summary = write_run(
             run_dir, lakehouse, stack, samples, _facts(config, variant, seed, start_us)
         )
-        # the drivers' extra JVM options too: a JIT or GC setting measured side by side
-        summary.update(
+        summary = replace(
+            summary,
             commit=commit,
             layout=config.layout or "declared",
+            # the drivers' extra JVM options too: a JIT or GC setting measured side by side
             spark_java_options=settings.spark_java_options,
-        )
-        summary["cpu_by_kind_s"] = cpu_by_kind  # machine_budget.py, through the window
-        if config.hold_s is not None:
-            summary["recovered_s"] = recovered_s(
-                samples, start_us, config.hold_s[1], config.recovery_target_s
-            )
-        summary["runs_cut_off_at_stop"] = cut_off_runs(
-            json.loads((run_dir / "runs.json").read_text()), stop_at, config.drain_s
+            cpu_by_kind_s=cpu_by_kind,  # machine_budget.py, through the window
+            recovered_s=(
+                None
+                if config.hold_s is None
+                else recovered_s(samples, start_us, config.hold_s[1], config.recovery_target_s)
+            ),
+            runs_cut_off_at_stop=cut_off_runs(read_runs(run_dir), stop_at, config.drain_s),
         )
     finally:
         if profile:
@@ -259,12 +266,12 @@ def run_variant(
         shutil.rmtree(lakehouse, ignore_errors=True)
         shutil.rmtree(run_dir / "landing", ignore_errors=True)
     read_s = samplers[0].read_seconds
-    summary["sampler_read_s_median"] = sorted(read_s)[len(read_s) // 2]
-    (run_dir / "summary.json").write_text(json.dumps(summary, indent=1))
-    log.info("seed %d, %s: P=%.0f P0=%.0f", seed, variant.name, summary["P"], summary["P0"])
+    summary = replace(summary, sampler_read_s_median=sorted(read_s)[len(read_s) // 2])
+    summary.write(run_dir)
+    log.info("seed %d, %s: P=%.0f P0=%.0f", seed, variant.name, summary.P, summary.P0)
     progress.end_run(
-        f"P={summary['P']:,.0f} P0={summary['P0']:,.0f}, {summary['runs_succeeded']} runs "
-        f"succeeded, {summary['runs_failed']} failed"
+        f"P={summary.P:,.0f} P0={summary.P0:,.0f}, {summary.runs_succeeded} runs "
+        f"succeeded, {summary.runs_failed} failed"
     )
     return summary
 
@@ -421,20 +428,20 @@ def _snapshot_decision(lakehouse: Path, home: Path, settings: Settings) -> dict 
     }
 
 
-def _facts(config: ExperimentConfig, variant: Variant, seed: int, start_us: int) -> dict:
+def _facts(config: ExperimentConfig, variant: Variant, seed: int, start_us: int) -> RunSummary:
     """What a run's summary says of the run before its results: the variant, the seed, the
     window and the conditions."""
-    return {
-        "variant": variant.name,
-        "policy": variant.policy or variant.automation,
-        "note": variant.note,
-        "env": variant.env,
-        "seed": seed,
-        "window_s": config.window_s,
-        "conditions": _conditions(config),
-        "start_us": start_us,
-        "automation": variant.automation,
-    }
+    return RunSummary(
+        variant=variant.name,
+        policy=variant.policy or variant.automation,
+        note=variant.note,
+        env=variant.env,
+        seed=seed,
+        window_s=config.window_s,
+        conditions=_conditions(config),
+        start_us=start_us,
+        automation=variant.automation,
+    )
 
 
 def recovered_s(
@@ -452,14 +459,16 @@ def recovered_s(
     return None
 
 
-def cut_off_runs(runs: list[dict], stop_at: float, drain_s: float | None = None) -> int:
+def cut_off_runs(
+    runs: Iterable[DagsterRunRecord], stop_at: float, drain_s: float | None = None
+) -> int:
     """Failed runs that were still in flight when the stop's drain gave up (the Spark
     service stopped under them): the stop's doing, not the variant's. A peer's run of six
     steps can outlast the drain on a loaded machine."""
     from freshness_pipeline.runtime.stack import DRAIN_TIMEOUT_S
 
     limit = stop_at + (DRAIN_TIMEOUT_S if drain_s is None else drain_s)
-    return sum(r["status"] == "FAILURE" and (r.get("end") or 0) >= limit for r in runs)
+    return sum(r.status == "FAILURE" and (r.end or 0) >= limit for r in runs)
 
 
 def _conditions(config: ExperimentConfig) -> dict:
@@ -500,18 +509,18 @@ def _conditions(config: ExperimentConfig) -> dict:
     return conditions
 
 
-def _finished_run(config: ExperimentConfig, seed: int, variant: Variant) -> dict | None:
+def _finished_run(config: ExperimentConfig, seed: int, variant: Variant) -> RunSummary | None:
     """The summary of this (seed, variant) from an earlier invocation, if it ran under
     the same conditions."""
-    done = config.out_dir / f"seed{seed}" / variant.name / "summary.json"
-    if not done.exists():
+    done = config.out_dir / f"seed{seed}" / variant.name
+    if not (done / SUMMARY_FILE).exists():
         return None
-    summary = json.loads(done.read_text())
-    same = summary.get("conditions") == _conditions(config)
+    summary = read_summary(done)
+    same = summary.conditions == _conditions(config)
     # e.g. interval runs at another period under the same name
-    same = same and summary.get("env", variant.env) == variant.env
+    same = same and summary.env == variant.env
     # a report's seeds run on one commit: a run of other code is run again
-    same = same and summary.get("commit") == code_version() != UNKNOWN
+    same = same and summary.commit == code_version() != UNKNOWN
     return summary if same else None
 
 
@@ -550,9 +559,9 @@ def calibrate(config: ExperimentConfig, settings: Settings, progress: Progress) 
     stream = record(own, CALIBRATION_SEED)
     progress.begin_run(CALIBRATION_SEED, "calibration")
     summary = run_variant(own, VARIANTS["pmb"], CALIBRATION_SEED, stream, settings, progress)
-    runs = json.loads((own.out_dir / f"seed{CALIBRATION_SEED}" / "pmb" / "runs.json").read_text())
+    runs = read_runs(summary.dir)
     source = f"calibration run: pmb on seed {CALIBRATION_SEED}, {config.window_s:.0f} s window"
-    prior = cost_prior_from_runs(runs, source, summary["jobs"])
+    prior = cost_prior_from_runs(runs, source, summary.jobs)
     path.write_text(json.dumps({**prior.to_json(), "commit": code_version()}, indent=1))
     log.info("cost prior: %s", prior.source)
     return path
@@ -560,7 +569,7 @@ def calibrate(config: ExperimentConfig, settings: Settings, progress: Progress) 
 
 def run_experiment(
     config: ExperimentConfig, settings: Settings, progress: Progress | None = None
-) -> list[dict]:
+) -> list[RunSummary]:
     config.out_dir.mkdir(parents=True, exist_ok=True)
     facts = {"config": {**asdict(config), "out_dir": shown_path(config.out_dir)}, **machine_facts()}
     (config.out_dir / "experiment.json").write_text(json.dumps(facts, indent=1, default=str))

@@ -26,7 +26,6 @@ a campaign measures them, so that row is a prediction.
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import sys
 from collections.abc import Mapping, Sequence
@@ -36,6 +35,14 @@ from pathlib import Path
 
 from freshness_pipeline.config.paths import shown_path
 from freshness_pipeline.execution.run_phases import PHASES, from_metadata
+from freshness_pipeline.lab.experiment.run_files import (
+    RUNS_FILE,
+    SUMMARY_FILE,
+    DagsterRunRecord,
+    RunSummary,
+    read_runs,
+    read_summary,
+)
 from freshness_pipeline.lab.experiment.sim_conditions import Conditions
 from freshness_pipeline.lab.experiment.simulate import simulate
 from freshness_pipeline.lab.experiment.simulate_wide import (
@@ -69,30 +76,26 @@ def _mean_or_none(values: Sequence[float | None]) -> float | None:
     return statistics.mean(v for v in values if v is not None)
 
 
-def _summaries(runs_dir: Path) -> list[tuple[dict, Path]]:
-    found = [
-        (json.loads(path.read_text()), path.parent)
-        for path in sorted(runs_dir.glob("seed*/*/summary.json"))
-    ]
+def _summaries(runs_dir: Path) -> list[RunSummary]:
+    found = [read_summary(p.parent) for p in sorted(runs_dir.glob(f"seed*/*/{SUMMARY_FILE}"))]
     if not found:
-        raise FileNotFoundError(f"no finished runs (seed*/<variant>/summary.json) in {runs_dir}")
+        raise FileNotFoundError(f"no finished runs (seed*/<variant>/{SUMMARY_FILE}) in {runs_dir}")
     return found
 
 
-def _run_records(run_dir: Path) -> list[dict]:
-    path = run_dir / "runs.json"
-    return json.loads(path.read_text()) if path.exists() else []
+def _run_records(run_dir: Path) -> tuple[DagsterRunRecord, ...]:
+    return read_runs(run_dir) if (run_dir / RUNS_FILE).exists() else ()
 
 
 def measured_steps(runs_dir: Path) -> dict[str, float]:
     """Per job, the median over its successful runs in every variant of its step's own
     work (STEP_PHASES summed), in seconds."""
     steps: dict[str, list[float]] = {}
-    for _, run_dir in _summaries(runs_dir):
-        for record in _run_records(run_dir):
-            if record.get("status") != "SUCCESS":
+    for summary in _summaries(runs_dir):
+        for record in _run_records(summary.dir):
+            if not record.succeeded:
                 continue
-            for job, metadata in (record.get("metadata_by_asset") or {}).items():
+            for job, metadata in record.metadata_by_asset.items():
                 phases = from_metadata(metadata)
                 if any(p in phases for p in STEP_PHASES):
                     steps.setdefault(job, []).append(sum(phases.get(p, 0.0) for p in STEP_PHASES))
@@ -103,11 +106,11 @@ def measured_launch_s(runs_dir: Path) -> float | None:
     """The median seconds from a successful sensor run's creation to its start (queue and
     launch)."""
     waits = [
-        float(r["start"]) - float(r["created"])
-        for summary, run_dir in _summaries(runs_dir)
-        if summary.get("automation") == SENSOR
-        for r in _run_records(run_dir)
-        if r.get("status") == "SUCCESS" and None not in (r.get("start"), r.get("created"))
+        r.start - r.created
+        for summary in _summaries(runs_dir)
+        if summary.automation == SENSOR
+        for r in _run_records(summary.dir)
+        if r.succeeded and r.start is not None and r.created is not None
     ]
     return statistics.median(waits) if waits else None
 
@@ -115,23 +118,23 @@ def measured_launch_s(runs_dir: Path) -> float | None:
 def real_row(runs_dir: Path, variants: Sequence[str] = WIDE_VARIANTS) -> Row:
     """The real runs: P / P0 per variant (mean over seeds) and the paired ratios (mean of
     the per-seed ratios, over the seeds both variants ran)."""
-    by_seed: dict[int, dict[str, dict]] = {}
-    for summary, _ in _summaries(runs_dir):
-        by_seed.setdefault(int(summary["seed"]), {})[summary["variant"]] = summary
+    by_seed: dict[int, dict[str, RunSummary]] = {}
+    for summary in _summaries(runs_dir):
+        by_seed.setdefault(summary.seed, {})[summary.variant] = summary
     levels = {
-        v: statistics.mean(s[v]["P"] / s[v]["P0"] for s in by_seed.values() if v in s)
+        v: statistics.mean(s[v].P / s[v].P0 for s in by_seed.values() if v in s)
         for v in variants
         if any(v in s for s in by_seed.values())
     }
     ratios = {}
     for a, b in PAIRS:
-        paired = [s[a]["P"] / s[b]["P"] for s in by_seed.values() if a in s and b in s]
+        paired = [s[a].P / s[b].P for s in by_seed.values() if a in s and b in s]
         if paired:
             ratios[(a, b)] = statistics.mean(paired)
     recovered = {
-        v: _mean_or_none([s[v]["recovered_s"] for s in by_seed.values() if v in s])
+        v: _mean_or_none([s[v].recovered_s for s in by_seed.values() if v in s])
         for v in levels
-        if any("recovered_s" in s[v] for s in by_seed.values() if v in s)
+        if any(s[v].held for s in by_seed.values() if v in s)
     }
     return Row(f"real runs ({len(by_seed)} seeds)", levels, ratios, recovered)
 

@@ -16,6 +16,7 @@ import statistics
 import sys
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -37,6 +38,7 @@ from freshness_pipeline.lab.experiment.report_figures import (
 )
 from freshness_pipeline.lab.experiment.report_recovery import hold_phase_rows, recovery_rows
 from freshness_pipeline.lab.experiment.run_files import (
+    RunSummary,
     job_specs,
     load_experiment,
     read_runs,
@@ -56,28 +58,39 @@ RECOVERY_TARGETS = (("max_benefit", 0.90),)
 BASELINES = ("pmb", "max_benefit", "random")
 
 
+@dataclass(frozen=True)
+class RunFigures:
+    """One run's activity in its window: Dagster runs and job refreshes that finished in
+    it, every successful run's wall time and every job step's time (seconds)."""
+
+    runs: int
+    refreshes: int
+    walls: tuple[float, ...]
+    steps: tuple[float, ...]
+
+
 def _mean_sd(values: list[float]) -> tuple[float, float]:
     return statistics.mean(values), (statistics.stdev(values) if len(values) > 1 else 0.0)
 
 
-def p_table(runs: list[dict]) -> tuple[list[str], dict[str, dict]]:
-    by_variant: dict[str, list[dict]] = defaultdict(list)
+def p_table(runs: list[RunSummary]) -> tuple[list[str], dict[str, dict]]:
+    by_variant: dict[str, list[RunSummary]] = defaultdict(list)
     for run in runs:
-        by_variant[run["variant"]].append(run)
+        by_variant[run.variant].append(run)
     stats = {}
     for variant, items in by_variant.items():
-        p_mean, p_sd = _mean_sd([r["P"] for r in items])
-        p0_mean, _ = _mean_sd([r["P0"] for r in items])
+        p_mean, p_sd = _mean_sd([r.P for r in items])
+        p0_mean, _ = _mean_sd([r.P0 for r in items])
         stats[variant] = {
             "P_mean": p_mean,
             "P_sd": p_sd,
             "P0_mean": p0_mean,
             "seeds": len(items),
-            "per_seed": {r["seed"]: r["P"] for r in items},
-            "runs": statistics.mean(r["runs_succeeded"] for r in items),
-            "note": items[0].get("note", ""),
+            "per_seed": {r.seed: r.P for r in items},
+            "runs": statistics.mean(r.runs_succeeded for r in items),
+            "note": items[0].note,
             # who launched the jobs; runs recorded before the peers existed: our sensor
-            "automation": items[0].get("automation", "freshness_sensor"),
+            "automation": items[0].automation or "freshness_sensor",
         }
     # Ratios per seed, then averaged: each seed's policies replayed the same stream.
     for row in stats.values():
@@ -95,15 +108,15 @@ def p_table(runs: list[dict]) -> tuple[list[str], dict[str, dict]]:
     return order, stats
 
 
-def launched_plans(runs: list[dict]) -> dict[str, list[RunPlan]]:
+def launched_plans(runs: list[RunSummary]) -> dict[str, list[RunPlan]]:
     """variant -> the sensor's plan of every successful run (what it chose and why), read
     once for the subset table and the controlled pair's sentence."""
     plans: dict[str, list[RunPlan]] = defaultdict(list)
     for run in runs:
-        for record in read_runs(run["dir"]):
-            plan = RunPlan.from_tags(record["tags"])  # None: a peer's run (no plan)
-            if record["status"] == "SUCCESS" and plan is not None:
-                plans[run["variant"]].append(plan)
+        for record in read_runs(run.dir):
+            plan = RunPlan.from_tags(record.tags)  # None: a peer's run (no plan)
+            if record.succeeded and plan is not None:
+                plans[run.variant].append(plan)
     return plans
 
 
@@ -277,21 +290,24 @@ def comparison_rows(
     return lines
 
 
-def run_figures(run: dict) -> dict[str, float | list[float]]:
+def run_figures(run: RunSummary) -> RunFigures:
     """One (variant, seed) run's activity in its window: Dagster runs and job refreshes
     that finished in it, every successful run's wall time and every job step's time."""
-    window_end = run.get("start_us", 0) / US_PER_S + run.get("window_s", 0)
-    runs_done, refreshes, walls, steps = 0, 0, [], []
-    for r in read_runs(run["dir"]):
-        for meta in (r.get("metadata_by_asset") or {}).values():
+    window_end = run.window_end_s
+    runs_done, refreshes = 0, 0
+    walls: list[float] = []
+    steps: list[float] = []
+    for r in read_runs(run.dir):
+        for meta in r.metadata_by_asset.values():
             if "duration_s" in meta:
                 steps.append(float(meta["duration_s"]))
         refreshes += refreshes_by(r, window_end)
-        if r["status"] != "SUCCESS" or not r.get("start") or not r.get("end"):
+        wall = r.wall_s
+        if not r.succeeded or wall is None or r.end is None:
             continue
-        walls.append(float(r["end"]) - float(r["start"]))
-        runs_done += float(r["end"]) <= window_end
-    return {"runs": runs_done, "refreshes": refreshes, "walls": walls, "steps": steps}
+        walls.append(wall)
+        runs_done += r.end <= window_end
+    return RunFigures(runs_done, refreshes, tuple(walls), tuple(steps))
 
 
 def commit_lags(
@@ -331,7 +347,7 @@ def _steps(series: list[tuple[int, int]]) -> list[tuple[int, int]]:
 
 
 def peer_rows(
-    runs: list[dict], stats: dict[str, dict], specs: Mapping[str, JobSpec] = JOBS
+    runs: list[RunSummary], stats: dict[str, dict], specs: Mapping[str, JobSpec] = JOBS
 ) -> list[str]:
     """Issue 18: PMB, Max-Benefit and Random beside what a Dagster user would pick
     instead, on the same streams: P, its ratios (paired by seed, with their sd), Dagster
@@ -368,12 +384,12 @@ def peer_rows(
     ]
     for variant in shown:
         row = stats[variant]
-        mine = [r for r in runs if r["variant"] == variant]
+        mine = [r for r in runs if r.variant == variant]
         figures = [run_figures(r) for r in mine]
-        runs_per = statistics.mean(f["runs"] for f in figures) if figures else float("nan")
-        refreshes = statistics.mean(f["refreshes"] for f in figures) if figures else float("nan")
-        walls = [w for f in figures for w in f["walls"]]
-        steps = [w for f in figures for w in f["steps"]]
+        runs_per = statistics.mean(f.runs for f in figures) if figures else float("nan")
+        refreshes = statistics.mean(f.refreshes for f in figures) if figures else float("nan")
+        walls = [w for f in figures for w in f.walls]
+        steps = [w for f in figures for w in f.steps]
 
         def ratio(base: str, variant: str = variant) -> tuple[str, str]:
             if base not in stats:
@@ -392,8 +408,8 @@ def peer_rows(
         lags = [
             lag
             for r in mine
-            if samples_path(r["dir"]).exists()
-            for lag in commit_lags(read_samples(r["dir"]), specs)[0]
+            if samples_path(r.dir).exists()
+            for lag in commit_lags(read_samples(r.dir), specs)[0]
         ]
         lag = f"{statistics.median(lags):.1f}" if lags else "-"
         lines.append(
@@ -415,8 +431,8 @@ def peer_rows(
     return [*lines, ""]
 
 
-def files_per_commit_rows(run: dict) -> list[str]:
-    commits = json.loads((run["dir"] / "commits.json").read_text())
+def files_per_commit_rows(run: RunSummary) -> list[str]:
+    commits = json.loads((run.dir / "commits.json").read_text())
     lines = ["| table | commits | files per commit (mean) | min | max |", "|---|---|---|---|---|"]
     for table, items in commits.items():
         files = [c["files"] for c in items if c["action"] == "commit"]
@@ -428,8 +444,8 @@ def files_per_commit_rows(run: dict) -> list[str]:
     return lines
 
 
-def decision_rows(run: dict) -> list[str]:
-    path = run["dir"] / "decision.json"
+def decision_rows(run: RunSummary) -> list[str]:
+    path = run.dir / "decision.json"
     decision = json.loads(path.read_text()) if path.exists() else None
     if not decision or not decision["jobs"]:
         return ["(no job was runnable at any snapshot: all were running or waiting)"]
@@ -480,7 +496,7 @@ def _clock(us: int | None) -> str:
     return iso(us, "clock", none="-")
 
 
-def setting_rows(exp_dir: Path, facts: dict, runs: list[dict]) -> list[str]:
+def setting_rows(exp_dir: Path, facts: dict, runs: list[RunSummary]) -> list[str]:
     config = facts["config"]
     return [
         "# Freshness experiment report",
@@ -501,7 +517,7 @@ def setting_rows(exp_dir: Path, facts: dict, runs: list[dict]) -> list[str]:
         f"companies, replayed at speed-up {config['speedup']}; one recorded stream per seed, "
         f"replayed identically for every variant.{_bursts(config)}",
         f"- Scheduler: K = {config['k']}, sensor tick {config['tick_s']} s; ingestion commits "
-        f"every {config['commit_interval_s']} s; seeds {sorted({r['seed'] for r in runs})}."
+        f"every {config['commit_interval_s']} s; seeds {sorted({r.seed for r in runs})}."
         + (
             " Raw tables packed (FRESHNESS_RAW_PACKING: each commit rewrites a partition's "
             "file with its new rows, as in the published experiment), clustering off."
@@ -518,9 +534,9 @@ def setting_rows(exp_dir: Path, facts: dict, runs: list[dict]) -> list[str]:
     ]
 
 
-def _layout_row(runs: list[dict]) -> str:
+def _layout_row(runs: list[RunSummary]) -> str:
     """The layout of the jobs' tables the runs measured (FRESHNESS_LAYOUT)."""
-    layouts = sorted({run.get("layout") or "published" for run in runs})
+    layouts = sorted({run.layout or "published" for run in runs})
     named = {
         "published": "`published` (partitioned by the symbol's first letter, as in the thesis)",
         "declared": "each declaration's own (partitioned by event hour)",
@@ -528,11 +544,11 @@ def _layout_row(runs: list[dict]) -> str:
     return "- Tables' layout: " + "; ".join(named.get(x, f"`{x}`") for x in layouts) + "."
 
 
-def _commit_row(facts: dict, runs: list[dict]) -> str:
+def _commit_row(facts: dict, runs: list[RunSummary]) -> str:
     """The code the runs measured: one commit, or every commit with its runs' count."""
     commits: dict[str, int] = {}
     for run in runs:
-        commit = run.get("commit") or "not recorded"
+        commit = run.commit or "not recorded"
         commits[commit] = commits.get(commit, 0) + 1
     if len(commits) == 1:
         return f"- Code: every run on commit `{next(iter(commits))}`."
@@ -627,14 +643,14 @@ def target_rows(
 
 
 def detail_rows(
-    runs: list[dict],
+    runs: list[RunSummary],
     order: list[str],
     stats: dict,
     plans: dict,
     specs: Mapping[str, JobSpec] = JOBS,
 ) -> list[str]:
     """Ablations, run cost, the figures, subsets, files per commit and one decision."""
-    pmb_run = next((r for r in runs if r["variant"] == "pmb"), runs[0])
+    pmb_run = next((r for r in runs if r.variant == "pmb"), runs[0])
     return [
         "",
         "## Ablations, the controlled run and the pipeline-aware variant",
@@ -690,14 +706,14 @@ def detail_rows(
         "",
         *subset_reason_rows(plans, order),
         "",
-        f"## Files written per commit (table 4.2; `{pmb_run['variant']}`, seed {pmb_run['seed']})",
+        f"## Files written per commit (table 4.2; `{pmb_run.variant}`, seed {pmb_run.seed})",
         "",
         *files_per_commit_rows(pmb_run),
         "",
         "## One decision with its candidate table (table 4.3)",
         "",
         "Recomputed by the harness with PMB from the live Hudi metadata and run history "
-        f"in the second half of the `{pmb_run['variant']}` run (seed {pmb_run['seed']}); "
+        f"in the second half of the `{pmb_run.variant}` run (seed {pmb_run.seed}); "
         "of snapshots every 15 s, the one with the most candidate cutoffs.",
         "",
         *decision_rows(pmb_run),

@@ -4,17 +4,13 @@ phase) and in CPU (the machine by kind of process, each step as its JVM counts i
 from __future__ import annotations
 
 import statistics
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 
 from freshness_pipeline.catalog.jobs import JOBS
 from freshness_pipeline.execution.run_phases import PHASES, from_metadata, median_phases
 from freshness_pipeline.lab.experiment.machine_budget import budget_rows
-from freshness_pipeline.lab.experiment.run_files import (
-    read_runs,
-    refreshes_by,
-)
+from freshness_pipeline.lab.experiment.run_files import RunSummary, read_runs, refreshes_by
 from freshness_pipeline.scheduling.run_plan import ASSET_TAG
-from freshness_pipeline.scheduling.units import US_PER_S
 
 PHASES_TEXT = (
     "Each materialization records its phases (`phase_<name>_s`, run_phases.py): queue "
@@ -28,7 +24,7 @@ PHASES_TEXT = (
 )
 
 
-def run_cost_rows(runs: list[dict], variants: list[str], jobs: int = len(JOBS)) -> list[str]:
+def run_cost_rows(runs: list[RunSummary], variants: list[str], jobs: int = len(JOBS)) -> list[str]:
     """What one run costs under these conditions: the bound on every table's staleness.
     Runs in flight when the window closed finish (the stop drains them): they count as
     launched and succeeded, not in the rate, which is per minute of window."""
@@ -39,22 +35,25 @@ def run_cost_rows(runs: list[dict], variants: list[str], jobs: int = len(JOBS)) 
     ]
     for variant in variants:
         launched, succeeded, failed, late, in_window = 0, 0, 0, 0, 0
-        waits, times, minutes = [], [], 0.0
+        waits: list[float] = []
+        times: list[float] = []
+        minutes = 0.0
         for run in runs:
-            if run["variant"] != variant:
+            if run.variant != variant:
                 continue
-            minutes += run.get("window_s", 0) / 60
-            window_end = run.get("start_us", 0) / US_PER_S + run.get("window_s", 0)
-            for r in read_runs(run["dir"]):
+            minutes += run.window_s / 60
+            window_end = run.window_end_s
+            for r in read_runs(run.dir):
                 launched += 1
-                failed += r["status"] == "FAILURE"
-                if r.get("start") and r.get("created"):
-                    waits.append(float(r["start"]) - float(r["created"]))
+                failed += r.status == "FAILURE"
+                if r.start and r.created:
+                    waits.append(r.start - r.created)
                 in_window += refreshes_by(r, window_end)
-                if r["status"] == "SUCCESS" and r.get("start") and r.get("end"):
+                wall = r.wall_s
+                if r.succeeded and wall is not None and r.end is not None:
                     succeeded += 1
-                    times.append(float(r["end"]) - float(r["start"]))
-                    late += float(r["end"]) > window_end
+                    times.append(wall)
+                    late += r.end > window_end
         rate = f"{in_window / jobs / minutes:.2f}" if minutes else "-"
         wait = f"{statistics.median(waits):.1f}" if waits else "-"
         took = f"{statistics.median(times):.1f}" if times else "-"
@@ -65,17 +64,17 @@ def run_cost_rows(runs: list[dict], variants: list[str], jobs: int = len(JOBS)) 
     return lines
 
 
-def phase_rows(runs: list[dict], jobs: Collection[str] = JOBS.keys()) -> list[str]:
+def phase_rows(runs: list[RunSummary], jobs: Collection[str] = JOBS.keys()) -> list[str]:
     """Per job, the median of each phase over its successful runs in every variant
     (run_phases.py; runs recorded before the phases existed have none)."""
     by_job: dict[str, list[dict[str, float]]] = {}
     for run in runs:
-        for r in read_runs(run["dir"]):
-            if r["status"] != "SUCCESS":
+        for r in read_runs(run.dir):
+            if not r.succeeded:
                 continue
-            metadata = r.get("metadata_by_asset") or {}
-            if not metadata and r.get("metadata"):
-                metadata = {str(r.get("tags", {}).get(ASSET_TAG, "")): r["metadata"]}
+            metadata = r.metadata_by_asset
+            if not metadata and r.metadata:
+                metadata = {str(r.tags.get(ASSET_TAG, "")): r.metadata}
             for job, meta in metadata.items():
                 phases = from_metadata(meta)
                 if job in jobs and phases:
@@ -113,35 +112,36 @@ BUDGET_TEXT = (
 )
 
 
-def machine_budget_rows(runs: list[dict], order: list[str]) -> list[str]:
+def machine_budget_rows(runs: list[RunSummary], order: list[str]) -> list[str]:
     """Per variant, the mean over seeds of each kind's CPU-seconds in the window."""
-    by_variant: dict[str, list[dict]] = {}
+    by_variant: dict[str, list[RunSummary]] = {}
     for run in runs:
-        if run.get("cpu_by_kind_s"):
-            by_variant.setdefault(run["variant"], []).append(run)
+        if run.cpu_by_kind_s:
+            by_variant.setdefault(run.variant, []).append(run)
     if not by_variant:
         return ["No run sampled its processes' CPU (runs recorded before that)."]
     rows = []
     for variant in (v for v in order if v in by_variant):
         found = by_variant[variant]
-        kinds = {k for r in found for k in r["cpu_by_kind_s"]}
-        mean = {k: statistics.mean(r["cpu_by_kind_s"].get(k, 0.0) for r in found) for k in kinds}
-        rows.append((variant, mean, statistics.mean(r.get("window_s", 0) for r in found)))
+        budgets = [r.cpu_by_kind_s or {} for r in found]
+        kinds = {k for budget in budgets for k in budget}
+        mean = {k: statistics.mean(b.get(k, 0.0) for b in budgets) for k in kinds}
+        rows.append((variant, mean, statistics.mean(r.window_s for r in found)))
     return budget_rows(rows)
 
 
 def step_cpu_rows(
-    runs: list[dict], order: list[str], jobs: Collection[str] = JOBS.keys()
+    runs: list[RunSummary], order: list[str], jobs: Collection[str] = JOBS.keys()
 ) -> list[str]:
     """Per variant and job, the medians of each step's CPU fields (successful runs)."""
-    found: dict[tuple[str, str], list[dict]] = {}
+    found: dict[tuple[str, str], list[Mapping]] = {}
     for run in runs:
-        for r in read_runs(run["dir"]):
-            if r["status"] != "SUCCESS":
+        for r in read_runs(run.dir):
+            if not r.succeeded:
                 continue
-            for job, meta in (r.get("metadata_by_asset") or {}).items():
+            for job, meta in r.metadata_by_asset.items():
                 if job in jobs and "cpu_jvm_cpu_s" in meta:
-                    found.setdefault((run["variant"], job), []).append(meta)
+                    found.setdefault((run.variant, job), []).append(meta)
     if not found:
         return ["No step recorded its CPU (runs recorded before steps measured it)."]
     lines = [

@@ -7,35 +7,32 @@ from collections import defaultdict
 from pathlib import Path
 
 from freshness_pipeline.catalog.jobs import JOBS
-from freshness_pipeline.lab.experiment.run_files import (
-    read_runs,
-    read_samples,
-)
+from freshness_pipeline.lab.experiment.run_files import RunSummary, read_runs, read_samples
 from freshness_pipeline.scheduling.run_plan import RunPlan
 from freshness_pipeline.scheduling.units import US_PER_S
 
 
-def figure_staleness_over_time(runs: list[dict], out: Path, tables: int = len(JOBS)) -> None:
+def figure_staleness_over_time(runs: list[RunSummary], out: Path, tables: int = len(JOBS)) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    seed = min(r["seed"] for r in runs)
+    seed = min(r.seed for r in runs)
     fig, ax = plt.subplots(figsize=(8, 4.5))
     floor_drawn = False
-    for run in sorted((r for r in runs if r["seed"] == seed), key=lambda r: r["variant"]):
+    for run in sorted((r for r in runs if r.seed == seed), key=lambda r: r.variant):
         totals: dict[int, float] = defaultdict(float)
         floors: dict[int, float] = defaultdict(float)
-        for row in read_samples(run["dir"]):
+        for row in read_samples(run.dir):
             at = int(row["at_us"])
             totals[at] += float(row["staleness_s"])
             floors[at] += float(row["floor_s"])
         times = sorted(totals)
         if not times:
             continue
-        xs = [(t - run["start_us"]) / US_PER_S for t in times]
-        ax.plot(xs, [totals[t] for t in times], label=run["variant"], linewidth=1.2)
+        xs = [(t - run.start_us) / US_PER_S for t in times]
+        ax.plot(xs, [totals[t] for t in times], label=run.variant, linewidth=1.2)
         if not floor_drawn:
             ax.plot(xs, [floors[t] for t in times], "k:", label="P0 floor (zero-cost)")
             floor_drawn = True
@@ -52,19 +49,18 @@ def marginal_benefits(run_dir: Path) -> dict[str, list[float]]:
     """Per job: staleness reduced (watermark advance) per second of measured run time."""
     found: dict[str, list[float]] = defaultdict(list)
     for run in read_runs(run_dir):
-        tags = run["tags"]
-        if run["status"] != "SUCCESS" or not run.get("start") or not run.get("end"):
+        seconds = run.wall_s
+        if not run.succeeded or seconds is None:
             continue
-        plan = RunPlan.from_tags(tags)
+        plan = RunPlan.from_tags(run.tags)
         if plan is None or plan.t_done_us is None:
             continue  # a job's first run has no t_done to measure a reduction from
-        seconds = float(run["end"]) - float(run["start"])
         if seconds > 0:
             found[plan.asset].append((plan.cutoff_us - plan.t_done_us) / US_PER_S / seconds)
     return found
 
 
-def figure_marginal_benefit(runs: list[dict], variants: list[str], out: Path) -> None:
+def figure_marginal_benefit(runs: list[RunSummary], variants: list[str], out: Path) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -77,8 +73,8 @@ def figure_marginal_benefit(runs: list[dict], variants: list[str], out: Path) ->
         for variant in variants:
             values = []
             for run in runs:
-                if run["variant"] == variant:
-                    values += marginal_benefits(run["dir"]).get(job, [])
+                if run.variant == variant:
+                    values += marginal_benefits(run.dir).get(job, [])
             data.append(values or [float("nan")])
             labels.append(variant)
         ax.boxplot(data, showfliers=False)

@@ -8,16 +8,15 @@ import statistics
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 
-from freshness_pipeline.lab.experiment.run_files import (
-    read_samples,
-    samples_path,
-)
+from freshness_pipeline.lab.experiment.run_files import RunSummary, read_samples, samples_path
 from freshness_pipeline.scheduling.units import US_PER_S
 
 RECOVERY_TIME_LIMIT = 0.70  # time until every table is within target, pmb / eager
 
 
-def recovery_rows(runs: list[dict], order: list[str], config: Mapping) -> tuple[list[str], dict]:
+def recovery_rows(
+    runs: list[RunSummary], order: list[str], config: Mapping
+) -> tuple[list[str], dict]:
     """After the hold: seconds until every table was within the target, per variant and
     seed, and the target on pmb / dagster_eager (a variant that did not recover in some
     seed's window has no mean)."""
@@ -25,8 +24,8 @@ def recovery_rows(runs: list[dict], order: list[str], config: Mapping) -> tuple[
     target = config.get("recovery_target_s", 300.0)
     by_variant: dict[str, dict[int, float | None]] = defaultdict(dict)
     for run in runs:
-        by_variant[run["variant"]][run["seed"]] = run.get("recovered_s")
-    seeds = sorted({run["seed"] for run in runs})
+        by_variant[run.variant][run.seed] = run.recovered_s
+    seeds = sorted({run.seed for run in runs})
     lines = [
         "## Recovery after the hold",
         "",
@@ -117,18 +116,18 @@ def backlog_cleared_s(
     return None
 
 
-def hold_phase_rows(runs: list[dict], order: list[str], config: Mapping) -> list[str]:
+def hold_phase_rows(runs: list[RunSummary], order: list[str], config: Mapping) -> list[str]:
     """Where each variant's staleness went, phase by phase, and when its backlog was
     worked off (mean over seeds)."""
     hold = (float(config["hold_s"][0]), float(config["hold_s"][1]))
     sums: dict[str, list[dict[str, float]]] = defaultdict(list)
     cleared: dict[str, list[float | None]] = defaultdict(list)
     for run in runs:
-        if not samples_path(run["dir"]).exists():
+        if not samples_path(run.dir).exists():
             continue
-        totals = summed_staleness(read_samples(run["dir"]))
-        sums[run["variant"]].append(hold_phase_sums(totals, run["start_us"], hold))
-        cleared[run["variant"]].append(backlog_cleared_s(totals, run["start_us"], hold))
+        totals = summed_staleness(read_samples(run.dir))
+        sums[run.variant].append(hold_phase_sums(totals, run.start_us, hold))
+        cleared[run.variant].append(backlog_cleared_s(totals, run.start_us, hold))
     lines = [
         "### Where the staleness went",
         "",
