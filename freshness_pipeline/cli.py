@@ -126,6 +126,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     # After Spark: PySpark's own SIGINT handler cancels running jobs; ours lets the
     # current commit finish instead.
     stop = StopFlag()
+    ingestor: Ingestor
     if args.settings.source == "kafka":
         from freshness_pipeline.ingestion.kafka_ingest import KafkaIngestor
 
@@ -154,7 +155,7 @@ def cmd_spark_service(args: argparse.Namespace) -> int:
             "Press Ctrl-C to stop.",
             flush=True,
         )
-        while not stop() and service.process.poll() is None:
+        while not stop() and service.running():
             stop.wait(1.0)
     return 0 if stop() else 1
 
@@ -211,7 +212,7 @@ def cmd_kafka_broker(args: argparse.Namespace) -> int:
             f"FRESHNESS_KAFKA_BOOTSTRAP={broker.bootstrap_servers}\nPress Ctrl-C to stop.",
             flush=True,
         )
-        while not stop() and broker.process.poll() is None:
+        while not stop() and broker.running():
             stop.wait(1.0)
     return 0 if stop() else 1
 

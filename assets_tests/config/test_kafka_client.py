@@ -44,14 +44,16 @@ def test_properties_parse_like_librdkafka_files():
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        ("bootstrap.servers=b:9092\n", "line 1: bootstrap.servers is set by this project; use "
-         "FRESHNESS_KAFKA_BOOTSTRAP"),
+        (
+            "bootstrap.servers=b:9092\n",
+            "line 1: bootstrap.servers is set by this project; use FRESHNESS_KAFKA_BOOTSTRAP",
+        ),
         ("a=1\nenable.auto.commit=true\n", "line 2: enable.auto.commit is set by this project"),
         ("debug=all\n", "debug is set by this project"),
         ("a=1\na=2\n", "line 2: a is set twice"),
         ("just-a-word\n", "line 1: expected key=value"),
     ],
-)  # fmt: skip
+)
 def test_bad_properties_are_refused_naming_file_and_line(text, message):
     with pytest.raises(KafkaClientConfigError, match=message):
         parse_properties(text, "client.properties")

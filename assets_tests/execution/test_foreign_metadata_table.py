@@ -45,7 +45,7 @@ def write_txns_with_column_stats(spark, uri: str) -> None:
                 f"2026-11-2{i % 3} 10:00:0{i % 10}",
             )
             for i in range(12)
-        ],  # fmt: skip
+        ],
         [
             ("t1", "a1", "eu", 100.0, "2026-11-21 11:00:00"),
             ("t12", "a0", "us", 5.0, "2026-11-22 09:00:00"),
@@ -54,8 +54,13 @@ def write_txns_with_column_stats(spark, uri: str) -> None:
     ]
     for rows in batches:
         frame = spark.createDataFrame(rows, schema.replace("timestamp", "string"))
-        frame = frame.selectExpr("txn_id", "account_id", "region", "amount",
-                                 "CAST(txn_datetime AS TIMESTAMP) AS txn_datetime")  # fmt: skip
+        frame = frame.selectExpr(
+            "txn_id",
+            "account_id",
+            "region",
+            "amount",
+            "CAST(txn_datetime AS TIMESTAMP) AS txn_datetime",
+        )
         frame.write.format("hudi").options(**WITH_STATS).option(
             "hoodie.datasource.write.operation", "upsert"
         ).mode("append").save(uri)

@@ -116,9 +116,16 @@ def test_interval_below_a_minute_is_a_sensor_and_whole_minutes_a_schedule():
 
 @pytest.mark.parametrize(
     ("seconds", "cron"),
-    [(60, "* * * * *"), (300, "*/5 * * * *"), (3600, "*/60 * * * *"), (30, None), (90, None),
-     (420, None), (7200, None)],
-)  # fmt: skip
+    [
+        (60, "* * * * *"),
+        (300, "*/5 * * * *"),
+        (3600, "*/60 * * * *"),
+        (30, None),
+        (90, None),
+        (420, None),
+        (7200, None),
+    ],
+)
 def test_cron_only_for_whole_minutes_dividing_an_hour(seconds: int, cron: str | None):
     assert cron_for(seconds) == cron
 

@@ -75,10 +75,14 @@ def _assert_secured(settings, profile: ClusterProfile, tmp_path: Path) -> None:
         assert expected in lines, lines
     with pytest.raises(psycopg2.OperationalError, match="no encryption"):
         psycopg2.connect(
-            host="127.0.0.1", port=profile.postgres.port, user="dagster",
-            password=profile.postgres.password, dbname="dagster", sslmode="disable",
+            host="127.0.0.1",
+            port=profile.postgres.port,
+            user="dagster",
+            password=profile.postgres.password,
+            dbname="dagster",
+            sslmode="disable",
             connect_timeout=3,
-        )  # fmt: skip
+        )
     assert stranger_refused(profile.spark, tmp_path / "stranger")
     secret = settings.spark_auth_secret.encode()
     for pid in filter(str.isdigit, os.listdir("/proc")):  # on no command line

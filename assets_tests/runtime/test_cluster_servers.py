@@ -129,9 +129,14 @@ def test_postgres_over_tls_refuses_a_client_without_the_ca_and_serves_dagster(
             preflight(load_settings({**env, "FRESHNESS_POSTGRES_SSLMODE": "disable"}))
         with pytest.raises(psycopg2.OperationalError, match="no encryption"):
             psycopg2.connect(
-                host="127.0.0.1", port=server.port, user="dagster", password=server.password,
-                dbname="dagster", sslmode="disable", connect_timeout=3,
-            )  # fmt: skip
+                host="127.0.0.1",
+                port=server.port,
+                user="dagster",
+                password=server.password,
+                dbname="dagster",
+                sslmode="disable",
+                connect_timeout=3,
+            )
         # Dagster's storage over TLS, from the generated yaml's params.
         home = write_instance_yaml(tmp_path / "home", server.url, 3, settings.postgres_params)
         assert "sslrootcert" in home.read_text() and server.password not in home.read_text()
@@ -164,17 +169,38 @@ def stranger_refused(cluster: SparkCluster, folder: Path, wait_s: float = 25.0) 
 
     (folder / "conf").mkdir(parents=True)
     env = child_environment(
-        extra={"SPARK_LOCAL_IP": HOST, "SPARK_HOME": None, AUTH_SECRET_ENV: None,
-               "SPARK_CONF_DIR": str(folder / "conf")}
-    )  # fmt: skip
+        extra={
+            "SPARK_LOCAL_IP": HOST,
+            "SPARK_HOME": None,
+            AUTH_SECRET_ENV: None,
+            "SPARK_CONF_DIR": str(folder / "conf"),
+        }
+    )
     workers = cluster.alive_workers()
     with (folder / "worker.log").open("wb") as log:
         stranger = subprocess.Popen(
-            [str(spark_class_path()), WORKER_CLASS, "--host", HOST, "--port", str(free_port()),
-             "--webui-port", str(free_port()), "--cores", "1", "--memory", "512m",
-             "--work-dir", str(folder), cluster.master_url],
-            env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-        )  # fmt: skip
+            [
+                str(spark_class_path()),
+                WORKER_CLASS,
+                "--host",
+                HOST,
+                "--port",
+                str(free_port()),
+                "--webui-port",
+                str(free_port()),
+                "--cores",
+                "1",
+                "--memory",
+                "512m",
+                "--work-dir",
+                str(folder),
+                cluster.master_url,
+            ],
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
         try:
             time.sleep(wait_s)
             running = stranger.poll() is None

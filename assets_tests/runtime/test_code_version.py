@@ -28,8 +28,10 @@ def test_the_commit_and_whether_the_checkout_differs_from_it(tmp_path):
 
 
 def test_a_report_names_its_commit_and_says_when_runs_of_several_are_pooled():
-    assert _commit_row({}, [{"commit": "abc1234"}, {"commit": "abc1234"}]) == (
-        "- Code: every run on commit `abc1234`."
-    )
-    pooled = _commit_row({}, [{"commit": "abc1234"}, {"commit": "def5678"}, {}])
+    from freshness_pipeline.lab.experiment.run_files import RunSummary
+
+    same = [RunSummary("pmb", commit="abc1234"), RunSummary("random", commit="abc1234")]
+    assert _commit_row({}, same) == "- Code: every run on commit `abc1234`."
+    runs = [RunSummary("a", commit="abc1234"), RunSummary("b", commit="def5678"), RunSummary("c")]
+    pooled = _commit_row({}, runs)
     assert "runs of 3 commits pooled" in pooled and "`def5678` (1 runs)" in pooled

@@ -250,8 +250,9 @@ def test_a_paused_child_stays_down_until_resumed(tmp_path: Path):
     # crash (exited) nor restarted by the supervisor; resumed, it runs as it first did.
     import sys
 
-    stack = Stack(StackConfig(dagster_home=tmp_path / "home", logs_dir=tmp_path / "logs"),
-                  load_settings())  # fmt: skip
+    stack = Stack(
+        StackConfig(dagster_home=tmp_path / "home", logs_dir=tmp_path / "logs"), load_settings()
+    )
     (tmp_path / "logs").mkdir()
     (tmp_path / "home").mkdir()  # the daemon's working directory
     stack._spawn("dagster", [sys.executable, "-c", "import time; time.sleep(120)"], 5)

@@ -269,10 +269,16 @@ def test_with_steps_side_by_side_a_wide_runs_e_counts_each_depth_once_per_lane()
     wide = {**INPUTS, "view_a": ("enriched_features",), "view_b": ("enriched_features",)}
     marks = steady() | {"view_a": NOW - 25 * S, "view_b": NOW - 25 * S}
     states = [
-        JobState(job, marks[job], NOW - 5 * S, (PendingInput(f"{job}/in", 1000, 1, NOW),),
-                 CHEAP, inputs=tuple((t, marks[t]) for t in inputs))
+        JobState(
+            job,
+            marks[job],
+            NOW - 5 * S,
+            (PendingInput(f"{job}/in", 1000, 1, NOW),),
+            CHEAP,
+            inputs=tuple((t, marks[t]) for t in inputs),
+        )
         for job, inputs in wide.items()
-    ]  # fmt: skip
+    ]
     run = plan_chains(PlanRequest(states, 1, NOW, run_cost_s=5.0, steps_at_once=3)).launches[0]
     assert len(run.jobs) == 8
     assert run.cost_s == pytest.approx(5.0 + 4 / 2 + 2 + 2 + 8 / 3)

@@ -27,9 +27,13 @@ def test_no_warn_window_goes_from_pass_to_fail():
 
 @pytest.mark.parametrize(
     ("fail_s", "fraction", "message"),
-    [(59, 0.5, "at least 60"), (300, 1.0, "below 1"), (300, -0.1, "at least 0"),
-     (100, 0.5, "warn window of 50 s")],
-)  # fmt: skip
+    [
+        (59, 0.5, "at least 60"),
+        (300, 1.0, "below 1"),
+        (300, -0.1, "at least 0"),
+        (100, 0.5, "warn window of 50 s"),
+    ],
+)
 def test_windows_dagster_would_refuse_are_refused_here(fail_s, fraction, message):
     with pytest.raises(ValueError, match=message):
         StalenessTarget(fail_s=fail_s, warn_fraction=fraction)

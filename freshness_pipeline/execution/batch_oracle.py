@@ -7,12 +7,16 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from freshness_pipeline.catalog.jobs import JOBS, PIPELINE_ORDER, JobSpec
 from freshness_pipeline.execution.external_read import read_external
 from freshness_pipeline.execution.session_views import await_release
 from freshness_pipeline.execution.sql import merged_sql, partial_sql, summed_columns
 from freshness_pipeline.hudi.commit_keys import HOODIE_COLUMNS
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
 
 ORDER = PIPELINE_ORDER
 
@@ -52,7 +56,7 @@ def batch_recompute(
     jobs = JOBS if jobs is None else jobs
     # A run on this session may still be dropping its views, under the names used below.
     await_release(spark)
-    frames: dict[str, object] = {}
+    frames: dict[str, DataFrame] = {}
     dimensions = {t for spec in jobs.values() for t in spec.dimensions}
     sources = sorted({t for s in jobs.values() for t in (*s.inputs, *s.dimensions)} - set(jobs))
     for name in sources:

@@ -59,6 +59,9 @@ def select_problems(spec: JobSpec) -> list[Problem]:
     except sqlglot.errors.ParseError as exc:
         say(f"the SELECT does not parse: {' '.join(str(exc).split())}")
         return problems
+    if not (isinstance(tree, exp.Expression) and isinstance(tree, exp.Query)):
+        say("the SELECT is not a query")
+        return problems
     projections = {p.alias_or_name: p for p in tree.selects}
     for column in _needed(spec):
         if column not in projections:
@@ -81,7 +84,7 @@ def _needed(spec: JobSpec) -> list[str]:
     return list(dict.fromkeys(needed))
 
 
-def _check_aggregates(spec: JobSpec, projections: Mapping[str, exp.Expression], say) -> None:
+def _check_aggregates(spec: JobSpec, projections: Mapping[str, exp.Expr], say) -> None:
     """Each column has a rule, and an aggregate visible in its projection is its rule's."""
     decl = spec.declaration
     ruled = {r.column: r for r in decl.columns}

@@ -46,7 +46,7 @@ def _step_kind(column: exp.Column, root: exp.Expression) -> str:
     if column is root:
         return "identity"
     aggregated = conditional = False
-    node: exp.Expression = column
+    node: exp.Expr = column
     while node is not root and node.parent is not None:
         parent = node.parent
         if isinstance(parent, exp.AggFunc):
@@ -81,8 +81,8 @@ class _SectionTracer:
             if len(left) != len(right):
                 raise LineageError(f"{self.where}: set operation sides differ in width")
             out = []
-            for (name, origins), (_, more) in zip(left, right, strict=True):
-                merged = dict(origins)
+            for (name, first), (_, more) in zip(left, right, strict=True):
+                merged = dict(first)
                 _merge_into(merged, more)
                 out.append((name, merged))
             return out
@@ -200,6 +200,8 @@ def _trace_section(
     that choose its rows."""
     try:
         tree = sqlglot.parse_one(sql, dialect=DIALECT)
+        if not (isinstance(tree, exp.Expression) and isinstance(tree, exp.Query)):
+            raise LineageError(f"{where}: not a query: {sql[:80]!r}")
         _check_tables(tree, schemas, where)
         qualified = qualify(
             tree,
@@ -212,6 +214,8 @@ def _trace_section(
         raise
     except Exception as exc:  # sqlglot's own errors, and anything its optimizer trips on
         raise LineageError(f"{where}: {type(exc).__name__}: {exc}") from exc
+    if not (isinstance(typed, exp.Expression) and isinstance(typed, exp.Query)):
+        raise LineageError(f"{where}: the optimizer made no query of it")
     _fill_arg_min_max_types(typed)
     tracer = _SectionTracer(leaves, where)
     relation = tracer.relation(typed, {})

@@ -59,6 +59,14 @@ class _Inputs:
     meta: dict[str, HudiTableMetadata] = field(default_factory=dict)
     watermark: dict[str, int] = field(default_factory=dict)
 
+    def cap(self, job: str) -> int:
+        """The job's cap: its lowest input watermark (_read_inputs refused an input
+        without one)."""
+        cap = input_cap(self.watermark.values())
+        if cap is None:
+            raise RunConfigError(f"{job} cannot run: it declares no input table")
+        return cap
+
 
 def parse_cutoff(value: str | int | None) -> int | None:
     """Epoch microseconds, or an ISO-8601 time (UTC unless it names a zone)."""
@@ -103,7 +111,7 @@ def resolve_run(
     cutoff = parse_cutoff(cutoff_u)
     t_done, inputs = _read_inputs(spec, table_meta)
     checked = _check_files(spec, files, inputs)
-    cap = input_cap(inputs.watermark.values())
+    cap = inputs.cap(spec.name)
     u = _check_cutoff(spec, cutoff, t_done, inputs)
     pending = {t: inputs.meta[t].pending_files(t_done) for t in spec.inputs}
     pending_count = sum(len(v) for v in pending.values())
@@ -188,7 +196,7 @@ def _read_inputs(
 def _check_cutoff(spec: JobSpec, cutoff: int | None, t_done: int | None, inputs: _Inputs) -> int:
     """The run's cutoff u: the given one if it lies in (t_done, cap], else refused; the cap
     (smallest input watermark) when none is given."""
-    cap = input_cap(inputs.watermark.values())
+    cap = inputs.cap(spec.name)
     floor = -1 if t_done is None else t_done
     if cutoff is not None and cutoff <= floor:
         raise RunConfigError(

@@ -222,7 +222,7 @@ class JobRunner:
                 uris.append(uri)
                 continue
             low, high = footer_arrival_range(meta.file_location(fs.path), column)
-            if low is None or (low <= hi_us and high >= lo_us):
+            if low is None or high is None or (low <= hi_us and high >= lo_us):
                 uris.append(uri)
         return uris
 

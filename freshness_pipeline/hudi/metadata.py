@@ -72,7 +72,7 @@ class ArrivalRegression(NamedTuple):
     low: int
     earlier_high: int
 
-    def describe(self, table: str, column: str) -> str:
+    def describe(self, table: str, column: str | None) -> str:
         return (
             f"{table}: commit {self.instant} wrote {column} from {iso(self.low)}, below "
             f"{iso(self.earlier_high)} that earlier commits reached; a job that planned "

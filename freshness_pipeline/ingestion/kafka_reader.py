@@ -258,7 +258,7 @@ class KafkaTopicReader:
         dropping from `behind` the partitions that reached their end offset."""
         from confluent_kafka import KafkaError
 
-        good = []
+        good: list = []
         for message in polled:
             error = message.error()
             if error is not None:

@@ -8,6 +8,7 @@ import time
 from collections.abc import Mapping
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 from dagster import (
     AssetExecutionContext,
@@ -190,7 +191,7 @@ def plan_metadata(
     stale: list[str],
     chained_after: str | None = None,
     step: StepPlan | None = None,
-) -> dict[str, object]:
+) -> dict[str, Any]:
     """What the run set out to do: its window, the pending set, and, for a sensor run, what
     the sensor expected and why (beside what the run then did): the decision the run's
     few tags leave out. `chained_after`: the planned asset of the chained sensor run this
@@ -198,7 +199,7 @@ def plan_metadata(
     launched_by = SENSOR if planned is not None else BY_HAND
     if chained_after:
         launched_by = f"{SENSOR}, in the run of {chained_after}"
-    metadata: dict[str, object] = {
+    metadata: dict[str, Any] = {
         "launched_by": launched_by,
         "cutoff": readable_utc(resolved.cutoff_us),
         "t_done_before": iso(resolved.t_done_us),
@@ -251,10 +252,11 @@ def queue_marks(context: AssetExecutionContext) -> tuple[int, int | None, int | 
         entry = event.event_log_entry
         if entry.dagster_event is not None:
             marks.setdefault(entry.dagster_event.event_type, int(entry.timestamp * US_PER_S))
-    return created_us, *(marks.get(kind) for kind in wanted)
+    enqueued, starting = wanted
+    return created_us, marks.get(enqueued), marks.get(starting)
 
 
-def report_metadata(report: RunReport, resolved: ResolvedRun) -> dict[str, object]:
+def report_metadata(report: RunReport, resolved: ResolvedRun) -> dict[str, Any]:
     """What the run did; the cost model refits from bytes_read, files_read and duration_s."""
     return {
         "t_done_after": iso(report.t_done_after_us),
@@ -272,7 +274,7 @@ def report_metadata(report: RunReport, resolved: ResolvedRun) -> dict[str, objec
     }
 
 
-def connect_metadata(report: RunReport) -> dict[str, object]:
+def connect_metadata(report: RunReport) -> dict[str, Any]:
     """The run's Spark Connect round trips (none on a local session): the total, the
     seconds waited, per runner phase and per kind."""
     if not report.connect_calls:
@@ -291,11 +293,11 @@ def staleness_metadata(
     started_us: int,
     after_us: int | None,
     now_us: int,
-) -> dict[str, object]:
+) -> dict[str, Any]:
     """The table's staleness (METHOD 1, the sampler's definition) when the run started and
     once it committed, as numbers: the asset page plots each over materializations (the
     sawtooth's tops and bottoms). A table without a watermark has no staleness yet."""
-    metadata: dict[str, object] = {"staleness_target_s": float(target.fail_s)}
+    metadata: dict[str, Any] = {"staleness_target_s": float(target.fail_s)}
     if before_us is not None:
         metadata["staleness_before_s"] = round(staleness_s(started_us, before_us), 3)
     if after_us is not None:
@@ -331,7 +333,7 @@ def writer_pool(table: str) -> str:
 
 def column_lineage_parts(
     spec: JobSpec, traced: AssetLineage | LineageError | None = None
-) -> tuple[str, dict[str, object]]:
+) -> tuple[str, dict[str, Any]]:
     """The asset's lineage table (Markdown, for its description) and its Dagster column
     metadata: `traced` for a declared job of the user's (job_lineages), else the bundled
     job's. Lineage only describes the job: SQL it cannot trace (sqlglot refusing what

@@ -30,7 +30,7 @@ import json
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from dagster import (
     AssetKey,
@@ -138,7 +138,7 @@ def build_observation_sensor(
             return SkipReason("no new commit in " + ", ".join(tables))
         events = []
         for table, instant in changed.items():
-            metadata: dict[str, object] = {"latest_commit": instant}
+            metadata: dict[str, Any] = {"latest_commit": instant}
             watermark = found[table][1]
             if watermark is not None:
                 metadata["watermark_us"] = watermark

@@ -15,6 +15,7 @@ once, and never a clustering of a job table while a run of that asset is active.
 import contextlib
 import time
 from collections.abc import Mapping
+from typing import Any
 
 from dagster import (
     AssetKey,
@@ -135,7 +136,7 @@ def build_clustering_job(table: str) -> JobDefinition:
                     "error": MetadataValue.text(str(exc)[:30_000]),
                 },
             ) from exc
-        metadata = {
+        metadata: dict[str, Any] = {
             "clustering_instants": ", ".join(outcome.instants) or "none",
             "resumed": ", ".join(outcome.resumed) or "none",
             "groups": outcome.groups,

@@ -23,10 +23,10 @@ import threading
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from dagster import AssetKey, AssetRecordsFilter, DagsterEventType, DagsterRunStatus
-from dagster._core.storage.dagster_run import RunsFilter
+from dagster._core.storage.dagster_run import RunRecord, RunsFilter
 
 from freshness_pipeline.scheduling.run_plan import ASSET_TAG, chained_steps
 
@@ -51,8 +51,8 @@ class _Instance:
     lock: threading.Lock = field(default_factory=threading.Lock)
     # job -> its newest materialization records, newest first
     materializations: dict[str, list] = field(default_factory=dict)
-    runs: dict[str, object] = field(default_factory=dict)  # run id -> finished run record
-    newest_update: object | None = None  # the newest update_timestamp among `runs`
+    runs: dict[str, RunRecord] = field(default_factory=dict)  # run id -> finished run
+    newest_update: datetime | None = None  # the newest update_timestamp among `runs`
     run_jobs: tuple[str, ...] = ()  # the jobs `runs` was read for
     # run id -> (steps that failed, steps that succeeded) of a finished chained run
     steps: dict[str, tuple[set[str], set[str]]] = field(default_factory=dict)

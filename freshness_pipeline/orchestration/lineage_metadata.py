@@ -3,18 +3,20 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from dagster import AssetKey, TableColumn, TableColumnDep, TableColumnLineage, TableSchema
 
 from freshness_pipeline.execution.lineage import SOURCE_SCHEMAS, asset_lineage
 from freshness_pipeline.execution.lineage_model import AssetLineage
 
 
-def dagster_metadata(asset: str) -> dict[str, object]:
+def dagster_metadata(asset: str) -> dict[str, Any]:
     """`dagster/column_schema` and `dagster/column_lineage` of one bundled job asset."""
     return lineage_metadata(asset_lineage(asset))
 
 
-def lineage_metadata(lineage: AssetLineage) -> dict[str, object]:
+def lineage_metadata(lineage: AssetLineage) -> dict[str, Any]:
     """`dagster/column_schema` and `dagster/column_lineage` of a job asset's lineage."""
     deps = lineage.deps_by_column()
     schema = TableSchema(
@@ -38,7 +40,7 @@ def lineage_metadata(lineage: AssetLineage) -> dict[str, object]:
     return {"dagster/column_schema": schema, "dagster/column_lineage": column_lineage}
 
 
-def source_schema_metadata(table: str) -> dict[str, object]:
+def source_schema_metadata(table: str) -> dict[str, Any]:
     """`dagster/column_schema` of a raw table the jobs read, so the columns the lineage
     names are listed on its upstream asset too ({} for a table we do not know)."""
     if table not in SOURCE_SCHEMAS:

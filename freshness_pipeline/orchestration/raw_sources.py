@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import time
 import warnings
+from typing import Any
 
 from dagster import (
     AssetsDefinition,
@@ -63,7 +64,7 @@ def observe_table(hudi_meta: HudiMetadataResource, table: str) -> ObserveResult:
 def _observe_readable(meta, table: str, hudi_meta: HudiMetadataResource) -> ObserveResult:
     commits = meta.commits()
     latest = commits[-1] if commits else None
-    metadata: dict[str, object] = {
+    metadata: dict[str, Any] = {
         "path": MetadataValue.path(meta.table_uri),
         "commits_on_timeline": len(commits),
         "file_slices": len(meta.latest_file_slices()),
@@ -107,7 +108,7 @@ def describe(table: str, settings: Settings) -> str:
     )
 
 
-def kafka_lag_metadata(table: str, settings: Settings) -> dict[str, object]:
+def kafka_lag_metadata(table: str, settings: Settings) -> dict[str, Any]:
     """With the Kafka source, a raw table's consumer lag: messages in its topic after the
     table's Streamer checkpoint (high watermark minus checkpoint, per partition and in
     all), asked of the broker without Spark. An unreachable broker is reported, not raised."""
@@ -137,7 +138,7 @@ def raw_source(table: str, settings: Settings) -> SourceAsset | AssetsDefinition
         return _raw_source(table, settings)
 
 
-def _column_schema(table: str, settings: Settings) -> dict[str, object]:
+def _column_schema(table: str, settings: Settings) -> dict[str, Any]:
     """Our raw tables' columns (lineage.py); a declared external table's are its owner's."""
     declared = settings.lakehouse.inputs.get(table)
     if declared is not None and declared.external:

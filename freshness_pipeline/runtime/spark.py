@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from dagster_pyspark.resources import spark_session_from_config
 
@@ -362,7 +362,7 @@ def build_spark_session(
         from pyspark.sql.connect.session import SparkSession as RemoteSparkSession
 
         # The Connect server owns its jars and extensions; only session settings apply.
-        builder = RemoteSparkSession.builder
+        builder = RemoteSparkSession.Builder()  # what `.builder` returns, typed as such
         if settings.spark_remote_tls is not None:  # through the proxy, with our certificate
             builder = builder.channelBuilder(tls_channel_builder(remote, settings))
         else:
@@ -371,7 +371,9 @@ def build_spark_session(
         builder = builder.config("spark.sql.session.timeZone", "UTC")
         for key, value in (extra or {}).items():
             builder = builder.config(key, value)
-        return builder.getOrCreate()
+        # Not a subclass of the classic session in Spark 3.5, but the same API for all the
+        # project calls on it (sql, read, table, catalog, conf, stop).
+        return cast(SparkSession, builder.getOrCreate())
     master = master or settings.spark_master
     extra = {**deployment_conf(master, settings), **(extra or {})}
     conf = hudi_spark_conf(settings, master, jars_dir or settings.jars_dir, app_name, extra)

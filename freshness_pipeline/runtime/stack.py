@@ -20,6 +20,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -254,13 +255,22 @@ def free_slots_of_ended_runs(instance) -> list[str]:
     return events
 
 
+def _argv(proc: subprocess.Popen) -> list[str]:
+    """The argv a child was started with, to start it again (every child starts from a
+    list)."""
+    args = proc.args
+    if isinstance(args, str | bytes) or not isinstance(args, Sequence):
+        raise TypeError(f"child {proc.pid} was not started from an argv list: {args!r}")
+    return [a if isinstance(a, str) else os.fsdecode(a) for a in args if not isinstance(a, int)]
+
+
 class Stack:
     """One running system; `start()` returns once every child is up (or raises)."""
 
     def __init__(self, config: StackConfig, settings: Settings) -> None:
-        if config.logs_dir is None:
-            config = replace(config, logs_dir=settings.state_dir / "logs")
-        self.config = config
+        # Every child's log; the config keeps it too, for those that read it there.
+        self.logs_dir: Path = config.logs_dir or settings.state_dir / "logs"
+        self.config = config = replace(config, logs_dir=self.logs_dir)
         # One Settings value for every child: the caller's, with the config's changes; it
         # gains the Spark service's and the broker's addresses as they start.
         self.settings = settings.changed({k: v for k, v in config.env.items() if is_setting(k)})
@@ -343,7 +353,7 @@ class Stack:
             log.info("Spark service off: every run starts its own Spark")
             return
         settings = self.settings
-        config = service_config(settings, self.config.logs_dir)
+        config = service_config(settings, self.logs_dir)
         log.info("starting the shared Spark service on %s", config.url)
         self.service = SparkService(config).launch()
         self.settings = settings.changed({"FRESHNESS_SPARK_REMOTE": config.url})
@@ -492,7 +502,7 @@ class Stack:
         proc = self.process("code-server")
         while time.monotonic() < deadline:
             if proc.poll() is not None:
-                log_path = self.config.logs_dir / "code-server.log"
+                log_path = self.logs_dir / "code-server.log"
                 raise RuntimeError(
                     f"code-server exited with code {proc.returncode}; see {log_path}"
                 )
@@ -509,7 +519,7 @@ class Stack:
         return next(i for i, (n, _, _) in enumerate(self.children) if n == name)
 
     def _wait_for_log(self, name: str, marker: str, timeout_s: float) -> None:
-        path = self.config.logs_dir / f"{name}.log"
+        path = self.logs_dir / f"{name}.log"
         proc = self.process(name)
         offset = self._log_offsets.get(name, 0)  # logs append across runs
         deadline = time.monotonic() + timeout_s
@@ -530,9 +540,9 @@ class Stack:
     def _launch(self, name: str, argv: list[str]) -> subprocess.Popen:
         """Starts (or restarts) child `name`; its log is appended to, and readiness checks
         read only what this start writes."""
-        log_path = self.config.logs_dir / f"{name}.log"
+        log_path = self.logs_dir / f"{name}.log"
         self._log_offsets[name] = log_path.stat().st_size if log_path.exists() else 0
-        return spawn(name, argv, self._child_env(name), self.config.logs_dir, self._child_cwd(name))
+        return spawn(name, argv, self._child_env(name), self.logs_dir, self._child_cwd(name))
 
     # -- watch and stop --------------------------------------------------------------------
 
@@ -552,7 +562,7 @@ class Stack:
         """Starts child `name` again, as it was first started."""
         index = self._child_index(name)
         _, proc, timeout = self.children[index]
-        self.children[index] = (name, self._launch(name, proc.args), timeout)
+        self.children[index] = (name, self._launch(name, _argv(proc)), timeout)
         self.paused.discard(name)
 
     def exited(self) -> list[tuple[str, int]]:
@@ -608,7 +618,7 @@ class Stack:
             kill_group(proc)  # whatever it left behind (dagster dev's daemon, webserver)
             if name == "code-server" and self._code_socket is not None:
                 self._code_socket.unlink(missing_ok=True)  # the dead server's socket file
-            restarted = self._launch(name, proc.args)
+            restarted = self._launch(name, _argv(proc))
             self.children[index] = (name, restarted, timeout)
             self.restarts[name] = self.restarts.get(name, 0) + 1
             events.append(f"{name} exited ({code}); restarted (pid {restarted.pid})")

@@ -127,8 +127,9 @@ def _totals(*pairs: tuple[float, float]) -> list[tuple[int, float]]:
 
 
 def test_the_hold_cuts_p_into_phases_and_the_backlog_is_worked_off_at_the_level_it_began():
-    totals = _totals((10, 100), (59, 120), (60, 130), (299, 400), (300, 450), (419, 140),
-                     (420, 125), (599, 110))  # fmt: skip
+    totals = _totals(
+        (10, 100), (59, 120), (60, 130), (299, 400), (300, 450), (419, 140), (420, 125), (599, 110)
+    )
     assert list(hold_phase_sums(totals, START_US, (60.0, 300.0)).values()) == [
         220,  # before the hold
         530,  # the hold

@@ -3,17 +3,17 @@ companies, a 5 s tick), run as a user runs it, and what it left behind."""
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 from pathlib import Path
 
 from freshness_pipeline.config.paths import PROJECT_ROOT
+from freshness_pipeline.lab.experiment.run_files import SUMMARY_FILE, RunSummary, read_summary
 
 
 def run_tiny_experiment(
     tmp_path: Path, variants: str, duration_s: int, *flags: str
-) -> tuple[subprocess.CompletedProcess, Path, Path, dict[str, dict]]:
+) -> tuple[subprocess.CompletedProcess, Path, Path, dict[str, RunSummary]]:
     """(the finished command, its raw output folder, its report folder, each variant's
     summary of seed 1); fails the test with the command's stderr if it did not succeed."""
     out, report = tmp_path / "raw", tmp_path / "report"
@@ -28,7 +28,7 @@ def run_tiny_experiment(
     run = subprocess.run(command, cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=1500)
     assert run.returncode == 0, run.stderr[-4000:]
     summaries = {}
-    for path in out.glob("seed1/*/summary.json"):
-        summary = json.loads(path.read_text())
-        summaries[summary["variant"]] = summary
+    for path in out.glob(f"seed1/*/{SUMMARY_FILE}"):
+        summary = read_summary(path.parent)
+        summaries[summary.variant] = summary
     return run, out, report, summaries

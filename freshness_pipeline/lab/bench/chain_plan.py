@@ -52,7 +52,7 @@ def wide_states(jobs: int, files: int, seed: int = 1) -> list[JobState]:
         held = tuple((t, marks[t]) for t in inputs)
         cap = input_cap(m for _, m in held)
         done = marks[name]
-        assert done is not None
+        assert done is not None and cap is not None  # every table here has a watermark
         pending = tuple(
             PendingInput(f"{name}/{f}", 1000 + f, done + f * half_s + 1, done + (f + 1) * half_s)
             for f in range(files)

@@ -68,11 +68,12 @@ def thread_ticks(pid: int, proc: Path = Path("/proc")) -> dict[str, int]:
 def ticks_by_kind(before: Mapping[str, int], after: Mapping[str, int], hz: int) -> dict[str, float]:
     """CPU seconds per kind of thread between two samples (a thread born between them
     counts from 0)."""
-    spent: Counter[str] = Counter()
+    spent: dict[str, float] = {}
     for key, ticks in after.items():
         name = key.split(" ", 1)[1]
-        spent[thread_kind(name)] += (ticks - before.get(key, 0)) / hz
-    return dict(spent)
+        kind = thread_kind(name)
+        spent[kind] = spent.get(kind, 0.0) + (ticks - before.get(key, 0)) / hz
+    return spent
 
 
 @dataclass(frozen=True)
@@ -83,7 +84,8 @@ class Sample:
 
 def execution_samples(text: Iterable[str]) -> Iterator[Sample]:
     """The jdk.ExecutionSample events of `jfr print --events jdk.ExecutionSample`."""
-    thread, frames, in_stack = "", [], False
+    thread, in_stack = "", False
+    frames: list[str] = []
     for raw in text:
         line = raw.strip()
         if line.startswith("sampledThread = "):
@@ -107,7 +109,9 @@ def top_frames(
 ) -> tuple[int, list[tuple[str, int]], list[tuple[str, int]]]:
     """(samples, the n hottest top frames, the n hottest first frames of a package of
     PACKAGES): where the sampled threads were, and whose code put them there."""
-    total, top, ours = 0, Counter(), Counter()
+    total = 0
+    top: Counter[str] = Counter()
+    ours: Counter[str] = Counter()
     for sample in samples:
         if not sample.frames:
             continue

@@ -61,10 +61,14 @@ def read_side(home: Path, run_start: str, started_at_s: float) -> Side:
             first = min((r.timestamp for r in records), default=None)
             side.first_s[job] = None if first is None else first - started_at_s
             for record in records:
-                metadata = record.asset_materialization.metadata
+                materialization = record.asset_materialization
+                metadata = materialization.metadata if materialization else {}
                 if "phase_launch_s" not in metadata:
                     continue  # nothing to do, or a chained step (no launch of its own)
-                side.launch_s.append(float(metadata["phase_launch_s"].value))
+                launch = metadata["phase_launch_s"].value
+                if not isinstance(launch, int | float):
+                    raise TypeError(f"run {record.run_id}: phase_launch_s is {launch!r}")
+                side.launch_s.append(float(launch))
                 if "run_worker" in metadata:
                     side.started_as.add(str(metadata["run_worker"].value))
                 run = instance.get_run_record_by_id(record.run_id)

@@ -129,9 +129,9 @@ def main(argv: list[str], settings: Settings) -> int:
 
     exit_on_signals()  # a kill unwinds, so the Spark service and Postgres it started stop
 
-    root, where = scratch("bench_overhead_")
+    root, lakehouse_env = scratch("bench_overhead_")
     os.chmod(root, 0o711)  # the cluster profile's Postgres runs as the `postgres` user
-    settings = settings.changed({**where, "FRESHNESS_SPARK_REMOTE": None})
+    settings = settings.changed({**lakehouse_env, "FRESHNESS_SPARK_REMOTE": None})
     from freshness_pipeline.ingestion.feeder import StreamFeeder
     from freshness_pipeline.runtime.cluster_profile import ClusterProfile
     from freshness_pipeline.runtime.dagster_instance import write_instance_yaml

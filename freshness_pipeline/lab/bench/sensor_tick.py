@@ -19,6 +19,7 @@ import argparse
 import statistics
 import sys
 import time
+from typing import Any
 
 from freshness_pipeline.config.settings import Settings, child_environment
 from freshness_pipeline.hudi.metadata import PendingFile
@@ -39,8 +40,9 @@ class _Table:
         return [f for f in self.files if f.pending_max_us > floor]
 
 
-def _tick_times(settings: Settings, ticks: int) -> list[float]:
-    """Times `ticks` ticks in a new process on the real lakehouse (first one cold)."""
+def _tick_times(settings: Settings, ticks: int) -> dict[str, Any]:
+    """Times `ticks` ticks in a new process on the real lakehouse (first one cold): the
+    probe's `times`, `pending` files and `launches`."""
     import json
     import subprocess
 
@@ -230,12 +232,12 @@ def main(argv: list[str], settings: Settings) -> int:
             return tables[table]
 
     lake = Lake()
-    settings = SchedulerSettings()
+    scheduler = SchedulerSettings()
     timings = []
     with dg.instance_for_test() as instance:
         for _ in range(args.repeats):
             started = time.perf_counter()
-            result, requests = evaluate_tick(lake, instance, settings, now_us=t0 + 10**9)
+            result, requests = evaluate_tick(lake, instance, scheduler, now_us=t0 + 10**9)
             timings.append(time.perf_counter() - started)
     pending = sum(len(t.files) for t in tables.values())
     print(

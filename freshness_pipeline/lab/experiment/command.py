@@ -7,7 +7,7 @@ import argparse
 import logging
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from freshness_pipeline.config.paths import PROJECT_ROOT
 from freshness_pipeline.config.scheduler_settings import DEFAULT_INTERVAL_S
@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("freshness")
 
 
-EXPERIMENT_MODES = {
+EXPERIMENT_MODES: dict[str, dict[str, Any]] = {
     # short: CI-friendly, a few minutes. long: the thesis's variants, ours beyond it and the
     # peers, three seeds; about 6.5 minutes per variant and seed (the window plus start,
     # drain and stop), or one seed at a time with the same --out (the report pools what the

@@ -26,7 +26,7 @@ import time
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from freshness_pipeline.catalog.jobs import BUNDLED_JOBS_DIR
 from freshness_pipeline.catalog.tables import RAW_TABLES
@@ -473,7 +473,7 @@ def cut_off_runs(
 
 def _conditions(config: ExperimentConfig) -> dict:
     """What must match for runs of different invocations to be compared."""
-    conditions = {
+    conditions: dict[str, Any] = {
         "duration_s": config.duration_s,
         "rate": config.rate,
         "speedup": config.speedup,

@@ -19,6 +19,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from freshness_pipeline.catalog.jobs import JOBS, JobSpec
 from freshness_pipeline.config.paths import shown_path
@@ -77,7 +78,7 @@ def p_table(runs: list[RunSummary]) -> tuple[list[str], dict[str, dict]]:
     by_variant: dict[str, list[RunSummary]] = defaultdict(list)
     for run in runs:
         by_variant[run.variant].append(run)
-    stats = {}
+    stats: dict[str, dict[str, Any]] = {}
     for variant, items in by_variant.items():
         p_mean, p_sd = _mean_sd([r.P for r in items])
         p0_mean, _ = _mean_sd([r.P0 for r in items])

@@ -170,7 +170,7 @@ def step_cpu_rows(
     return lines
 
 
-def _has_classes(meta: dict) -> bool:
+def _has_classes(meta: Mapping) -> bool:
     return "cpu_jvm_codegen_classes" in meta
 
 

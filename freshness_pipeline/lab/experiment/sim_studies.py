@@ -7,6 +7,7 @@ from __future__ import annotations
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from typing import Any
 
 from freshness_pipeline.lab.experiment.sim_conditions import (
     Conditions,
@@ -47,7 +48,7 @@ def sweep(
     """The conditions the results page names, each varied alone from the calibrated base,
     then two combinations: where subsets start to pay, and what a 2x-of-P0 system needs."""
     base = base or calibrated()
-    warm = {"fixed_s": 3.0, "launch_s": 2.0}
+    warm: dict[str, Any] = {"fixed_s": 3.0, "launch_s": 2.0}
     return [
         (base_label, base),
         ("fixed cost per run 3 s, launch 2 s (a warm cluster)", replace(base, **warm)),
@@ -118,7 +119,7 @@ def chain_conditions(base: Conditions | None = None) -> list[tuple[str, Conditio
     then also a step's job at half its cost (the run-cost issue's direction)."""
     base = base or calibrated()
     held = replace(base, eager_release=False)
-    target = {"launch_s": 1.0, "session_s": 1.0}
+    target: dict[str, Any] = {"launch_s": 1.0, "session_s": 1.0}
     staggered = replace(base, raw_stagger_s=2.0)
     return [
         ("calibrated: the long mode on 2 cores", base),

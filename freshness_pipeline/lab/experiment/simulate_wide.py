@@ -25,6 +25,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import date
 from pathlib import Path
+from typing import Any
 
 from freshness_pipeline.catalog.jobs import JOBS, JobSpec
 from freshness_pipeline.catalog.tables import RAW_TABLES
@@ -47,7 +48,10 @@ WINDOW_S = 600
 HOLD_S = (60.0, 300.0)
 RECOVERY_TARGET_S = {"six": 120.0, "wide": 120.0}
 # The sensor's defaults, which the real runs keep: the aging bound and first runs first.
-SENSOR_DEFAULTS = {"max_wait_s": float(DEFAULT_MAX_WAIT_S), "first_runs_first": True}
+SENSOR_DEFAULTS: dict[str, Any] = {
+    "max_wait_s": float(DEFAULT_MAX_WAIT_S),
+    "first_runs_first": True,
+}
 
 
 def work_factor(spec: JobSpec) -> float:
@@ -114,7 +118,7 @@ def campaign_conditions(name: str, lakehouse_seed: int = 1) -> Conditions:
 
 
 # A run near the floor: launch and session 1 s each, a step 2 s.
-FAST = {"launch_s": 1.0, "session_s": 1.0, "fixed_s": 2.0}
+FAST: dict[str, Any] = {"launch_s": 1.0, "session_s": 1.0, "fixed_s": 2.0}
 
 
 def conditions(seed: int = 1) -> list[tuple[str, Conditions]]:
@@ -126,7 +130,11 @@ def conditions(seed: int = 1) -> list[tuple[str, Conditions]]:
     n = len(wide.job_specs)
     six_target, wide_target = RECOVERY_TARGET_S["six"], RECOVERY_TARGET_S["wide"]
     found = []
-    for machine, changes in (("calibrated", {}), ("runs near the floor", FAST)):
+    machines: tuple[tuple[str, dict[str, Any]], ...] = (
+        ("calibrated", {}),
+        ("runs near the floor", FAST),
+    )
+    for machine, changes in machines:
         six_m, wide_m = replace(six, **changes), replace(wide, **changes)
         found += [
             (f"six tables, 10 min; {machine}", six_m),

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 from freshness_pipeline.catalog.jobs import JOBS, JobSpec
 from freshness_pipeline.catalog.tables import RAW_TABLES
+from freshness_pipeline.scheduling.limits import input_cap
 from freshness_pipeline.scheduling.staleness_target import staleness_s
 from freshness_pipeline.scheduling.units import US_PER_S
 
@@ -59,7 +60,7 @@ def sample_tables(
     for job in jobs:
         mark = watermarks.get(job)
         raws = [watermarks.get(r) for r in raw_ancestors(job, specs)]
-        floor_mark = min(raws) if raws and all(r is not None for r in raws) else None
+        floor_mark = input_cap(raws)
         reflected = mark if mark is not None else start_us
         floor_reflected = floor_mark if floor_mark is not None else start_us
         samples.append(

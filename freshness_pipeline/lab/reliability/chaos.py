@@ -55,6 +55,7 @@ from freshness_pipeline.lab.reliability.report_sections import write_section
 from freshness_pipeline.runtime import faults
 from freshness_pipeline.runtime.code_version import code_version
 from freshness_pipeline.runtime.ports import free_port
+from freshness_pipeline.scheduling.limits import input_cap
 from freshness_pipeline.scheduling.run_plan import RunPlan
 from freshness_pipeline.stream.generator import StreamConfig
 
@@ -432,10 +433,10 @@ def _drain(stack, lakehouse: Lakehouse, timeout_s: float, result: ChaosResult):
         result.supervisor_events += stack.supervise()
         landed = any(stack.settings.landing_dir.rglob("*.jsonl"))
         raw = [_watermark(lakehouse, t) for t in RAW_TABLES]
-        if not landed and None not in raw:
-            final = min(raw)
-            if all(_watermark(lakehouse, job) == final for job in JOBS):
-                return True, time.monotonic()
+        final = input_cap(raw)  # None while a raw table has no watermark
+        caught_up = final is not None and all(_watermark(lakehouse, j) == final for j in JOBS)
+        if not landed and caught_up:
+            return True, time.monotonic()
         time.sleep(2.0)
     return False, time.monotonic()
 
