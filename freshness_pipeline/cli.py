@@ -23,7 +23,7 @@ from freshness_pipeline.lab.commands import add_lab_parser
 from freshness_pipeline.lab.experiment.command import add_experiment_parser
 from freshness_pipeline.runtime.object_store import ObjectStoreError
 from freshness_pipeline.runtime.stack import INGEST_READY, StopFlag
-from freshness_pipeline.stream.cli_args import add_stream_args
+from freshness_pipeline.stream.cli_args import add_stream_args, burst_fields
 from freshness_pipeline.stream.universe import DEFAULT_UNIVERSE_SIZE
 
 if TYPE_CHECKING:
@@ -39,10 +39,7 @@ def _stream_config(args: argparse.Namespace):
         seed=args.seed,
         rate=args.rate,
         universe_size=args.universe_size,
-        burst_every_s=args.burst_every,
-        burst_s=args.burst_length,
-        burst_factor=args.burst_factor,
-        spike_symbols=args.spike_symbols,
+        **burst_fields(args),
     )
 
 
@@ -651,10 +648,7 @@ def _checkadd_stream_args(parser: argparse.ArgumentParser, args: argparse.Namesp
     try:
         StreamConfig(
             rate=args.rate if args.rate is not None else 1.0,  # experiment: the mode's rate
-            burst_every_s=args.burst_every,
-            burst_s=args.burst_length,
-            burst_factor=args.burst_factor,
-            spike_symbols=args.spike_symbols,
+            **burst_fields(args),
             universe_size=getattr(args, "universe_size", None) or DEFAULT_UNIVERSE_SIZE,
         )
     except ValueError as exc:

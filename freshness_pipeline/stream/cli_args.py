@@ -4,6 +4,7 @@ replay, record) and the experiment."""
 from __future__ import annotations
 
 import argparse
+from typing import TypedDict
 
 from freshness_pipeline.stream.universe import DEFAULT_UNIVERSE_SIZE
 
@@ -24,6 +25,23 @@ def add_burst_args(p: argparse.ArgumentParser) -> None:
         help="a burst's extra events all go to this many symbols, drawn per burst (a "
         "news spike; default 0: spread like the rest)",
     )
+
+
+class BurstFields(TypedDict):
+    burst_every_s: int
+    burst_s: int
+    burst_factor: float
+    spike_symbols: int
+
+
+def burst_fields(args: argparse.Namespace) -> BurstFields:
+    """The burst arguments under the names StreamConfig and ExperimentConfig give them."""
+    return {
+        "burst_every_s": args.burst_every,
+        "burst_s": args.burst_length,
+        "burst_factor": args.burst_factor,
+        "spike_symbols": args.spike_symbols,
+    }
 
 
 def add_stream_args(p: argparse.ArgumentParser) -> None:

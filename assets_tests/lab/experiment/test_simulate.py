@@ -15,6 +15,7 @@ from freshness_pipeline.lab.experiment.sim_conditions import (
     calibrated,
 )
 from freshness_pipeline.lab.experiment.simulate import _Table, simulate
+from freshness_pipeline.lab.experiment.variants import MODELLED
 from freshness_pipeline.scheduling.units import US_PER_S
 
 
@@ -53,7 +54,7 @@ def test_no_table_is_ever_fresher_than_its_raw_inputs(monkeypatch):
     seen = []
     real = sim.sample_tables
     monkeypatch.setattr(sim, "sample_tables", lambda *a: seen.extend(real(*a)) or seen[-6:])
-    for variant in sim.SIM_VARIANTS:
+    for variant in MODELLED:
         result = simulate(replace(calibrated(), duration_s=120), variant)
         assert result.runs > 0 and result.p >= result.p0
     assert seen and all(s.staleness_s >= s.floor_s for s in seen)

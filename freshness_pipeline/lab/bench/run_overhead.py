@@ -41,11 +41,15 @@ if TYPE_CHECKING:
     from freshness_pipeline.runtime.spark_service import SparkServiceConfig
 
 
-def _session_seconds(env: dict[str, str]) -> float:
+def _session_seconds(env: dict[str, str], cwd: Path) -> float:
+    """Seconds a new process takes to get a session and run the probe's query. `cwd` is a
+    folder outside any checkout: `python -m` puts its working folder first on sys.path, so
+    from the checkout the `against` side (PYTHONPATH) would import this code instead."""
     started = time.monotonic()
     out = subprocess.run(
         [sys.executable, "-m", "freshness_pipeline.cli", "lab", "session-probe"],
         env=env,
+        cwd=cwd,
         capture_output=True,
         text=True,
         check=True,
@@ -287,14 +291,14 @@ def _measure(
 
     with SparkService(service):
         # warm-up, not counted: the service's first queries and the first run compile code
-        _session_seconds(modes["service"])
+        _session_seconds(modes["service"], home)
         for _ in range(max(warmup, 1)):
             feeder.land(2)
             feeder.ingest()
             _materialize(modes["service"], home, service.settings)
         for i in range(runs):
             for mode in modes if i % 2 == 0 else reversed(list(modes)):
-                session[mode].append(_session_seconds(modes[mode]))
+                session[mode].append(_session_seconds(modes[mode], home))
                 feeder.land(1)
                 feeder.ingest()
                 prof = cprofile / f"{mode}_{i}.prof" if cprofile is not None else None

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from freshness_pipeline.config.paths import PROJECT_ROOT
 from freshness_pipeline.config.scheduler_settings import DEFAULT_INTERVAL_S
 from freshness_pipeline.lab.experiment.variants import INTERVAL_PREFIX, PEERS, VARIANTS
-from freshness_pipeline.stream.cli_args import add_burst_args
+from freshness_pipeline.stream.cli_args import add_burst_args, burst_fields
 from freshness_pipeline.stream.universe import DEFAULT_UNIVERSE_SIZE
 
 if TYPE_CHECKING:
@@ -91,10 +91,7 @@ def _experiment_config(
         k=args.k,
         tick_s=args.tick,
         commit_interval_s=float(args.commit_interval or mode["commit_interval"]),
-        burst_every_s=args.burst_every,
-        burst_s=args.burst_length,
-        burst_factor=args.burst_factor,
-        spike_symbols=args.spike_symbols,
+        **burst_fields(args),
         raw_packing=args.raw_packing,
         keep_lakehouses=args.keep_lakehouses,
         resume=args.resume,

@@ -13,7 +13,8 @@ from freshness_pipeline.lab.experiment.sim_conditions import (
     Conditions,
     calibrated,
 )
-from freshness_pipeline.lab.experiment.simulate import SIM_VARIANTS, simulate
+from freshness_pipeline.lab.experiment.simulate import simulate
+from freshness_pipeline.lab.experiment.variants import MODELLED
 
 
 @dataclass(frozen=True)
@@ -187,7 +188,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "the real planner and cost model on a modelled machine; prints a Markdown table.",
     )
     parser.add_argument("--seeds", default="1,2,3", help="comma-separated")
-    parser.add_argument("--variants", default=",".join(SIM_VARIANTS))
+    parser.add_argument("--variants", default=",".join(MODELLED))
     parser.add_argument(
         "--peers",
         action="store_true",
@@ -213,9 +214,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     for required in ("pmb", "max_benefit", "random"):
         if required not in variants:
             parser.error(f"--variants must include {required} (the ratios need it)")
-    unknown = sorted(set(variants) - set(SIM_VARIANTS))
+    unknown = sorted(set(variants) - set(MODELLED))
     if unknown:
-        parser.error(f"unknown variants {unknown}; expected some of {sorted(SIM_VARIANTS)}")
+        parser.error(f"unknown variants {unknown}; expected some of {sorted(MODELLED)}")
     rows = [compare(label, cond, variants, seeds) for label, cond in sweep()]
     print(sweep_markdown(rows, variants))
     return 0

@@ -65,12 +65,10 @@ from freshness_pipeline.scheduling.planner import (
 )
 from freshness_pipeline.scheduling.units import US_PER_S
 
-# The variants the model runs: every variant of our sensor whose settings it models
-# (variants.Variant.model: the policy, cost mode, chains, runs and steps at once), and the
-# peers, each by its own rule below (what a Dagster user would pick: eager automation, and
-# all six every `Conditions.interval_s`; neither reads our planner).
-SIM_VARIANTS = MODELLED
-SIM_PEERS = PEERS
+# The variants the model runs are the registry's: MODELLED, every variant of our sensor
+# whose settings it models (variants.Variant.model: the policy, cost mode, chains, runs and
+# steps at once), and PEERS, each by its own rule below (what a Dagster user would pick:
+# eager automation, and all six every `Conditions.interval_s`; neither reads our planner).
 
 
 @dataclass
@@ -419,8 +417,8 @@ def simulate(
 ) -> SimResult:
     """One variant over one window; deterministic for a given (conditions, variant, seed).
     `on_launch` sees every launched choice (its candidate table too), for decision counts."""
-    if variant not in SIM_VARIANTS and variant not in SIM_PEERS:
-        known = sorted({*SIM_VARIANTS, *SIM_PEERS})
+    if variant not in MODELLED and variant not in PEERS:
+        known = sorted({*MODELLED, *PEERS})
         raise ValueError(f"unknown variant {variant!r}; expected one of {known}")
     jobs = cond.job_specs
     machine = _Machine(
