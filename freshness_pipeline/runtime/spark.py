@@ -373,7 +373,7 @@ def build_spark_session(
             builder = builder.config(key, value)
         # Not a subclass of the classic session in Spark 3.5, but the same API for all the
         # project calls on it (sql, read, table, catalog, conf, stop).
-        return cast(SparkSession, builder.getOrCreate())
+        return cast("SparkSession", builder.getOrCreate())
     master = master or settings.spark_master
     extra = {**deployment_conf(master, settings), **(extra or {})}
     conf = hudi_spark_conf(settings, master, jars_dir or settings.jars_dir, app_name, extra)
