@@ -261,7 +261,7 @@ def _argv(proc: subprocess.Popen) -> list[str]:
     args = proc.args
     if isinstance(args, str | bytes) or not isinstance(args, Sequence):
         raise TypeError(f"child {proc.pid} was not started from an argv list: {args!r}")
-    return [a if isinstance(a, str) else os.fsdecode(a) for a in args if not isinstance(a, int)]
+    return [os.fsdecode(a) if isinstance(a, bytes | os.PathLike) else str(a) for a in args]
 
 
 class Stack:
