@@ -64,6 +64,7 @@ from freshness_pipeline.scheduling.planner import (
     candidates,
     check_plan_args,
     choose_job,
+    first_affordable,
     plan,
     waited_s,
 )
@@ -394,6 +395,7 @@ def plan_chains(request: PlanRequest) -> Plan:
     launches: list[JobChoice] = []
     best: dict[str, JobChoice] = {}  # each root's best run given `taken`
     fresh: set[str] = set()  # tables taken by the last pick
+    held: dict[str, str] = {}  # root -> why the machine's budget held its run back
     while len(launches) < free:
         search = _Search(by_job, graph, taken, now_us)
         for job, base in bases.items():
@@ -405,13 +407,16 @@ def plan_chains(request: PlanRequest) -> Plan:
         if not options:
             break
         ranked = rules.rank(options, jobs, now_us, seed)
+        first = ranked[0].job
         if max_wait_s is not None or first_runs_first:
-            first = ranked[0].job
             ranked = age(ranked, jobs, max_wait_s, first_runs_first)
-            if ranked[0].job == first:  # the policy's order gave it the slot anyway
-                ranked[0] = replace(ranked[0], aged="")
-        launches.append(ranked[0])
-        fresh = set(ranked[0].jobs)
+        pick = first_affordable(ranked, request.machine, launches, held)
+        if pick is None:
+            break
+        if pick.aged and pick.job == first and pick is ranked[0]:
+            pick = replace(pick, aged="")  # the policy's order gave it the slot anyway
+        launches.append(pick)
+        fresh = set(pick.jobs)
         taken |= fresh
     chained_into = {d: c.job for c in launches for d in c.descendants}
     # A job with nothing pending before its parents' steps is refreshed all the same.
@@ -421,7 +426,7 @@ def plan_chains(request: PlanRequest) -> Plan:
         else s
         for s in skipped
     ]
-    skipped += _why_not(bases, launches, request.no_slot())
+    skipped += _why_not(bases, launches, request.no_slot(), held)
     launched = {c.job for c in launches}
     rest = rules.rank([b for j, b in bases.items() if j not in launched], jobs, now_us, seed)
     return Plan(now_us, policy, free, tuple(launches), tuple(skipped), (*launches, *rest))
@@ -503,7 +508,10 @@ def plan_runs(request: PlanRequest) -> Plan:
 
 
 def _why_not(
-    bases: Mapping[str, JobChoice], launches: Sequence[JobChoice], no_slot: str
+    bases: Mapping[str, JobChoice],
+    launches: Sequence[JobChoice],
+    no_slot: str,
+    held: Mapping[str, str] | None = None,
 ) -> list[Skip]:
     """Why each runnable job that is not a root of this tick's runs was not launched."""
     roots = {c.job for c in launches}
@@ -514,6 +522,8 @@ def _why_not(
             continue
         if job in chained_into:
             reasons.append(Skip(job, f"refreshed in the chain of {chained_into[job]}"))
+        elif held and job in held:
+            reasons.append(Skip(job, held[job]))
         else:
             reasons.append(Skip(job, no_slot))
     return reasons

@@ -95,6 +95,9 @@ class RunSample:
     scan_bytes: int
     files: int
     seconds: float
+    # Other runs' steps working beside it, on average over its wall time (0: alone); the
+    # machine's capacity is fitted from how a job's steps stretch with it (budget.py).
+    beside: float = 0.0
 
 
 def typical_input(history: Sequence[RunSample]) -> tuple[int, int]:

@@ -43,6 +43,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import ClassVar, TypeAlias
 
+from freshness_pipeline.scheduling.budget import MachineBudget, Work
 from freshness_pipeline.scheduling.limits import launch_limit
 from freshness_pipeline.scheduling.units import US_PER_S
 
@@ -179,6 +180,14 @@ class JobChoice:
     @property
     def is_subset(self) -> bool:
         return len(self.files) < self.pending_files
+
+    def work(self) -> Work:
+        """The run as the machine's forecast sees it (budget.py): L before it works, then
+        its steps in order, each its E and G."""
+        if not self.chain:
+            return Work(((self.cost_s, self.gain_s),))
+        steps = tuple((step.cost_s, step.gain_s) for step in self.chain)
+        return Work(steps, starts_in_s=self.run_cost_s)
 
     @property
     def jobs(self) -> tuple[str, ...]:
@@ -611,6 +620,9 @@ class PlanRequest:
     steps_at_once: int = 1  # steps a wide run executes at once (FRESHNESS_STEPS_AT_ONCE)
     chains: bool = True  # plan whole runs (chains.plan_chains); False: one table per run
     runs_at_once: int | None = None  # FRESHNESS_RUNS_AT_ONCE; None: K
+    # The machine as the budget (budget.py, METHOD 10): a chained run launches only when
+    # it gains more than it costs the runs in flight; None: every free slot is filled.
+    machine: MachineBudget | None = None
 
     @property
     def launch_limit(self) -> int:
@@ -652,6 +664,29 @@ def check_plan_args(request: PlanRequest) -> SchedulingPolicy:
     return rules
 
 
+def first_affordable(
+    ranked: Sequence[JobChoice],
+    machine: MachineBudget | None,
+    launches: Sequence[JobChoice],
+    held: dict[str, str],
+) -> JobChoice | None:
+    """The first run in `ranked` the machine's budget lets launch beside the runs in flight
+    and `launches` (budget.py; without a budget, the first), recording in `held` why each
+    one before it waits. A run aging put first launches all the same: the bound on a
+    job's wait holds whatever the machine."""
+    if machine is None:
+        return ranked[0] if ranked else None
+    chosen = [c.work() for c in launches]
+    for choice in ranked:
+        if choice.aged:
+            return choice
+        verdict = machine.judge(choice.work(), chosen)
+        if verdict.launch:
+            return choice
+        held[choice.job] = verdict.reason
+    return None
+
+
 def plan(request: PlanRequest) -> Plan:
     """Chooses which jobs to launch now and what each processes, one table per run."""
     jobs, now_us, policy = request.jobs, request.now_us, request.policy
@@ -676,6 +711,14 @@ def plan(request: PlanRequest) -> Plan:
             replace(c, aged="") if c.aged and i < free and c.job in by_policy else c
             for i, c in enumerate(ranked)
         ]
-    launches = ranked[:free]
-    skipped += [Skip(choice.job, request.no_slot()) for choice in ranked[free:]]
+    launches: list[JobChoice] = []
+    held: dict[str, str] = {}
+    waiting = list(ranked)
+    while len(launches) < free:
+        pick = first_affordable(waiting, request.machine, launches, held)
+        if pick is None:
+            break
+        launches.append(pick)
+        waiting.remove(pick)
+    skipped += [Skip(c.job, held.get(c.job, request.no_slot())) for c in waiting]
     return Plan(now_us, policy, free, tuple(launches), tuple(skipped), tuple(ranked))

@@ -19,6 +19,8 @@ BASE_US = 1_800_000_000_000_000
 RAW_STREAMS = ("price_raw", "trade_raw")
 
 
+LAUNCH_RULES = ("slots", "budget")
+
 PARTITION_GROUPS = 26  # one file group per symbol letter (the published layout)
 
 
@@ -58,6 +60,10 @@ class Conditions:
     interval_s: float = 40.0  # the interval peer's period (tuned on seed 99 for the real one)
     chains: bool = True  # planner variants plan whole runs; False: one table per run
     runs_at_once: int | None = None  # the planner's own limit on runs in flight; None: K
+    # When a planner variant launches: "slots", every free slot of K filled (the published
+    # rule); "budget", only a run that gains more than it costs the runs in flight
+    # (scheduling/budget.py), forecast at `capacity`.
+    launch_rule: str = "slots"
     # Eager's in_progress() ends when the asset materializes in its run (Dagster's rule);
     # False: when the run ends. The calibration brackets the measured eager between them.
     eager_release: bool = True
@@ -112,6 +118,11 @@ class Conditions:
                 raise ValueError(f"{name}: unknown jobs {unknown} or a negative value")
         if self.hold is not None and not 0 <= self.hold[0] < self.hold[1]:
             raise ValueError(f"hold must be (from, until) with 0 <= from < until, got {self.hold}")
+        self._check_planner()
+
+    def _check_planner(self) -> None:
+        if self.launch_rule not in LAUNCH_RULES:
+            raise ValueError(f"launch_rule must be one of {LAUNCH_RULES}, got {self.launch_rule!r}")
 
     @property
     def job_specs(self) -> Mapping[str, JobSpec]:

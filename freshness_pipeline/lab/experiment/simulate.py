@@ -46,6 +46,14 @@ from freshness_pipeline.lab.experiment.sim_conditions import (
 )
 from freshness_pipeline.lab.experiment.staleness import Sample, sample_tables, total_staleness
 from freshness_pipeline.lab.experiment.variants import MODELLED, PEERS, VARIANTS
+from freshness_pipeline.scheduling.budget import (
+    DEFAULT_CAPACITY,
+    MachineBudget,
+    Work,
+    fit_capacity,
+    slowdown,
+    step_left_s,
+)
 from freshness_pipeline.scheduling.chains import plan_runs, steps_at_once_for
 from freshness_pipeline.scheduling.cost_model import (
     CostMode,
@@ -176,6 +184,8 @@ class _Step:
     job: str
     cutoff_us: int | None = None
     files: frozenset[str] | None = None
+    planned_s: float = 0.0  # the plan's E for it (what the machine's budget forecasts)
+    gain_s: float = 0.0  # the plan's G for it
 
 
 @dataclass
@@ -190,6 +200,9 @@ class _Lane:
     inputs_low_us: int
     started_s: float
     remaining_s: float
+    planned_s: float = 0.0
+    gain_s: float = 0.0
+    beside_s: float = 0.0  # the integral of other steps working beside it over its time
 
 
 @dataclass
@@ -261,6 +274,7 @@ class _Machine:
     launched: int = 0
     subsets: int = 0
     refreshes: int = 0
+    _capacity: tuple[int, float] | None = None  # (steps it was fitted on, the capacity)
 
     def held(self) -> set[str]:
         """Tables of the runs in flight or queued, until the run ends: what Dagster's
@@ -356,7 +370,16 @@ class _Machine:
         new_bytes = sum(self.tables[t].added_between(low, cutoff) for t in spec.inputs)
         extra = cond.step_overhead_s if overhead else 0.0
         return _Lane(
-            step.job, cutoff, scan, len(chosen), new_bytes, low, now_s, work * noise + extra
+            step.job,
+            cutoff,
+            scan,
+            len(chosen),
+            new_bytes,
+            low,
+            now_s,
+            work * noise + extra,
+            step.planned_s,
+            step.gain_s,
         )
 
     def _commit(self, lane: _Lane, now_s: float, now_us: int) -> None:
@@ -374,17 +397,51 @@ class _Machine:
         )
         self.tables[lane.job].commits[-1].landed_us = now_us
         self.waits.first_commit_s.setdefault(lane.job, now_s)
-        self.history[lane.job].append(
-            RunSample(lane.scan_bytes, lane.files, now_s - lane.started_s)
-        )
+        took = now_s - lane.started_s
+        beside = lane.beside_s / took if took > 0 else 0.0
+        self.history[lane.job].append(RunSample(lane.scan_bytes, lane.files, took, beside))
         self.last_refresh[lane.job] = now_us
         self.refreshes += 1
+
+    def units(self, now_s: float) -> int:
+        """Runs' worth of work under way: a step each (a run in its session counts as one)."""
+        working = [r for r in self.runs if r.work_at_s <= now_s]
+        return sum(max(1, len(r.lanes)) if r.started else 1 for r in working)
+
+    def capacity(self) -> float:
+        """The machine's capacity as the planner fits it from the steps so far (budget.py),
+        the default before they can say (the planner never sees `Conditions.capacity`)."""
+        key = sum(len(h) for h in self.history.values())
+        if self._capacity is None or self._capacity[0] != key:
+            steps = {job: [(s.seconds, s.beside) for s in h] for job, h in self.history.items()}
+            fitted = fit_capacity(steps).capacity
+            self._capacity = (key, DEFAULT_CAPACITY if fitted is None else fitted)
+        return self._capacity[1]
+
+    def budget(self, now_s: float) -> MachineBudget:
+        """The runs in flight as the planner forecasts them (budget.py): each step's planned
+        work and gain, a working step's work left estimated from its wall time so far at
+        the machine's present sharing (the planner never sees the true work left)."""
+        capacity = self.capacity()
+        slowdown = max(1.0, self.units(now_s) / capacity)
+        works = []
+        for run in self.runs:
+            steps = [
+                (step_left_s(lane.planned_s, now_s - lane.started_s, slowdown), lane.gain_s)
+                for lane in run.lanes
+            ]
+            steps += [(step.planned_s, step.gain_s) for step in run.steps]
+            starts = max(0.0, run.work_at_s - now_s)
+            if not run.started:
+                starts += max(0.0, run.remaining_s)
+            works.append(Work(tuple(steps), starts))
+        return MachineBudget(capacity, tuple(works))
 
     def work(self, now_s: float, now_us: int, dt_s: float) -> None:
         """dt of the machine: the steps under way (a run in its session counts as one)
         share `capacity`."""
         working = [r for r in self.runs if r.work_at_s <= now_s]
-        units = sum(max(1, len(r.lanes)) if r.started else 1 for r in working)
+        units = self.units(now_s)
         share = min(1.0, self.cond.capacity / units) if units else 0.0
         for run in working:
             if not run.started:
@@ -395,6 +452,7 @@ class _Machine:
             else:
                 for lane in list(run.lanes):
                     lane.remaining_s -= share * dt_s
+                    lane.beside_s += (units - 1) * dt_s
                     if lane.remaining_s <= 0:
                         run.lanes.remove(lane)
                         self._commit(lane, now_s, now_us)
@@ -529,6 +587,8 @@ def _tick(
     chained = cond.chains and how.chains is not False
     steps_at_once = how.steps_at_once or cond.steps_at_once
     held = machine.held()
+    budget = cond.launch_rule == "budget"
+    capacity = machine.capacity() if budget else cond.capacity
     states: list[JobState] = []
     t_dones: dict[str, int | None] = {}
     for order, spec in enumerate(cond.job_specs.values()):
@@ -543,6 +603,11 @@ def _tick(
             else tuple(p for t in spec.inputs for p in tables[t].pending(t, t_done))
         )
         history = tuple(machine.history[spec.name])
+        if budget:
+            # Under the budget a step's E is its work alone; the forecast adds the sharing.
+            history = tuple(
+                replace(s, seconds=s.seconds / slowdown(s.beside, capacity)) for s in history
+            )
         model = cond.planner_cost or _fitted(history, cost_mode)
         landed = [tables[t].pending_since(t_done) for t in spec.inputs] if pending else []
         states.append(
@@ -577,6 +642,7 @@ def _tick(
         run_cost_s=cond.launch_s + cond.session_s,
         chains=chained,
         steps_at_once=steps_at_once,
+        machine=machine.budget(now_s) if budget else None,
     )
     result = plan_runs(request)
     for choice in result.ranked:
@@ -584,15 +650,26 @@ def _tick(
             machine.waits.max_wait_s.get(choice.job, 0.0), choice.waited_s
         )
     for choice in result.launches:
-        steps = [_Step(choice.job, choice.cutoff_us, frozenset(choice.files))]
-        for step in choice.chain[1:]:
+        steps = [_Step(choice.job, choice.cutoff_us, frozenset(choice.files), *_planned(choice, 0))]
+        for index, step in enumerate(choice.chain[1:], start=1):
             paths = frozenset(step.paths) if not step.after else None
-            steps.append(_Step(step.job, step.cutoff_us if paths else None, paths))
+            steps.append(
+                _Step(step.job, step.cutoff_us if paths else None, paths, *_planned(choice, index))
+            )
         at_once = steps_at_once_for(choice.chain, steps_at_once)
         machine.launch(_Run(steps, frozenset(choice.jobs), 0.0, 0.0, at_once=at_once), now_s)
         machine.subsets += int(choice.is_subset)
         if on_launch is not None:
             on_launch(choice)
+
+
+def _planned(choice: JobChoice, index: int) -> tuple[float, float]:
+    """(E, G) the plan gave a run's step `index` (the root's are the choice's own when the
+    run is not a chain)."""
+    if not choice.chain:
+        return (choice.cost_s, choice.gain_s)
+    step = choice.chain[index]
+    return (step.cost_s, step.gain_s)
 
 
 def _eager_tick(machine: _Machine, now_s: float, now_us: int) -> None:
