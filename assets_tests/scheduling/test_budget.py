@@ -8,6 +8,7 @@ import pytest
 from freshness_pipeline.scheduling.budget import (
     MachineBudget,
     Work,
+    beside_each,
     fit_capacity,
     forecast,
     judge,
@@ -169,3 +170,15 @@ def test_steps_that_never_stretched_give_the_smallest_capacity_they_allow():
     # up to two beside, never slower: at least 3 runs' worth, and no more is assumed
     fit = fit_capacity({"a": [(5.0, 0.0), (5.0, 1.0), (5.0, 2.0)] * 3})
     assert fit.capacity == pytest.approx(3.0)
+
+
+def test_the_steps_beside_each_step():
+    # a: 0-10, b: 5-15 (half of a, half of b), c: 20-30 alone, d: 0-0 (no length)
+    found = beside_each([(0.0, 10.0), (5.0, 15.0), (20.0, 30.0), (0.0, 0.0)])
+    assert found == [pytest.approx(0.5), pytest.approx(0.5), 0.0, 0.0]
+    # a long step with two short ones inside it, one after the other
+    assert beside_each([(0.0, 100.0), (10.0, 20.0), (30.0, 40.0)]) == [
+        pytest.approx(0.2),
+        pytest.approx(1.0),
+        pytest.approx(1.0),
+    ]

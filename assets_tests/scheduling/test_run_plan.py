@@ -23,8 +23,10 @@ from freshness_pipeline.scheduling.run_plan import (
     PLAN_FIELD,
     VISIBLE_TAGS,
     RunPlan,
+    StepPlan,
     hand_run_tags,
     plan_tags,
+    planned_steps,
     run_config_of,
 )
 from freshness_pipeline.scheduling.units import US_PER_S
@@ -203,3 +205,29 @@ def test_a_runs_e_counts_its_steps_side_by_side_by_depth():
     assert chain_cost_s(views.chain, 3.0, 8) == pytest.approx(3.0 + 1.0 + 1.0)
     narrow = _chained(("v0", ("trade_aggr",)), ("v1", ("trade_aggr",)))
     assert chain_cost_s(narrow.chain, 3.0, 3) == 3.0 + 3 * 1.0  # too narrow: in order
+
+
+def test_a_sensor_runs_planned_steps_read_back_in_the_order_they_commit():
+    base = a_choice(0)
+    root = ChainStep(base.job, base.cutoff_us, 30.0, 4.0, 0, 0)
+    below = (
+        ChainStep("market", base.cutoff_us, 20.0, 6.0, 0, 0, ("trade_aggr",)),
+        ChainStep("enriched", base.cutoff_us, 10.0, 5.0, 0, 0, ("market",)),
+    )
+    chain = (root, *below)
+    choice = replace(
+        base, chain=chain, gain_s=60.0, cost_s=chain_cost_s(chain, 2.5), run_cost_s=2.5
+    )
+    plan = RunPlan.from_choice(choice, 0, FIT)
+    steps = StepPlan.of_chain(choice, {"market": 0, "enriched": 0})
+    config = run_config_of(plan, steps)
+    found = planned_steps(plan.tags(), config)
+    assert [job for job, _, _ in found] == ["trade_aggr", "market", "enriched"]
+    assert [cost for _, cost, _ in found] == pytest.approx([4.0, 6.0, 5.0])
+    assert [gain for _, _, gain in found] == pytest.approx([30.0, 20.0, 10.0])
+    # one table a run: its own E and G; a run the sensor did not plan: nothing
+    single = RunPlan.from_choice(base, 0, FIT)
+    assert planned_steps(single.tags(), single.run_config()) == (
+        (base.job, pytest.approx(base.cost_s), pytest.approx(base.gain_s)),
+    )
+    assert planned_steps(hand_run_tags(None, 3, 3)) == ()

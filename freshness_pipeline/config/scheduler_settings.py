@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from freshness_pipeline.scheduling.budget import LAUNCH_RULES
 from freshness_pipeline.scheduling.cost_model import COST_MODES, CostMode, CostPrior
 from freshness_pipeline.scheduling.limits import launch_limit
 from freshness_pipeline.scheduling.planner import POLICIES, Policy
@@ -54,6 +55,9 @@ class SchedulerSettings:
     cost_prior: CostPrior | None = None
     # Steps a chained run executes at once (FRESHNESS_STEPS_AT_ONCE; chains.steps_at_once_for).
     steps_at_once: int = 1
+    # When a run launches (FRESHNESS_LAUNCH_RULE): `slots`, into every free slot of K;
+    # `budget`, only when it gains more than it costs the runs in flight (budget.py).
+    launch_rule: str = "slots"
 
     @property
     def launch_limit(self) -> int:
@@ -66,22 +70,23 @@ class SchedulerSettings:
         return self.chains == "planned"
 
     def __post_init__(self) -> None:
-        if self.policy not in POLICIES:
-            raise ValueError(f"FRESHNESS_POLICY must be one of {POLICIES}, got {self.policy!r}")
+        choices = (
+            ("FRESHNESS_POLICY", self.policy, POLICIES),
+            ("FRESHNESS_TMIN_MODE", self.tmin_mode, TMIN_MODES),
+            ("FRESHNESS_COST_MODE", self.cost_mode, COST_MODES),
+            ("FRESHNESS_AUTOMATION", self.automation, AUTOMATIONS),
+            ("FRESHNESS_CHAINS", self.chains, CHAIN_MODES),
+            ("FRESHNESS_LAUNCH_RULE", self.launch_rule, LAUNCH_RULES),
+        )
+        for name, value, accepted in choices:
+            if value not in accepted:
+                raise ValueError(f"{name} must be one of {accepted}, got {value!r}")
         if self.k < 1:
             raise ValueError(f"FRESHNESS_K must be at least 1, got {self.k}")
         if self.tick_s < MIN_TICK_S:
             raise ValueError(
                 f"FRESHNESS_TICK_S must be at least {MIN_TICK_S} (Dagster's sensor daemon "
                 f"evaluates a sensor at most every {MIN_TICK_S} s), got {self.tick_s}"
-            )
-        if self.tmin_mode not in TMIN_MODES:
-            raise ValueError(f"FRESHNESS_TMIN_MODE must be one of {TMIN_MODES}")
-        if self.cost_mode not in COST_MODES:
-            raise ValueError(f"FRESHNESS_COST_MODE must be one of {COST_MODES}")
-        if self.automation not in AUTOMATIONS:
-            raise ValueError(
-                f"FRESHNESS_AUTOMATION must be one of {AUTOMATIONS}, got {self.automation!r}"
             )
         if self.max_wait_s is not None and self.max_wait_s < 1:
             raise ValueError(
@@ -93,8 +98,6 @@ class SchedulerSettings:
             raise ValueError(
                 f"FRESHNESS_STEPS_AT_ONCE must be at least 1, got {self.steps_at_once}"
             )
-        if self.chains not in CHAIN_MODES:
-            raise ValueError(f"FRESHNESS_CHAINS must be one of {CHAIN_MODES}, got {self.chains!r}")
         if self.interval_s < MIN_TICK_S:
             raise ValueError(
                 f"FRESHNESS_INTERVAL_S must be at least {MIN_TICK_S} (Dagster's sensor daemon "

@@ -376,6 +376,7 @@ def _scheduler_settings(values: Mapping[str, Any]) -> SchedulerSettings:
         chains=values["FRESHNESS_CHAINS"],
         cost_prior=values["FRESHNESS_COST_PRIOR"],
         steps_at_once=values["FRESHNESS_STEPS_AT_ONCE"],
+        launch_rule=values["FRESHNESS_LAUNCH_RULE"],
     )
 
 

@@ -49,6 +49,7 @@ from freshness_pipeline.config.scheduler_settings import (
     TMIN_MODES,
 )
 from freshness_pipeline.hudi.lakehouse import Lakehouse
+from freshness_pipeline.scheduling.budget import LAUNCH_RULES
 from freshness_pipeline.scheduling.cost_model import COST_MODES
 from freshness_pipeline.scheduling.planner import POLICIES
 from freshness_pipeline.scheduling.staleness_target import MIN_WINDOW_S
@@ -209,6 +210,12 @@ SETTINGS: tuple[Setting, ...] = (
             "each pays its fixed cost, while one at a time in eta order commits each table "
             "soonest (Smith's rule for weighted completion time); unset: K",
             "an integer of at least 1", parse_int_at_least(1)),
+    Setting("FRESHNESS_LAUNCH_RULE", "slots",
+            "when the sensor launches a planned run: `slots`, into every free slot of K (the "
+            "published rule); `budget`, only when its earlier commits save more staleness "
+            "than it costs the runs in flight on a machine shared as the steps measured it "
+            "(METHOD 10, scheduling/budget.py; the tick names each run it held back)",
+            " or ".join(LAUNCH_RULES), parse_choice(LAUNCH_RULES)),
     Setting("FRESHNESS_TICK_S", "10",
             "sensor interval in seconds (Dagster's sensor daemon loops every 5 s at most)",
             f"an integer of at least {MIN_TICK_S}", parse_int_at_least(MIN_TICK_S)),

@@ -34,7 +34,9 @@ from freshness_pipeline.config.scheduler_settings import SchedulerSettings
 from freshness_pipeline.execution.run_phases import RUN_COST_PHASES
 from freshness_pipeline.hudi.metadata import TableNotFound
 from freshness_pipeline.orchestration import history
+from freshness_pipeline.orchestration.machine_budget import StepLoads, machine_budget, step_loads
 from freshness_pipeline.orchestration.resources import HudiMetadataResource
+from freshness_pipeline.scheduling.budget import slowdown
 from freshness_pipeline.scheduling.chains import plan_runs, steps_at_once_for
 from freshness_pipeline.scheduling.clustering import TABLE_TAG as CLUSTERING_TABLE_TAG
 from freshness_pipeline.scheduling.cost_model import (
@@ -128,18 +130,26 @@ class JobHistory:
         return typical_input(self.samples)
 
 
-def run_history(records: list) -> JobHistory:
-    """A job's history from its newest materialization records (newest first)."""
+def run_history(records: list, loads: StepLoads | None = None) -> JobHistory:
+    """A job's history from its newest materialization records (newest first); with the
+    steps' `loads` (the machine's budget), each sample is its step's work alone: its
+    seconds over the slowdown the steps beside it caused (budget.slowdown)."""
     samples, run_costs = [], []
     for record in reversed(records):
         materialization = record.asset_materialization
         meta = materialization.metadata if materialization else {}
         if "duration_s" in meta and "bytes_read" in meta and "files_read" in meta:
+            seconds = float(meta["duration_s"].value)
+            beside = 0.0
+            if loads is not None:
+                beside = loads.beside.get(record.storage_id, 0.0)
+                seconds /= slowdown(beside, loads.capacity)
             samples.append(
                 RunSample(
                     int(meta["bytes_read"].value),
                     int(meta["files_read"].value),
-                    float(meta["duration_s"].value),
+                    seconds,
+                    beside,
                 )
             )
         if all(key in meta for key in RUN_COST_PHASES):
@@ -378,6 +388,18 @@ def plan_tick(
         chains=settings.plans_chains,
         steps_at_once=settings.steps_at_once,
     )
+    if read.loads is not None:
+        request = replace(
+            request,
+            machine=machine_budget(
+                instance,
+                ACTIVE_STATUSES,
+                read.materialized,
+                read.loads,
+                now_us / US_PER_S,
+                request.run_cost_s,
+            ),
+        )
     result = plan_runs(request)
     requests = [
         run_request(
@@ -404,6 +426,8 @@ class _JobStates:
     attempts: dict[str, int] = field(default_factory=dict)
     sources: dict[str, set[str]] = field(default_factory=dict)
     run_costs_s: list[float] = field(default_factory=list)  # launch + session, every job's
+    materialized: dict[str, list] = field(default_factory=dict)  # history.materializations
+    loads: StepLoads | None = None  # the steps' loads, under the machine's budget only
 
 
 def _read_job_states(
@@ -416,9 +440,11 @@ def _read_job_states(
     read = _JobStates()
     names = [spec.name for spec in jobs]
     streaks = failure_streaks(instance, names)
-    materialized = history.materializations(instance, names)
+    materialized = read.materialized = history.materializations(instance, names)
+    if settings.launch_rule == "budget":
+        read.loads = step_loads(materialized)
     for spec in jobs:
-        past = run_history(materialized[spec.name])
+        past = run_history(materialized[spec.name], read.loads)
         read.run_costs_s += past.run_costs_s
         prior = settings.cost_prior.model(spec.name) if settings.cost_prior else DEFAULT_PRIOR
         fitted = read.fitted[spec.name] = fit_cost_model(past.samples, settings.cost_mode, prior)

@@ -29,6 +29,7 @@ Pure Python: frozen dataclasses in, a verdict out; no clock (times are seconds f
 
 from __future__ import annotations
 
+import bisect
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -157,6 +158,9 @@ def step_left_s(planned_s: float, elapsed_s: float, slowdown: float = 1.0) -> fl
     return max(0.1 * planned_s, planned_s - done)
 
 
+# When the planner launches (FRESHNESS_LAUNCH_RULE): "slots" fills every free slot of K (the
+# published rule); "budget" launches a run only where this module's rule says so.
+LAUNCH_RULES = ("slots", "budget")
 # The capacity a planner assumes before its runs have measured one: one run saturates.
 DEFAULT_CAPACITY = 1.0
 # Capacities the fit tries, in runs' worth of work: 1 to 4 in steps of 0.05. Not below 1:
@@ -211,3 +215,26 @@ def fit_capacity(steps: Mapping[str, Sequence[tuple[float, float]]]) -> Capacity
             best = (error, capacity)
     assert best is not None
     return CapacityFit(best[1], len(pairs), math.sqrt(best[0] / len(pairs)))
+
+
+def beside_each(intervals: Sequence[tuple[float, float]]) -> list[float]:
+    """For each step's (start, end) in seconds, the other steps working beside it on average
+    over its time: the sum of their overlaps with it over its length (0 for a step of no
+    length). Only steps that start within the longest step's length before it can overlap,
+    found by bisection, so a deployment's history stays cheap."""
+    order = sorted(range(len(intervals)), key=lambda i: intervals[i][0])
+    starts = [intervals[i][0] for i in order]
+    longest = max((end - start for start, end in intervals), default=0.0)
+    found = [0.0] * len(intervals)
+    for i, (start, end) in enumerate(intervals):
+        if end <= start:
+            continue
+        overlap = 0.0
+        first = bisect.bisect_left(starts, start - longest)
+        last = bisect.bisect_left(starts, end)
+        for j in order[first:last]:
+            other_start, other_end = intervals[j]
+            if j != i and other_end > start:
+                overlap += min(end, other_end) - max(start, other_start)
+        found[i] = overlap / (end - start)
+    return found

@@ -440,3 +440,22 @@ def plan_tags(
         decision = _op_config(asset, run_config).get(PLAN_FIELD) or {}
         found |= {_tag(k): str(v) for k, v in decision.items() if _tag(k) not in found}
     return found
+
+
+def planned_steps(
+    tags: Mapping[str, str], run_config: Mapping[str, Any] | None = None
+) -> tuple[tuple[str, float, float], ...]:
+    """A sensor run's steps in the order they commit, each (asset, E, G) as planned: the
+    planned asset's own part is the run's G and E less its other steps' and L. Empty for a
+    run the sensor did not plan (a Materialize click, a peer's run)."""
+    plan = RunPlan.from_tags(tags, run_config)
+    if plan is None:
+        return ()
+    others = []
+    for asset in plan.chain:
+        step = StepPlan.from_decision(asset, _op_config(asset, run_config).get(PLAN_FIELD) or {})
+        if step is not None:
+            others.append((asset, step.cost_s, step.gain_s))
+    root_cost = plan.cost_s - plan.run_cost_s - sum(cost for _, cost, _ in others)
+    root_gain = plan.gain_s - sum(gain for _, _, gain in others)
+    return ((plan.asset, max(0.0, root_cost), max(0.0, root_gain)), *others)

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 
 from freshness_pipeline.catalog.jobs import JOBS, JobSpec, laid_out
 from freshness_pipeline.execution.runner import DERIVED_SMALL_FILE_BYTES
+from freshness_pipeline.scheduling.budget import LAUNCH_RULES
 from freshness_pipeline.scheduling.planner import (
     CostModel,
 )
@@ -18,8 +19,6 @@ BASE_US = 1_800_000_000_000_000
 
 RAW_STREAMS = ("price_raw", "trade_raw")
 
-
-LAUNCH_RULES = ("slots", "budget")
 
 PARTITION_GROUPS = 26  # one file group per symbol letter (the published layout)
 

@@ -587,7 +587,7 @@ def _tick(
     chained = cond.chains and how.chains is not False
     steps_at_once = how.steps_at_once or cond.steps_at_once
     held = machine.held()
-    budget = cond.launch_rule == "budget"
+    budget = (how.launch_rule or cond.launch_rule) == "budget"
     capacity = machine.capacity() if budget else cond.capacity
     states: list[JobState] = []
     t_dones: dict[str, int | None] = {}

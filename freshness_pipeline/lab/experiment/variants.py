@@ -29,6 +29,7 @@ MODELLED_SETTINGS = frozenset(
         "FRESHNESS_CHAINS",
         "FRESHNESS_RUNS_AT_ONCE",
         "FRESHNESS_STEPS_AT_ONCE",
+        "FRESHNESS_LAUNCH_RULE",
     }
 )
 
@@ -43,6 +44,7 @@ class Model:
     chains: bool | None = None
     runs_at_once: int | None = None
     steps_at_once: int | None = None
+    launch_rule: str | None = None
 
 
 @dataclass(frozen=True)
@@ -83,6 +85,7 @@ class Variant:
             chains=None if chains is None else chains != "off",
             runs_at_once=None if runs is None else int(runs),
             steps_at_once=None if steps is None else int(steps),
+            launch_rule=self.env.get("FRESHNESS_LAUNCH_RULE"),
         )
 
 
@@ -149,6 +152,16 @@ VARIANTS: dict[str, Variant] = {
             "on 2 cores a second run only shares the machine",
             baseline="pmb",
             isolates="one run in flight (FRESHNESS_RUNS_AT_ONCE=1) instead of filling all K slots",
+        ),
+        Variant(
+            "pmb_budget",
+            "pmb",
+            {"FRESHNESS_LAUNCH_RULE": "budget"},
+            "beyond the thesis: the machine as the budget (METHOD 10): a run launches only "
+            "when its earlier commits save more staleness than it costs the runs in flight",
+            baseline="pmb",
+            isolates="a run launched only when it gains more than it costs the runs in flight "
+            "instead of into every free slot of K",
         ),
         Variant(
             "pmb_at_once",
