@@ -14,6 +14,7 @@ from freshness_pipeline.lab.experiment.sim_conditions import (
     calibrated,
 )
 from freshness_pipeline.lab.experiment.simulate import simulate
+from freshness_pipeline.lab.experiment.simulate_wide import six_conditions, wide_conditions
 from freshness_pipeline.lab.experiment.variants import MODELLED
 
 
@@ -179,6 +180,47 @@ def capacity_markdown(seeds: Sequence[int] = (1, 2, 3, 4, 5)) -> str:
     return "\n".join(lines)
 
 
+BUDGET_VARIANTS = ("pmb", "pmb_budget", "dagster_eager", "interval", "random")
+
+
+def budget_conditions() -> list[tuple[str, Conditions]]:
+    """Where the machine's budget (METHOD 10) could change the verdict: the six tables and
+    the wide lakehouse on the calibrated machine (one run's worth of speed) and with room
+    for three, chains and one table a run."""
+    six, wide = six_conditions(), wide_conditions(1)
+    return [
+        ("six tables, calibrated (capacity 1)", six),
+        ("six tables, capacity 3", replace(six, capacity=3.0)),
+        ("six tables, one table a run (capacity 1)", replace(six, chains=False)),
+        ("wide lakehouse, calibrated (capacity 1)", wide),
+        ("wide lakehouse, capacity 3", replace(wide, capacity=3.0)),
+    ]
+
+
+def budget_markdown(
+    conditions: Sequence[tuple[str, Conditions]], seeds: Sequence[int] = (1, 2, 3)
+) -> str:
+    """Per condition: P / P0 of PMB with and without the machine's budget and of the peers
+    (mean over seeds), runs launched, and the budget's paired ratios (mean and sd)."""
+    pairs = [("pmb_budget", "pmb"), ("pmb_budget", "dagster_eager"), ("pmb_budget", "interval")]
+    pairs.append(("pmb_budget", "random"))
+    head = "| condition | " + " | ".join(f"P/P0 {v}" for v in BUDGET_VARIANTS)
+    head += " | runs pmb / pmb_budget | " + " | ".join(f"{v} / {to}" for v, to in pairs) + " |"
+    lines = [head, "|" + "---|" * (len(BUDGET_VARIANTS) + len(pairs) + 2)]
+    for label, cond in conditions:
+        results = {v: [simulate(cond, v, s) for s in seeds] for v in BUDGET_VARIANTS}
+        cells = [label]
+        cells += [f"{statistics.mean(r.p / r.p0 for r in results[v]):.2f}" for v in BUDGET_VARIANTS]
+        runs = [statistics.mean(r.runs for r in results[v]) for v in ("pmb", "pmb_budget")]
+        cells.append(f"{runs[0]:.1f} / {runs[1]:.1f}")
+        for variant, to in pairs:
+            ratios = [a.p / b.p for a, b in zip(results[variant], results[to], strict=True)]
+            sd = statistics.stdev(ratios) if len(ratios) > 1 else 0.0
+            cells.append(f"{statistics.mean(ratios):.3f} ({sd:.3f})")
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     import argparse
 
@@ -201,7 +243,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="instead: PMB with 1, 2 and K runs in flight against the peers, by the "
         "machine's capacity (docs/results/long/PREDICTION.md, second revision)",
     )
+    parser.add_argument(
+        "--budget",
+        action="store_true",
+        help="instead: PMB with the machine as the budget (pmb_budget) against PMB and the "
+        "peers, on six tables and the wide lakehouse (docs/PLANNER.md)",
+    )
     args = parser.parse_args(argv)
+    if args.budget:
+        print(budget_markdown(budget_conditions(), tuple(int(s) for s in args.seeds.split(","))))
+        return 0
     if args.capacity:
         print(capacity_markdown(tuple(int(s) for s in args.seeds.split(",") if s)))
         return 0
