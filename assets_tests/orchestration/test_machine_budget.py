@@ -11,10 +11,13 @@ import dagster as dg
 import pytest
 from dagster._core.test_utils import create_run_for_test
 
-from assets_tests.orchestration.test_sensor import raw_lake, tick
-from freshness_pipeline.orchestration.machine_budget import in_flight, step_loads
+from assets_tests.orchestration.test_sensor import T0, raw_lake, tick
+from freshness_pipeline.config.scheduler_settings import SchedulerSettings
+from freshness_pipeline.orchestration.machine_budget import in_flight, machine_words, step_loads
+from freshness_pipeline.orchestration.sensor import plan_tick
 from freshness_pipeline.scheduling.budget import slowdown
 from freshness_pipeline.scheduling.run_plan import ASSET_TAG
+from freshness_pipeline.scheduling.units import US_PER_S
 
 
 def _record(storage_id: int, end_s: float, duration_s: float, run_id: str = "r"):
@@ -44,8 +47,14 @@ def test_the_steps_loads_and_the_capacity_they_show():
     assert loads.beside[1] == 0.0 and loads.beside[2] == pytest.approx(1.0)
     assert loads.capacity == pytest.approx(1.0)
     assert loads.fit.samples == 9
+    assert machine_words(loads, 2) == (
+        "machine's budget: 1.00 runs' worth of work at once (fitted from 9 recent steps, "
+        "spread 0.00 in log seconds); 2 run(s) in flight"
+    )
     # without steps at two loads: the default
-    assert step_loads({"a": [_record(1, 5.0, 5.0)]}).fit.capacity is None
+    alone = step_loads({"a": [_record(1, 5.0, 5.0)]})
+    assert alone.fit.capacity is None and alone.capacity == 1.0
+    assert "the default: 1 recent steps, too few at two loads" in machine_words(alone, 0)
 
 
 def _run_record(run, start_time: float | None):
@@ -76,6 +85,11 @@ def test_a_budget_tick_holds_the_second_run_and_says_why():
         _, slots = tick(raw_lake(), instance)
         result, requests = tick(raw_lake(), instance, launch_rule="budget")
         assert len(slots) == 2 and len(requests) == 1
+        outcome = plan_tick(
+            raw_lake(), instance, SchedulerSettings(chains="off", launch_rule="budget"), NOW
+        )
+        assert outcome.machine_text.startswith("machine's budget: 1.00 runs' worth")
+        assert tick_outcome_without_budget(instance).machine_text == ""
         reasons = {s.job: s.reason for s in result.skipped}
         (held,) = {"trade_aggr", "price_aggr"} - {requests[0].tags[ASSET_TAG]}
         assert reasons[held].startswith("held for the machine: beside 1 run(s) in flight")
@@ -90,6 +104,13 @@ def test_a_budget_tick_holds_the_second_run_and_says_why():
         result, again = tick(raw_lake(), instance, launch_rule="budget")
         assert again == []
         assert {s.job: s.reason for s in result.skipped}[held].startswith("held for the machine")
+
+
+NOW = T0 + 61 * US_PER_S
+
+
+def tick_outcome_without_budget(instance):
+    return plan_tick(raw_lake(), instance, SchedulerSettings(chains="off"), NOW)
 
 
 def test_a_step_beside_others_counts_as_its_work_alone():

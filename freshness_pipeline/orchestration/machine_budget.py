@@ -120,3 +120,17 @@ def machine_budget(
     runs = instance.get_run_records(filters=RunsFilter(statuses=statuses))
     capacity = loads.capacity
     return MachineBudget(capacity, in_flight(runs, materialized, now_s, run_cost_s, capacity))
+
+
+def machine_words(loads: StepLoads, in_flight: int) -> str:
+    """What a tick under the budget planned with, for its log: the capacity and where it
+    came from, and the runs in flight."""
+    fit = loads.fit
+    if fit.capacity is None:
+        source = f"the default: {fit.samples} recent steps, too few at two loads to fit one"
+    else:
+        source = f"fitted from {fit.samples} recent steps, spread {fit.spread:.2f} in log seconds"
+    return (
+        f"machine's budget: {loads.capacity:.2f} runs' worth of work at once ({source}); "
+        f"{in_flight} run(s) in flight"
+    )

@@ -34,7 +34,12 @@ from freshness_pipeline.config.scheduler_settings import SchedulerSettings
 from freshness_pipeline.execution.run_phases import RUN_COST_PHASES
 from freshness_pipeline.hudi.metadata import TableNotFound
 from freshness_pipeline.orchestration import history
-from freshness_pipeline.orchestration.machine_budget import StepLoads, machine_budget, step_loads
+from freshness_pipeline.orchestration.machine_budget import (
+    StepLoads,
+    machine_budget,
+    machine_words,
+    step_loads,
+)
 from freshness_pipeline.orchestration.resources import HudiMetadataResource
 from freshness_pipeline.scheduling.budget import slowdown
 from freshness_pipeline.scheduling.chains import plan_runs, steps_at_once_for
@@ -325,6 +330,8 @@ class TickOutcome:
     t_done_us: dict[str, int | None]  # each job's watermark as this tick read it
     # each job's inputs' watermark (the smallest): the newest arrival it could reflect
     cap_us: dict[str, int | None] = field(default_factory=dict)
+    # under the machine's budget, what the tick planned with, in words ("" otherwise)
+    machine_text: str = ""
 
     def staleness_s(self, now_us: int) -> dict[str, float | None]:
         """METHOD 1 per job (the sampler's definition); None: no watermark yet."""
@@ -401,6 +408,9 @@ def plan_tick(
             ),
         )
     result = plan_runs(request)
+    machine_text = ""
+    if read.loads is not None and request.machine is not None:
+        machine_text = machine_words(read.loads, len(request.machine.in_flight))
     requests = [
         run_request(
             c,
@@ -412,7 +422,8 @@ def plan_tick(
         )
         for c in result.launches
     ]
-    return TickOutcome(result, requests, read.t_dones, {st.job: st.cap_us for st in states})
+    caps = {st.job: st.cap_us for st in states}
+    return TickOutcome(result, requests, read.t_dones, caps, machine_text)
 
 
 @dataclass
@@ -573,6 +584,8 @@ def build_sensor(
         staleness = outcome.staleness_s(now_us)
         lag = outcome.lag_s()
         report = describe_tick(outcome.plan, staleness, target, list(jobs), lag)
+        if outcome.machine_text:
+            context.log.info(outcome.machine_text)
         for line in report.lines:
             context.log.info(line)
         if report.past_target:
