@@ -17,7 +17,13 @@ from freshness_pipeline.scheduling.budget import (
     weighted_commits,
 )
 from freshness_pipeline.scheduling.chains import plan_chains
-from freshness_pipeline.scheduling.planner import CostModel, JobState, PendingInput, PlanRequest
+from freshness_pipeline.scheduling.planner import (
+    CostModel,
+    JobState,
+    PendingInput,
+    PlanRequest,
+    plan,
+)
 
 S = 1_000_000
 NOW = 10_000 * S
@@ -182,3 +188,17 @@ def test_the_steps_beside_each_step():
         pytest.approx(1.0),
         pytest.approx(1.0),
     ]
+
+
+def test_one_table_a_run_holds_and_ages_the_same_way():
+    busy = MachineBudget(1.0, (Work(((10.0, 500.0),)),))
+    states = _two_independent_jobs(waited=(400, 0))
+    # a, first in eta's order (a tie, by name) and past the bound, launches whatever the
+    # machine; its launch says no aging (the policy's order gave it the slot anyway)
+    request = PlanRequest(states, 3, NOW, job_runs=1, machine=busy, max_wait_s=120.0)
+    result = plan(request)
+    assert [c.job for c in result.launches] == ["a"] and result.launches[0].aged == ""
+    assert {s.job: s.reason for s in result.skipped}["b"].startswith("held for the machine")
+    # without the bound both wait for the machine
+    held = plan(PlanRequest(states, 3, NOW, job_runs=1, machine=busy))
+    assert held.launches == ()

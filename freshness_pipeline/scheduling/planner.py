@@ -701,16 +701,9 @@ def plan(request: PlanRequest) -> Plan:
         else:
             skipped.append(outcome)
     ranked = rules.rank(choices, jobs, now_us, request.seed)
-    max_wait_s, first_runs_first = request.max_wait_s, request.first_runs_first
-    if max_wait_s is not None or first_runs_first:
-        by_policy = {c.job for c in ranked[:free]}
-        ranked = age(ranked, jobs, max_wait_s, first_runs_first)
-        # A launch says "aging" only if it took a slot the policy's order gave another job;
-        # an aged job still waiting keeps its reason (it is first in line for a slot).
-        ranked = [
-            replace(c, aged="") if c.aged and i < free and c.job in by_policy else c
-            for i, c in enumerate(ranked)
-        ]
+    by_policy = {c.job for c in ranked[:free]}
+    if request.max_wait_s is not None or request.first_runs_first:
+        ranked = age(ranked, jobs, request.max_wait_s, request.first_runs_first)
     launches: list[JobChoice] = []
     held: dict[str, str] = {}
     waiting = list(ranked)
@@ -720,5 +713,10 @@ def plan(request: PlanRequest) -> Plan:
             break
         launches.append(pick)
         waiting.remove(pick)
+    # A launch says "aging" only if it took a slot the policy's order gave another job; an
+    # aged job still waiting keeps its reason (it is first in line for a slot).
+    shown = {c.job: replace(c, aged="") for c in launches if c.aged and c.job in by_policy}
+    launches = [shown.get(c.job, c) for c in launches]
+    ranked = [shown.get(c.job, c) for c in ranked]
     skipped += [Skip(c.job, held.get(c.job, request.no_slot())) for c in waiting]
     return Plan(now_us, policy, free, tuple(launches), tuple(skipped), tuple(ranked))
