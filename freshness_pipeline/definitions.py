@@ -16,6 +16,10 @@ with kept_for_life():
 
     from freshness_pipeline.config.settings import Settings, load_settings
     from freshness_pipeline.orchestration.alembic_location import name_alembic_scripts_by_path
+    from freshness_pipeline.orchestration.asset_checks import (
+        freshness_checks,
+        freshness_checks_sensor,
+    )
     from freshness_pipeline.orchestration.assets import build_job_assets, job_lineages
     from freshness_pipeline.orchestration.automation import get_automation
     from freshness_pipeline.orchestration.clustering_sensor import (
@@ -30,7 +34,8 @@ with kept_for_life():
 
 
 def build_definitions(settings: Settings) -> Definitions:
-    """The assets, resources, whatever launches the six jobs (FRESHNESS_AUTOMATION: our
+    """The assets with a freshness check each (asset_checks.py), resources, whatever
+    launches the six jobs (FRESHNESS_AUTOMATION: our
     freshness sensor, Dagster's eager automation or an interval; automation.py) and the
     raw tables' clustering, which is table maintenance whoever launches the jobs
     (FRESHNESS_CLUSTERING_TABLES=none: no clustering jobs and no clustering sensor), all
@@ -51,7 +56,9 @@ def build_definitions(settings: Settings) -> Definitions:
         if cluster_jobs
         else []
     )
+    checks = freshness_checks(settings.jobs, settings.staleness_target)
     return Definitions(
+        asset_checks=checks,
         assets=[
             *build_raw_sources(settings),
             *build_job_assets(
@@ -62,7 +69,11 @@ def build_definitions(settings: Settings) -> Definitions:
                 job_lineages(settings.jobs, settings.lakehouse),
             ),
         ],
-        sensors=[*automation.sensors, *cluster_sensors],
+        sensors=[
+            *automation.sensors,
+            *cluster_sensors,
+            freshness_checks_sensor(checks, settings.scheduler.tick_s),
+        ],
         schedules=list(automation.schedules),
         jobs=[*automation.jobs, *cluster_jobs],
         # A run's steps one after another in its own process, unless its run config asks

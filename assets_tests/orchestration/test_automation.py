@@ -16,6 +16,7 @@ from freshness_pipeline.config.scheduler_settings import AUTOMATIONS
 from freshness_pipeline.config.settings import load_settings
 from freshness_pipeline.definitions import build_definitions
 from freshness_pipeline.hudi.metadata import TableNotFound
+from freshness_pipeline.orchestration.asset_checks import CHECKS_SENSOR
 from freshness_pipeline.orchestration.automation import (
     AUTOMATION_REGISTRY,
     build_observation_sensor,
@@ -45,8 +46,13 @@ def conditions(defs: dg.Definitions) -> dict[str, str | None]:
 
 
 def instigators(defs: dg.Definitions) -> tuple[list[str], list[str]]:
+    """The sensors and schedules besides the freshness checks' sensor, which every
+    automation has (the tables' checks, like their clustering, are not who launches)."""
     repo = defs.get_repository_def()
-    return sorted(s.name for s in repo.sensor_defs), sorted(s.name for s in repo.schedule_defs)
+    sensors = sorted(s.name for s in repo.sensor_defs)
+    assert CHECKS_SENSOR in sensors
+    sensors.remove(CHECKS_SENSOR)
+    return sensors, sorted(s.name for s in repo.schedule_defs)
 
 
 def test_the_registry_and_the_settings_name_the_same_modes():

@@ -80,14 +80,17 @@ def test_runs_in_flight_as_the_forecast_sees_them():
     assert work.steps == ((3.0, 0.0),)
 
 
+# Without aging: both aggregates are first materializations, which aging would launch
+# whatever the machine (test_budget.py checks that).
+BUDGET = {"launch_rule": "budget", "first_runs_first": False, "max_wait_s": None}
+
+
 def test_a_budget_tick_holds_the_second_run_and_says_why():
     with dg.instance_for_test() as instance:
         _, slots = tick(raw_lake(), instance)
-        result, requests = tick(raw_lake(), instance, launch_rule="budget")
+        result, requests = tick(raw_lake(), instance, **BUDGET)
         assert len(slots) == 2 and len(requests) == 1
-        outcome = plan_tick(
-            raw_lake(), instance, SchedulerSettings(chains="off", launch_rule="budget"), NOW
-        )
+        outcome = plan_tick(raw_lake(), instance, SchedulerSettings(chains="off", **BUDGET), NOW)
         assert outcome.machine_text.startswith("machine's budget: 1.00 runs' worth")
         assert tick_outcome_without_budget(instance).machine_text == ""
         reasons = {s.job: s.reason for s in result.skipped}
@@ -101,7 +104,7 @@ def test_a_budget_tick_holds_the_second_run_and_says_why():
             tags=requests[0].tags,
             run_config=requests[0].run_config,
         )
-        result, again = tick(raw_lake(), instance, launch_rule="budget")
+        result, again = tick(raw_lake(), instance, **BUDGET)
         assert again == []
         assert {s.job: s.reason for s in result.skipped}[held].startswith("held for the machine")
 

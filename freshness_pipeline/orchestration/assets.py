@@ -41,6 +41,7 @@ from freshness_pipeline.execution.sql import sql_path
 from freshness_pipeline.hudi.commit_keys import APPROXIMATE_SOURCES
 from freshness_pipeline.hudi.metadata import TableNotFound
 from freshness_pipeline.hudi.step_cpu import cpu_metadata
+from freshness_pipeline.orchestration.asset_checks import watermark_metadata
 from freshness_pipeline.orchestration.lineage_metadata import lineage_metadata
 from freshness_pipeline.orchestration.raw_sources import ASSET_GROUP, LAYER_TAG
 from freshness_pipeline.orchestration.resources import HudiMetadataResource, HudiSparkResource
@@ -271,6 +272,8 @@ def report_metadata(report: RunReport, resolved: ResolvedRun) -> dict[str, Any]:
         "inputs_in_memory": ", ".join(report.inputs_in_memory) or "none",
         **connect_metadata(report),
         **cpu_metadata(report.cpu),
+        # the table's watermark as Dagster's last update: its freshness check reads it
+        **watermark_metadata(report.t_done_after_us),
     }
 
 

@@ -34,6 +34,7 @@ from freshness_pipeline.config.scheduler_settings import SchedulerSettings
 from freshness_pipeline.execution.run_phases import RUN_COST_PHASES
 from freshness_pipeline.hudi.metadata import TableNotFound
 from freshness_pipeline.orchestration import history
+from freshness_pipeline.orchestration.asset_checks import watermark_metadata
 from freshness_pipeline.orchestration.machine_budget import (
     StepLoads,
     machine_budget,
@@ -516,6 +517,7 @@ def staleness_observations(
             "staleness_state": target.state(seconds, lag),
             "staleness_target_s": MetadataValue.float(float(target.fail_s)),
             "watermark": iso(t_done_us[job], "milliseconds"),
+            **watermark_metadata(t_done_us[job]),
         }
         if lag is not None:
             metadata["lag_behind_inputs_s"] = MetadataValue.float(round(lag, 3))
