@@ -5,7 +5,7 @@ tables."""
 from __future__ import annotations
 
 import statistics
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -13,7 +13,7 @@ from freshness_pipeline.lab.experiment.sim_conditions import (
     Conditions,
     calibrated,
 )
-from freshness_pipeline.lab.experiment.simulate import simulate
+from freshness_pipeline.lab.experiment.simulate import SimResult, simulate
 from freshness_pipeline.lab.experiment.simulate_wide import six_conditions, wide_conditions
 from freshness_pipeline.lab.experiment.variants import MODELLED
 
@@ -135,6 +135,23 @@ def chain_conditions(base: Conditions | None = None) -> list[tuple[str, Conditio
     ]
 
 
+def _level_cells(results: Mapping[str, Sequence[SimResult]], variants: Sequence[str]) -> list[str]:
+    """Each variant's P / P0, the mean over seeds."""
+    return [f"{statistics.mean(r.p / r.p0 for r in results[v]):.2f}" for v in variants]
+
+
+def _paired_cells(
+    results: Mapping[str, Sequence[SimResult]], pairs: Sequence[tuple[str, str]]
+) -> list[str]:
+    """Each pair's P ratio, per seed and then its mean and sd over the seeds."""
+    cells = []
+    for variant, to in pairs:
+        ratios = [a.p / b.p for a, b in zip(results[variant], results[to], strict=True)]
+        sd = statistics.stdev(ratios) if len(ratios) > 1 else 0.0
+        cells.append(f"{statistics.mean(ratios):.3f} ({sd:.3f})")
+    return cells
+
+
 def peer_markdown(
     conditions: Sequence[tuple[str, Conditions]], seeds: Sequence[int] = (1, 2, 3, 4, 5)
 ) -> str:
@@ -148,11 +165,8 @@ def peer_markdown(
     for label, cond in conditions:
         results = {v: [simulate(cond, v, s) for s in seeds] for v in PEER_VARIANTS}
         cells = [label]
-        cells += [f"{statistics.mean(r.p / r.p0 for r in results[v]):.2f}" for v in PEER_VARIANTS]
-        for variant, to in pairs:
-            ratios = [a.p / b.p for a, b in zip(results[variant], results[to], strict=True)]
-            sd = statistics.stdev(ratios) if len(ratios) > 1 else 0.0
-            cells.append(f"{statistics.mean(ratios):.3f} ({sd:.3f})")
+        cells += _level_cells(results, PEER_VARIANTS)
+        cells += _paired_cells(results, pairs)
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
@@ -210,13 +224,10 @@ def budget_markdown(
     for label, cond in conditions:
         results = {v: [simulate(cond, v, s) for s in seeds] for v in BUDGET_VARIANTS}
         cells = [label]
-        cells += [f"{statistics.mean(r.p / r.p0 for r in results[v]):.2f}" for v in BUDGET_VARIANTS]
+        cells += _level_cells(results, BUDGET_VARIANTS)
         runs = [statistics.mean(r.runs for r in results[v]) for v in ("pmb", "pmb_budget")]
         cells.append(f"{runs[0]:.1f} / {runs[1]:.1f}")
-        for variant, to in pairs:
-            ratios = [a.p / b.p for a, b in zip(results[variant], results[to], strict=True)]
-            sd = statistics.stdev(ratios) if len(ratios) > 1 else 0.0
-            cells.append(f"{statistics.mean(ratios):.3f} ({sd:.3f})")
+        cells += _paired_cells(results, pairs)
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
