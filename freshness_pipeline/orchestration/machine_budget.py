@@ -22,6 +22,7 @@ from freshness_pipeline.scheduling.budget import (
     Work,
     beside_each,
     fit_capacity,
+    slowdown,
     step_left_s,
 )
 from freshness_pipeline.scheduling.run_plan import planned_steps
@@ -86,7 +87,7 @@ def in_flight(
         for record in found:
             committed.setdefault(record.run_id, {})[job] = record.timestamp
     working = sum(1 for r in records if r.start_time is not None)
-    slowdown = max(1.0, working / capacity)
+    stretch = slowdown(working - 1, capacity)
     works = []
     for record in records:
         run = record.dagster_run
@@ -102,7 +103,7 @@ def in_flight(
             continue
         since = max(done.values(), default=record.start_time + run_cost_s)
         first_cost, first_gain = left[0]
-        current = step_left_s(first_cost, max(0.0, now_s - since), slowdown)
+        current = step_left_s(first_cost, max(0.0, now_s - since), stretch)
         works.append(Work(((current, first_gain), *left[1:])))
     return tuple(works)
 

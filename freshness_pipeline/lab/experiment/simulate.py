@@ -423,11 +423,11 @@ class _Machine:
         work and gain, a working step's work left estimated from its wall time so far at
         the machine's present sharing (the planner never sees the true work left)."""
         capacity = self.capacity()
-        slowdown = max(1.0, self.units(now_s) / capacity)
+        stretch = slowdown(self.units(now_s) - 1, capacity)
         works = []
         for run in self.runs:
             steps = [
-                (step_left_s(lane.planned_s, now_s - lane.started_s, slowdown), lane.gain_s)
+                (step_left_s(lane.planned_s, now_s - lane.started_s, stretch), lane.gain_s)
                 for lane in run.lanes
             ]
             steps += [(step.planned_s, step.gain_s) for step in run.steps]
