@@ -107,6 +107,31 @@ def test_a_budget_tick_holds_the_second_run_and_says_why():
         result, again = tick(raw_lake(), instance, **BUDGET)
         assert again == []
         assert {s.job: s.reason for s in result.skipped}[held].startswith("held for the machine")
+        # the counts and the budget take the runs in flight from one query
+        reads = _ReadsCounted(instance)
+        plan_tick(raw_lake(), reads, SchedulerSettings(chains="off", **BUDGET), NOW)
+        assert reads.active == 1
+
+
+class _ReadsCounted:
+    """An instance that counts its queries for the runs queued or running."""
+
+    def __init__(self, instance) -> None:
+        self._instance = instance
+        self.active = 0
+
+    def __getattr__(self, name: str):
+        found = getattr(self._instance, name)
+        if name not in ("get_runs", "get_run_records"):
+            return found
+
+        def read(*args, **kwargs):
+            filters = kwargs.get("filters", args[0] if args else None)
+            statuses = filters.statuses if filters is not None else None
+            self.active += bool(statuses and dg.DagsterRunStatus.STARTED in statuses)
+            return found(*args, **kwargs)
+
+        return read
 
 
 NOW = T0 + 61 * US_PER_S

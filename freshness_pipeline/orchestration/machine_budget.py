@@ -13,8 +13,6 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from dagster import RunsFilter
-
 from freshness_pipeline.scheduling.budget import (
     DEFAULT_CAPACITY,
     CapacityFit,
@@ -109,18 +107,17 @@ def in_flight(
 
 
 def machine_budget(
-    instance,
-    statuses: list,
+    records: Iterable,
     materialized: Mapping[str, list],
     loads: StepLoads,
     now_s: float,
     run_cost_s: float,
 ) -> MachineBudget:
     """The budget a tick plans with: the fitted capacity and every run in flight (a
-    clustering's or a hand run takes a share of the machine too)."""
-    runs = instance.get_run_records(filters=RunsFilter(statuses=statuses))
+    clustering's or a hand run takes a share of the machine too), from the tick's records
+    of the runs queued or running."""
     capacity = loads.capacity
-    return MachineBudget(capacity, in_flight(runs, materialized, now_s, run_cost_s, capacity))
+    return MachineBudget(capacity, in_flight(records, materialized, now_s, run_cost_s, capacity))
 
 
 def machine_words(loads: StepLoads, in_flight: int) -> str:

@@ -89,9 +89,15 @@ ACTIVE_STATUSES = [
 ]
 
 
+def active_run_records(instance) -> list:
+    """Queued or running runs' records (a run and when it started), read once per tick:
+    the counts below take their runs, the machine's budget their start times."""
+    return list(instance.get_run_records(filters=RunsFilter(statuses=ACTIVE_STATUSES)))
+
+
 def active_runs(instance) -> list:
-    """Queued or running runs, read once per tick for the counts below."""
-    return list(instance.get_runs(filters=RunsFilter(statuses=ACTIVE_STATUSES)))
+    """Queued or running runs, for the counts below."""
+    return [record.dagster_run for record in active_run_records(instance)]
 
 
 def _run_jobs(run, names: Collection[str] | None = None) -> set[str]:
@@ -370,7 +376,8 @@ def plan_tick(
     planner's plan, and a run request per launch."""
     jobs = list(jobs)
     by_name = {spec.name: spec for spec in jobs}
-    active = active_runs(instance)
+    records = active_run_records(instance)
+    active = [record.dagster_run for record in records]
     busy = running_jobs(active, by_name)
     read = _read_job_states(hudi_meta, instance, settings, jobs, busy)
     states = read.states
@@ -400,8 +407,7 @@ def plan_tick(
         request = replace(
             request,
             machine=machine_budget(
-                instance,
-                ACTIVE_STATUSES,
+                records,
                 read.materialized,
                 read.loads,
                 now_us / US_PER_S,
