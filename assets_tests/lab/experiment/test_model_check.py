@@ -195,3 +195,40 @@ def test_the_command_adds_the_model_with_steps_at_once_as_a_prediction(tmp_path:
     capsys.readouterr()
     assert model_check.main(argv) == 0  # without --at-once, no such row
     assert "steps at a time" not in capsys.readouterr().out
+
+
+def test_the_long_campaign_judges_six_tables_targets_and_the_budget(tmp_path: Path, capsys):
+    from freshness_pipeline.lab.experiment import simulate_wide
+
+    long = simulate_wide.campaign_conditions("long")
+    assert long.duration_s == simulate_wide.LONG_WINDOW_S and long.hold is None
+    assert len(long.job_specs) == 6
+    ran = {"interval": 40.0, "pmb_budget": 31.0, "pmb": 30.0, "dagster_eager": 36.0}
+    root = _campaign(tmp_path, {1: ran, 2: ran}, [])
+    # the real runs' variants, the wide campaigns' order first
+    assert model_check.real_variants(root) == ("pmb", "dagster_eager", "interval", "pmb_budget")
+    real = model_check.real_row(root, model_check.real_variants(root))
+    assert real.ratios[("pmb_budget", "pmb")] == pytest.approx(31 / 30)
+    predicted = Row(
+        "model",
+        {"pmb": 3.0, "dagster_eager": 3.9, "interval": 5.0, "pmb_budget": 3.0},
+        {("pmb", "dagster_eager"): 0.7, ("pmb", "interval"): 0.75, ("pmb_budget", "pmb"): 1.0},
+    )
+    lines = model_check.effects(predicted, real, "long")
+    assert any("0.80 of eager" in line and "model yes, real no (missed)" in line for line in lines)
+    assert any("0.80 of the interval" in line for line in lines)
+    assert any("budget within 5 % of PMB" in line and "(predicted)" in line for line in lines)
+    assert not any("0.60 of eager" in line for line in lines)
+    (near,) = model_check.within([predicted], real)
+    # 3.0 / 3.0, 3.9 / 3.6, 5.0 / 4.0, 3.0 / 3.1: the interval's 1.25 is not within 20 %
+    assert "for 3 of 4 variants" in near and "interval 1.25" in near
+    assert near.endswith("(pmb, pmb_budget, dagster_eager, interval), the same")
+    swapped = Row("swapped", {**predicted.p_over_p0, "interval": 3.5}, {})
+    assert model_check.within([swapped], real)[0].endswith("not the real one's")
+    assert (
+        model_check.main([str(root), "--campaign", "long", "--seeds", "1", "--capacities", "1"])
+        == 0
+    )
+    out = capsys.readouterr().out
+    assert "| P/P0 pmb | P/P0 dagster_eager | P/P0 interval | P/P0 pmb_budget |" in out
+    assert "pmb_budget / pmb" in out and "pmb / random" not in out

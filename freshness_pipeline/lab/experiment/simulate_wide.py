@@ -45,6 +45,8 @@ PAIRS = (("pmb", "dagster_eager"), ("pmb", "random"), ("pmb", "max_benefit"), ("
 # windows; the outage from 60 s to 300 s into the window; every table back within 120 s
 # of staleness (below the hold, or a table never refreshed would count as recovered).
 WINDOW_S = 600
+# The long mode's window on six tables (`freshness experiment --mode long`).
+LONG_WINDOW_S = 300
 HOLD_S = (60.0, 300.0)
 RECOVERY_TARGET_S = {"six": 120.0, "wide": 120.0}
 # The sensor's defaults, which the real runs keep: the aging bound and first runs first.
@@ -103,14 +105,17 @@ def recovery(cond: Conditions, target_s: float) -> Conditions:
     )
 
 
-# The campaigns as `make` runs them (experiment-wide, experiment-recovery(-wide)), by name.
-CAMPAIGNS = ("wide", "recovery", "recovery-wide")
+# The campaigns as `make` runs them (experiment-wide, experiment-recovery(-wide),
+# experiment-long), by name.
+CAMPAIGNS = ("wide", "recovery", "recovery-wide", "long")
 
 
 def campaign_conditions(name: str, lakehouse_seed: int = 1) -> Conditions:
     """The model's conditions for the real campaign `name` (one of CAMPAIGNS)."""
     if name not in CAMPAIGNS:
         raise ValueError(f"unknown campaign {name!r}: one of {', '.join(CAMPAIGNS)}")
+    if name == "long":
+        return replace(six_conditions(), duration_s=LONG_WINDOW_S)
     if name == "recovery":
         return recovery(six_conditions(), RECOVERY_TARGET_S["six"])
     wide = wide_conditions(lakehouse_seed)
