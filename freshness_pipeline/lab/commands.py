@@ -57,6 +57,9 @@ COMMANDS: tuple[LabCommand, ...] = (
         "when each table first materialized",
         False,
     ),
+    LabCommand(
+        "fresh-cost", "bench.fresh_cost", "a fresh service's CPU for fixed work, arm by arm"
+    ),
     LabCommand("handoff", "bench.handoff", "rows handed on in memory against read back"),
     LabCommand("incremental-growth", "bench.incremental_growth", "a run's time as the tables grow"),
     LabCommand(
