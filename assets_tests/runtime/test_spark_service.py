@@ -41,6 +41,30 @@ def test_the_drivers_take_the_extra_jvm_options_and_the_step_listener(tmp_path: 
     assert not any("TieredStopAtLevel" in a for a in plain)
 
 
+def test_the_drivers_collector_and_compile_thresholds_come_before_the_users_options(
+    tmp_path: Path,
+):
+    """By default every driver runs the parallel collector and three times the JIT's
+    thresholds; `java` and 1 give the JVM's own; FRESHNESS_SPARK_JAVA_OPTIONS comes after
+    them, so a user's -XX setting wins (a collector of one's own needs FRESHNESS_SPARK_GC
+    =java, since the JVM refuses two)."""
+
+    def options(values: dict[str, str]) -> str:
+        argv = server_command(SparkServiceConfig(load_settings(values), state_dir=tmp_path))
+        return next(a for a in argv if a.startswith("spark.driver.extraJavaOptions="))
+
+    default = options({})
+    assert "-XX:+UseParallelGC -XX:CompileThresholdScaling=3" in default
+    mine = options({"FRESHNESS_SPARK_JAVA_OPTIONS": "-XX:CompileThresholdScaling=1"})
+    assert mine.index("CompileThresholdScaling=3") < mine.index("CompileThresholdScaling=1")
+    jvm = options({"FRESHNESS_SPARK_GC": "java", "FRESHNESS_SPARK_COMPILE_SCALING": "1"})
+    assert "UseParallelGC" not in jvm and "CompileThresholdScaling" not in jvm
+    with pytest.raises(ValueError, match="FRESHNESS_SPARK_GC"):
+        load_settings({"FRESHNESS_SPARK_GC": "g1"})
+    with pytest.raises(ValueError, match="FRESHNESS_SPARK_COMPILE_SCALING"):
+        load_settings({"FRESHNESS_SPARK_COMPILE_SCALING": "0"})
+
+
 def test_the_drivers_evaluate_queries_interpreted_when_codegen_is_off(tmp_path: Path):
     """FRESHNESS_SPARK_CODEGEN=false reaches the service's command line; on, Spark's
     generated code with a code cache that holds every job's classes."""

@@ -157,6 +157,8 @@ class Settings:
     spark_service_port: int = 15002
     spark_service_memory: str = "4g"
     spark_java_options: str | None = None  # appended to the drivers' JVM options
+    spark_gc: str = "parallel"  # the drivers' collector: parallel, or java (the JVM's G1)
+    spark_compile_scaling: int = 3  # the drivers' JIT thresholds times this (1: the JVM's)
     spark_codegen: bool = True  # Spark compiles each query's code (False: interpreted)
     # the service's Connect sessions without code of their own share one class loader
     spark_service_shared_code: bool = False
@@ -292,6 +294,8 @@ def load_settings(
         spark_kryo_shared_pool=values["FRESHNESS_SPARK_KRYO_POOL"] == "shared",
         spark_java_local_fs=values["FRESHNESS_SPARK_LOCAL_FS"] == "java",
         spark_conf_sources=values["FRESHNESS_SPARK_CONF_SOURCES"] == "hadoop",
+        spark_gc=values["FRESHNESS_SPARK_GC"],
+        spark_compile_scaling=values["FRESHNESS_SPARK_COMPILE_SCALING"],
         spark_service_bind=values["FRESHNESS_SPARK_SERVICE_BIND"],
         scheduler=_scheduler_settings(values),
         staleness_target=_staleness_target(values),

@@ -148,8 +148,21 @@ SETTINGS: tuple[Setting, ...] = (
             "a JVM size such as 4g", parse_jvm_size),
     Setting("FRESHNESS_SPARK_JAVA_OPTIONS", None,
             "extra JVM options for the Spark drivers the project starts (the service, "
-            "ingestion's, a run's own), e.g. JIT or GC settings to measure "
-            "(`make profile-service`); unset: the JVM's defaults", "JVM options", parse_text),
+            "ingestion's, a run's own), after the project's own (FRESHNESS_SPARK_GC, "
+            "FRESHNESS_SPARK_COMPILE_SCALING), so a -XX setting here wins; e.g. JIT or GC "
+            "settings to measure (`freshness lab fresh-cost`)", "JVM options", parse_text),
+    Setting("FRESHNESS_SPARK_GC", "parallel",
+            "the collector of the Spark drivers the project starts: `parallel` "
+            "(-XX:+UseParallelGC: no concurrent marking threads beside the steps on a small "
+            "machine; docs/BENCHMARKS.md); `java`: the JVM's default (G1). A collector named "
+            "in FRESHNESS_SPARK_JAVA_OPTIONS needs `java` here: the JVM refuses two",
+            "parallel or java", parse_choice(("parallel", "java"))),
+    Setting("FRESHNESS_SPARK_COMPILE_SCALING", "3",
+            "the JIT's compile thresholds of the Spark drivers the project starts, times this "
+            "(-XX:CompileThresholdScaling): at 3 a method is compiled once it is three times "
+            "as hot, and a young JVM's compiler threads, most of its CPU in its first "
+            "minutes, compile fewer (docs/BENCHMARKS.md); 1: the JVM's own thresholds",
+            "a whole number from 1", parse_int_at_least(1)),
     Setting("FRESHNESS_SPARK_CODEGEN", "true",
             "`false`: the Spark drivers the project starts evaluate queries interpreted "
             "(whole-stage code generation and expression compilation off): no Java compiled "

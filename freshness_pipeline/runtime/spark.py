@@ -152,6 +152,18 @@ INTERPRETED = {
 }
 
 
+def jvm_tuning(settings: Settings) -> str:
+    """The collector and JIT thresholds of the drivers the project starts (FRESHNESS_SPARK_GC,
+    FRESHNESS_SPARK_COMPILE_SCALING): a young JVM spends most of its CPU compiling, and a
+    step of a few thousand rows runs mostly in its first minutes' code (docs/BENCHMARKS.md)."""
+    options = []
+    if settings.spark_gc == "parallel":
+        options.append("-XX:+UseParallelGC")
+    if settings.spark_compile_scaling != 1:
+        options.append(f"-XX:CompileThresholdScaling={settings.spark_compile_scaling}")
+    return " ".join(options)
+
+
 def hudi_spark_conf(
     settings: Settings,
     master: str,
@@ -225,6 +237,9 @@ def hudi_spark_conf(
         # writes them as unknown, in Hadoop's own format (docs/BENCHMARKS.md).
         agent = f"-javaagent:{find_agent_jar(jars_dir)}=hadoop-conf"
         conf["spark.driver.extraJavaOptions"] += f" {agent}"
+    tuning = jvm_tuning(settings)
+    if tuning:
+        conf["spark.driver.extraJavaOptions"] += f" {tuning}"
     if settings.spark_java_options:
         key = "spark.driver.extraJavaOptions"
         conf[key] = f"{conf[key]} {settings.spark_java_options}"

@@ -42,3 +42,14 @@ def test_the_summary_skips_the_first_round_and_pairs_each_repeat():
     # a single round is kept rather than skipped
     (alone,) = summary([ArmRun("x", "", 1.0, (Round(5, 1, 1, 0, 1, 1),))])[2:]
     assert alone.startswith("| x | 1 | 1.0 | 5.0 |")
+
+
+def test_an_arms_settings_words_are_settings_and_the_rest_jvm_options():
+    from freshness_pipeline.lab.bench.fresh_cost import arm_environment
+
+    env = arm_environment("FRESHNESS_SPARK_GC=java -XX:+UseSerialGC -Xss2m")
+    assert env == {
+        "FRESHNESS_SPARK_GC": "java",
+        "FRESHNESS_SPARK_JAVA_OPTIONS": "-XX:+UseSerialGC -Xss2m",
+    }
+    assert arm_environment("") == {"FRESHNESS_SPARK_JAVA_OPTIONS": ""}

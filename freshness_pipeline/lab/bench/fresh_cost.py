@@ -6,7 +6,10 @@ JVM setting measured without the experiment's closed loop.
 
 Each arm runs in a process of its own, the arms alternating `--repeats` times: a new
 lakehouse, a new Spark service and a new local driver for ingestion, both JVMs with the
-arm's options (FRESHNESS_SPARK_JAVA_OPTIONS; the first arm is usually empty: the default).
+arm's options: JVM options (FRESHNESS_SPARK_JAVA_OPTIONS) and settings written as
+`FRESHNESS_X=VALUE` words (`jvm=FRESHNESS_SPARK_GC=java FRESHNESS_SPARK_COMPILE_SCALING=1`:
+the JVM's own collector and thresholds). The first arm is the one the others are set
+against, usually empty: the project's defaults.
 Then per round `--round-s` seconds of the market stream at `--rate` events/s are landed and
 ingested into both raw tables by the driver, and the six jobs run once each through the
 service, each step in a Connect session of its own as a Dagster run has. Each round
@@ -26,16 +29,17 @@ import os
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from freshness_pipeline.config.settings import Settings
+from freshness_pipeline.config.settings import Settings, child_environment
 from freshness_pipeline.lab.bench.jvm_profile import java_pids, thread_kind
 
 JAVA_OPTIONS = "FRESHNESS_SPARK_JAVA_OPTIONS"
-DEFAULT_ARMS = "default=;c2-later=-XX:CompileThresholdScaling=3"
+DEFAULT_ARMS = "default=;jvm=FRESHNESS_SPARK_GC=java FRESHNESS_SPARK_COMPILE_SCALING=1"
 
 
 @dataclass(frozen=True)
@@ -72,6 +76,16 @@ def parse_arms(text: str) -> list[tuple[str, str]]:
     if len(set(names)) != len(names) or len(arms) < 2:
         raise ValueError(f"at least two arms with different names, got {names}")
     return arms
+
+
+def arm_environment(options: str) -> dict[str, str]:
+    """An arm's variables for its process: words `FRESHNESS_X=VALUE` are settings of their
+    own (e.g. FRESHNESS_SPARK_GC=java for the JVM's collector), the rest JVM options
+    (FRESHNESS_SPARK_JAVA_OPTIONS, after the settings' own)."""
+    words = options.split()
+    found = dict(w.split("=", 1) for w in words if w.startswith("FRESHNESS_") and "=" in w)
+    jvm = [w for w in words if not (w.startswith("FRESHNESS_") and "=" in w)]
+    return {**found, JAVA_OPTIONS: " ".join(jvm)}
 
 
 def order(arms: Sequence[tuple[str, str]], repeats: int) -> list[tuple[str, str]]:
@@ -217,12 +231,12 @@ def main(argv: list[str], settings: Settings) -> int:
         args.out.write_text(json.dumps(asdict(run)))
         return 0
     arms = parse_arms(args.arms)
-    out = args.out or Path(os.environ.get("TMPDIR", "/tmp")) / f"fresh-cost-{os.getpid()}"
+    out = args.out or Path(tempfile.mkdtemp(prefix="fresh-cost-"))
     out.mkdir(parents=True, exist_ok=True)
     runs = []
     for index, (name, options) in enumerate(order(arms, args.repeats), start=1):
         path = out / f"{index:02d}-{name}.json"
-        env = {**os.environ, JAVA_OPTIONS: options}
+        env = child_environment(settings, extra=arm_environment(options))
         command = [
             sys.executable, "-m", "freshness_pipeline.cli", "lab", "fresh-cost",
             "--child", name, "--out", str(path), "--rounds", str(args.rounds),
