@@ -95,7 +95,7 @@ def cmd_record(args: argparse.Namespace) -> int:
 
 def cmd_ingest(args: argparse.Namespace) -> int:
     from freshness_pipeline.ingestion.ingest import IngestConfig, Ingestor
-    from freshness_pipeline.runtime.spark import build_spark_session
+    from freshness_pipeline.runtime.spark import build_spark_session, ingestion_java_options
 
     config = IngestConfig(
         commit_interval_s=args.commit_interval,
@@ -109,7 +109,12 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     # (FRESHNESS_SPARK_REMOTE): each commit is fenced by its checkpoint, so a batch a killed
     # ingestor left running there is committed once (hudi/write.py).
     remote = None if args.settings.ingests_through_service else ""
-    spark = build_spark_session(args.settings, app_name="ingestion", remote=remote)
+    spark = build_spark_session(
+        args.settings,
+        app_name="ingestion",
+        remote=remote,
+        java_options=ingestion_java_options(args.settings),
+    )
     if args.settings.ingests_through_service:
         from freshness_pipeline.runtime.spark_service import join_ingest_pool
 

@@ -65,6 +65,30 @@ def test_the_drivers_collector_and_compile_thresholds_come_before_the_users_opti
         load_settings({"FRESHNESS_SPARK_COMPILE_SCALING": "0"})
 
 
+def test_ingestions_own_driver_compiles_with_c1_only_unless_told_otherwise():
+    """FRESHNESS_INGEST_JIT=c1 (the default) gives ingestion's driver C1's code only, after
+    every driver's options and before the user's; `tiered` leaves the JVM's JIT."""
+    from freshness_pipeline.runtime.spark import hudi_spark_conf, ingestion_java_options
+
+    settings = load_settings({"FRESHNESS_SPARK_JAVA_OPTIONS": "-Xss4m"})
+    assert ingestion_java_options(settings) == "-XX:TieredStopAtLevel=1"
+    conf = hudi_spark_conf(
+        settings, "local[2]", settings.jars_dir, java_options=ingestion_java_options(settings)
+    )
+    options = conf["spark.driver.extraJavaOptions"]
+    assert options.index("CompileThresholdScaling") < options.index("TieredStopAtLevel=1")
+    assert options.index("TieredStopAtLevel=1") < options.index("-Xss4m")
+    assert (
+        "TieredStopAtLevel"
+        not in hudi_spark_conf(settings, "local[2]", settings.jars_dir)[
+            "spark.driver.extraJavaOptions"
+        ]
+    )  # every other driver keeps the tiered JIT
+    assert ingestion_java_options(load_settings({"FRESHNESS_INGEST_JIT": "tiered"})) == ""
+    with pytest.raises(ValueError, match="FRESHNESS_INGEST_JIT"):
+        load_settings({"FRESHNESS_INGEST_JIT": "c2"})
+
+
 def test_the_drivers_evaluate_queries_interpreted_when_codegen_is_off(tmp_path: Path):
     """FRESHNESS_SPARK_CODEGEN=false reaches the service's command line; on, Spark's
     generated code with a code cache that holds every job's classes."""

@@ -128,6 +128,12 @@ SETTINGS: tuple[Setting, ...] = (
             "through the Spark service the runs use (FRESHNESS_SPARK_REMOTE or the stack's), "
             "one JVM for both; each commit is fenced by its checkpoint either way",
             " or ".join(INGEST_SPARKS), parse_choice(INGEST_SPARKS)),
+    Setting("FRESHNESS_INGEST_JIT", "c1",
+            "the JIT of ingestion's own Spark driver: `c1` (-XX:TieredStopAtLevel=1: a raw "
+            "commit of a few thousand rows runs about as fast in C1's code, and C2's "
+            "compiles were most of the driver's CPU; docs/BENCHMARKS.md); `tiered`: the "
+            "JVM's own (C1, then C2 for hot code)", "c1 or tiered",
+            parse_choice(("c1", "tiered"))),
     Setting("FRESHNESS_RUN_START", "forkserver",
             "how a code server starts a run's process: `forkserver`: a fork of one process "
             "that imported the definitions once (`run_start.py`); `spawn`: Dagster's own, a "

@@ -164,12 +164,20 @@ def jvm_tuning(settings: Settings) -> str:
     return " ".join(options)
 
 
+def ingestion_java_options(settings: Settings) -> str:
+    """The JVM options of ingestion's own driver beside every driver's (FRESHNESS_INGEST_JIT):
+    C1's code only, since a raw commit's work is small and C2's compiles cost it more than
+    its faster code saves (docs/BENCHMARKS.md)."""
+    return "-XX:TieredStopAtLevel=1" if settings.ingest_jit == "c1" else ""
+
+
 def hudi_spark_conf(
     settings: Settings,
     master: str,
     jars_dir: Path,
     app_name: str = "freshness_pipeline",
     extra: dict[str, str] | None = None,
+    java_options: str = "",
 ) -> dict[str, str]:
     """Spark settings Hudi needs, plus small-machine defaults that keep local runs quick,
     and the lakehouse's file system settings."""
@@ -237,7 +245,7 @@ def hudi_spark_conf(
         # writes them as unknown, in Hadoop's own format (docs/BENCHMARKS.md).
         agent = f"-javaagent:{find_agent_jar(jars_dir)}=hadoop-conf"
         conf["spark.driver.extraJavaOptions"] += f" {agent}"
-    tuning = jvm_tuning(settings)
+    tuning = " ".join(o for o in (jvm_tuning(settings), java_options) if o)
     if tuning:
         conf["spark.driver.extraJavaOptions"] += f" {tuning}"
     if settings.spark_java_options:
@@ -367,9 +375,11 @@ def build_spark_session(
     jars_dir: Path | None = None,
     app_name: str = "freshness_pipeline",
     extra: dict[str, str] | None = None,
+    java_options: str = "",
 ) -> SparkSession:
     """A Hudi-ready SparkSession: local by default, a cluster master, or Spark Connect
-    (`remote`, default the settings' FRESHNESS_SPARK_REMOTE)."""
+    (`remote`, default the settings' FRESHNESS_SPARK_REMOTE). `java_options`: a driver of
+    our own gets them after every driver's (e.g. `ingestion_java_options`)."""
     remote = remote if remote is not None else settings.spark_remote
     if remote:
         # The Connect client's own builder, not pyspark.sql.SparkSession's: the latter
@@ -391,7 +401,9 @@ def build_spark_session(
         return cast("SparkSession", builder.getOrCreate())
     master = master or settings.spark_master
     extra = {**deployment_conf(master, settings), **(extra or {})}
-    conf = hudi_spark_conf(settings, master, jars_dir or settings.jars_dir, app_name, extra)
+    conf = hudi_spark_conf(
+        settings, master, jars_dir or settings.jars_dir, app_name, extra, java_options
+    )
     session = (
         _authenticated_session(conf, settings.spark_auth_secret)
         if settings.spark_auth_secret

@@ -19,15 +19,18 @@ def scratch(prefix: str) -> tuple[Path, dict[str, str]]:
     }
 
 
-def temp_lakehouse(prefix: str, settings: Settings):
+def temp_lakehouse(prefix: str, settings: Settings, java_options: str = ""):
     """`settings` pointed at a new scratch lakehouse, and a Spark session on it with the
-    company master loaded: (settings, spark)."""
+    company master loaded: (settings, spark). `java_options`: its driver's own (e.g.
+    ingestion's)."""
     _, where = scratch(prefix)
     settings = settings.changed(where)
     from freshness_pipeline.ingestion.master import load_company_master
     from freshness_pipeline.runtime.spark import build_spark_session
 
-    spark = build_spark_session(settings, app_name=prefix.strip("_"), remote="")  # own driver
+    spark = build_spark_session(
+        settings, app_name=prefix.strip("_"), remote="", java_options=java_options
+    )  # own driver
     load_company_master(spark, settings, DEFAULT_UNIVERSE_SIZE)
     return settings, spark
 

@@ -164,10 +164,13 @@ def run_arm(settings: Settings, arm: str, rounds: int, round_s: int, rate: float
     """One arm in this process: a fresh lakehouse, service and driver, `rounds` rounds."""
     from freshness_pipeline.lab.bench.common import temp_lakehouse
     from freshness_pipeline.lab.bench.incremental_growth import Growing
-    from freshness_pipeline.runtime.spark import build_spark_session
+    from freshness_pipeline.runtime.spark import build_spark_session, ingestion_java_options
 
     hz = os.sysconf("SC_CLK_TCK")
-    settings, spark = temp_lakehouse("bench_fresh_cost_", settings)
+    # the driver ingests, as ingestion's own driver does (with its JVM options)
+    settings, spark = temp_lakehouse(
+        "bench_fresh_cost_", settings, java_options=ingestion_java_options(settings)
+    )
     growing = Growing(spark, settings, rate)
     service = growing.through_service()
     try:
