@@ -245,7 +245,7 @@ def main(argv: list[str], settings: Settings) -> int:
             "--child", name, "--out", str(path), "--rounds", str(args.rounds),
             "--round-s", str(args.round_s), "--rate", str(args.rate),
         ]  # fmt: skip
-        print(f"run {index}: {name} ({options or 'the JVM defaults'})", flush=True)
+        print(f"run {index}: {name} ({options or 'the settings as they are'})", flush=True)
         subprocess.run(command, env=env, check=True)
         runs.append(_read(path))
     lines = [
