@@ -46,7 +46,7 @@ export FRESHNESS_JARS_DIR := $(abspath $(JARS_DIR))
 export DAGSTER_HOME ?= $(abspath .dagster_home)
 
 .PHONY: setup demo demo-kafka test test-fast lint typecheck format bench-ingest bench-kafka-ingest bench-growth bench-tick bench-handoff \
-	bench-tick-real bench-overhead bench-steps-at-once bench-chains bench-cost-fit bench-launch profile-service bench-memory bench-lineage experiment experiment-long experiment-chains experiment-bursty experiment-packed tune-interval \
+	bench-tick-real bench-overhead bench-steps-at-once bench-chains bench-cost-fit bench-launch profile-service bench-fresh-cost bench-memory bench-lineage experiment experiment-long experiment-chains experiment-bursty experiment-packed tune-interval \
 	experiment-wide tune-interval-wide experiment-recovery experiment-recovery-wide \
 	simulate simulate-aging simulate-published simulate-wide model-check-wide model-check-recovery model-check-recovery-wide model-check-budget first-materializations chaos soak soak-no-clustering \
 	clean-data postgres chromium demo-cluster demo-cluster-secure test-ui
@@ -254,6 +254,12 @@ bench-cost-fit: setup
 # each JVM's threads by kind (/proc) and a Java Flight Recording's hottest frames.
 profile-service: setup
 	$(VENV)/bin/freshness lab jvm-profile --warmup $(or $(WARMUP),30) --seconds $(or $(WINDOW),300)
+
+# A JVM setting on fixed work: a fresh service and ingestion driver per arm (ARMS: see
+# `freshness lab fresh-cost --help`; default: the project's settings against the JVM's own).
+bench-fresh-cost: setup
+	$(VENV)/bin/freshness lab fresh-cost --repeats $(or $(REPEATS),2) --rounds $(or $(ROUNDS),6) \
+	  $(if $(ARMS),--arms '$(ARMS)')
 
 bench-lineage: setup
 	$(VENV)/bin/freshness lab lineage-load --rounds 21
