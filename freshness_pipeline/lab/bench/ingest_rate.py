@@ -59,9 +59,15 @@ def main(argv: list[str], settings: Settings) -> int:
         SHARED_OPTIONS.update(HUDI_BOOKKEEPING_DEFAULTS)  # this process only
 
     from freshness_pipeline.lab.bench.common import temp_lakehouse
+    from freshness_pipeline.runtime.spark import ingestion_java_options
 
-    settings, spark = temp_lakehouse("bench_ingest_", settings)
-    print(f"machine: {os.cpu_count()} cores; ingestion on its own Spark driver")
+    # ingestion's own driver, with its JVM options (FRESHNESS_INGEST_JIT)
+    options = ingestion_java_options(settings)
+    settings, spark = temp_lakehouse("bench_ingest_", settings, java_options=options)
+    print(
+        f"machine: {os.cpu_count()} cores; ingestion on its own Spark driver "
+        f"(FRESHNESS_INGEST_JIT={settings.ingest_jit})"
+    )
     if args.rounds > 0:
         _capacity(spark, settings, args)
     _live(spark, settings, args)
