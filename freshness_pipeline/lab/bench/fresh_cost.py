@@ -36,7 +36,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from freshness_pipeline.config.settings import Settings, child_environment
-from freshness_pipeline.lab.bench.jvm_profile import java_pids, thread_kind
+from freshness_pipeline.lab.bench.jvm_profile import java_pids, thread_kind, thread_ticks
 
 JAVA_OPTIONS = "FRESHNESS_SPARK_JAVA_OPTIONS"
 DEFAULT_ARMS = "default=;jvm=FRESHNESS_SPARK_GC=java FRESHNESS_SPARK_COMPILE_SCALING=1"
@@ -102,16 +102,8 @@ def _cpu_s(pid: int, hz: int) -> tuple[float, float]:
     JIT compiler threads'."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     total = (int(fields[11]) + int(fields[12])) / hz
-    jit = 0
-    for task in Path(f"/proc/{pid}/task").glob("*"):
-        try:
-            stat = (task / "stat").read_text()
-        except OSError:
-            continue
-        name = stat[stat.index("(") + 1 : stat.rindex(")")]
-        if thread_kind(name) == "jit":
-            parts = stat[stat.rindex(")") + 2 :].split()
-            jit += int(parts[11]) + int(parts[12])
+    threads = thread_ticks(pid)  # keyed `<tid> <name>`
+    jit = sum(t for key, t in threads.items() if thread_kind(key.split(" ", 1)[1]) == "jit")
     return total, jit / hz
 
 
@@ -122,16 +114,18 @@ def summary(runs: Sequence[ArmRun], skip: int = 1) -> list[str]:
     pair (the i-th repeat of each)."""
     arms = list(dict.fromkeys(run.arm for run in runs))
 
+    fields = {
+        "service": "service_cpu_s",
+        "service_jit": "service_jit_s",
+        "driver": "driver_cpu_s",
+        "driver_jit": "driver_jit_s",
+        "steps": "steps_s",
+    }
+
     def per_run(run: ArmRun) -> dict[str, float]:
         kept = run.rounds[skip:] or run.rounds
-        return {
-            "start": run.start_cpu_s,
-            "service": sum(r.service_cpu_s for r in kept) / len(kept),
-            "service_jit": sum(r.service_jit_s for r in kept) / len(kept),
-            "driver": sum(r.driver_cpu_s for r in kept) / len(kept),
-            "driver_jit": sum(r.driver_jit_s for r in kept) / len(kept),
-            "steps": sum(r.steps_s for r in kept) / len(kept),
-        }
+        means = {key: statistics.mean(getattr(r, f) for r in kept) for key, f in fields.items()}
+        return {"start": run.start_cpu_s, **means}
 
     figures = {arm: [per_run(r) for r in runs if r.arm == arm] for arm in arms}
     lines = [
