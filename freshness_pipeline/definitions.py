@@ -17,6 +17,8 @@ with kept_for_life():
     from freshness_pipeline.config.settings import Settings, load_settings
     from freshness_pipeline.orchestration.alembic_location import name_alembic_scripts_by_path
     from freshness_pipeline.orchestration.asset_checks import (
+        exactness_checks,
+        exactness_job_and_schedule,
         freshness_checks,
         freshness_checks_sensor,
     )
@@ -57,8 +59,12 @@ def build_definitions(settings: Settings) -> Definitions:
         else []
     )
     checks = freshness_checks(settings.jobs, settings.staleness_target)
+    exactness = exactness_checks(settings.jobs, settings.exactness_sample)
+    exactness_jobs, exactness_schedules = exactness_job_and_schedule(
+        exactness, settings.exactness_schedule
+    )
     return Definitions(
-        asset_checks=checks,
+        asset_checks=[*checks, *exactness],
         assets=[
             *build_raw_sources(settings),
             *build_job_assets(
@@ -74,8 +80,8 @@ def build_definitions(settings: Settings) -> Definitions:
             *cluster_sensors,
             freshness_checks_sensor(checks, settings.scheduler.tick_s),
         ],
-        schedules=list(automation.schedules),
-        jobs=[*automation.jobs, *cluster_jobs],
+        schedules=[*automation.schedules, *exactness_schedules],
+        jobs=[*automation.jobs, *cluster_jobs, *exactness_jobs],
         # A run's steps one after another in its own process, unless its run config asks
         # for them side by side (a wide sensor chain): step_executor.py says why.
         executor=steps_executor,

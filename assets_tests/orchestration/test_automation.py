@@ -16,7 +16,7 @@ from freshness_pipeline.config.scheduler_settings import AUTOMATIONS
 from freshness_pipeline.config.settings import load_settings
 from freshness_pipeline.definitions import build_definitions
 from freshness_pipeline.hudi.metadata import TableNotFound
-from freshness_pipeline.orchestration.asset_checks import CHECKS_SENSOR
+from freshness_pipeline.orchestration.asset_checks import CHECKS_SENSOR, EXACTNESS_SCHEDULE
 from freshness_pipeline.orchestration.automation import (
     AUTOMATION_REGISTRY,
     build_observation_sensor,
@@ -46,13 +46,17 @@ def conditions(defs: dg.Definitions) -> dict[str, str | None]:
 
 
 def instigators(defs: dg.Definitions) -> tuple[list[str], list[str]]:
-    """The sensors and schedules besides the freshness checks' sensor, which every
-    automation has (the tables' checks, like their clustering, are not who launches)."""
+    """The sensors and schedules besides the freshness checks' sensor and the exactness
+    checks' schedule, which every automation has (the tables' checks, like their
+    clustering, are not who launches)."""
     repo = defs.get_repository_def()
     sensors = sorted(s.name for s in repo.sensor_defs)
     assert CHECKS_SENSOR in sensors
     sensors.remove(CHECKS_SENSOR)
-    return sensors, sorted(s.name for s in repo.schedule_defs)
+    schedules = sorted(s.name for s in repo.schedule_defs)
+    assert EXACTNESS_SCHEDULE in schedules
+    schedules.remove(EXACTNESS_SCHEDULE)
+    return sensors, schedules
 
 
 def test_the_registry_and_the_settings_name_the_same_modes():

@@ -121,6 +121,10 @@ def test_first_tick_launches_the_aggregates_and_explains_the_rest():
     assert len(config["files"]) == plan.file_count
     assert config["t_done_planned"] == "none"
     assert request.asset_selection == [dg.AssetKey("trade_aggr")]
+    # its freshness check, not its exactness check (that one runs on its own schedule)
+    assert request.asset_check_keys == [
+        dg.AssetCheckKey(dg.AssetKey("trade_aggr"), "freshness_check")
+    ]
     # A few readable tags; the rest of the decision in run config (and then metadata).
     assert set(request.tags) == {
         ASSET_TAG,

@@ -305,6 +305,17 @@ def check_asset_page(page: Page, expected: AssetPageExpectation) -> Path:
     return page.screenshot(name)
 
 
+def check_asset_checks(page: Page, asset: str, check: str, texts: Sequence[str]) -> Path:
+    """The asset's Checks tab lists `check` and, once it is opened, shows each of `texts`
+    (its status and what its evaluation said)."""
+    name = f"asset-{asset}-check-{check}"
+    page.open(f"{asset_path(asset)}?view=checks", f"the checks of {asset}")
+    page.wait_for_texts([check], name)
+    page.click_text(check, name)
+    page.wait_for_texts(list(texts), name)
+    return page.screenshot(name)
+
+
 # --- live pages: the sensor's ticks, a run, staleness -----------------------------------------
 
 

@@ -16,6 +16,7 @@ import pytest
 from assets_tests.ui.browser import Page, UiCheckFailed
 from assets_tests.ui.dagster_pages import (
     asset_page_expectation,
+    check_asset_checks,
     check_asset_graph,
     check_asset_page,
     check_sensor_ticks,
@@ -27,6 +28,8 @@ from assets_tests.ui.webserver import WORKSPACE, DagsterWebserver
 from freshness_pipeline.catalog.jobs import JOBS
 from freshness_pipeline.config.settings import Settings
 from freshness_pipeline.definitions import build_definitions
+from freshness_pipeline.execution.sampled_check import ExactnessResult, KeyVerdict
+from freshness_pipeline.orchestration.asset_checks import EXACTNESS_CHECK, exactness_metadata
 
 pytestmark = pytest.mark.ui
 
@@ -110,3 +113,49 @@ def test_sensor_tick_history_shows_every_jobs_reason(page: Page, sensor_tick: li
         page, "freshness_sensor", [sensor_tick[0].cursor], [job_decision_line(j) for j in JOBS]
     )
     print(f"sensor ticks: {shot}")
+
+
+def test_a_passing_and_a_failing_exactness_check_on_the_asset_pages(
+    page: Page, webserver: DagsterWebserver
+):
+    """Two evaluations as the exactness check makes them (its result worded and its
+    metadata; the check itself runs against broken Hudi tables in
+    execution/test_sampled_check.py), recorded in the webserver's instance: the failing
+    one names the key and the column that differ."""
+    key = ("second", "symbol")
+    results = [
+        ExactnessResult(
+            "price_aggr", 1_700_000_005_000_000, key, (KeyVerdict((1, "AB"), "equal"),)
+        ),
+        ExactnessResult(
+            "trade_aggr",
+            1_700_000_005_000_000,
+            key,
+            (
+                KeyVerdict((1_700_000_001_000_000, "BROKEN"), "differs", ("volume",)),
+                KeyVerdict((1_700_000_002_000_000, "OK"), "equal"),
+            ),
+            timestamp_columns=("second",),
+        ),
+    ]
+    with dg.DagsterInstance.from_config(str(webserver.dagster_home)) as instance:
+        for result in results:
+            instance.report_runless_asset_event(
+                dg.AssetCheckEvaluation(
+                    asset_key=dg.AssetKey(result.table),
+                    check_name=EXACTNESS_CHECK,
+                    passed=result.passed,
+                    metadata=exactness_metadata(result),
+                    description=result.describe(),
+                )
+            )
+    failed = check_asset_checks(
+        page,
+        "trade_aggr",
+        EXACTNESS_CHECK,
+        ["Failed", "second=2023-11-14T22:13:21.000000+00:00, symbol=BROKEN", "volume differ"],
+    )
+    passed = check_asset_checks(
+        page, "price_aggr", EXACTNESS_CHECK, ["Passed", "equals the batch oracle"]
+    )
+    print(f"exactness checks: {failed}, {passed}")

@@ -214,6 +214,16 @@ def parse_seconds_or_off(text: str) -> int | None:
     return number
 
 
+def parse_cron_or_off(text: str) -> str | None:
+    """`off` (None), or a cron expression of five fields (Dagster checks the fields)."""
+    if text.strip().lower() == "off":
+        return None
+    fields = text.split()
+    if len(fields) != 5:
+        raise ValueError(f"a cron expression has five fields, not {len(fields)}")
+    return " ".join(fields)
+
+
 def parse_fraction(text: str) -> float:
     number = float(text)
     if not 0 <= number < 1:

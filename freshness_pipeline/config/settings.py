@@ -169,6 +169,8 @@ class Settings:
     spark_service_bind: str = "127.0.0.1"
     scheduler: SchedulerSettings = field(default_factory=SchedulerSettings)
     staleness_target: StalenessTarget = field(default_factory=StalenessTarget)
+    exactness_sample: int = 5  # keys a table's exactness check samples (0: no such check)
+    exactness_schedule: str | None = None  # its cron; None: the schedule stopped
     clustering: ClusteringSettings = field(default_factory=ClusteringSettings)
     raw_packing: bool = False  # ingestion packs the raw tables' small files (published regime)
     faults_dir: Path | None = None  # fault injection (faults.py); None: off
@@ -301,6 +303,8 @@ def load_settings(
         spark_service_bind=values["FRESHNESS_SPARK_SERVICE_BIND"],
         scheduler=_scheduler_settings(values),
         staleness_target=_staleness_target(values),
+        exactness_sample=values["FRESHNESS_EXACTNESS_SAMPLE"],
+        exactness_schedule=values["FRESHNESS_EXACTNESS_SCHEDULE"],
         clustering=_clustering_settings(values),
         raw_packing=values["FRESHNESS_RAW_PACKING"],
         faults_dir=values["FRESHNESS_FAULTS_DIR"],

@@ -25,6 +25,7 @@ from freshness_pipeline.config.parsing import (
     parse_choice,
     parse_clustered_tables,
     parse_cost_prior,
+    parse_cron_or_off,
     parse_endpoint,
     parse_existing_file,
     parse_folder,
@@ -286,6 +287,15 @@ SETTINGS: tuple[Setting, ...] = (
             "sensor's tick names the tables past it",
             f"an integer of at least {MIN_WINDOW_S} (Dagster's shortest window)",
             parse_int_at_least(MIN_WINDOW_S)),
+    Setting("FRESHNESS_EXACTNESS_SAMPLE", "5",
+            "keys each table's exactness check samples and recomputes with the batch oracle "
+            "at the table's watermark (0: no exactness checks, as the experiment runs)",
+            "a whole number from 0", parse_int_at_least(0)),
+    Setting("FRESHNESS_EXACTNESS_SCHEDULE", "off",
+            "a cron expression (UTC) on which every table's exactness check runs, in runs of "
+            "its own; `off`: the schedule is there, stopped, every hour once started in the "
+            "UI. A hand run of a table also runs its check; the sensor's runs do not",
+            "a cron expression of five fields, or off", parse_cron_or_off),
     Setting("FRESHNESS_STALENESS_WARN_FRACTION", "0.5",
             "the freshness policy warns past this fraction of the target (0: no warning)",
             f"a number from 0 to below 1, giving a warn window of at least {MIN_WINDOW_S} s",

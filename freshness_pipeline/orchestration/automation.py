@@ -58,6 +58,7 @@ from dagster._core.definitions.unresolved_asset_job_definition import (
 from freshness_pipeline.catalog.jobs import JOBS, JobSpec
 from freshness_pipeline.config.settings import Settings
 from freshness_pipeline.hudi.metadata import TableNotFound
+from freshness_pipeline.orchestration.asset_checks import pipeline_check_keys
 from freshness_pipeline.orchestration.resources import HudiMetadataResource
 from freshness_pipeline.scheduling.run_plan import TAG_PREFIX
 
@@ -86,7 +87,12 @@ class AutomationMode(ABC):
 
 
 def job_asset_selection(jobs: Mapping[str, JobSpec] | None = None) -> AssetSelection:
-    return AssetSelection.assets(*(AssetKey(name) for name in (JOBS if jobs is None else jobs)))
+    """The jobs' tables with their freshness checks: not their exactness checks, which
+    run on their own schedule (asset_checks.py)."""
+    names = list(JOBS if jobs is None else jobs)
+    return AssetSelection.assets(*(AssetKey(name) for name in names)).without_checks() | (
+        AssetSelection.checks(*pipeline_check_keys(names))
+    )
 
 
 def observed_tables(jobs: Mapping[str, JobSpec] | None = None) -> tuple[str, ...]:

@@ -34,7 +34,7 @@ from freshness_pipeline.config.scheduler_settings import SchedulerSettings
 from freshness_pipeline.execution.run_phases import RUN_COST_PHASES
 from freshness_pipeline.hudi.metadata import TableNotFound
 from freshness_pipeline.orchestration import history
-from freshness_pipeline.orchestration.asset_checks import watermark_metadata
+from freshness_pipeline.orchestration.asset_checks import pipeline_check_keys, watermark_metadata
 from freshness_pipeline.orchestration.machine_budget import (
     StepLoads,
     machine_budget,
@@ -325,6 +325,7 @@ def run_request(
     return RunRequest(
         run_key=plan_record.run_key,
         asset_selection=[AssetKey(name) for name in choice.jobs],
+        asset_check_keys=pipeline_check_keys(choice.jobs),
         run_config=run_config_of(plan_record, steps, at_once),
         tags={**plan_record.tags(), **execution_tags(at_once)},
     )

@@ -182,6 +182,8 @@ def variant_env(config: ExperimentConfig, variant: Variant, seed: int, run_dir: 
         "FRESHNESS_TICK_S": str(config.tick_s),
         "FRESHNESS_SEED": str(seed),
         "FRESHNESS_SPARK_SERVICE_PORT": str(free_port()),
+        # Monitoring, not the pipeline: no variant's runs or daemon may pay for it.
+        "FRESHNESS_EXACTNESS_SAMPLE": "0",
         **({"FRESHNESS_COST_PRIOR": str(config.cost_prior)} if config.cost_prior else {}),
         **variant.env,
     }
