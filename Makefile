@@ -46,7 +46,7 @@ export FRESHNESS_JARS_DIR := $(abspath $(JARS_DIR))
 export DAGSTER_HOME ?= $(abspath .dagster_home)
 
 .PHONY: setup demo demo-kafka test test-fast lint typecheck format bench-ingest bench-kafka-ingest bench-growth bench-tick bench-handoff \
-	bench-tick-real bench-overhead bench-steps-at-once bench-chains bench-cost-fit bench-launch profile-service bench-fresh-cost bench-memory bench-lineage experiment experiment-long experiment-chains experiment-bursty experiment-packed tune-interval \
+	bench-tick-real bench-overhead bench-steps-at-once bench-chains bench-cost-fit bench-launch profile-service bench-fresh-cost bench-memory bench-lineage experiment experiment-long experiment-targets experiment-chains experiment-bursty experiment-packed tune-interval \
 	experiment-wide tune-interval-wide experiment-recovery experiment-recovery-wide \
 	simulate simulate-aging simulate-published simulate-wide model-check-wide model-check-recovery model-check-recovery-wide model-check-budget first-materializations chaos soak soak-no-clustering \
 	clean-data postgres chromium demo-cluster demo-cluster-secure test-ui
@@ -276,6 +276,22 @@ experiment-long: setup
 	$(VENV)/bin/freshness experiment --mode long --resume \
 	  --out docs/results/long/runs --report-dir docs/results/long \
 	  $(if $(SEEDS),--seeds $(SEEDS)) $(if $(VARIANTS),--variants $(VARIANTS))
+
+# The campaign the targets of the refresh's cost and the machine's budget are judged on:
+# PMB with and without the budget against eager and the interval, five seeds, one layout
+# and window per report, every run on one commit (--resume keeps only runs of the commit
+# the folder's first run was made on). LAYOUT=published or declared; WARMUP=600 measures
+# the window after ten minutes of running (a warm service). About 25 min a seed fresh,
+# 65 min warm; SEEDS= runs a part, the rest later on the same commit.
+TARGET_VARIANTS ?= pmb,pmb_budget,dagster_eager,interval
+TARGET_SEEDS = 1,2,3,4,5
+TARGET_LAYOUT = $(or $(LAYOUT),published)
+TARGET_DIR = docs/results/long-$(TARGET_LAYOUT)$(if $(WARMUP),-warm)
+experiment-targets: setup
+	$(VENV)/bin/freshness experiment --mode long --resume --warm-cost \
+	  --layout '$(subst declared,,$(TARGET_LAYOUT))' $(if $(WARMUP),--warmup $(WARMUP)) \
+	  --out $(TARGET_DIR)/runs --report-dir $(TARGET_DIR) \
+	  --seeds $(or $(SEEDS),$(TARGET_SEEDS)) --variants $(TARGET_VARIANTS)
 
 # Chains against the peers (METHOD 8): the variants the chains are judged by (and
 # pmb_serial, one run in flight), five seeds, all fresh on one commit (--resume keeps only
