@@ -14,7 +14,7 @@ from assets_tests.execution.conftest import StreamFeeder
 from assets_tests.execution.test_oracle import random_config
 from freshness_pipeline.catalog.jobs import JOBS, PIPELINE_ORDER
 from freshness_pipeline.execution.run_config import resolve_run
-from freshness_pipeline.execution.runner import JobRunner
+from freshness_pipeline.execution.runner import JobRunner, _job_write_options
 from freshness_pipeline.execution.sampled_check import VIEW_PREFIX, check_table
 from freshness_pipeline.hudi.write import write_options
 from freshness_pipeline.orchestration.asset_checks import EXACTNESS_CHECK, exactness_checks
@@ -64,9 +64,9 @@ def test_every_table_passes_mid_stream_and_a_broken_row_fails(request, lakehouse
             if not c.startswith("_hoodie_")
         ]
     )
-    broken.write.format("hudi").options(**write_options(JOBS["trade_aggr"].layout, "upsert")).mode(
-        "append"
-    ).save(uri)
+    spec = JOBS["trade_aggr"]
+    options = {**write_options(spec.layout, "upsert"), **_job_write_options(spec)}
+    broken.write.format("hudi").options(**options).mode("append").save(uri)
 
     failed = check_table(
         spark, "trade_aggr", JOBS, lakehouse.table_uri, feeder.meta, 2, seed=3, keys=[key]

@@ -153,7 +153,11 @@ def test_a_passing_and_a_failing_exactness_check_on_the_asset_pages(
         page,
         "trade_aggr",
         EXACTNESS_CHECK,
-        ["Failed", "second=2023-11-14T22:13:21.000000+00:00, symbol=BROKEN", "volume differ"],
+        [
+            "Failed",
+            "trade_aggr at watermark 2023-11-14T22:13:25.000000+00:00",
+            "second=2023-11-14T22:13:21.000000+00:00, symbol=BROKEN): columns volume differ",
+        ],
     )
     passed = check_asset_checks(
         page, "price_aggr", EXACTNESS_CHECK, ["Passed", "equals the batch oracle"]

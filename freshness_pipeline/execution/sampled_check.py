@@ -96,9 +96,10 @@ class ExactnessResult:
         the columns that differ."""
         if self.problem:
             return f"{self.table}: {self.problem}"
+        at = "no watermark" if self.watermark_us is None else iso_us(self.watermark_us)
         head = (
-            f"{self.table} at watermark {self.watermark_us}: {self.judged} sampled keys "
-            f"judged, {self.in_flight} in flight"
+            f"{self.table} at watermark {at}: {self.judged} sampled keys judged, "
+            f"{self.in_flight} in flight"
         )
         if self.passed:
             return f"{head}; every judged key equals the batch oracle"
