@@ -48,7 +48,7 @@ export DAGSTER_HOME ?= $(abspath .dagster_home)
 .PHONY: setup demo demo-kafka test test-fast lint typecheck format bench-ingest bench-kafka-ingest bench-growth bench-tick bench-handoff \
 	bench-tick-real bench-overhead bench-steps-at-once bench-chains bench-cost-fit bench-launch profile-service bench-fresh-cost bench-memory bench-lineage experiment experiment-long experiment-targets experiment-chains experiment-bursty experiment-packed tune-interval \
 	experiment-wide tune-interval-wide experiment-recovery experiment-recovery-wide \
-	simulate simulate-aging simulate-published simulate-wide model-check-wide model-check-recovery model-check-recovery-wide model-check-budget first-materializations chaos soak soak-no-clustering \
+	simulate simulate-aging simulate-published simulate-wide model-check-wide model-check-recovery model-check-recovery-wide model-check-budget model-check-targets first-materializations chaos soak soak-no-clustering \
 	clean-data postgres chromium demo-cluster demo-cluster-secure test-ui
 
 # Reproducible install: requirements.lock pins every Python package (transitive, with
@@ -420,6 +420,11 @@ model-check-wide: setup
 model-check-recovery: setup
 	$(VENV)/bin/freshness lab model-check docs/results/recovery/runs \
 	  --campaign recovery --out docs/results/recovery/MODEL-CHECK.md
+
+# The model beside the targets' campaign (LAYOUT= and WARMUP= as for experiment-targets).
+model-check-targets: setup
+	$(VENV)/bin/freshness lab model-check $(TARGET_DIR)/runs \
+	  --campaign long --out $(TARGET_DIR)/MODEL-CHECK.md
 
 model-check-budget: setup
 	$(VENV)/bin/freshness lab model-check docs/results/budget-published/runs \
