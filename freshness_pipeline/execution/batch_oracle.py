@@ -37,6 +37,28 @@ def read_table(spark, uri: str, uncompleted: Iterable[str] = ()):
     return df.drop(*[c for c in HOODIE_COLUMNS if c in df.columns])
 
 
+def source_frames(
+    spark, jobs: Mapping[str, JobSpec], table_uri, table_meta=None, cutoff_us: int | None = None
+) -> dict[str, DataFrame]:
+    """The tables `jobs` read and no job of them writes, as DataFrames: rows that arrived by
+    `cutoff_us` (dimensions whole); someone else's table by the rule the runs use."""
+    frames: dict[str, DataFrame] = {}
+    dimensions = {t for spec in jobs.values() for t in spec.dimensions}
+    sources = sorted({t for s in jobs.values() for t in (*s.inputs, *s.dimensions)} - set(jobs))
+    for name in sources:
+        meta = table_meta(name) if table_meta is not None else None
+        if meta is not None and meta.external:
+            # Someone else's table: arrival by the same rule the runs use.
+            frames[name] = read_external(spark, meta)
+        else:
+            uncompleted = meta.uncompleted_instants() if meta is not None else ()
+            frames[name] = read_table(spark, table_uri(name), uncompleted)
+        if cutoff_us is not None and name not in dimensions:
+            # What a job capped at this watermark has seen: its inputs' rows up to it.
+            frames[name] = frames[name].where(f"arrival_ts <= timestamp_micros({cutoff_us})")
+    return frames
+
+
 def batch_recompute(
     spark,
     table_uri,
@@ -56,20 +78,7 @@ def batch_recompute(
     jobs = JOBS if jobs is None else jobs
     # A run on this session may still be dropping its views, under the names used below.
     await_release(spark)
-    frames: dict[str, DataFrame] = {}
-    dimensions = {t for spec in jobs.values() for t in spec.dimensions}
-    sources = sorted({t for s in jobs.values() for t in (*s.inputs, *s.dimensions)} - set(jobs))
-    for name in sources:
-        meta = table_meta(name) if table_meta is not None else None
-        if meta is not None and meta.external:
-            # Someone else's table: arrival by the same rule the runs use.
-            frames[name] = read_external(spark, meta)
-        else:
-            uncompleted = meta.uncompleted_instants() if meta is not None else ()
-            frames[name] = read_table(spark, table_uri(name), uncompleted)
-        if cutoff_us is not None and name not in dimensions:
-            # What a job capped at this watermark has seen: its inputs' rows up to it.
-            frames[name] = frames[name].where(f"arrival_ts <= timestamp_micros({cutoff_us})")
+    frames: dict[str, DataFrame] = source_frames(spark, jobs, table_uri, table_meta, cutoff_us)
     views: set[str] = set()
     try:
         for name, spec in jobs.items():

@@ -28,8 +28,7 @@ from decimal import Decimal
 from typing import Any, Literal
 
 from freshness_pipeline.catalog.jobs import JobSpec
-from freshness_pipeline.execution.batch_oracle import read_table
-from freshness_pipeline.execution.external_read import read_external
+from freshness_pipeline.execution.batch_oracle import read_table, source_frames
 from freshness_pipeline.execution.session_views import await_release
 from freshness_pipeline.execution.sql import merged_sql, partial_sql, summed_columns
 
@@ -242,18 +241,13 @@ def lazy_recompute(
 ):
     """The last job of `chain` recomputed over its sources (capped at `cutoff_us`), every
     level a view holding its plan: the batch oracle's SQL without writing any level."""
-    frames: dict[str, Any] = {}
-    dimensions = {t for name in chain for t in jobs[name].dimensions}
-    sources = sorted({t for n in chain for t in (*jobs[n].inputs, *jobs[n].dimensions)} - set(jobs))
-    for name in sources:
-        meta = table_meta(name)
-        if meta.external:
-            frame = read_external(spark, meta)
-        else:
-            frame = read_table(spark, table_uri(name), meta.uncompleted_instants())
-        if cutoff_us is not None and name not in dimensions:
-            frame = frame.where(f"arrival_ts <= timestamp_micros({cutoff_us})")
-        frames[name] = views.keep(frame, f"{VIEW_PREFIX}{tag}_src_{name}")
+    chain_jobs = {name: jobs[name] for name in chain}
+    frames: dict[str, Any] = {
+        name: views.keep(frame, f"{VIEW_PREFIX}{tag}_src_{name}")
+        for name, frame in source_frames(
+            spark, chain_jobs, table_uri, table_meta, cutoff_us
+        ).items()
+    }
     for name in chain:
         spec = jobs[name]
         named = {f"delta_{t}": frames[t] for t in spec.inputs}
