@@ -59,6 +59,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
     from freshness_pipeline.stream.replayer import (
         ReplayConfig,
         generated_batches,
+        on_wall_clock,
         recorded_batches,
         replay,
     )
@@ -72,6 +73,8 @@ def cmd_replay(args: argparse.Namespace) -> int:
     batches = (
         recorded_batches(Path(args.file)) if args.file else generated_batches(_stream_config(args))
     )
+    if args.event_clock == "wall":
+        batches = on_wall_clock(batches, int(time.time()))
     settings = args.settings
     if settings.source == "kafka":
         from freshness_pipeline.stream.kafka_sink import KafkaSink
@@ -457,6 +460,13 @@ def _add_replay(sub) -> None:
     replay.add_argument("--flush-interval", type=float, default=1.0)
     replay.add_argument("--malformed-rate", type=float, default=0.0)
     replay.add_argument("--duration", type=float, default=None, help="event-time seconds")
+    replay.add_argument(
+        "--event-clock",
+        choices=("stream", "wall"),
+        default="stream",
+        help="event time as recorded or generated (stream), or moved so that the first "
+        "second is now (wall: live data, for partitions by the clock)",
+    )
     replay.set_defaults(func=cmd_replay)
 
 

@@ -174,6 +174,11 @@ class StackConfig:
     # the raw tables. Off: a pipeline of only your own jobs over tables someone else
     # writes (the Spark service and Dagster alone).
     market: bool = True
+    # The module Dagster loads: ours, or a peer's that replaces it (the plain Dagster peer)
+    code_location: str = CODE_LOCATION
+    # The replayed stream's event time: as recorded ("stream") or moved to the wall clock
+    # ("wall", live data: what partitions by the clock need)
+    event_clock: str = "stream"
 
 
 def in_flight_filter(since: datetime):
@@ -415,6 +420,8 @@ class Stack:
             replay += stream_args(cfg.stream)
         if cfg.duration_s is not None:
             replay += ["--duration", str(cfg.duration_s)]
+        if cfg.event_clock != "stream":
+            replay += ["--event-clock", cfg.event_clock]
         # Ingestion runs its own Spark driver (FRESHNESS_INGEST_SPARK=own: _child_env leaves
         # FRESHNESS_SPARK_REMOTE out of its environment), starting beside the service, or
         # commits through the service once it is up. Either way a commit is fenced by its
@@ -427,11 +434,15 @@ class Stack:
         bin_dir = Path(sys.executable).parent
         workspace = str(PROJECT_ROOT / "workspace.yaml")
         if cfg.webserver:
+            where = (
+                ["-w", workspace]
+                if cfg.code_location == CODE_LOCATION
+                else ["-m", cfg.code_location, "-d", str(PROJECT_ROOT)]
+            )
             dagster = [
                 str(bin_dir / "dagster"),
                 "dev",
-                "-w",
-                workspace,
+                *where,
                 "--host",
                 cfg.host,
                 "--port",
@@ -477,11 +488,11 @@ class Stack:
             "--socket",
             str(self._code_socket),
             "--module-name",
-            CODE_LOCATION,
+            self.config.code_location,
             "--working-directory",
             str(PROJECT_ROOT),
             "--location-name",
-            CODE_LOCATION,
+            self.config.code_location,
         ]
         self._spawn("code-server", server, 60)
         self._wait_for_code_server(bin_dir)
@@ -491,7 +502,7 @@ class Stack:
             "load_from:\n"
             "  - grpc_server:\n"
             f"      socket: {self._code_socket}\n"
-            f"      location_name: {CODE_LOCATION}\n"
+            f"      location_name: {self.config.code_location}\n"
         )
         return workspace
 

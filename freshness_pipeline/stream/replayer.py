@@ -122,6 +122,23 @@ def recorded_batches(path: Path) -> Iterator[EventBatch]:
         yield current
 
 
+def on_wall_clock(batches: Iterator[EventBatch], start_s: int) -> Iterator[EventBatch]:
+    """The same events with event time moved by whole seconds so that the first second is
+    `start_s`: a recorded stream replayed as live data would arrive, its event time near
+    the wall clock (what hourly partitions by the clock, as in the plain Dagster peer,
+    need). Whole seconds keep every event in the same second as its neighbours."""
+    offset_s: int | None = None
+    for batch in batches:
+        if offset_s is None:
+            offset_s = start_s - batch.second
+        shift_us = offset_s * US_PER_S
+        yield EventBatch(
+            second=batch.second + offset_s,
+            prices=[{**e, "event_ts": int(e["event_ts"]) + shift_us} for e in batch.prices],
+            trades=[{**e, "event_ts": int(e["event_ts"]) + shift_us} for e in batch.trades],
+        )
+
+
 @dataclass
 class Corruptor:
     """Turns a seeded share of events into each kind of malformed record."""

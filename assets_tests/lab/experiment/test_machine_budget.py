@@ -73,3 +73,23 @@ def test_budget_rows_give_each_kinds_share_of_the_machine(monkeypatch):
     rows = budget_rows([("pmb", {"Spark service": 300.0, "harness": 6.0}, 300.0)])
     assert rows[0] == "| variant | machine busy | Spark service | harness |"
     assert rows[2] == "| pmb | 51% | 300 (50%) | 6 (1%) |"
+
+
+def test_a_run_workers_own_spark_is_not_ingestions(tmp_path):
+    proc = tmp_path / "proc"
+    _process(proc, HARNESS, 1, "/v/bin/python -m freshness_pipeline.cli experiment", 0)
+    _process(proc, 110, HARNESS, "/v/bin/python -m freshness_pipeline.cli ingest --x", 0)
+    _process(proc, 111, 110, INGEST_JVM, 0)
+    sampler = BudgetSampler(root=HARNESS, every_s=3600, proc=proc, hz=100).start()
+    run = "/v/bin/python -m dagster api execute_run {}"
+    _process(proc, 120, HARNESS, run, 200)
+    _process(proc, 121, 120, INGEST_JVM, 900)  # the run's own session (dagster-pyspark)
+    _process(proc, 111, 110, INGEST_JVM, 500)
+    spent = sampler.stop()
+    assert spent == {
+        "Spark (a run's own)": 9.0,
+        "Spark (ingestion, a run's own)": 5.0,
+        "run workers": 2.0,
+        "ingestion": 0.0,
+        "harness": 0.0,
+    }

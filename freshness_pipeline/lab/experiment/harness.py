@@ -177,7 +177,6 @@ def variant_env(config: ExperimentConfig, variant: Variant, seed: int, run_dir: 
     env = {
         "FRESHNESS_LAKEHOUSE": str(run_dir / "tables"),
         "FRESHNESS_LANDING": str(run_dir / "landing"),
-        "FRESHNESS_AUTOMATION": variant.automation,
         "FRESHNESS_K": str(config.k),
         "FRESHNESS_TICK_S": str(config.tick_s),
         "FRESHNESS_SEED": str(seed),
@@ -193,6 +192,8 @@ def variant_env(config: ExperimentConfig, variant: Variant, seed: int, run_dir: 
         env["FRESHNESS_LAYOUT"] = config.layout
     if config.jobs_dirs:
         env["FRESHNESS_JOBS"] = config.jobs_dirs
+    if not variant.code_location:  # a peer of its own code location reads none of ours
+        env["FRESHNESS_AUTOMATION"] = variant.automation
     if variant.policy:  # a peer runs without our sensor: no policy to set
         env["FRESHNESS_POLICY"] = variant.policy
     return env
@@ -313,10 +314,20 @@ def _variant_stack(
             dagster_home=home,
             logs_dir=run_dir / "logs",
             env=env,
+            **_peer_location(variant),
         ),
         base,
     )
     return stack, profile
+
+
+def _peer_location(variant: Variant) -> dict:
+    """A peer of its own code location: Dagster loads its module, no Spark service runs
+    (its runs start their own Spark), and its stream's event time is the wall clock's (its
+    partitions follow the clock, as on live data)."""
+    if not variant.code_location:
+        return {}
+    return {"code_location": variant.code_location, "spark_mode": "local", "event_clock": "wall"}
 
 
 def _measure_window(

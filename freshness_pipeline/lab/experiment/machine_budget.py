@@ -14,12 +14,14 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+OWN_SPARK = "Spark (ingestion, a run's own)"  # a local driver: ingestion's, or a run's
+RUN_SPARK = "Spark (a run's own)"  # a local driver whose parent is a run worker
 # A process's kind, by its command line (the first pattern that matches).
 KINDS: tuple[tuple[str, str], ...] = (
     ("Spark service", r"java .*(SparkConnectServer|LoopbackConnectServer|freshness_spark_service)"),
     ("Kafka", r"java .*kafka\.Kafka"),
     ("object store, Postgres", r"java .*s3proxy|postgres"),
-    ("Spark (ingestion, a run's own)", r"^java |/java "),
+    (OWN_SPARK, r"^java |/java "),
     ("ingestion", r"freshness_pipeline\.cli ingest"),
     ("stream replay", r"freshness_pipeline\.cli replay"),
     ("run workers", r"execute_run|execute_step|multiprocessing\.forkserver|api execute"),
@@ -35,6 +37,18 @@ def process_kind(cmdline: str, harness_pid: int | None = None, pid: int | None =
         if re.search(pattern, cmdline):
             return kind
     return "other"
+
+
+def _kind_in_tree(pid: int, processes: Mapping[int, ProcessCpu], harness: int) -> str:
+    """A process's kind, a local Spark driver told apart by its parent: a run worker's own
+    Spark (a peer's session per run) is not ingestion's."""
+    process = processes[pid]
+    kind = process_kind(process.cmdline, harness, pid)
+    parent = processes.get(process.ppid)
+    under_a_run = (
+        parent is not None and process_kind(parent.cmdline, harness, parent.pid) == "run workers"
+    )
+    return RUN_SPARK if kind == OWN_SPARK and under_a_run else kind
 
 
 @dataclass(frozen=True)
@@ -140,7 +154,7 @@ def budget(
     gone_ticks: dict[int, int] = {}
     for pid, end in last.items():
         start_ticks = first[pid].ticks if pid in at_start else 0
-        kind = process_kind(end.cmdline, harness, pid)
+        kind = _kind_in_tree(pid, last, harness)
         spent[kind] = spent.get(kind, 0.0) + (end.ticks - start_ticks) / hz
         if pid not in live:
             gone_ticks[end.ppid] = gone_ticks.get(end.ppid, 0) + end.ticks
@@ -148,7 +162,7 @@ def budget(
         reaped = end.children_ticks - (first[pid].children_ticks if pid in at_start else 0)
         unseen = reaped - gone_ticks.get(pid, 0)
         if unseen > 0:
-            kind = process_kind(end.cmdline, harness, pid)
+            kind = _kind_in_tree(pid, last, harness)
             spent[kind] = spent.get(kind, 0.0) + unseen / hz
     return {k: round(v, 3) for k, v in sorted(spent.items(), key=lambda kv: -kv[1])}
 

@@ -55,7 +55,7 @@ from freshness_pipeline.lab.experiment.simulate_wide import (
     WIDE_VARIANTS,
     campaign_conditions,
 )
-from freshness_pipeline.lab.experiment.variants import MODELLED, PEERS
+from freshness_pipeline.lab.experiment.variants import MODELLED, SIMULATED_PEERS
 from freshness_pipeline.runtime.code_version import code_version
 
 # The phases of a step's own work: what runs after the run is launched and its session up.
@@ -129,7 +129,7 @@ def real_variants(runs_dir: Path) -> tuple[str, ...]:
     """The variants the campaign ran that the simulator models (the wide campaigns' five
     first, in their order)."""
     ran = {summary.variant for summary in _summaries(runs_dir)}
-    order = dict.fromkeys((*WIDE_VARIANTS, *MODELLED, *PEERS))
+    order = dict.fromkeys((*WIDE_VARIANTS, *MODELLED, *SIMULATED_PEERS))
     return tuple(v for v in order if v in ran)
 
 

@@ -45,7 +45,7 @@ from freshness_pipeline.lab.experiment.sim_conditions import (
     RawCommitFiles,
 )
 from freshness_pipeline.lab.experiment.staleness import Sample, sample_tables, total_staleness
-from freshness_pipeline.lab.experiment.variants import MODELLED, PEERS, VARIANTS
+from freshness_pipeline.lab.experiment.variants import MODELLED, SIMULATED_PEERS, VARIANTS
 from freshness_pipeline.scheduling.budget import (
     DEFAULT_CAPACITY,
     MachineBudget,
@@ -75,7 +75,7 @@ from freshness_pipeline.scheduling.units import US_PER_S
 
 # The variants the model runs are the registry's: MODELLED, every variant of our sensor
 # whose settings it models (variants.Variant.model: the policy, cost mode, chains, runs and
-# steps at once), and PEERS, each by its own rule below (what a Dagster user would pick:
+# steps at once), and SIMULATED_PEERS, each by its own rule below (what a Dagster user would pick:
 # eager automation, and all six every `Conditions.interval_s`; neither reads our planner).
 
 
@@ -475,8 +475,8 @@ def simulate(
 ) -> SimResult:
     """One variant over one window; deterministic for a given (conditions, variant, seed).
     `on_launch` sees every launched choice (its candidate table too), for decision counts."""
-    if variant not in MODELLED and variant not in PEERS:
-        known = sorted({*MODELLED, *PEERS})
+    if variant not in MODELLED and variant not in SIMULATED_PEERS:
+        known = sorted({*MODELLED, *SIMULATED_PEERS})
         raise ValueError(f"unknown variant {variant!r}; expected one of {known}")
     jobs = cond.job_specs
     machine = _Machine(

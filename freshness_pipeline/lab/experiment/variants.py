@@ -20,6 +20,8 @@ TUNED_INTERVAL_S = DEFAULT_INTERVAL_S
 TUNING_SEED = 99
 INTERVAL_PREFIX = "interval_"  # interval_<N>: the interval peer every N s (tuning N)
 OUR_SENSOR = "freshness_sensor"
+# The plain Dagster peer's own code location (it replaces our definitions in its runs).
+PLAIN_PEER_MODULE = "freshness_pipeline.lab.peers.dagster_plain.definitions"
 
 # The settings the simulator models (Variant.model reads each; one a variant leaves out
 # is the experiment's conditions' own, or the three-term cost mode).
@@ -60,6 +62,9 @@ class Variant:
     # and what the pair isolates; "" when it is not an ablation of another.
     baseline: str = ""
     isolates: str = ""
+    # A peer that is its own code location (a module Dagster loads instead of ours): none
+    # of our definitions, sensor or Spark service in its runs ("" for every other).
+    code_location: str = ""
 
     @property
     def is_peer(self) -> bool:
@@ -202,9 +207,30 @@ VARIANTS: dict[str, Variant] = {
             f"seed {TUNING_SEED})",
             automation="interval",
         ),
+        Variant(
+            "dagster_plain",
+            "",
+            {"DAGSTER_PLAIN_AUTOMATION": "eager"},
+            "peer: the six tables as a Dagster user would write them without this project: "
+            "hourly partitions recomputed whole with dagster-pyspark (a Spark session per "
+            "run), AutomationCondition.eager()",
+            automation="dagster_plain",
+            code_location=PLAIN_PEER_MODULE,
+        ),
+        Variant(
+            "dagster_plain_cron",
+            "",
+            {"DAGSTER_PLAIN_AUTOMATION": "cron"},
+            "peer: the plain Dagster build on AutomationCondition.on_cron (every minute)",
+            automation="dagster_plain_cron",
+            code_location=PLAIN_PEER_MODULE,
+        ),
     )
 }
 PEERS = tuple(name for name, v in VARIANTS.items() if v.is_peer)
+# The peers the simulator models, each by its own rule; not a peer of its own code location
+# (the plain Dagster build recomputes an hour whole: steps the model does not have).
+SIMULATED_PEERS = tuple(name for name in PEERS if not VARIANTS[name].code_location)
 MODELLED = tuple(name for name, v in VARIANTS.items() if v.model is not None)
 
 
