@@ -46,7 +46,7 @@ export FRESHNESS_JARS_DIR := $(abspath $(JARS_DIR))
 export DAGSTER_HOME ?= $(abspath .dagster_home)
 
 .PHONY: setup demo demo-kafka test test-fast lint typecheck format bench-ingest bench-kafka-ingest bench-growth bench-tick bench-handoff \
-	bench-tick-real bench-overhead bench-steps-at-once bench-chains bench-cost-fit bench-launch profile-service bench-fresh-cost bench-memory bench-lineage experiment experiment-long experiment-targets experiment-chains experiment-bursty experiment-packed tune-interval \
+	bench-tick-real bench-overhead bench-steps-at-once bench-chains bench-cost-fit bench-launch profile-service bench-fresh-cost bench-memory bench-lineage experiment experiment-long experiment-targets experiment-plain experiment-chains experiment-bursty experiment-packed tune-interval \
 	experiment-wide tune-interval-wide experiment-recovery experiment-recovery-wide \
 	simulate simulate-aging simulate-published simulate-wide model-check-wide model-check-recovery model-check-recovery-wide model-check-budget model-check-targets first-materializations chaos soak soak-no-clustering \
 	clean-data postgres chromium demo-cluster demo-cluster-secure test-ui
@@ -292,6 +292,16 @@ experiment-targets: setup
 	  --layout '$(subst declared,,$(TARGET_LAYOUT))' $(if $(WARMUP),--warmup $(WARMUP)) \
 	  --out $(TARGET_DIR)/runs --report-dir $(TARGET_DIR) \
 	  --seeds $(or $(SEEDS),$(TARGET_SEEDS)) --variants $(TARGET_VARIANTS)
+
+# What a Dagster user would build without this project (the plain peer, eager and cron)
+# beside PMB and Dagster's eager automation over our jobs: five seeds on the declared layout
+# (our tables by event hour, as the peer's partitions), one commit. About 7 min a run.
+PLAIN_VARIANTS ?= pmb,dagster_eager,dagster_plain,dagster_plain_cron
+PLAIN_SEEDS = 1,2,3,4,5
+experiment-plain: setup
+	$(VENV)/bin/freshness experiment --mode long --resume --warm-cost --layout '' \
+	  --out docs/results/long-plain/runs --report-dir docs/results/long-plain \
+	  --seeds $(or $(SEEDS),$(PLAIN_SEEDS)) --variants $(PLAIN_VARIANTS)
 
 # Chains against the peers (METHOD 8): the variants the chains are judged by (and
 # pmb_serial, one run in flight), five seeds, all fresh on one commit (--resume keeps only

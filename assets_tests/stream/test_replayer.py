@@ -99,3 +99,17 @@ def test_recorded_stream_replays_identically(tmp_path: Path):
 def test_bad_replay_config_refused(bad):
     with pytest.raises(ValueError):
         ReplayConfig(**bad)
+
+
+def test_a_stream_on_the_wall_clock_moves_event_time_by_whole_seconds():
+    from freshness_pipeline.stream.replayer import on_wall_clock
+
+    config = StreamConfig(seed=4, rate=50, universe_size=20)
+    original = [b for _, b in zip(range(3), generated_batches(config), strict=False)]
+    moved = list(on_wall_clock(iter(original), 1_800_000_123))
+    assert [b.second for b in moved] == [1_800_000_123 + i for i in range(3)]
+    offset_us = (1_800_000_123 - original[0].second) * 1_000_000
+    for before, after in zip(original, moved, strict=True):
+        for old, new in ((before.prices, after.prices), (before.trades, after.trades)):
+            assert [e["event_ts"] - offset_us for e in new] == [e["event_ts"] for e in old]
+            assert [{**e, "event_ts": 0} for e in new] == [{**e, "event_ts": 0} for e in old]

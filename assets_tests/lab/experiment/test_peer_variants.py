@@ -122,3 +122,29 @@ def test_only_failures_after_the_drain_are_counted_as_cut_off():
     ]
     assert cut_off_runs(runs, stop_at=1_000.0) == 1
     assert cut_off_runs(runs, stop_at=1_000.0, drain_s=5) == 2
+
+
+def test_the_plain_peer_is_its_own_code_location_without_our_service(tmp_path: Path):
+    from freshness_pipeline.lab.experiment.harness import _variant_stack
+    from freshness_pipeline.lab.experiment.simulate import simulate
+    from freshness_pipeline.lab.experiment.variants import PLAIN_PEER_MODULE, SIMULATED_PEERS
+
+    cfg = config(tmp_path)
+    for name, mode in (("dagster_plain", "eager"), ("dagster_plain_cron", "cron")):
+        variant = variant_named(name)
+        env = variant_env(cfg, variant, 7, tmp_path / name)
+        assert env["DAGSTER_PLAIN_AUTOMATION"] == mode
+        assert "FRESHNESS_AUTOMATION" not in env and "FRESHNESS_POLICY" not in env
+        load_settings(env)
+        stack, profile = _variant_stack(
+            cfg, variant, 7, tmp_path / "s.jsonl", load_settings(), tmp_path / name
+        )
+        assert profile is None
+        assert stack.config.code_location == PLAIN_PEER_MODULE
+        assert (stack.config.spark_mode, stack.config.event_clock) == ("local", "wall")
+        assert name not in SIMULATED_PEERS
+    ours = _variant_stack(cfg, variant_named("pmb"), 7, tmp_path / "s", load_settings(), tmp_path)
+    assert (ours[0].config.spark_mode, ours[0].config.event_clock) == ("service", "stream")
+    assert {"dagster_eager", "interval"} <= set(SIMULATED_PEERS)
+    with pytest.raises(ValueError, match="unknown variant 'dagster_plain'"):
+        simulate(None, "dagster_plain")  # type: ignore[arg-type]

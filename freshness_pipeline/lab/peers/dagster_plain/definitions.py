@@ -10,6 +10,7 @@ DAGSTER_PLAIN_CRON (the cron variant's schedule, every minute by default).
 
 import json
 import os
+import time
 from datetime import UTC
 
 import dagster as dg
@@ -94,6 +95,7 @@ def job_asset(
         description=f"{table.name} of one event hour, recomputed whole from its inputs",
     )
     def refresh(context: dg.AssetExecutionContext, pyspark: PySparkResource):
+        began = time.monotonic()
         start = context.partition_time_window.start.astimezone(UTC).replace(tzinfo=None)
         spark = pyspark.spark_session
         inherited = None if table.reads_raw else upstream_watermark(context, table)
@@ -101,13 +103,16 @@ def job_asset(
         try:
             rows = frame.count()
             watermark = newest_arrival_us(frame) if table.reads_raw else inherited
+            wrote = bool(rows) and watermark is not None
             if rows and watermark is not None:
                 write_hour(frame, table, watermark)
         finally:
             frame.unpersist()
-        metadata = {"rows": rows, "hour": context.partition_key}
+        metadata: dict = {"rows": rows, "hour": context.partition_key}
         if watermark is not None:
             metadata[WATERMARK] = watermark
+        if wrote:  # the refresh's own time, from its first read to its commit
+            metadata["duration_s"] = round(time.monotonic() - began, 3)
         return dg.MaterializeResult(metadata=metadata)
 
     return refresh
