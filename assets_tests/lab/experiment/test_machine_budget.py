@@ -81,7 +81,8 @@ def test_a_run_workers_own_spark_is_not_ingestions(tmp_path):
     _process(proc, 110, HARNESS, "/v/bin/python -m freshness_pipeline.cli ingest --x", 0)
     _process(proc, 111, 110, INGEST_JVM, 0)
     sampler = BudgetSampler(root=HARNESS, every_s=3600, proc=proc, hz=100).start()
-    run = "/v/bin/python -m dagster api execute_run {}"
+    # Dagster's default run start: a spawned Python under the code server
+    run = "/v/bin/python -c from multiprocessing.spawn import spawn_main; spawn_main()"
     _process(proc, 120, HARNESS, run, 200)
     _process(proc, 121, 120, INGEST_JVM, 900)  # the run's own session (dagster-pyspark)
     _process(proc, 111, 110, INGEST_JVM, 500)

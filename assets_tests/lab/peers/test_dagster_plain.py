@@ -95,8 +95,8 @@ def test_six_tables_by_the_hour_equal_the_oracle_with_their_watermarks(spark, la
     feeder = StreamFeeder(spark, lakehouse, seed=11)
     start = datetime.fromtimestamp(DEFAULT_START_US / 1e6, UTC)
     hour = start.strftime("%Y-%m-%d-%H:00")
-    defs = plain.build_definitions()
-    six = [defs.resolve_assets_def(name) for name in TABLES]
+    partitions = plain.hours()
+    six = [plain.job_asset(t, plain.automation_condition(), partitions) for t in TABLES.values()]
     # The test's own Spark session (getOrCreate returns it; no setting of it changed).
     resources = {"pyspark": PySparkResource(spark_config={})}
 

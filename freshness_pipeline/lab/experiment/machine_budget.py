@@ -24,7 +24,8 @@ KINDS: tuple[tuple[str, str], ...] = (
     (OWN_SPARK, r"^java |/java "),
     ("ingestion", r"freshness_pipeline\.cli ingest"),
     ("stream replay", r"freshness_pipeline\.cli replay"),
-    ("run workers", r"execute_run|execute_step|multiprocessing\.forkserver|api execute"),
+    # (a code server starts a run in a spawned or forked Python: Dagster's default, ours)
+    ("run workers", r"execute_run|execute_step|multiprocessing\.(forkserver|spawn)|api execute"),
     ("code server", r"code-server start|grpc-server|api grpc"),
     ("Dagster daemon", r"dagster-daemon|dagster dev|dagster-webserver|daemon run"),
 )

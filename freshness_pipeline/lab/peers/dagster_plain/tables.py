@@ -170,15 +170,19 @@ TABLES = {
 }
 
 
+# The checkout this file is in: the defaults below are where `make setup` puts things.
+CHECKOUT = Path(__file__).resolve().parents[4]
+
+
 def lakehouse_root() -> Path:
     """The lakehouse folder every variant shares (a local folder only: the peer is
     measured on the embedded defaults)."""
-    return Path(os.environ.get("FRESHNESS_LAKEHOUSE", ".lakehouse"))
+    return Path(os.environ.get("FRESHNESS_LAKEHOUSE", CHECKOUT / ".lakehouse" / "tables"))
 
 
 def spark_config() -> dict[str, str]:
     """A local Spark with Hudi's bundle, as Hudi's Spark quick start sets it up."""
-    jars = Path(os.environ.get("FRESHNESS_JARS_DIR", ".cache/jars"))
+    jars = Path(os.environ.get("FRESHNESS_JARS_DIR", CHECKOUT / ".cache" / "jars"))
     bundles = sorted(jars.glob("hudi-spark*-bundle*.jar"))
     if not bundles:
         raise FileNotFoundError(f"no Hudi Spark bundle in {jars} (run `make setup`)")
