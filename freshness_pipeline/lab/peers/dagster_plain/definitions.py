@@ -28,14 +28,13 @@ from freshness_pipeline.lab.peers.dagster_plain.tables import (
     write_hour,
 )
 
+WATERMARK = "watermark_us"
+SOURCES = (*RAW, MASTER)
+
 
 def hours() -> dg.HourlyPartitionsDefinition:
     """Partitions by the wall clock's hour; the hour in progress is the last one."""
     return dg.HourlyPartitionsDefinition(start_date="2026-01-01-00:00", end_offset=1)
-
-
-WATERMARK = "watermark_us"
-SOURCES = (*RAW, MASTER)
 
 
 def tick_s() -> int:
