@@ -202,3 +202,58 @@ def test_one_table_a_run_holds_and_ages_the_same_way():
     # without the bound both wait for the machine
     held = plan(PlanRequest(states, 3, NOW, job_runs=1, machine=busy))
     assert held.launches == ()
+
+
+def test_a_run_that_waits_takes_the_data_meanwhile_and_pays_its_fixed_work_once():
+    run = Work(((6.0, 200.0), (2.0, 0.0)), starts_in_s=1.0, fixed_s=(4.0, 2.0))
+    # 2 s of variable work for 200 s of gain: 0.01 s a second of gain
+    grown = run.grown(10.0)
+    assert grown.steps == (pytest.approx((6.1, 210.0)), (2.0, 0.0))
+    assert grown.starts_in_s == pytest.approx(11.0)
+    follow = run.follow_up(10.0, starts_in_s=20.0)
+    assert follow.steps == (pytest.approx((4.1, 10.0)), (0.0, 0.0))
+    assert follow.starts_in_s == 20.0
+    with pytest.raises(ValueError, match="one value a step"):
+        Work(((1.0, 1.0),), fixed_s=(1.0, 1.0))
+    with pytest.raises(ValueError, match="fixed work"):
+        Work(((1.0, 1.0),), fixed_s=(-1.0,))
+
+
+def test_the_larger_batch_holds_a_run_whose_work_is_mostly_fixed():
+    """Beside a run that ends in 10 s, a short run launched now gains more than it costs
+    that run, but it leaves the data of those 10 s to a second run that pays its fixed
+    work again: counting that, one larger run after the first is better."""
+    in_flight = [Work(((10.0, 100.0),))]
+    fixed = Work(((4.0, 100.0),), fixed_s=(4.0,))
+    assert judge(fixed, in_flight, 1.0).launch
+    held = judge(fixed, in_flight, 1.0, batch=True)
+    assert not held.launch and held.wait_s == pytest.approx(10.0)
+    assert "with its next run for the data meanwhile" in held.reason
+    assert "than one larger run starting in 10 s" in held.reason
+    # mostly variable work: the second run costs little more than its data, so it launches
+    variable = Work(((4.0, 100.0),), fixed_s=(0.2,))
+    assert judge(variable, in_flight, 1.0, batch=True).launch
+    # an idle machine, or a run with no fixed work known: as without the batch
+    assert judge(fixed, [], 1.0, batch=True).launch
+    unknown = Work(((4.0, 100.0),))
+    assert judge(unknown, in_flight, 1.0, batch=True) == judge(unknown, in_flight, 1.0)
+    assert MachineBudget(1.0, tuple(in_flight), batch=True).judge(fixed).reason == held.reason
+
+
+def test_the_planner_gives_the_larger_batch_each_jobs_fixed_work():
+    states = [
+        JobState(
+            "a",
+            NOW - 100 * S,
+            NOW,
+            (PendingInput("a1", 1, NOW - 100 * S, NOW - 10 * S),),
+            CostModel(a_s=4.0, b_s_per_byte=0.0),
+        )
+    ]
+    busy = (Work(((10.0, 100.0),)),)
+    budget = plan(PlanRequest(states, 3, NOW, chains=False, machine=MachineBudget(1.0, busy)))
+    assert [c.job for c in budget.launches] == ["a"]
+    batch = MachineBudget(1.0, busy, batch=True)
+    held = plan(PlanRequest(states, 3, NOW, chains=False, machine=batch))
+    assert held.launches == ()
+    assert "one larger run" in next(s.reason for s in held.skipped if s.job == "a")

@@ -234,7 +234,9 @@ SETTINGS: tuple[Setting, ...] = (
             "when the sensor launches a planned run: `slots`, into every free slot of K (the "
             "published rule); `budget`, only when its earlier commits save more staleness "
             "than it costs the runs in flight on a machine shared as the steps measured it "
-            "(METHOD 10, scheduling/budget.py; the tick names each run it held back)",
+            "(METHOD 10, scheduling/budget.py; the tick names each run it held back); `batch`, "
+            "the same counting the larger batch a run that waits would take (its steps' fixed "
+            "work paid once)",
             " or ".join(LAUNCH_RULES), parse_choice(LAUNCH_RULES)),
     Setting("FRESHNESS_TICK_S", "10",
             "sensor interval in seconds (Dagster's sensor daemon loops every 5 s at most)",

@@ -112,12 +112,15 @@ def machine_budget(
     loads: StepLoads,
     now_s: float,
     run_cost_s: float,
+    batch: bool = False,
 ) -> MachineBudget:
     """The budget a tick plans with: the fitted capacity and every run in flight (a
     clustering's or a hand run takes a share of the machine too), from the tick's records
-    of the runs queued or running."""
+    of the runs queued or running; with `batch`, counting the larger batch a run that
+    waits takes."""
     capacity = loads.capacity
-    return MachineBudget(capacity, in_flight(records, materialized, now_s, run_cost_s, capacity))
+    runs = in_flight(records, materialized, now_s, run_cost_s, capacity)
+    return MachineBudget(capacity, runs, batch=batch)
 
 
 def machine_words(loads: StepLoads, in_flight: int) -> str:

@@ -42,7 +42,7 @@ from freshness_pipeline.orchestration.machine_budget import (
     step_loads,
 )
 from freshness_pipeline.orchestration.resources import HudiMetadataResource
-from freshness_pipeline.scheduling.budget import slowdown
+from freshness_pipeline.scheduling.budget import BUDGET_RULES, slowdown
 from freshness_pipeline.scheduling.chains import plan_runs, steps_at_once_for
 from freshness_pipeline.scheduling.clustering import TABLE_TAG as CLUSTERING_TABLE_TAG
 from freshness_pipeline.scheduling.cost_model import (
@@ -413,6 +413,7 @@ def plan_tick(
                 read.loads,
                 now_us / US_PER_S,
                 request.run_cost_s,
+                batch=settings.launch_rule == "batch",
             ),
         )
     result = plan_runs(request)
@@ -460,7 +461,7 @@ def _read_job_states(
     names = [spec.name for spec in jobs]
     streaks = failure_streaks(instance, names)
     materialized = read.materialized = history.materializations(instance, names)
-    if settings.launch_rule == "budget":
+    if settings.launch_rule in BUDGET_RULES:
         read.loads = step_loads(materialized)
     for spec in jobs:
         past = run_history(materialized[spec.name], read.loads)

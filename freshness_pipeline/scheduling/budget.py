@@ -46,6 +46,9 @@ class Work:
 
     steps: tuple[tuple[float, float], ...]
     starts_in_s: float = 0.0
+    # Each step's fixed work (the cost model's a: paid whatever the batch), for the larger
+    # batch; empty: unknown, and the batch is not counted.
+    fixed_s: tuple[float, ...] = ()
 
     def __post_init__(self) -> None:
         if self.starts_in_s < 0:
@@ -53,6 +56,37 @@ class Work:
         for work_s, gain_s in self.steps:
             if work_s < 0 or gain_s < 0:
                 raise ValueError(f"a step's work and gain must not be negative: {self.steps}")
+        if self.fixed_s and len(self.fixed_s) != len(self.steps):
+            raise ValueError(f"fixed_s needs one value a step: {self.fixed_s} for {self.steps}")
+        if any(fixed < 0 for fixed in self.fixed_s):
+            raise ValueError(f"a step's fixed work must not be negative: {self.fixed_s}")
+
+    def _per_gain_s(self) -> list[tuple[float, float]]:
+        """Each step's (fixed work, variable work per second of gain); a step that removes
+        nothing has no variable part (its work does not grow with the batch)."""
+        return [
+            (min(fixed, work), (work - min(fixed, work)) / gain if gain > 0 else 0.0)
+            for (work, gain), fixed in zip(self.steps, self.fixed_s, strict=True)
+        ]
+
+    def grown(self, wait_s: float) -> Work:
+        """The same run launched `wait_s` later: every step that removes staleness removes
+        `wait_s` more, for its variable work on that much more data."""
+        steps = tuple(
+            (work + per_s * wait_s if gain > 0 else work, gain + wait_s if gain > 0 else 0.0)
+            for (work, gain), (_, per_s) in zip(self.steps, self._per_gain_s(), strict=True)
+        )
+        return replace(self, steps=steps, starts_in_s=self.starts_in_s + wait_s)
+
+    def follow_up(self, wait_s: float, starts_in_s: float) -> Work:
+        """The next run of the same steps, for the `wait_s` seconds of data that arrive
+        after this one launched: each step's fixed work again and its variable work on that
+        data; L again before it works."""
+        steps = tuple(
+            (fixed + per_s * wait_s, wait_s if gain > 0 else 0.0) if gain > 0 else (0.0, 0.0)
+            for (_, gain), (fixed, per_s) in zip(self.steps, self._per_gain_s(), strict=True)
+        )
+        return Work(steps, starts_in_s=starts_in_s)
 
     @property
     def gain_s(self) -> float:
@@ -114,21 +148,36 @@ class Verdict:
     reason: str  # "" when it launches
 
 
-def judge(candidate: Work, in_flight: Sequence[Work], capacity: float) -> Verdict:
-    """Whether `candidate` is worth launching now beside `in_flight` (module docstring)."""
+def judge(
+    candidate: Work, in_flight: Sequence[Work], capacity: float, batch: bool = False
+) -> Verdict:
+    """Whether `candidate` is worth launching now beside `in_flight` (module docstring);
+    with `batch` and the candidate's fixed work known, counting the larger batch waiting
+    would take."""
     if not in_flight:
         return Verdict(True, 0.0, 0.0, 0.0, "")
     ends = forecast(in_flight, capacity)
     wait = min((run_ends[-1] for run_ends in ends if run_ends), default=0.0)
-    now = weighted_commits([*in_flight, candidate], capacity)
-    deferred = replace(candidate, starts_in_s=candidate.starts_in_s + wait)
-    later = weighted_commits([*in_flight, deferred], capacity)
+    if batch and candidate.fixed_s and wait > _EPS_S:
+        now_runs = [*in_flight, candidate]
+        candidate_ends = forecast(now_runs, capacity)[-1]
+        done = candidate_ends[-1] if candidate_ends else 0.0
+        follow = candidate.follow_up(wait, max(wait, done) + candidate.starts_in_s)
+        now = weighted_commits([*now_runs, follow], capacity)
+        later = weighted_commits([*in_flight, candidate.grown(wait)], capacity)
+        what = ("with its next run for the data meanwhile", "one larger run")
+    else:
+        now = weighted_commits([*in_flight, candidate], capacity)
+        deferred = replace(candidate, starts_in_s=candidate.starts_in_s + wait)
+        later = weighted_commits([*in_flight, deferred], capacity)
+        what = ("", "")
     if now <= later + _EPS_S:
         return Verdict(True, now, later, wait, "")
+    with_next, larger = what
     reason = (
-        f"held for the machine: beside {len(in_flight)} run(s) in flight it would cost "
-        f"{now - later:.0f} s more staleness than starting in {wait:.0f} s "
-        f"(capacity {capacity:.2g} runs)"
+        f"held for the machine: beside {len(in_flight)} run(s) in flight it{' ' + with_next if with_next else ''}"
+        f" would cost {now - later:.0f} s more staleness than {larger + ' ' if larger else ''}"
+        f"starting in {wait:.0f} s (capacity {capacity:.2g} runs)"
     )
     return Verdict(False, now, later, wait, reason)
 
@@ -140,6 +189,7 @@ class MachineBudget:
 
     capacity: float
     in_flight: tuple[Work, ...] = ()
+    batch: bool = False  # count the larger batch a run that waits takes (`judge`)
 
     def __post_init__(self) -> None:
         if self.capacity <= 0:
@@ -147,7 +197,7 @@ class MachineBudget:
 
     def judge(self, candidate: Work, chosen: Sequence[Work] = ()) -> Verdict:
         """`judge` beside the runs in flight and those chosen earlier this tick."""
-        return judge(candidate, [*self.in_flight, *chosen], self.capacity)
+        return judge(candidate, [*self.in_flight, *chosen], self.capacity, self.batch)
 
 
 def step_left_s(planned_s: float, elapsed_s: float, slowdown: float = 1.0) -> float:
@@ -159,8 +209,10 @@ def step_left_s(planned_s: float, elapsed_s: float, slowdown: float = 1.0) -> fl
 
 
 # When the planner launches (FRESHNESS_LAUNCH_RULE): "slots" fills every free slot of K (the
-# published rule); "budget" launches a run only where this module's rule says so.
-LAUNCH_RULES = ("slots", "budget")
+# published rule); "budget" launches a run only where this module's rule says so; "batch"
+# the same, counting the larger batch a run that waits takes.
+LAUNCH_RULES = ("slots", "budget", "batch")
+BUDGET_RULES = ("budget", "batch")
 # The capacity a planner assumes before its runs have measured one: one run saturates.
 DEFAULT_CAPACITY = 1.0
 # Capacities the fit tries, in runs' worth of work: 1 to 4 in steps of 0.05. Not below 1:

@@ -410,7 +410,7 @@ def plan_chains(request: PlanRequest) -> Plan:
         first = ranked[0].job
         if max_wait_s is not None or first_runs_first:
             ranked = age(ranked, jobs, max_wait_s, first_runs_first)
-        pick = first_affordable(ranked, request.machine, launches, held)
+        pick = first_affordable(ranked, request, launches, held)
         if pick is None:
             break
         if pick.aged and pick.job == first and pick is ranked[0]:

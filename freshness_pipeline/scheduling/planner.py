@@ -39,7 +39,7 @@ import bisect
 import itertools
 import random
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import ClassVar, TypeAlias
 
@@ -181,13 +181,15 @@ class JobChoice:
     def is_subset(self) -> bool:
         return len(self.files) < self.pending_files
 
-    def work(self) -> Work:
+    def work(self, fixed_s: Mapping[str, float] | None = None) -> Work:
         """The run as the machine's forecast sees it (budget.py): L before it works, then
-        its steps in order, each its E and G."""
+        its steps in order, each its E and G; with `fixed_s` (each job's fixed work, its
+        cost model's a), each step's too, for the larger batch."""
+        fixed = tuple(fixed_s.get(job, 0.0) for job in self.jobs) if fixed_s else ()
         if not self.chain:
-            return Work(((self.cost_s, self.gain_s),))
+            return Work(((self.cost_s, self.gain_s),), fixed_s=fixed)
         steps = tuple((step.cost_s, step.gain_s) for step in self.chain)
-        return Work(steps, starts_in_s=self.run_cost_s)
+        return Work(steps, starts_in_s=self.run_cost_s, fixed_s=fixed)
 
     @property
     def jobs(self) -> tuple[str, ...]:
@@ -666,7 +668,7 @@ def check_plan_args(request: PlanRequest) -> SchedulingPolicy:
 
 def first_affordable(
     ranked: Sequence[JobChoice],
-    machine: MachineBudget | None,
+    request: PlanRequest,
     launches: Sequence[JobChoice],
     held: dict[str, str],
 ) -> JobChoice | None:
@@ -674,13 +676,15 @@ def first_affordable(
     and `launches` (budget.py; without a budget, the first), recording in `held` why each
     one before it waits. A run aging put first launches all the same: the bound on a
     job's wait holds whatever the machine."""
+    machine = request.machine
     if machine is None:
         return ranked[0] if ranked else None
+    fixed = {state.job: state.cost.a_s for state in request.jobs} if machine.batch else None
     chosen = [c.work() for c in launches]
     for choice in ranked:
         if choice.aged:
             return choice
-        verdict = machine.judge(choice.work(), chosen)
+        verdict = machine.judge(choice.work(fixed), chosen)
         if verdict.launch:
             return choice
         held[choice.job] = verdict.reason
@@ -708,7 +712,7 @@ def plan(request: PlanRequest) -> Plan:
     held: dict[str, str] = {}
     waiting = list(ranked)
     while len(launches) < free:
-        pick = first_affordable(waiting, request.machine, launches, held)
+        pick = first_affordable(waiting, request, launches, held)
         if pick is None:
             break
         launches.append(pick)

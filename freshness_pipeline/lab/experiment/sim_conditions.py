@@ -61,7 +61,8 @@ class Conditions:
     runs_at_once: int | None = None  # the planner's own limit on runs in flight; None: K
     # When a planner variant launches: "slots", every free slot of K filled (the published
     # rule); "budget", only a run that gains more than it costs the runs in flight
-    # (scheduling/budget.py), forecast at `capacity`.
+    # (scheduling/budget.py), forecast at `capacity`; "batch", the same counting the
+    # larger batch a run that waits takes.
     launch_rule: str = "slots"
     # Eager's in_progress() ends when the asset materializes in its run (Dagster's rule);
     # False: when the run ends. The calibration brackets the measured eager between them.

@@ -47,6 +47,7 @@ from freshness_pipeline.lab.experiment.sim_conditions import (
 from freshness_pipeline.lab.experiment.staleness import Sample, sample_tables, total_staleness
 from freshness_pipeline.lab.experiment.variants import MODELLED, SIMULATED_PEERS, VARIANTS
 from freshness_pipeline.scheduling.budget import (
+    BUDGET_RULES,
     DEFAULT_CAPACITY,
     MachineBudget,
     Work,
@@ -587,7 +588,8 @@ def _tick(
     chained = cond.chains and how.chains is not False
     steps_at_once = how.steps_at_once or cond.steps_at_once
     held = machine.held()
-    budget = (how.launch_rule or cond.launch_rule) == "budget"
+    rule = how.launch_rule or cond.launch_rule
+    budget = rule in BUDGET_RULES
     capacity = machine.capacity() if budget else cond.capacity
     states: list[JobState] = []
     t_dones: dict[str, int | None] = {}
@@ -642,7 +644,7 @@ def _tick(
         run_cost_s=cond.launch_s + cond.session_s,
         chains=chained,
         steps_at_once=steps_at_once,
-        machine=machine.budget(now_s) if budget else None,
+        machine=replace(machine.budget(now_s), batch=rule == "batch") if budget else None,
     )
     result = plan_runs(request)
     for choice in result.ranked:

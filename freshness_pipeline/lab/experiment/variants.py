@@ -169,6 +169,16 @@ VARIANTS: dict[str, Variant] = {
             "instead of into every free slot of K",
         ),
         Variant(
+            "pmb_batch",
+            "pmb",
+            {"FRESHNESS_LAUNCH_RULE": "batch"},
+            "beyond the thesis: the machine as the budget counting the larger batch (METHOD "
+            "10): a run launches only when its earlier commits save more staleness than it "
+            "costs the runs in flight and than one larger run later would",
+            baseline="pmb_budget",
+            isolates="the larger batch a run that waits takes, counted in the launch rule",
+        ),
+        Variant(
             "pmb_at_once",
             "pmb",
             {"FRESHNESS_STEPS_AT_ONCE": "3"},
