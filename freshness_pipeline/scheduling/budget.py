@@ -173,11 +173,11 @@ def judge(
         what = ("", "")
     if now <= later + _EPS_S:
         return Verdict(True, now, later, wait, "")
-    with_next, larger = what
+    with_next, larger = (f" {words}" if words else "" for words in what)
     reason = (
-        f"held for the machine: beside {len(in_flight)} run(s) in flight it{' ' + with_next if with_next else ''}"
-        f" would cost {now - later:.0f} s more staleness than {larger + ' ' if larger else ''}"
-        f"starting in {wait:.0f} s (capacity {capacity:.2g} runs)"
+        f"held for the machine: beside {len(in_flight)} run(s) in flight it{with_next} would "
+        f"cost {now - later:.0f} s more staleness than{larger} starting in {wait:.0f} s "
+        f"(capacity {capacity:.2g} runs)"
     )
     return Verdict(False, now, later, wait, reason)
 
