@@ -46,7 +46,7 @@ export FRESHNESS_JARS_DIR := $(abspath $(JARS_DIR))
 export DAGSTER_HOME ?= $(abspath .dagster_home)
 
 .PHONY: setup demo demo-kafka test test-fast lint typecheck format bench-ingest bench-kafka-ingest bench-growth bench-tick bench-handoff \
-	bench-tick-real bench-overhead bench-steps-at-once bench-chains bench-cost-fit bench-launch profile-service bench-fresh-cost bench-memory bench-lineage experiment experiment-long experiment-targets experiment-plain experiment-chains experiment-bursty experiment-packed tune-interval \
+	bench-tick-real bench-overhead bench-steps-at-once bench-chains bench-cost-fit bench-launch profile-service bench-fresh-cost bench-memory bench-lineage experiment experiment-long experiment-targets experiment-plain experiment-plain-wide experiment-chains experiment-bursty experiment-packed tune-interval \
 	experiment-wide tune-interval-wide experiment-recovery experiment-recovery-wide \
 	simulate simulate-aging simulate-published simulate-wide model-check-wide model-check-recovery model-check-recovery-wide model-check-budget model-check-targets first-materializations chaos soak soak-no-clustering \
 	clean-data postgres chromium demo-cluster demo-cluster-secure test-ui
@@ -348,6 +348,13 @@ experiment-wide: setup
 	$(VENV)/bin/freshness experiment $(WIDE_FLAGS) \
 	  --out docs/results/wide/runs --report-dir docs/results/wide \
 	  --seeds $(or $(SEEDS),$(CAMPAIGN_SEEDS)) --variants $(WIDE_VARIANTS)
+
+# The plain peer on the wide lakehouse beside ours and eager (issue 57): three seeds.
+PLAIN_WIDE_VARIANTS ?= pmb,dagster_eager,dagster_plain
+experiment-plain-wide: setup
+	$(VENV)/bin/freshness experiment $(WIDE_FLAGS) \
+	  --out docs/results/wide-plain/runs --report-dir docs/results/wide-plain \
+	  --seeds $(or $(SEEDS),$(CAMPAIGN_SEEDS)) --variants $(PLAIN_WIDE_VARIANTS)
 
 tune-interval-wide: setup
 	$(VENV)/bin/freshness experiment --mode long --wide 1 --layout '' --duration 600 --drain 60 \

@@ -3,7 +3,7 @@ sensor off and Dagster's automation (or an interval) on, and their runs collecte
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import dagster as dg
@@ -148,3 +148,9 @@ def test_the_plain_peer_is_its_own_code_location_without_our_service(tmp_path: P
     assert {"dagster_eager", "interval"} <= set(SIMULATED_PEERS)
     with pytest.raises(ValueError, match="unknown variant 'dagster_plain'"):
         simulate(None, "dagster_plain")  # type: ignore[arg-type]
+    # On the wide lakehouse the plain peer is told which tables to write, in its own file.
+    wide = replace(cfg, wide_seed=3)
+    env = variant_env(wide, variant_named("dagster_plain"), 7, tmp_path / "plain")
+    assert env["DAGSTER_PLAIN_WIDE"] == str(tmp_path / "wide-seed3-plain.json")
+    assert "DAGSTER_PLAIN_WIDE" not in variant_env(wide, variant_named("pmb"), 7, tmp_path)
+    assert "DAGSTER_PLAIN_WIDE" not in variant_env(cfg, variant_named("dagster_plain"), 7, tmp_path)

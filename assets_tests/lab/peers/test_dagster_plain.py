@@ -6,6 +6,7 @@ with the watermark the sampler reads in every commit."""
 from __future__ import annotations
 
 import ast
+import json
 import subprocess
 import sys
 from datetime import UTC, datetime
@@ -120,3 +121,84 @@ def test_six_tables_by_the_hour_equal_the_oracle_with_their_watermarks(spark, la
                 assert marks[table] == int(newest.value // 1000), table
             assert marks["market_features"] == min(marks["trade_aggr"], marks["price_aggr"])
             assert marks["sector_vwap"] == marks["industry_spike"] == marks["market_features"]
+
+
+def test_the_wide_tables_it_writes_are_the_declared_ones(tmp_path: Path, monkeypatch):
+    """Every wide table a seed draws, as the plain peer builds it from its own list: the
+    declared table's name, key and inputs; listed in the definitions with DAGSTER_PLAIN_WIDE."""
+    from freshness_pipeline.lab.experiment.wide import plain_wide_spec, wide_jobs, write_wide
+    from freshness_pipeline.lab.peers.dagster_plain.wide import wide_tables
+
+    write_wide(tmp_path / "wide", 2)
+    declared = wide_jobs(tmp_path / "wide")
+    listed = tmp_path / "plain-wide.json"
+    listed.write_text(json.dumps(plain_wide_spec(2)))
+    tables = wide_tables(listed)
+    assert len(tables) == 43 and {t.name for t in tables} == set(declared) - set(TABLES)
+    for table in tables:
+        spec = declared[table.name]
+        assert set(table.key) == set(spec.declaration.key), table.name
+        assert set(table.inputs) == set(spec.inputs) | set(spec.dimensions), table.name
+        assert table.time_column == spec.declaration.event_time, table.name
+        assert table.lookback_s == (spec.window_s or 0), table.name
+    monkeypatch.setenv("DAGSTER_PLAIN_WIDE", str(listed))
+    keys = plain.build_definitions().resolve_asset_graph().get_all_asset_keys()
+    assert {t.name for t in tables} <= {k.to_user_string() for k in keys}
+    listed.write_text(json.dumps([{"name": "x", "template": "pie_chart"}]))
+    with pytest.raises(ValueError, match="names no template"):
+        wide_tables(listed)
+    listed.write_text(json.dumps([{"name": "x", "template": "letter_slice"}]))
+    with pytest.raises(ValueError, match="letter_slice"):
+        wide_tables(listed)
+
+
+@pytest.mark.spark
+def test_one_of_each_wide_table_by_the_hour_equals_the_declared_batch(spark, lakehouse, tmp_path):
+    """The wide lakehouse's templates, one table of each and the minute rollups, written by
+    the plain peer for the hour equal to our declared jobs' batch recomputation."""
+    from dagster_pyspark import PySparkResource
+
+    from freshness_pipeline.execution.batch_oracle import batch_recompute, differences
+    from freshness_pipeline.ingestion.feeder import StreamFeeder
+    from freshness_pipeline.lab.experiment.wide import plain_wide_spec, wide_jobs, write_wide
+    from freshness_pipeline.lab.peers.dagster_plain.wide import wide_tables
+
+    write_wide(tmp_path / "wide", 1)
+    every = wide_jobs(tmp_path / "wide")
+    spec = plain_wide_spec(1)
+    picked = {"sector_vwap_minute", "industry_spike_minute"}
+    for template in {e["template"] for e in spec}:
+        first = next(e for e in spec if e["template"] == template)
+        picked.add(first["name"])
+        if template == "minute_rollup":
+            picked.add(first["args"][0])  # the table it rolls up
+    listed = tmp_path / "plain-wide.json"
+    listed.write_text(json.dumps([e for e in spec if e["name"] in picked]))
+    tables = [*TABLES.values(), *wide_tables(listed)]
+    assert len(tables) >= 6 + 8, [t.name for t in tables]
+
+    feeder = StreamFeeder(spark, lakehouse, seed=4)
+    feeder.land(4)
+    feeder.ingest()
+    hour = datetime.fromtimestamp(DEFAULT_START_US / 1e6, UTC).strftime("%Y-%m-%d-%H:00")
+    assets = [plain.job_asset(t, plain.automation_condition(), plain.hours()) for t in tables]
+    resources = {"pyspark": PySparkResource(spark_config={})}
+    with dg.instance_for_test() as instance:
+        result = dg.materialize(assets, partition_key=hour, instance=instance, resources=resources)
+        assert result.success
+
+    lake = lakehouse.lakehouse
+    jobs = {n: every[n] for n in every if n in picked or n in TABLES}
+    expected = batch_recompute(spark, lake.table_uri, tmp_path / "batch", lake.metadata, jobs=jobs)
+    wrong = []
+    for name in sorted(picked):
+        stored = spark.read.format("hudi").load(lake.table_uri(name)).columns
+        # Our window tables also keep each group's own arrival for their incremental
+        # merge (group_arrival_ts); the peer recomputes the window whole and has no need.
+        only_ours = set(expected[name].columns) - set(stored)
+        assert only_ours <= {"group_arrival_ts"}, (name, only_ours)
+        shared = expected[name].select(*[c for c in expected[name].columns if c in stored])
+        missing, extra, examples = differences(spark, shared, lake.table_uri(name))
+        if missing or extra or shared.count() == 0:
+            wrong.append((name, missing, extra, examples[:2]))
+    assert not wrong, wrong

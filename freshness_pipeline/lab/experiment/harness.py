@@ -48,7 +48,7 @@ from freshness_pipeline.lab.experiment.run_files import (
 )
 from freshness_pipeline.lab.experiment.staleness import Sample, StalenessSampler
 from freshness_pipeline.lab.experiment.variants import VARIANTS, Variant
-from freshness_pipeline.lab.experiment.wide import write_wide
+from freshness_pipeline.lab.experiment.wide import plain_wide_spec, write_wide
 from freshness_pipeline.runtime.code_version import UNKNOWN, code_version
 from freshness_pipeline.runtime.dagster_instance import open_instance, write_instance_yaml
 from freshness_pipeline.runtime.ports import free_port
@@ -170,6 +170,11 @@ def record(config: ExperimentConfig, seed: int) -> Path:
     return path
 
 
+def plain_wide_file(config: ExperimentConfig) -> Path:
+    """Where the wide lakehouse's tables are listed for the plain peer (its own JSON)."""
+    return config.out_dir / f"wide-seed{config.wide_seed}-plain.json"
+
+
 def variant_env(config: ExperimentConfig, variant: Variant, seed: int, run_dir: Path) -> dict:
     """The settings of one (variant, seed) run's stack: its own lakehouse, landing and
     Spark service port; who launches the jobs (FRESHNESS_AUTOMATION) and, for our sensor,
@@ -194,6 +199,8 @@ def variant_env(config: ExperimentConfig, variant: Variant, seed: int, run_dir: 
         env["FRESHNESS_JOBS"] = config.jobs_dirs
     if not variant.code_location:  # a peer of its own code location reads none of ours
         env["FRESHNESS_AUTOMATION"] = variant.automation
+    elif config.wide_seed is not None:  # the plain peer writes the wide tables itself
+        env["DAGSTER_PLAIN_WIDE"] = str(plain_wide_file(config))
     if variant.policy:  # a peer runs without our sensor: no policy to set
         env["FRESHNESS_POLICY"] = variant.policy
     return env
@@ -589,6 +596,9 @@ def run_experiment(
     summaries = []
     runs = len(config.seeds) * len(config.variants) + int(config.warm_cost)
     progress = progress or Progress(runs, config.window_s)
+    if config.wide_seed is not None:
+        spec = plain_wide_spec(config.wide_seed)
+        plain_wide_file(config).write_text(json.dumps(spec, indent=1))
     if config.wide_seed is not None and config.jobs_dirs is None:
         folder = config.out_dir / f"wide-seed{config.wide_seed}"
         write_wide(folder, config.wide_seed)

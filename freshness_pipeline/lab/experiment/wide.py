@@ -223,49 +223,86 @@ def letter_quotes(letter: str) -> str:
     )
 
 
+WidePlan = list[tuple[str, str, tuple]]  # (table, template, the template's arguments)
+
+
 def _minutes_below(
-    files: dict[str, str], rng: random.Random, names: list[str], count: int, column: str
+    plan: WidePlan, rng: random.Random, names: list[str], count: int, column: str
 ) -> None:
-    """Per-minute rollups below `count` of the tables `names` (drawn from `rng`), each in
-    the group of the table it reads."""
+    """Per-minute rollups below `count` of the tables `names` (drawn from `rng`)."""
     for name in sorted(rng.sample(names, count)):
-        group = "wide_sectors" if column == "sector" else "wide_raw_letters"
-        files[f"{name}_minute.sql"] = minute_rollup(name, column, f"{name} per minute.", group)
+        plan.append((f"{name}_minute", "minute_rollup", (name, column)))
+
+
+def wide_plan(seed: int, shape: WideShape = WideShape()) -> WidePlan:
+    """The wide jobs a seed draws (the bundled six not among them), each (table, template,
+    the template's arguments): what `wide_declarations` writes and `plain_wide_spec` tells
+    the plain peer."""
+    rng = random.Random(seed)
+    plan: WidePlan = []
+    sectors = sorted(rng.sample(SECTORS, shape.sectors))
+    for sector in sectors:
+        plan.append((f"sector_{slug(sector)}", "sector_activity", (sector,)))
+    names = [f"sector_{slug(sector)}" for sector in sectors]
+    _minutes_below(plan, rng, names, shape.sector_minutes, "sector")
+    for seconds in shape.industry_windows:
+        plan.append((f"industry_window_{seconds}s", "trailing_window", ("industry", seconds)))
+    for seconds in sorted(rng.sample(range(10, 61, 5), shape.symbol_windows)):
+        plan.append((f"symbol_window_{seconds}s", "trailing_window", ("symbol", seconds)))
+    for letter in sorted(rng.sample(LETTERS, shape.letters)):
+        plan.append((f"letter_{letter.lower()}", "letter_slice", (letter,)))
+    trades = sorted(rng.sample(LETTERS, shape.trade_letters))
+    for letter in trades:
+        plan.append((f"trades_{letter.lower()}", "letter_trades", (letter,)))
+    names = [f"trades_{letter.lower()}" for letter in trades]
+    _minutes_below(plan, rng, names, shape.trade_minutes, "letter")
+    for letter in sorted(rng.sample(LETTERS, shape.quote_letters)):
+        plan.append((f"quotes_{letter.lower()}", "letter_quotes", (letter,)))
+    if shape.view_minutes:
+        plan.append(("sector_vwap_minute", "minute_rollup", ("sector_vwap", "sector")))
+        plan.append(("industry_spike_minute", "minute_rollup", ("industry_spike", "industry")))
+    return plan
+
+
+_GROUPS = {"sector": "wide_sectors", "letter": "wide_raw_letters"}
+_WINDOW_GROUPS = {"industry": "wide_windows", "symbol": "wide_heavy"}
+
+
+def _declaration(name: str, template: str, args: tuple) -> str:
+    if template == "sector_activity":
+        return sector_activity(*args)
+    if template == "minute_rollup":
+        source, column = args
+        group = "wide_views" if source in ("sector_vwap", "industry_spike") else _GROUPS[column]
+        return minute_rollup(source, column, f"{source} per minute.", group)
+    if template == "trailing_window":
+        column, seconds = args
+        return trailing_window(column, seconds, _WINDOW_GROUPS[column])
+    if template == "letter_slice":
+        return letter_slice(*args)
+    if template == "letter_trades":
+        return letter_trades(*args)
+    if template == "letter_quotes":
+        return letter_quotes(*args)
+    raise ValueError(f"{name}: no template {template!r}")
 
 
 def wide_declarations(seed: int, shape: WideShape = WideShape()) -> dict[str, str]:
     """File name -> declaration text of the wide jobs a seed draws (the bundled six not
     among them)."""
-    rng = random.Random(seed)
-    files: dict[str, str] = {}
-    sectors = sorted(rng.sample(SECTORS, shape.sectors))
-    for sector in sectors:
-        files[f"sector_{slug(sector)}.sql"] = sector_activity(sector)
-    names = [f"sector_{slug(sector)}" for sector in sectors]
-    _minutes_below(files, rng, names, shape.sector_minutes, "sector")
-    for seconds in shape.industry_windows:
-        files[f"industry_window_{seconds}s.sql"] = trailing_window(
-            "industry", seconds, "wide_windows"
-        )
-    for seconds in sorted(rng.sample(range(10, 61, 5), shape.symbol_windows)):
-        files[f"symbol_window_{seconds}s.sql"] = trailing_window("symbol", seconds, "wide_heavy")
-    for letter in sorted(rng.sample(LETTERS, shape.letters)):
-        files[f"letter_{letter.lower()}.sql"] = letter_slice(letter)
-    trades = sorted(rng.sample(LETTERS, shape.trade_letters))
-    for letter in trades:
-        files[f"trades_{letter.lower()}.sql"] = letter_trades(letter)
-    names = [f"trades_{letter.lower()}" for letter in trades]
-    _minutes_below(files, rng, names, shape.trade_minutes, "letter")
-    for letter in sorted(rng.sample(LETTERS, shape.quote_letters)):
-        files[f"quotes_{letter.lower()}.sql"] = letter_quotes(letter)
-    if shape.view_minutes:
-        files["sector_vwap_minute.sql"] = minute_rollup(
-            "sector_vwap", "sector", "sector_vwap per minute.", "wide_views"
-        )
-        files["industry_spike_minute.sql"] = minute_rollup(
-            "industry_spike", "industry", "industry_spike per minute.", "wide_views"
-        )
-    return files
+    return {
+        f"{name}.sql": _declaration(name, template, args)
+        for name, template, args in wide_plan(seed, shape)
+    }
+
+
+def plain_wide_spec(seed: int, shape: WideShape = WideShape()) -> list[dict]:
+    """The seed's wide tables as the plain Dagster peer takes them (its own JSON: which
+    sectors, letters and windows; it writes each table's SQL itself)."""
+    return [
+        {"name": name, "template": template, "args": list(args)}
+        for name, template, args in wide_plan(seed, shape)
+    ]
 
 
 def write_wide(folder: Path, seed: int, shape: WideShape = WideShape()) -> list[Path]:

@@ -36,4 +36,9 @@ What a user would do differently from this project, and what it costs them:
   follow the wall clock, as they would on live market data, so the experiment replays
   this peer's stream with event times moved to the wall clock of the run.
 - No clustering of the raw tables, no freshness checks: not part of the plain build.
+
+On the wide lakehouse (49 tables) the peer writes the 43 tables beside the six the way a
+user with dozens of similar tables would: one factory per kind of table (wide.py: per
+sector, per trailing window, per letter, per minute), its instances listed in a file of
+its own (DAGSTER_PLAIN_WIDE); each is again a batch query over the hour.
 """

@@ -4,14 +4,17 @@ so: the package docstring.
 
 Environment: FRESHNESS_LAKEHOUSE (the lakehouse folder), FRESHNESS_JARS_DIR (Hudi's
 bundle), FRESHNESS_TICK_S (how often the raw tables are observed and the automation
-evaluated), DAGSTER_PLAIN_AUTOMATION (`eager`, the default, or `cron`) and
-DAGSTER_PLAIN_CRON (the cron variant's schedule, every minute by default).
+evaluated), DAGSTER_PLAIN_AUTOMATION (`eager`, the default, or `cron`),
+DAGSTER_PLAIN_CRON (the cron variant's schedule, every minute by default) and
+DAGSTER_PLAIN_WIDE (a JSON file listing the wide lakehouse's tables, wide.py; unset: the
+six alone).
 """
 
 import json
 import os
 import time
 from datetime import UTC
+from pathlib import Path
 
 import dagster as dg
 from dagster_pyspark import PySparkResource
@@ -27,6 +30,7 @@ from freshness_pipeline.lab.peers.dagster_plain.tables import (
     spark_config,
     write_hour,
 )
+from freshness_pipeline.lab.peers.dagster_plain.wide import wide_tables
 
 WATERMARK = "watermark_us"
 SOURCES = (*RAW, MASTER)
@@ -142,13 +146,19 @@ def observation_sensor() -> dg.SensorDefinition:
     return observe
 
 
+def tables() -> list[Table]:
+    """The six, and the wide lakehouse's tables when DAGSTER_PLAIN_WIDE lists them."""
+    wide = os.environ.get("DAGSTER_PLAIN_WIDE")
+    return [*TABLES.values(), *(wide_tables(Path(wide)) if wide else [])]
+
+
 def build_definitions() -> dg.Definitions:
     condition = automation_condition()
     partitions = hours()
     return dg.Definitions(
         assets=[
             *(source(name) for name in SOURCES),
-            *(job_asset(t, condition, partitions) for t in TABLES.values()),
+            *(job_asset(t, condition, partitions) for t in tables()),
         ],
         sensors=[
             observation_sensor(),

@@ -136,6 +136,7 @@ class Table:
     key: tuple[str, ...]
     inputs: tuple[str, ...]
     lookback_s: int = 0
+    time_column: str = "second"  # the event time its hour partition is made from
 
     @property
     def reads_raw(self) -> bool:
@@ -237,13 +238,13 @@ def compute(spark, table: Table, start: datetime):
     for name in table.inputs:
         read_input(spark, name, start, table.lookback_s).createOrReplaceTempView(name)
     sql = table.sql.replace("{hour_start}", start.strftime("%Y-%m-%d %H:%M:%S"))
-    return spark.sql(sql).withColumn(HOUR_COLUMN, _hour_expr())
+    return spark.sql(sql).withColumn(HOUR_COLUMN, _hour_expr(table.time_column))
 
 
-def _hour_expr():
+def _hour_expr(column: str):
     from pyspark.sql import functions as F
 
-    return F.date_format("second", HOUR_FORMAT)
+    return F.date_format(column, HOUR_FORMAT)
 
 
 def write_hour(frame, table: Table, watermark_us: int) -> None:
