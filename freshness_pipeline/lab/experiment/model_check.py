@@ -78,6 +78,9 @@ class Row:
     # After a hold: seconds until every table was within its target (mean over seeds;
     # None: some seed never got there in the window). Empty: no hold.
     recovered_s: Mapping[str, float | None] = field(default_factory=dict)
+    # How the runs went, per variant (means over seeds): runs launched, tables committed,
+    # a run's median seconds from its start to its end (None: no run ended).
+    runs: Mapping[str, tuple[float, float, float | None]] = field(default_factory=dict)
 
 
 def _mean_or_none(values: Sequence[float | None]) -> float | None:
@@ -154,7 +157,21 @@ def real_row(runs_dir: Path, variants: Sequence[str] = WIDE_VARIANTS) -> Row:
         for v in levels
         if any(s[v].held for s in by_seed.values() if v in s)
     }
-    return Row(f"real runs ({len(by_seed)} seeds)", levels, ratios, recovered)
+    runs = {}
+    for v in levels:
+        ran = [s[v] for s in by_seed.values() if v in s]
+        seconds = [
+            r.end - r.start
+            for summary in ran
+            for r in _run_records(summary.dir)
+            if r.succeeded and r.start is not None and r.end is not None
+        ]
+        runs[v] = (
+            statistics.mean(s.runs for s in ran),
+            statistics.mean(s.job_refreshes for s in ran),
+            statistics.median(seconds) if seconds else None,
+        )
+    return Row(f"real runs ({len(by_seed)} seeds)", levels, ratios, recovered, runs)
 
 
 def model_row(
@@ -172,7 +189,42 @@ def model_row(
         if cond.hold is not None
         else {}
     )
-    return Row(label, levels, ratios, recovered)
+    runs = {
+        v: (
+            statistics.mean(r.runs for r in rs),
+            statistics.mean(r.refreshes for r in rs),
+            _median_or_none([r.run_seconds_median for r in rs]),
+        )
+        for v, rs in results.items()
+    }
+    return Row(label, levels, ratios, recovered, runs)
+
+
+def _median_or_none(values: Sequence[float | None]) -> float | None:
+    known = [v for v in values if v is not None]
+    return statistics.median(known) if known else None
+
+
+def runs_markdown(rows: Sequence[Row], variants: Sequence[str] = WIDE_VARIANTS) -> str:
+    """Per row and variant: runs launched, tables committed and a run's median seconds,
+    where the model's P and the real one part (a model whose runs are shorter or more
+    numerous than the real ones says so here first)."""
+    head = [f"{v}: runs, refreshes, run (s)" for v in variants]
+    lines = ["| figures from | " + " | ".join(head) + " |", "|---|" + "---|" * len(head)]
+    for row in rows:
+        cells = []
+        for v in variants:
+            if v not in row.runs:
+                cells.append("-")
+                continue
+            runs, refreshes, seconds = row.runs[v]
+            cells.append(f"{runs:.0f}, {refreshes:.0f}, {_seconds_1(seconds)}")
+        lines.append(f"| {row.label} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def _seconds_1(value: float | None) -> str:
+    return "-" if value is None else f"{value:.1f}"
 
 
 def with_measured_steps(
@@ -380,6 +432,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             "per-seed ratios.",
             "",
             markdown(rows, variants),
+            "",
+            "How the runs went (means over seeds; a run from its start to its end, the "
+            "model's its work):",
+            "",
+            runs_markdown(rows, variants),
             "",
             *effects(predicted, real, args.campaign),
             *within(rows[:-1], real),
