@@ -231,24 +231,26 @@ def test_the_long_campaign_judges_six_tables_targets_and_the_budget(tmp_path: Pa
     )
     out = capsys.readouterr().out
     assert "| P/P0 pmb | P/P0 dagster_eager | P/P0 interval | P/P0 pmb_budget |" in out
+    assert "| measured steps, capacity 1, eager's assets in progress until its run ends |" in out
     assert "pmb_budget / pmb" in out and "pmb / random" not in out
 
 
 def test_how_the_runs_went_beside_the_models(tmp_path: Path, capsys):
-    """Runs launched, tables committed and a run's median seconds, the real runs' from
-    their records (successful runs only) and the model's from its own, for each row."""
+    """Runs launched, tables committed and a step's median seconds, the real runs' from
+    their records' steps and the model's from its own, for each row."""
     runs = [_run({"trade_aggr": {"transform": 1}}, 0, start) for start in (0, 5, 9)]
-    runs.append(_run({"trade_aggr": {"transform": 1}}, 0, 20, status="FAILURE"))
+    for run, seconds in zip(runs, (10.0, 12.0, 30.0), strict=True):
+        run.metadata_by_asset["trade_aggr"]["duration_s"] = seconds
     root = _campaign(tmp_path, {1: {"pmb": 30.0, "dagster_eager": 60.0}}, runs)
     summary = read_summary(root / "seed1" / "pmb")
     replace(summary, runs=4, job_refreshes=7).write(root / "seed1" / "pmb")
     real = model_check.real_row(root, ("pmb", "dagster_eager"))
-    assert real.runs["pmb"] == (4, 7, 10.0)  # every recorded run lasts 10 s
+    assert real.runs["pmb"] == (4, 7, 12.0)
     assert real.runs["dagster_eager"][2] is None  # no run recorded
     model = Row("model", {"pmb": 1.0}, {}, runs={"pmb": (3.0, 9.0, 12.25)})
     table = model_check.runs_markdown([model, real], ("pmb", "dagster_eager"))
     assert "| model | 3, 9, 12.2 | - |" in table
-    assert "| real runs (1 seeds) | 4, 7, 10.0 | 0, 0, - |" in table
+    assert "| real runs (1 seeds) | 4, 7, 12.0 | 0, 0, - |" in table
     argv = [str(root), "--campaign", "long", "--seeds", "1", "--capacities", "1"]
     assert model_check.main(argv) == 0
-    assert "| figures from | pmb: runs, refreshes, run (s) |" in capsys.readouterr().out
+    assert "| figures from | pmb: runs, refreshes, step (s) |" in capsys.readouterr().out
