@@ -41,11 +41,18 @@ def test_every_table_passes_mid_stream_and_a_broken_row_fails(request, lakehouse
     feeder.ingest()  # the raw tables ahead of every job's table
     runner.wait_for_release()
 
+    below = {}
     for job in PIPELINE_ORDER:
         result = check_table(spark, job, JOBS, lakehouse.table_uri, feeder.meta, 6, seed=3)
         assert result.passed, result.describe()
         assert result.judged >= 1, result.describe()
         assert result.watermark_us == feeder.meta(job).watermark_us()
+        below[job] = result.filtered_below
+    # The sampled keys reach below the full outer join and the master's join (their kinds
+    # keep a key to itself; enriched_features' key columns traced as market_features' own)
+    assert below["market_features"] == ("price_aggr", "trade_aggr"), below
+    assert below["enriched_features"] == ("market_features", "price_aggr", "trade_aggr"), below
+    assert below["sector_vwap"] == below["trade_aggr"] == (), below
     assert not [t for t in spark.catalog.listTables() if t.name.startswith(VIEW_PREFIX)]
 
     # One stored row of trade_aggr changed by hand, as a bug or a stray writer would.

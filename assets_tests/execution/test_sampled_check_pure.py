@@ -9,6 +9,7 @@ from freshness_pipeline.execution.sampled_check import (
     ExactnessResult,
     KeyVerdict,
     ancestry,
+    filtered_below,
     judge,
     key_filter,
     values_equal,
@@ -83,3 +84,22 @@ def test_ancestry_is_the_tables_chain_in_order():
         "sector_vwap",
     }
     assert chain.index("market_features") > chain.index("trade_aggr")
+
+
+def test_the_key_filter_goes_below_a_level_only_where_its_kind_keeps_a_key_to_itself():
+    def chain(table):
+        return ancestry(JOBS, table)
+
+    def same(level, name):
+        return True
+
+    # market_features (per_side_replace): its sides' rows of a key make its row of that key
+    assert filtered_below(JOBS, chain("market_features"), same) == ("price_aggr", "trade_aggr")
+    # enriched_features (replace_by_key) keeps market_features' key, and on down
+    below = filtered_below(JOBS, chain("enriched_features"), same)
+    assert below == ("market_features", "price_aggr", "trade_aggr")
+    # ... only where its key columns are its input's own (the lineage says identity)
+    assert filtered_below(JOBS, chain("enriched_features"), lambda level, name: False) == ()
+    # a view keyed by sector: its input has another key; raw inputs are not jobs
+    assert filtered_below(JOBS, chain("sector_vwap"), same) == ()
+    assert filtered_below(JOBS, chain("trade_aggr"), same) == ()

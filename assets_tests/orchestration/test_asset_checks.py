@@ -121,3 +121,18 @@ def test_exactness_runs_on_its_own_schedule_never_in_the_pipelines_runs():
 def test_a_bad_exactness_schedule_is_refused_before_anything_starts():
     with pytest.raises(Exception, match="FRESHNESS_EXACTNESS_SCHEDULE"):
         load_settings({"FRESHNESS_EXACTNESS_SCHEDULE": "every hour"})
+
+
+def test_the_exactness_metadata_says_what_the_sampled_keys_were_recomputed_from():
+    from freshness_pipeline.execution.sampled_check import ExactnessResult, KeyVerdict
+    from freshness_pipeline.orchestration.asset_checks import exactness_metadata
+
+    verdicts = (KeyVerdict(("AAPL",), "equal"),)
+    result = ExactnessResult(
+        "market_features", None, ("symbol",), verdicts, filtered_below=("price_aggr", "trade_aggr")
+    )
+    metadata = exactness_metadata(result)
+    assert metadata["filtered_below"] == "price_aggr, trade_aggr"
+    assert metadata["keys_judged"] == 1
+    whole = exactness_metadata(ExactnessResult("trade_aggr", None, ("symbol",), verdicts))
+    assert "filtered_below" not in whole

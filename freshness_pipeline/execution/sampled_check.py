@@ -13,8 +13,12 @@ The recomputation is one lazy Spark plan per cutoff, each level a temporary view
 the plan it was made from, with the sampled keys as a filter on the last level: Spark's
 optimizer pushes it through the levels' groupings and joins towards the raw scans, so
 only the sampled groups are aggregated. Where it cannot (a key computed from two inputs'
-columns, such as a full outer join's coalesce), the level is computed whole: slower, the
-same answer.
+columns, such as a full outer join's coalesce), the filter is also put below the level by
+what the level's kind promises (`filtered_below`): a `per_side_replace` row of key k is
+made of its sides' rows of key k (its runs read only their inputs' new rows of a key, so
+it cannot be otherwise), and a `replace_by_key` row whose key columns are its input row's
+own (their lineage is identity) is made of that row alone. Anything else is computed
+whole: slower, the same answer.
 """
 
 from __future__ import annotations
@@ -62,6 +66,7 @@ class ExactnessResult:
     problem: str | None = None  # why nothing could be judged, if so
     timings: Mapping[str, float] = field(default_factory=dict)
     timestamp_columns: tuple[str, ...] = ()  # key columns held as microseconds
+    filtered_below: tuple[str, ...] = ()  # tables recomputed for the sampled keys only
 
     def key_text(self, key: tuple[Any, ...]) -> dict[str, str]:
         """A key's values as a user reads them (a timestamp in ISO 8601, UTC)."""
@@ -179,6 +184,73 @@ def ancestry(jobs: Mapping[str, JobSpec], table: str) -> list[str]:
     return [name for name in jobs if name in needed]
 
 
+def filtered_below(
+    jobs: Mapping[str, JobSpec],
+    chain: Sequence[str],
+    identity: Callable[[str, str], bool],
+) -> tuple[str, ...]:
+    """The tables of `chain` (the checked table last) below the checked one whose rows the
+    checked table's key filter may keep before their one reader in the chain reads them:
+    each has the checked table's key columns, and its reader's kind makes a row of key k
+    depend on its rows of key k alone (module docstring). `identity(level, input)`: the
+    level's key columns are its input's own, unchanged (their lineage)."""
+    table = chain[-1]
+    key = set(jobs[table].declaration.key)
+    readers: dict[str, list[str]] = {}
+    for level in chain:
+        for name in (*jobs[level].inputs, *jobs[level].dimensions):
+            readers.setdefault(name, []).append(level)
+    found: list[str] = []
+    keeps = {table}
+    for level in reversed(chain):
+        if level not in keeps:
+            continue
+        spec = jobs[level]
+        merge = spec.declaration.merge
+        for name in spec.inputs:
+            if name not in jobs or readers.get(name) != [level]:
+                continue
+            if set(jobs[name].declaration.key) != key:
+                continue
+            if merge == "per_side_replace" or (
+                merge == "replace_by_key" and len(spec.inputs) == 1 and identity(level, name)
+            ):
+                keeps.add(name)
+                found.append(name)
+    return tuple(sorted(found))
+
+
+def key_identity(
+    jobs: Mapping[str, JobSpec], frames: Mapping[str, Any]
+) -> Callable[[str, str], bool]:
+    """`filtered_below`'s identity from the level's column lineage, traced from its SQL
+    over its inputs' schemas as `frames` hold them; a level that cannot be traced is not
+    identity (its filter stays on top, as before)."""
+    from freshness_pipeline.execution.lineage_model import LineageError
+    from freshness_pipeline.execution.lineage_sql import derive_lineage
+
+    def identity(level: str, name: str) -> bool:
+        spec = jobs[level]
+        try:
+            schemas = {
+                t: {f.name: f.dataType.simpleString() for f in frames[t].schema}
+                for t in (*spec.inputs, *spec.dimensions)
+            }
+            lineage = derive_lineage(spec, schemas)
+        except (LineageError, KeyError):
+            return False
+        edges = lineage.deps_by_column()
+        return all(
+            any(
+                e.source.table == name and e.source.column == column and e.kinds == ("identity",)
+                for e in edges.get(column, [])
+            )
+            for column in spec.declaration.key
+        )
+
+    return identity
+
+
 def _literal(value: Any, spark_type: str) -> str:
     """A key value as a Spark SQL literal of its column's type."""
     if value is None:
@@ -218,6 +290,7 @@ class _Views:
     def __init__(self, spark) -> None:
         self.spark = spark
         self.names: set[str] = set()
+        self.frames: dict[str, Any] = {}  # each table of the last recomputation, by name
 
     def keep(self, frame, name: str):
         frame.createOrReplaceTempView(name)
@@ -230,7 +303,6 @@ class _Views:
 
 
 def lazy_recompute(
-    spark,
     views: _Views,
     table_uri: Callable[[str], str],
     table_meta,
@@ -238,9 +310,12 @@ def lazy_recompute(
     chain: Sequence[str],
     cutoff_us: int | None,
     tag: str,
+    below: Mapping[str, str] | None = None,
 ):
     """The last job of `chain` recomputed over its sources (capped at `cutoff_us`), every
-    level a view holding its plan: the batch oracle's SQL without writing any level."""
+    level a view holding its plan: the batch oracle's SQL without writing any level; a
+    level in `below` kept to the rows its filter names before its reader reads it."""
+    spark = views.spark
     chain_jobs = {name: jobs[name] for name in chain}
     frames: dict[str, Any] = {
         name: views.keep(frame, f"{VIEW_PREFIX}{tag}_src_{name}")
@@ -248,6 +323,7 @@ def lazy_recompute(
             spark, chain_jobs, table_uri, table_meta, cutoff_us
         ).items()
     }
+    views.frames = frames
     for name in chain:
         spec = jobs[name]
         named = {f"delta_{t}": frames[t] for t in spec.inputs}
@@ -261,7 +337,10 @@ def lazy_recompute(
         summed = summed_columns(spec)
         types = {f.name: f.dataType.simpleString() for f in partial.schema if f.name in summed}
         merge = merged_sql(spec, partial.columns, types)
-        frames[name] = views.keep(spark.sql(merge), f"{VIEW_PREFIX}{tag}_{name}")
+        frame = spark.sql(merge)
+        if below and name in below:
+            frame = frame.where(below[name])
+        frames[name] = views.keep(frame, f"{VIEW_PREFIX}{tag}_{name}")
     return frames[chain[-1]]
 
 
@@ -312,12 +391,18 @@ def check_table(
         where = key_filter(key_columns, types, judged_keys)
         chain = ancestry(jobs, table)
         mark = time.perf_counter()
-        capped = lazy_recompute(spark, views, table_uri, table_meta, jobs, chain, watermark, "w")
+        capped = lazy_recompute(views, table_uri, table_meta, jobs, chain, watermark, "w")
+        pushed = filtered_below(jobs, chain, key_identity(jobs, views.frames))
+        below = dict.fromkeys(pushed, where)
+        if pushed:  # the same plan again, with the key filter below those levels
+            capped = lazy_recompute(
+                views, table_uri, table_meta, jobs, chain, watermark, "w", below
+            )
         columns = [c for c in capped.columns if c in types and c not in key_columns]
         at_watermark = _rows_by_key(capped.where(where), key_columns, types, columns)
         timings["at_watermark_s"] = time.perf_counter() - mark
         mark = time.perf_counter()
-        whole = lazy_recompute(spark, views, table_uri, table_meta, jobs, chain, None, "all")
+        whole = lazy_recompute(views, table_uri, table_meta, jobs, chain, None, "all", below)
         over_all = _rows_by_key(whole.where(where), key_columns, types, columns)
         timings["over_all_s"] = time.perf_counter() - mark
         mark = time.perf_counter()
@@ -334,4 +419,5 @@ def check_table(
         seconds=time.perf_counter() - started,
         timings=timings,
         timestamp_columns=tuple(c for c in key_columns if types[c] == "timestamp"),
+        filtered_below=pushed,
     )

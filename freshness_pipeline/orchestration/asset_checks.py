@@ -130,6 +130,8 @@ def exactness_metadata(result: ExactnessResult) -> dict[str, Any]:
     }
     if result.watermark_us is not None:
         metadata["watermark"] = MetadataValue.timestamp(result.watermark_us / US_PER_S)
+    if result.filtered_below:  # the tables recomputed for the sampled keys alone
+        metadata["filtered_below"] = ", ".join(result.filtered_below)
     if result.failed:
         metadata["differing"] = MetadataValue.json(
             [
