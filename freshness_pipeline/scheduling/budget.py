@@ -73,7 +73,7 @@ class Work:
         """The same run launched `wait_s` later: every step that removes staleness removes
         `wait_s` more, for its variable work on that much more data."""
         steps = tuple(
-            (work + per_s * wait_s if gain > 0 else work, gain + wait_s if gain > 0 else 0.0)
+            (work + per_s * wait_s, gain + wait_s) if gain > 0 else (work, 0.0)
             for (work, gain), (_, per_s) in zip(self.steps, self._per_gain_s(), strict=True)
         )
         return replace(self, steps=steps, starts_in_s=self.starts_in_s + wait_s)
@@ -83,7 +83,7 @@ class Work:
         after this one launched: each step's fixed work again and its variable work on that
         data; L again before it works."""
         steps = tuple(
-            (fixed + per_s * wait_s, wait_s if gain > 0 else 0.0) if gain > 0 else (0.0, 0.0)
+            (fixed + per_s * wait_s, wait_s) if gain > 0 else (0.0, 0.0)
             for (_, gain), (fixed, per_s) in zip(self.steps, self._per_gain_s(), strict=True)
         )
         return Work(steps, starts_in_s=starts_in_s)
