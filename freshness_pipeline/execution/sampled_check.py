@@ -392,7 +392,9 @@ def check_table(
         chain = ancestry(jobs, table)
         mark = time.perf_counter()
         capped = lazy_recompute(views, table_uri, table_meta, jobs, chain, watermark, "w")
-        pushed = filtered_below(jobs, chain, key_identity(jobs, views.frames))
+        pushed: tuple[str, ...] = ()
+        if filtered_below(jobs, chain, lambda level, name: True):  # a level's kind may allow
+            pushed = filtered_below(jobs, chain, key_identity(jobs, views.frames))
         below = dict.fromkeys(pushed, where)
         if pushed:  # the same plan again, with the key filter below those levels
             capped = lazy_recompute(

@@ -15,18 +15,21 @@ HOUR_PY_FORMAT = "%Y%m%d%H"
 WATERMARK_KEY = "freshness.watermark_us"  # what the staleness sampler reads from a commit
 WINDOW_S = 60  # industry_spike's trailing window
 
-TRADE_AGGR = """
+# A group of trades' totals (trade_aggr's, and the wide lakehouse's per-letter trades).
+TRADE_TOTALS = """sum(size) AS volume,
+       count(*) AS trade_count,
+       CAST(sum(CAST(price AS DECIMAL(18, 2)) * size) AS DECIMAL(38, 2)) AS notional,
+       CAST(sum(CAST(price AS DECIMAL(18, 2)) * size) AS DOUBLE) / sum(size) AS vwap,
+       max(arrival_ts) AS arrival_ts"""
+
+TRADE_AGGR = f"""
 SELECT symbol,
        date_trunc('SECOND', event_ts) AS second,
        min_by(CAST(price AS DECIMAL(18, 2)), struct(event_ts, trade_id)) AS open,
        max(CAST(price AS DECIMAL(18, 2))) AS high,
        min(CAST(price AS DECIMAL(18, 2))) AS low,
        max_by(CAST(price AS DECIMAL(18, 2)), struct(event_ts, trade_id)) AS close,
-       sum(size) AS volume,
-       count(*) AS trade_count,
-       CAST(sum(CAST(price AS DECIMAL(18, 2)) * size) AS DECIMAL(38, 2)) AS notional,
-       CAST(sum(CAST(price AS DECIMAL(18, 2)) * size) AS DOUBLE) / sum(size) AS vwap,
-       max(arrival_ts) AS arrival_ts
+       {TRADE_TOTALS}
 FROM trade_raw
 GROUP BY symbol, date_trunc('SECOND', event_ts)
 """
@@ -96,34 +99,40 @@ FROM enriched_features
 GROUP BY sector, second
 """
 
-# The trailing window is the 60 s before a second, [second - 60 s, second): its input
-# holds the minute before the hour too, and only the hour's own seconds are kept.
-INDUSTRY_SPIKE = f"""
+
+def trailing_window_sql(column: str, seconds: int) -> str:
+    """Per `column` per event second: volume against its trailing window, the `seconds`
+    before it, [second - seconds, second): its input holds that much of the hour before
+    too, and only the hour's own seconds are kept (`{hour_start}`, filled per run)."""
+    return f"""
 WITH groups AS (
-  SELECT industry, second,
+  SELECT {column}, second,
          coalesce(sum(volume), 0) AS volume,
          coalesce(sum(trade_count), 0) AS trade_count,
          max(arrival_ts) AS group_arrival_ts
   FROM enriched_features
-  GROUP BY industry, second
+  GROUP BY {column}, second
 ),
 windowed AS (
-  SELECT industry, second, volume, trade_count,
+  SELECT {column}, second, volume, trade_count,
          coalesce(sum(volume) OVER trailing, 0) AS trailing_volume,
          greatest(group_arrival_ts, max(group_arrival_ts) OVER trailing) AS arrival_ts
   FROM groups
   WINDOW trailing AS (
-    PARTITION BY industry ORDER BY unix_micros(second)
-    RANGE BETWEEN {WINDOW_S * 1_000_000} PRECEDING AND 1 PRECEDING
+    PARTITION BY {column} ORDER BY unix_micros(second)
+    RANGE BETWEEN {seconds * 1_000_000} PRECEDING AND 1 PRECEDING
   )
 )
-SELECT industry, second, volume, trade_count,
-       CAST(trailing_volume AS DOUBLE) / {WINDOW_S} AS trailing_volume_avg,
-       volume / (CAST(trailing_volume AS DOUBLE) / {WINDOW_S}) AS spike_ratio,
+SELECT {column}, second, volume, trade_count,
+       CAST(trailing_volume AS DOUBLE) / {seconds} AS trailing_volume_avg,
+       volume / (CAST(trailing_volume AS DOUBLE) / {seconds}) AS spike_ratio,
        arrival_ts
 FROM windowed
 WHERE second >= TIMESTAMP '{{hour_start}}'
 """
+
+
+INDUSTRY_SPIKE = trailing_window_sql("industry", WINDOW_S)
 
 
 @dataclass(frozen=True)

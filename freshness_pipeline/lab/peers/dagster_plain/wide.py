@@ -11,7 +11,11 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
-from freshness_pipeline.lab.peers.dagster_plain.tables import Table
+from freshness_pipeline.lab.peers.dagster_plain.tables import (
+    TRADE_TOTALS,
+    Table,
+    trailing_window_sql,
+)
 
 MINUTE = "CAST(date_trunc('MINUTE', second) AS TIMESTAMP)"
 SECOND = "CAST(date_trunc('SECOND', event_ts) AS TIMESTAMP)"
@@ -49,34 +53,9 @@ GROUP BY {column}, {MINUTE}
 
 
 def trailing_window(name: str, column: str, seconds: int) -> Table:
-    """Per group per event second: volume against its trailing window of `seconds` (the
-    seconds before it, [second - seconds, second)), as industry_spike with another length."""
-    sql = f"""
-WITH groups AS (
-  SELECT {column}, second,
-         coalesce(sum(volume), 0) AS volume,
-         coalesce(sum(trade_count), 0) AS trade_count,
-         max(arrival_ts) AS group_arrival_ts
-  FROM enriched_features
-  GROUP BY {column}, second
-),
-windowed AS (
-  SELECT {column}, second, volume, trade_count,
-         coalesce(sum(volume) OVER trailing, 0) AS trailing_volume,
-         greatest(group_arrival_ts, max(group_arrival_ts) OVER trailing) AS arrival_ts
-  FROM groups
-  WINDOW trailing AS (
-    PARTITION BY {column} ORDER BY unix_micros(second)
-    RANGE BETWEEN {seconds * 1_000_000} PRECEDING AND 1 PRECEDING
-  )
-)
-SELECT {column}, second, volume, trade_count,
-       CAST(trailing_volume AS DOUBLE) / {seconds} AS trailing_volume_avg,
-       volume / (CAST(trailing_volume AS DOUBLE) / {seconds}) AS spike_ratio,
-       arrival_ts
-FROM windowed
-WHERE second >= TIMESTAMP '{{hour_start}}'
-"""
+    """Per group per event second: volume against its trailing window of `seconds`, as
+    industry_spike with another group and length."""
+    sql = trailing_window_sql(column, seconds)
     return Table(name, sql, ("second", column), ("enriched_features",), lookback_s=seconds)
 
 
@@ -94,11 +73,7 @@ def letter_trades(name: str, letter: str) -> Table:
     """Per event second, the trades of the symbols starting with one letter."""
     sql = f"""
 SELECT substr(symbol, 1, 1) AS letter, {SECOND} AS second,
-       sum(size) AS volume,
-       count(*) AS trade_count,
-       CAST(sum(CAST(price AS DECIMAL(18, 2)) * size) AS DECIMAL(38, 2)) AS notional,
-       CAST(sum(CAST(price AS DECIMAL(18, 2)) * size) AS DOUBLE) / sum(size) AS vwap,
-       max(arrival_ts) AS arrival_ts
+       {TRADE_TOTALS}
 FROM trade_raw
 WHERE symbol LIKE '{letter}%'
 GROUP BY substr(symbol, 1, 1), {SECOND}
