@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -22,7 +23,7 @@ from freshness_pipeline.ingestion.ingest import IngestConfig, Ingestor
 from freshness_pipeline.ingestion.master import load_company_master
 from freshness_pipeline.ingestion.validate import REJECT_REASONS, validate_record
 from freshness_pipeline.stream.generator import StreamConfig
-from freshness_pipeline.stream.landing import list_landed
+from freshness_pipeline.stream.landing import list_landed, write_landed
 from freshness_pipeline.stream.replayer import (
     MALFORMED_KINDS,
     VirtualClock,
@@ -137,14 +138,45 @@ def test_one_commit_in_clean_every_cleans(spark, lakehouse: Settings, monkeypatc
         IngestConfig(clean_every=0)
 
 
-def test_a_batch_read_twice_commits_once(spark, lakehouse: Settings):
+@pytest.mark.parametrize("write", ["insert", "bulk_insert"])
+def test_a_batch_of_rejects_only_commits_empty_and_moves_the_checkpoint(
+    spark, lakehouse: Settings, write
+):
+    """Every line of the first batches malformed: each still commits (empty, its rejects
+    quarantined) so the checkpoint moves on, the table's first commit too; then good rows
+    commit after them. Both raw write operations (FRESHNESS_INGEST_WRITE)."""
+    load_company_master(spark, lakehouse, UNIVERSE)
+    for seq in (0, 1):
+        lines = ["{not json", '{"event_id": "x"}', "[]"]
+        write_landed(lakehouse.landing_dir, "price", seq, 1_700_000_000_000_000 + seq, lines)
+    settings = replace(lakehouse, ingest_write=write)
+    ingestor = Ingestor(spark, settings, IngestConfig(max_files_per_commit=1, keep_landed=True))
+    for seq in (0, 1):
+        result = ingestor.ingest_stream("price")
+        assert result is not None and result.rows == 0 and result.rejects > 0
+        assert ingestor.checkpoint("price")[0] == result.checkpoint == seq
+    assert table_counts(spark, lakehouse, "price_raw") == (0, 0)
+    commits = HudiTableMetadata(lakehouse.table_uri("price_raw")).commits()
+    assert [c.extra[CHECKPOINT_KEY] for c in commits] == ["0", "1"]
+    good = land(lakehouse, seconds=3, rate=100, malformed=0.0, seed=2)
+    assert min(f.seq for f in list_landed(lakehouse.landing_dir, "price", after_seq=1)) == 2
+    while ingestor.ingest_stream("price") is not None:
+        pass
+    rows, distinct = table_counts(spark, lakehouse, "price_raw")
+    assert rows == distinct == good["price"][0] > 0
+
+
+@pytest.mark.parametrize("write", ["bulk_insert", "insert"])
+def test_a_batch_read_twice_commits_once(spark, lakehouse: Settings, write):
     """Two ingestors that read the same batch from the same checkpoint (a killed one whose
     write a shared Spark server finishes, and its restart): the second commit is refused
     under the table's lock (jvm/CheckpointConflictResolutionStrategy.java), Hudi rolls its
-    files back, and the rows are in the table once. Both sources' checkpoint keys."""
+    files back, and the rows are in the table once. Both sources' checkpoint keys, both
+    raw write operations (FRESHNESS_INGEST_WRITE)."""
     load_company_master(spark, lakehouse, UNIVERSE)
     land(lakehouse, seconds=2, rate=200, malformed=0.0)
-    ingestor = Ingestor(spark, lakehouse, IngestConfig(max_files_per_commit=1, keep_landed=True))
+    settings = replace(lakehouse, ingest_write=write)
+    ingestor = Ingestor(spark, settings, IngestConfig(max_files_per_commit=1, keep_landed=True))
     sources = {
         "price": lambda end: {CHECKPOINT_KEY: end},
         "trade": lambda end: {STREAMER_CHECKPOINT_KEY: f"trade_topic,0:{end}"},

@@ -75,3 +75,37 @@ def test_an_ingestion_commit_is_fenced_by_its_checkpoint():
     assert concurrent_writer_options(None)["hoodie.write.lock.conflict.resolution.strategy"] == (
         STALE_PLAN_STRATEGY
     )
+
+
+def test_a_bulk_insert_commit_writes_new_files_one_per_partition():
+    settings = load_settings({"FRESHNESS_CLUSTERING_TABLES": "none"})  # the default
+    bulk = raw_write_options(settings, "price_raw", METADATA)
+    assert bulk["hoodie.datasource.write.operation"] == "bulk_insert"
+    # all of a partition's rows reach one Spark task: one new file per partition a commit
+    assert bulk["hoodie.bulkinsert.sort.mode"] == "PARTITION_PATH_REPARTITION"
+    assert bulk["hoodie.parquet.small.file.limit"] == "0"
+    # the fence and the empty commit as for an insert
+    insert = raw_write_options(
+        load_settings({"FRESHNESS_INGEST_WRITE": "insert", "FRESHNESS_CLUSTERING_TABLES": "none"}),
+        "price_raw",
+        METADATA,
+    )
+    assert insert["hoodie.datasource.write.operation"] == "insert"
+    assert "hoodie.bulkinsert.sort.mode" not in insert
+    same = {k for k in insert if k != "hoodie.datasource.write.operation"}
+    assert {k: bulk[k] for k in same} == {k: insert[k] for k in same}
+
+
+def test_packing_small_files_keeps_the_insert_that_rewrites_them():
+    settings = load_settings(
+        {
+            "FRESHNESS_RAW_PACKING": "true",
+            "FRESHNESS_CLUSTERING_TABLES": "none",
+        }
+    )
+    packed = raw_write_options(settings, "trade_raw", METADATA)
+    assert packed["hoodie.datasource.write.operation"] == "insert"
+    assert "hoodie.bulkinsert.sort.mode" not in packed
+    assert "hoodie.parquet.small.file.limit" not in packed
+    with pytest.raises(ValueError, match="FRESHNESS_INGEST_WRITE"):
+        load_settings({"FRESHNESS_INGEST_WRITE": "upsert"})

@@ -152,6 +152,7 @@ class Settings:
     spark_mode: str = "service"  # the shared Spark service (spark_service.py) or "local"
     ingest_spark: str = "own"  # ingestion's own Spark driver, or the Spark service's
     ingest_jit: str = "c1"  # ingestion's own driver: C1 only, or the JVM's tiered JIT
+    ingest_write: str = "bulk_insert"  # a raw commit's Hudi operation (ingest.raw_write_options)
     run_start: str = "forkserver"  # how a code server starts runs (run_start.py)
     handoff: bool = False  # a chain's steps read their parents' rows from memory (handoff.py)
     layout: str | None = None  # the declared layout the jobs' tables take (FRESHNESS_LAYOUT)
@@ -288,6 +289,7 @@ def load_settings(
         spark_mode=values["FRESHNESS_SPARK_MODE"],
         ingest_spark=values["FRESHNESS_INGEST_SPARK"],
         ingest_jit=values["FRESHNESS_INGEST_JIT"],
+        ingest_write=values["FRESHNESS_INGEST_WRITE"],
         run_start=values["FRESHNESS_RUN_START"],
         handoff=values["FRESHNESS_HANDOFF"],
         spark_service_port=values["FRESHNESS_SPARK_SERVICE_PORT"],

@@ -135,6 +135,14 @@ SETTINGS: tuple[Setting, ...] = (
             "compiles were most of the driver's CPU; docs/BENCHMARKS.md); `tiered`: the "
             "JVM's own (C1, then C2 for hot code)", "c1 or tiered",
             parse_choice(("c1", "tiered"))),
+    Setting("FRESHNESS_INGEST_WRITE", "bulk_insert",
+            "the Hudi operation of a raw commit that adds files of its own (raw packing "
+            "off): `bulk_insert` (Hudi's row writer, one new file per partition a commit: no "
+            "workload profile, no Avro records; 10 Spark tasks a commit against 42, ingestion's "
+            "driver 0.7 of the insert's CPU, docs/BENCHMARKS.md) or `insert`; with "
+            "FRESHNESS_RAW_PACKING a commit rewrites small files, which only `insert` does",
+            "bulk_insert or insert",
+            parse_choice(("insert", "bulk_insert"))),
     Setting("FRESHNESS_RUN_START", "forkserver",
             "how a code server starts a run's process: `forkserver`: a fork of one process "
             "that imported the definitions once (`run_start.py`); `spawn`: Dagster's own, a "

@@ -134,8 +134,15 @@ def raw_write_options(
 ) -> dict[str, str]:
     """The options of one ingestion commit into raw `table`, carrying `metadata`; with
     `clean` False the commit leaves cleaning to a later one."""
+    layout = raw_layout(table, settings.raw_packing)
+    # A commit that only adds files of its own is a bulk insert (FRESHNESS_INGEST_WRITE):
+    # Hudi's row writer writes them straight from Spark's rows, without the insert's
+    # workload profile or its Avro records (10 Spark tasks a commit instead of 42);
+    # repartitioned by partition path, it still writes one file per partition a commit.
+    # Packing rewrites old files: only an insert does that.
+    bulk = settings.ingest_write == "bulk_insert" and not layout.pack_small_files
     options = {
-        **write_options(raw_layout(table, settings.raw_packing), "insert", metadata),
+        **write_options(layout, "bulk_insert" if bulk else "insert", metadata),
         # The raw table has a second writer, its clustering (clustering.py): both write
         # with optimistic concurrency under the table's lock. A failed insert is now
         # rolled back by a later clean once its heartbeat expires (LAZY), not by the
@@ -148,6 +155,8 @@ def raw_write_options(
         # A clustered table's timeline is archived by its clustering runs (hudi_write).
         **ingestion_archival_options(table in settings.clustering.tables),
     }
+    if bulk:
+        options["hoodie.bulkinsert.sort.mode"] = "PARTITION_PATH_REPARTITION"
     # An all-rejects batch still commits (empty) so the checkpoint moves on.
     options["hoodie.allow.empty.commit"] = "true"
     if not clean:
