@@ -28,7 +28,7 @@ def test_observation_reports_commit_rows_and_watermark(spark, lakehouse: Setting
     hudi_meta = HudiMetadataResource.for_settings(load_settings())
     trade = observe_table(hudi_meta, "trade_raw")
     assert trade.metadata["dagster/row_count"] == expected["trade"][0]
-    assert trade.metadata["latest_operation"] == "INSERT"
+    assert trade.metadata["latest_operation"] == "BULK_INSERT"  # FRESHNESS_INGEST_WRITE
     assert trade.data_version.value == trade.metadata["latest_commit"]
     assert trade.metadata["watermark_us"] > 0 and trade.metadata["watermark_lag_s"] > 0
     master = observe_table(hudi_meta, "company_master")
