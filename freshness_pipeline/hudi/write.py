@@ -140,6 +140,10 @@ def write_options(
     }
     if not layout.pack_small_files:
         options["hoodie.parquet.small.file.limit"] = "0"
+    if operation == "bulk_insert":
+        # all of a partition's rows reach one Spark task: one new file per partition a
+        # write, as an insert writes (Hudi's default sort leaves one per input partition)
+        options["hoodie.bulkinsert.sort.mode"] = "PARTITION_PATH_REPARTITION"
     if layout.precombine:
         options["hoodie.datasource.write.precombine.field"] = layout.precombine
     if layout.partition_by:

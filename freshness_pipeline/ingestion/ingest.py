@@ -137,9 +137,9 @@ def raw_write_options(
     layout = raw_layout(table, settings.raw_packing)
     # A commit that only adds files of its own is a bulk insert (FRESHNESS_INGEST_WRITE):
     # Hudi's row writer writes them straight from Spark's rows, without the insert's
-    # workload profile or its Avro records (10 Spark tasks a commit instead of 42);
-    # repartitioned by partition path, it still writes one file per partition a commit.
-    # Packing rewrites old files: only an insert does that.
+    # workload profile or its Avro records (10 Spark tasks a commit instead of 42), still
+    # one file per partition a commit (hudi/write.py). Packing rewrites old files: only
+    # an insert does that.
     bulk = settings.ingest_write == "bulk_insert" and not layout.pack_small_files
     options = {
         **write_options(layout, "bulk_insert" if bulk else "insert", metadata),
@@ -155,8 +155,6 @@ def raw_write_options(
         # A clustered table's timeline is archived by its clustering runs (hudi_write).
         **ingestion_archival_options(table in settings.clustering.tables),
     }
-    if bulk:
-        options["hoodie.bulkinsert.sort.mode"] = "PARTITION_PATH_REPARTITION"
     # An all-rejects batch still commits (empty) so the checkpoint moves on.
     options["hoodie.allow.empty.commit"] = "true"
     if not clean:
