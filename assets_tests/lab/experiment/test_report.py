@@ -364,3 +364,25 @@ def test_the_parent_to_child_lag_waits_for_the_child_to_catch_up_with_each_commi
     # trade_aggr's 30 at 5 s (market_features has not caught up), and market_features' two
     # commits, which enriched_features (no watermark in these samples) never reached
     assert unreached == 3
+
+
+def test_the_services_cpu_per_refresh_is_given_seed_by_seed():
+    from freshness_pipeline.lab.experiment.report_cost import service_per_refresh_rows
+
+    def run(variant: str, seed: int, service_s: float, refreshes: int) -> RunSummary:
+        budget = {"Spark service": service_s, "code server": 99.0}
+        return RunSummary(variant, seed=seed, job_refreshes=refreshes, cpu_by_kind_s=budget)
+
+    runs = [
+        run("pmb", 2, 300.0, 60),
+        run("pmb", 1, 330.0, 66),
+        run("pmb", 3, 400.0, 40),
+        run("interval", 1, 100.0, 0),  # no refresh in the window: no figure
+        RunSummary("interval", seed=2, job_refreshes=5),  # recorded before the sampler
+    ]
+    rows = service_per_refresh_rows(runs, ["pmb", "interval"])
+    assert rows[0] == "| variant | CPU-s per refresh, by seed | median |"
+    assert rows[2:] == ["| pmb | 1: 5.0, 2: 5.0, 3: 10.0 | 5.0 |"]
+    assert service_per_refresh_rows(runs[3:], ["interval"]) == [
+        "No run sampled the Spark service's CPU with a refresh in its window."
+    ]

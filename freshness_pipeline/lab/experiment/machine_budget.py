@@ -14,11 +14,12 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+SERVICE = "Spark service"  # the shared Spark service every step runs in
 OWN_SPARK = "Spark (ingestion, a run's own)"  # a local driver: ingestion's, or a run's
 RUN_SPARK = "Spark (a run's own)"  # a local driver whose parent is a run worker
 # A process's kind, by its command line (the first pattern that matches).
 KINDS: tuple[tuple[str, str], ...] = (
-    ("Spark service", r"java .*(SparkConnectServer|LoopbackConnectServer|freshness_spark_service)"),
+    (SERVICE, r"java .*(SparkConnectServer|LoopbackConnectServer|freshness_spark_service)"),
     ("Kafka", r"java .*kafka\.Kafka"),
     ("object store, Postgres", r"java .*s3proxy|postgres"),
     (OWN_SPARK, r"^java |/java "),

@@ -26,11 +26,13 @@ from freshness_pipeline.config.paths import shown_path
 from freshness_pipeline.lab.experiment.report_cost import (
     BUDGET_TEXT,
     CPU_TEXT,
+    PER_REFRESH_TEXT,
     PHASES_TEXT,
     RUN_COST_TEXT,
     machine_budget_rows,
     phase_rows,
     run_cost_rows,
+    service_per_refresh_rows,
     step_cpu_rows,
 )
 from freshness_pipeline.lab.experiment.report_figures import (
@@ -675,6 +677,12 @@ def detail_rows(
         BUDGET_TEXT,
         "",
         *machine_budget_rows(runs, order),
+        "",
+        "### The Spark service's CPU per job refresh",
+        "",
+        PER_REFRESH_TEXT,
+        "",
+        *service_per_refresh_rows(runs, order),
         "",
         "### What a step costs in its JVM (median per step, successful runs)",
         "",

@@ -8,7 +8,7 @@ from collections.abc import Collection, Mapping
 
 from freshness_pipeline.catalog.jobs import JOBS
 from freshness_pipeline.execution.run_phases import PHASES, from_metadata, median_phases
-from freshness_pipeline.lab.experiment.machine_budget import budget_rows
+from freshness_pipeline.lab.experiment.machine_budget import SERVICE, budget_rows
 from freshness_pipeline.lab.experiment.run_files import RunSummary, read_runs, refreshes_by
 from freshness_pipeline.scheduling.run_plan import ASSET_TAG
 
@@ -128,6 +128,33 @@ def machine_budget_rows(runs: list[RunSummary], order: list[str]) -> list[str]:
         mean = {k: statistics.mean(b.get(k, 0.0) for b in budgets) for k in kinds}
         rows.append((variant, mean, statistics.mean(r.window_s for r in found)))
     return budget_rows(rows)
+
+
+PER_REFRESH_TEXT = (
+    "The Spark service's CPU through the window divided by the job refreshes that landed "
+    "in it, per seed and the median over seeds: what a refresh cost the shared Spark, "
+    "its JVM's compiling and collecting included."
+)
+
+
+def service_per_refresh_rows(runs: list[RunSummary], order: list[str]) -> list[str]:
+    """Per variant, the Spark service's CPU-seconds per job refresh, seed by seed."""
+    found: dict[str, list[RunSummary]] = {}
+    for run in runs:
+        if run.cpu_by_kind_s and SERVICE in run.cpu_by_kind_s and run.job_refreshes:
+            found.setdefault(run.variant, []).append(run)
+    if not found:
+        return ["No run sampled the Spark service's CPU with a refresh in its window."]
+    lines = [
+        "| variant | CPU-s per refresh, by seed | median |",
+        "|---|---|---|",
+    ]
+    for variant in (v for v in order if v in found):
+        items = sorted(found[variant], key=lambda r: r.seed)
+        costs = [(r.cpu_by_kind_s or {})[SERVICE] / r.job_refreshes for r in items]
+        by_seed = ", ".join(f"{r.seed}: {c:.1f}" for r, c in zip(items, costs, strict=True))
+        lines.append(f"| {variant} | {by_seed} | {statistics.median(costs):.1f} |")
+    return lines
 
 
 def step_cpu_rows(
